@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs, with apt, exactly what building, testing and running the local
+# cluster need. Idempotent: when everything is present it prints one line and
+# exits at once. Run as root (or with sudo available).
+set -euo pipefail
+
+# Debian package -> why the project needs it.
+PACKAGES=(
+  "bazel-bootstrap:build system (Bazel 4.2.3, works offline)"
+  "g++:C++ compiler"
+  "pkg-config:locates the system libraries for Bazel"
+  "libgrpc++-dev:gRPC C++ runtime (client and server)"
+  "protobuf-compiler:protoc"
+  "protobuf-compiler-grpc:grpc_cpp_plugin for protoc"
+  "libprotobuf-dev:protobuf C++ runtime"
+  "libabsl-dev:Abseil (Status, flags, Mutex, time)"
+  "libeigen3-dev:Eigen (models and optimizer kernels)"
+  "libgtest-dev:GoogleTest"
+  "libgmock-dev:GoogleMock (matchers used in tests)"
+  "libbenchmark-dev:Google Benchmark"
+  "zlib1g-dev:gzip reader for the IDX data files"
+  "dataset-fashion-mnist:Fashion-MNIST data set"
+  "procps:pkill/ps used by the local cluster launcher"
+)
+
+missing=()
+for entry in "${PACKAGES[@]}"; do
+  pkg="${entry%%:*}"
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup.sh: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "setup.sh: installing ${#missing[@]} missing package(s):"
+for entry in "${PACKAGES[@]}"; do
+  pkg="${entry%%:*}"
+  for m in "${missing[@]}"; do
+    [ "$m" = "$pkg" ] && echo "  - $pkg: ${entry#*:}"
+  done
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup.sh: done"

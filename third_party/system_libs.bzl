@@ -1,0 +1,61 @@
+"""Repository rule exposing Debian's system C++ libraries to Bazel.
+
+Each library becomes a cc_library in @system whose link flags come from
+pkg-config (headers live in /usr/include, which the compiler already
+searches). Eigen's headers sit in /usr/include/eigen3, so they are linked
+into the repository and exported with an include path.
+"""
+
+# Target name -> pkg-config modules.
+_PKG_CONFIG_LIBS = {
+    "grpcpp": ["grpc++"],
+    "protobuf": ["protobuf"],
+    "absl_flags": ["absl_flags", "absl_flags_parse", "absl_flags_usage"],
+    "absl_status": ["absl_status", "absl_statusor"],
+    "absl_strings": ["absl_strings", "absl_str_format"],
+    "absl_synchronization": ["absl_synchronization"],
+    "absl_time": ["absl_time"],
+    "absl_hash": ["absl_hash", "absl_raw_hash_set"],
+    "absl_random": ["absl_random_random"],
+    "zlib": ["zlib"],
+    "gtest": ["gtest", "gmock"],
+    "gtest_main": ["gtest_main"],
+    "benchmark": ["benchmark"],
+}
+
+def _pkg_config_libs(ctx, modules):
+    result = ctx.execute(["pkg-config", "--libs"] + modules)
+    if result.return_code != 0:
+        fail("pkg-config could not find %s: %s\nRun deploy/setup.sh to install the system libraries." %
+             (" ".join(modules), result.stderr))
+    return result.stdout.strip().split(" ")
+
+def _system_libs_impl(ctx):
+    lines = ['package(default_visibility = ["//visibility:public"])', ""]
+    for name, modules in _PKG_CONFIG_LIBS.items():
+        linkopts = [f for f in _pkg_config_libs(ctx, modules) if f]
+        if name == "benchmark":
+            linkopts = linkopts + ["-lpthread"]
+        lines.append("cc_library(")
+        lines.append("    name = %r," % name)
+        lines.append("    linkopts = %r," % linkopts)
+        lines.append(")")
+        lines.append("")
+
+    eigen = ctx.path("/usr/include/eigen3")
+    if not eigen.exists:
+        fail("/usr/include/eigen3 not found. Run deploy/setup.sh (package libeigen3-dev).")
+    ctx.symlink(eigen, "eigen3")
+    lines.append("cc_library(")
+    lines.append('    name = "eigen",')
+    lines.append('    hdrs = glob(["eigen3/Eigen/**", "eigen3/unsupported/Eigen/**"]),')
+    lines.append('    includes = ["eigen3"],')
+    lines.append(")")
+    ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
+    ctx.file("BUILD", "\n".join(lines) + "\n")
+
+system_libs = repository_rule(
+    implementation = _system_libs_impl,
+    local = True,
+    environ = ["PKG_CONFIG_PATH"],
+)
