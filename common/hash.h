@@ -1,0 +1,39 @@
+// Stable 64-bit hashing shared by servers and workers.
+//
+// Placement must agree across processes, builds and machines, so these
+// functions never depend on absl::Hash (which is seeded per process).
+#ifndef PS_COMMON_HASH_H_
+#define PS_COMMON_HASH_H_
+
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+
+namespace ps {
+
+// SplitMix64 finalizer: a bijective mix with good avalanche.
+inline uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// FNV-1a over the bytes, then Mix64.
+inline uint64_t HashString(absl::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return Mix64(h);
+}
+
+// Combines two hashes (order matters).
+inline uint64_t HashCombine(uint64_t a, uint64_t b) {
+  return Mix64(a ^ (Mix64(b) + 0x632be59bd9b4e019ULL + (a << 6) + (a >> 2)));
+}
+
+}  // namespace ps
+
+#endif  // PS_COMMON_HASH_H_

@@ -1,0 +1,57 @@
+// Where each key of a table lives.
+//
+// Dense tables are cut into slices of `slice_size` consecutive keys; a slice
+// is the unit that is placed on a server, locked and applied. Slice s of table
+// t is owned by ring.Owner(hash(t, s)). Servers and workers build the same
+// Placement from the same (num_servers, PlacementConfig), so they agree on
+// every key. Immutable after construction; thread-safe.
+#ifndef PS_COMMON_PLACEMENT_H_
+#define PS_COMMON_PLACEMENT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "common/hash_ring.h"
+
+namespace ps {
+
+struct PlacementConfig {
+  uint64_t slice_size = 4096;  // keys per slice, >= 1
+  int virtual_nodes = HashRing::kDefaultVirtualNodes;
+};
+
+// A run of consecutive keys [begin, end) inside one slice.
+struct RangePart {
+  uint64_t begin;
+  uint64_t end;
+  int owner;
+};
+
+class Placement {
+ public:
+  Placement(int num_servers, PlacementConfig config = {});
+
+  uint64_t SliceOf(uint64_t key) const { return key / config_.slice_size; }
+  int OwnerOfSlice(absl::string_view table, uint64_t slice) const;
+  int OwnerOfKey(absl::string_view table, uint64_t key) const {
+    return OwnerOfSlice(table, SliceOf(key));
+  }
+
+  // Splits [begin, end) at slice boundaries, each part tagged with its owner.
+  // Adjacent slices with the same owner are merged into one part.
+  std::vector<RangePart> SplitRange(absl::string_view table, uint64_t begin,
+                                    uint64_t end) const;
+
+  int num_servers() const { return ring_.num_members(); }
+  const PlacementConfig& config() const { return config_; }
+
+ private:
+  PlacementConfig config_;
+  HashRing ring_;
+};
+
+}  // namespace ps
+
+#endif  // PS_COMMON_PLACEMENT_H_

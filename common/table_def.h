@@ -1,0 +1,30 @@
+// Validation and comparison of table definitions (proto::TableDef), shared by
+// the server (which enforces them) and workers (which build them).
+#ifndef PS_COMMON_TABLE_DEF_H_
+#define PS_COMMON_TABLE_DEF_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+
+// Largest number of values (num_keys * width) one table may hold per job.
+inline constexpr uint64_t kMaxTableValues = uint64_t{1} << 34;
+
+// OK, or INVALID_ARGUMENT naming the table and the offending field: empty or
+// over-long name, width 0, num_keys 0, too many values, unknown initializer or
+// optimizer, non-finite or out-of-range hyper-parameters.
+absl::Status ValidateTableDef(const proto::TableDef& def);
+
+// True when both definitions describe the same table (field by field).
+bool SameTableDef(const proto::TableDef& a, const proto::TableDef& b);
+
+// One line, for logs and error messages.
+std::string TableDefSummary(const proto::TableDef& def);
+
+}  // namespace ps
+
+#endif  // PS_COMMON_TABLE_DEF_H_

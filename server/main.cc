@@ -1,0 +1,119 @@
+// ps_server: one shard of the parameter server.
+//
+//   ps_server --servers=h0:p0,h1:p1,h2:p2 --index=1
+//       listens on the address of entry 1 and owns ring shard 1 of 3.
+//   ps_server --num_servers=3 --index=1 --listen=127.0.0.1:0 --port_file=F
+//       picks a free port and writes it to F (for launchers and tests).
+//
+// Stops cleanly on SIGTERM or SIGINT.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "common/cluster_spec.h"
+#include "common/log.h"
+#include "server/ps_server.h"
+
+ABSL_FLAG(std::string, servers, "",
+          "cluster spec: comma-separated host:port of every server, in shard order");
+ABSL_FLAG(int, num_servers, 0, "number of servers, when --servers is not given");
+ABSL_FLAG(int, index, 0, "this server's shard index (position in --servers)");
+ABSL_FLAG(std::string, listen, "",
+          "address to listen on (default: entry --index of --servers, else 127.0.0.1:0)");
+ABSL_FLAG(std::string, port_file, "", "if set, write the bound port to this file");
+ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice (must match the workers)");
+ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server on the hash ring");
+ABSL_FLAG(int, max_message_mb, 64, "largest request or response, in MiB");
+
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "ps_server: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Parameter-server shard. See the README.");
+  absl::ParseCommandLine(argc, argv);
+
+  ps::ServerOptions options;
+  options.server_index = absl::GetFlag(FLAGS_index);
+  options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
+  options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  if (options.placement.slice_size < 1) {
+    return Fail(absl::StrCat("--slice_size=", options.placement.slice_size, " must be >= 1"));
+  }
+  if (options.placement.virtual_nodes < 1) {
+    return Fail(absl::StrCat("--virtual_nodes=", options.placement.virtual_nodes, " must be >= 1"));
+  }
+  const int max_mb = absl::GetFlag(FLAGS_max_message_mb);
+  if (max_mb < 1 || max_mb > 1024) {
+    return Fail(absl::StrCat("--max_message_mb=", max_mb, " must be in 1..1024"));
+  }
+  options.max_message_bytes = int64_t{max_mb} << 20;
+
+  const std::string servers = absl::GetFlag(FLAGS_servers);
+  std::string listen = absl::GetFlag(FLAGS_listen);
+  if (!servers.empty()) {
+    auto spec = ps::ClusterSpec::Parse(servers);
+    if (!spec.ok()) return Fail(absl::StrCat("--servers: ", spec.status().message()));
+    options.num_servers = static_cast<int>(spec->servers.size());
+    if (options.server_index < 0 || options.server_index >= options.num_servers) {
+      return Fail(absl::StrCat("--index=", options.server_index, " is outside [0, ",
+                               options.num_servers, ") for --servers=", servers));
+    }
+    if (listen.empty()) listen = spec->servers[options.server_index];
+  } else {
+    options.num_servers = absl::GetFlag(FLAGS_num_servers);
+    if (options.num_servers < 1) {
+      return Fail("give --servers=host:port,... or --num_servers=N");
+    }
+    if (listen.empty()) listen = "127.0.0.1:0";
+  }
+  options.listen_address = listen;
+
+  // Block the stop signals before gRPC starts its threads, so only the
+  // waiter below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto server = ps::PsServer::Start(options);
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    const std::string tmp = port_file + ".tmp";
+    {
+      std::ofstream out(tmp);
+      out << (*server)->port() << "\n";
+      if (!out) return Fail(absl::StrCat("--port_file=", port_file, ": cannot write"));
+    }
+    if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
+      return Fail(absl::StrCat("--port_file=", port_file, ": cannot rename ", tmp));
+    }
+  }
+
+  std::thread waiter([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    ps::LogEvent(absl::StrCat("ps_server ", options.server_index, " ", (*server)->address()),
+                 absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                              ", shutting down"));
+    (*server)->Shutdown();
+  });
+  (*server)->Wait();
+  waiter.join();
+  return 0;
+}

@@ -1,0 +1,46 @@
+// Server-side update rules, applied to contiguous runs of a slice.
+//
+// An Optimizer is built once per table from its definition and is immutable;
+// Apply is thread-safe as long as callers do not share the memory it writes
+// (the store holds the slice lock). Kernels are Eigen maps over contiguous
+// floats, so they vectorize.
+#ifndef PS_SERVER_OPTIMIZER_H_
+#define PS_SERVER_OPTIMIZER_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "proto/ps.pb.h"
+
+namespace ps {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  // Floats of optimizer state kept per parameter value (0 for SGD).
+  virtual int state_per_value() const = 0;
+
+  // Initial state for n values (n * state_per_value() floats).
+  virtual void InitState(float* state, size_t n) const = 0;
+
+  // Applies gradient g to weights w (n values) and their state.
+  virtual void Apply(float* w, float* state, const float* g, size_t n) const = 0;
+};
+
+// Plain SGD: w -= lr * g.
+std::unique_ptr<Optimizer> MakeSgd(float learning_rate);
+
+// AdaGrad (Duchi et al.; DistBelief's per-parameter learning rate):
+//   acc += g * g;  w -= lr * g / (sqrt(acc) + epsilon), acc starting at
+//   initial_accumulator.
+std::unique_ptr<Optimizer> MakeAdagrad(float learning_rate,
+                                       float initial_accumulator, float epsilon);
+
+// From a table definition. Errors: INVALID_ARGUMENT for an unknown kind.
+absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const proto::TableDef& def);
+
+}  // namespace ps
+
+#endif  // PS_SERVER_OPTIMIZER_H_

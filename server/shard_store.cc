@@ -1,0 +1,242 @@
+#include "server/shard_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/table_def.h"
+#include "server/initializer.h"
+
+namespace ps {
+
+// One contiguous run of keys of a table, placed on one server.
+struct Slice {
+  absl::Mutex mu;
+  std::vector<float> values ABSL_GUARDED_BY(mu);  // keys x width
+  std::vector<float> state ABSL_GUARDED_BY(mu);   // values x state_per_value
+};
+
+// A table's definition, optimizer and owned slices. The slice vector is built
+// in the constructor and never resized, so it is read without a lock; each
+// slice guards its own memory.
+class ShardStore::Table {
+ public:
+  Table(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer,
+        int server_index, const Placement& placement)
+      : def_(def), optimizer_(std::move(optimizer)) {
+    const uint64_t slice_size = placement.config().slice_size;
+    const uint64_t num_slices = (def.num_keys() + slice_size - 1) / slice_size;
+    slices_.resize(num_slices);
+    for (uint64_t s = 0; s < num_slices; ++s) {
+      if (placement.OwnerOfSlice(def.name(), s) != server_index) continue;
+      const uint64_t first = s * slice_size;
+      const uint64_t keys = std::min(def.num_keys(), first + slice_size) - first;
+      auto slice = std::make_unique<Slice>();
+      absl::MutexLock lock(&slice->mu);
+      slice->values.resize(keys * def.width());
+      InitializeValues(def, first, keys, slice->values.data());
+      slice->state.resize(slice->values.size() * optimizer_->state_per_value());
+      optimizer_->InitState(slice->state.data(), slice->state.size());
+      slices_[s] = std::move(slice);
+    }
+  }
+
+  const proto::TableDef& def() const { return def_; }
+  const Optimizer& optimizer() const { return *optimizer_; }
+  Slice* slice(uint64_t s) const { return slices_[s].get(); }
+  std::atomic<uint64_t>& version() { return version_; }
+
+ private:
+  const proto::TableDef def_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
+  std::atomic<uint64_t> version_{0};
+};
+
+namespace {
+
+// Calls fn(slice_index, first_key, num_keys, value_offset) for each maximal
+// run of keys that lies in one slice, in request order.
+template <typename Fn>
+void ForEachRun(const KeySpec& keys, uint64_t slice_size, Fn fn) {
+  if (keys.is_range) {
+    uint64_t k = keys.begin, offset = 0;
+    while (k < keys.end) {
+      const uint64_t s = k / slice_size;
+      const uint64_t run_end = std::min(keys.end, (s + 1) * slice_size);
+      fn(s, k, run_end - k, offset);
+      offset += run_end - k;
+      k = run_end;
+    }
+    return;
+  }
+  for (uint64_t i = 0; i < keys.keys.size(); ++i) {
+    fn(keys.keys[i] / slice_size, keys.keys[i], 1, i);
+  }
+}
+
+}  // namespace
+
+ShardStore::ShardStore(int server_index, const Placement& placement)
+    : server_index_(server_index), placement_(placement) {}
+
+ShardStore::~ShardStore() = default;
+
+absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
+  if (absl::Status s = ValidateTableDef(def); !s.ok()) return s;
+  {
+    absl::ReaderMutexLock lock(&tables_mu_);
+    auto it = tables_.find(def.name());
+    if (it != tables_.end()) {
+      if (SameTableDef(it->second->def(), def)) return false;
+      return absl::AlreadyExistsError(absl::StrCat(
+          "table '", def.name(), "' already exists with a different definition: existing ",
+          TableDefSummary(it->second->def()), ", requested ", TableDefSummary(def)));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
+  if (!optimizer.ok()) return optimizer.status();
+  // Build outside the lock (initialization touches every value), then insert;
+  // a concurrent creator of the same table may win the race.
+  auto table = std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_);
+  absl::MutexLock lock(&tables_mu_);
+  auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
+  if (inserted) return true;
+  if (SameTableDef(it->second->def(), def)) return false;
+  return absl::AlreadyExistsError(absl::StrCat(
+      "table '", def.name(), "' already exists with a different definition: existing ",
+      TableDefSummary(it->second->def()), ", requested ", TableDefSummary(def)));
+}
+
+absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTable(
+    absl::string_view name) const {
+  absl::ReaderMutexLock lock(&tables_mu_);
+  auto it = tables_.find(name);
+  if (it == tables_.end()) {
+    return absl::NotFoundError(absl::StrCat("table '", name, "' not found on server ",
+                                            server_index_, "; create it first"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<proto::TableDef> ShardStore::GetTableDef(absl::string_view table) const {
+  absl::StatusOr<std::shared_ptr<Table>> t = FindTable(table);
+  if (!t.ok()) return t.status();
+  return (*t)->def();
+}
+
+namespace {
+
+// Checks that every key exists in the table and is owned by this server.
+absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys,
+                       const Placement& placement, int server_index,
+                       const std::function<bool(uint64_t)>& owned) {
+  if (keys.is_range) {
+    if (keys.end < keys.begin) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", def.name(), "': range [", keys.begin, ", ", keys.end, ") is reversed"));
+    }
+    if (keys.end > def.num_keys()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", def.name(), "': range [", keys.begin, ", ", keys.end,
+          ") exceeds num_keys ", def.num_keys()));
+    }
+  }
+  absl::Status status;
+  const uint64_t slice_size = placement.config().slice_size;
+  uint64_t last_checked = ~uint64_t{0};
+  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t, uint64_t) {
+    if (!status.ok()) return;
+    if (first >= def.num_keys()) {
+      status = absl::InvalidArgumentError(absl::StrCat(
+          "table '", def.name(), "': key ", first, " >= num_keys ", def.num_keys()));
+      return;
+    }
+    if (s == last_checked) return;
+    last_checked = s;
+    if (!owned(s)) {
+      status = absl::FailedPreconditionError(absl::StrCat(
+          "table '", def.name(), "': key ", first, " (slice ", s, ") is owned by server ",
+          placement.OwnerOfSlice(def.name(), s), ", not server ", server_index,
+          "; is the client's cluster spec the same as the servers'?"));
+    }
+  });
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<ShardStore::PushResult> ShardStore::Push(
+    absl::string_view table_name, const KeySpec& keys, absl::Span<const float> grads,
+    uint32_t worker_id, uint64_t request_id) {
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table_name);
+  if (!found.ok()) return found.status();
+  Table& table = **found;
+  const proto::TableDef& def = table.def();
+  const uint64_t width = def.width();
+  if (absl::Status s = CheckKeys(def, keys, placement_, server_index_,
+                                 [&table](uint64_t s) { return table.slice(s) != nullptr; });
+      !s.ok()) {
+    return s;
+  }
+  if (grads.size() != keys.size() * width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table '", def.name(), "': push has ", grads.size(), " values for ", keys.size(),
+        " keys of width ", width, " (expected ", keys.size() * width, ")"));
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!std::isfinite(grads[i])) {
+      const uint64_t key_index = i / width;
+      const uint64_t key = keys.is_range ? keys.begin + key_index : keys.keys[key_index];
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table '", def.name(), "': gradient for key ", key, " column ", i % width,
+          " is not finite (", grads[i], "); nothing was applied"));
+    }
+  }
+  absl::StatusOr<bool> fresh = dedup_.Admit(worker_id, request_id);
+  if (!fresh.ok()) return fresh.status();
+  if (!*fresh) return PushResult{true, table.version().load()};
+
+  const uint64_t slice_size = placement_.config().slice_size;
+  const Optimizer& opt = table.optimizer();
+  const int state_per_value = opt.state_per_value();
+  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
+    Slice* slice = table.slice(s);
+    const uint64_t at = (first - s * slice_size) * width;
+    absl::MutexLock lock(&slice->mu);
+    opt.Apply(slice->values.data() + at,
+              state_per_value ? slice->state.data() + at * state_per_value : nullptr,
+              grads.data() + offset * width, n * width);
+  });
+  return PushResult{false, table.version().fetch_add(1) + 1};
+}
+
+absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name,
+                                          const KeySpec& keys, std::string* out) {
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table_name);
+  if (!found.ok()) return found.status();
+  Table& table = **found;
+  const proto::TableDef& def = table.def();
+  const uint64_t width = def.width();
+  if (absl::Status s = CheckKeys(def, keys, placement_, server_index_,
+                                 [&table](uint64_t s) { return table.slice(s) != nullptr; });
+      !s.ok()) {
+    return s;
+  }
+  const uint64_t version = table.version().load();
+  out->resize(keys.size() * width * sizeof(float));
+  char* dst = out->empty() ? nullptr : &(*out)[0];
+  const uint64_t slice_size = placement_.config().slice_size;
+  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
+    Slice* slice = table.slice(s);
+    const uint64_t at = (first - s * slice_size) * width;
+    absl::ReaderMutexLock lock(&slice->mu);
+    std::memcpy(dst + offset * width * sizeof(float), slice->values.data() + at,
+                n * width * sizeof(float));
+  });
+  return version;
+}
+
+}  // namespace ps

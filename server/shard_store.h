@@ -1,0 +1,95 @@
+// The parameters one server owns: for each table, the slices that the hash
+// ring assigns to this server, with their optimizer state.
+//
+// Thread-safe. The table map has its own mutex (taken briefly to find a
+// table); each slice has a reader/writer mutex, so pushes to different slices
+// never contend and pulls of one slice share it. Every request is validated
+// completely before anything is changed: a rejected push changes nothing.
+// Knows nothing of gRPC.
+#ifndef PS_SERVER_SHARD_STORE_H_
+#define PS_SERVER_SHARD_STORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/placement.h"
+#include "proto/ps.pb.h"
+#include "server/optimizer.h"
+#include "server/request_dedup.h"
+
+namespace ps {
+
+// The keys of one request: a range [begin, end) or an explicit list.
+struct KeySpec {
+  bool is_range = true;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  absl::Span<const uint64_t> keys;
+
+  static KeySpec Range(uint64_t begin, uint64_t end) { return {true, begin, end, {}}; }
+  static KeySpec List(absl::Span<const uint64_t> keys) { return {false, 0, 0, keys}; }
+  uint64_t size() const { return is_range ? (end > begin ? end - begin : 0) : keys.size(); }
+};
+
+class ShardStore {
+ public:
+  ShardStore(int server_index, const Placement& placement);
+  ~ShardStore();
+
+  // Creates the table's slices owned by this server, initialized from the
+  // definition. Returns true if created, false if an identical table exists.
+  // Errors: INVALID_ARGUMENT (bad definition), ALREADY_EXISTS (same name,
+  // different definition; both are named in the message).
+  absl::StatusOr<bool> CreateTable(const proto::TableDef& def);
+
+  struct PushResult {
+    bool duplicate = false;  // the request id had been applied before
+    uint64_t version = 0;    // pushes applied to this table here, after this one
+  };
+  // Applies `grads` (keys.size() * width floats, key-major) with the table's
+  // optimizer. Errors, with nothing applied: NOT_FOUND (unknown table),
+  // INVALID_ARGUMENT (empty or reversed range, key >= num_keys, wrong number
+  // of values, NaN/Inf value: the message names the key), FAILED_PRECONDITION
+  // (a key owned by another server: names key, slice and owner), ABORTED
+  // (request id too old to deduplicate).
+  absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
+                                  absl::Span<const float> grads,
+                                  uint32_t worker_id, uint64_t request_id);
+
+  // Writes the current values (keys.size() * width floats, key-major, as
+  // little-endian bytes) into *out and returns the table's version.
+  // Errors as for Push (minus the value checks).
+  absl::StatusOr<uint64_t> Pull(absl::string_view table, const KeySpec& keys,
+                                std::string* out);
+
+  // Definition of a table, or NOT_FOUND.
+  absl::StatusOr<proto::TableDef> GetTableDef(absl::string_view table) const;
+
+  int server_index() const { return server_index_; }
+  const Placement& placement() const { return placement_; }
+
+ private:
+  class Table;
+
+  absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;
+
+  const int server_index_;
+  const Placement placement_;
+  RequestDedup dedup_;
+
+  mutable absl::Mutex tables_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_
+      ABSL_GUARDED_BY(tables_mu_);
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SHARD_STORE_H_
