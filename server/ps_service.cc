@@ -14,18 +14,23 @@ namespace {
 // The keys of a request, viewing packed key bytes in place when aligned.
 template <typename Request>
 absl::StatusOr<KeySpec> KeysOf(const Request& req, std::vector<uint64_t>* storage) {
-  switch (req.keys_case()) {
-    case Request::kRange:
-      return KeySpec::Range(req.range().begin(), req.range().end());
-    case Request::kKeyList: {
-      auto keys = DecodeArray<uint64_t>(req.key_list(), storage, "key_list");
-      if (!keys.ok()) return keys.status();
-      return KeySpec::List(*keys);
+  if (!req.key_list().empty()) {
+    if (req.ranges_size() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "request for table '", req.table(), "' has both ranges and key_list"));
     }
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("request for table '", req.table(), "' names no keys (range or key_list)"));
+    auto keys = DecodeArray<uint64_t>(req.key_list(), storage, "key_list");
+    if (!keys.ok()) return keys.status();
+    return KeySpec::List(*keys);
   }
+  if (req.ranges_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request for table '", req.table(), "' names no keys (ranges or key_list)"));
+  }
+  std::vector<KeySpec::Range> ranges;
+  ranges.reserve(req.ranges_size());
+  for (const proto::KeyRange& r : req.ranges()) ranges.push_back({r.begin(), r.end()});
+  return KeySpec::Ranges(std::move(ranges));
 }
 
 }  // namespace

@@ -61,23 +61,44 @@ namespace {
 // run of keys that lies in one slice, in request order.
 template <typename Fn>
 void ForEachRun(const KeySpec& keys, uint64_t slice_size, Fn fn) {
-  if (keys.is_range) {
-    uint64_t k = keys.begin, offset = 0;
-    while (k < keys.end) {
+  if (keys.is_list) {
+    for (uint64_t i = 0; i < keys.keys.size(); ++i) {
+      fn(keys.keys[i] / slice_size, keys.keys[i], 1, i);
+    }
+    return;
+  }
+  uint64_t offset = 0;
+  for (const KeySpec::Range& r : keys.ranges) {
+    uint64_t k = r.begin;
+    while (k < r.end) {
       const uint64_t s = k / slice_size;
-      const uint64_t run_end = std::min(keys.end, (s + 1) * slice_size);
+      const uint64_t run_end = std::min(r.end, (s + 1) * slice_size);
       fn(s, k, run_end - k, offset);
       offset += run_end - k;
       k = run_end;
     }
-    return;
-  }
-  for (uint64_t i = 0; i < keys.keys.size(); ++i) {
-    fn(keys.keys[i] / slice_size, keys.keys[i], 1, i);
   }
 }
 
+// The key whose values start at value index `i` / width.
+uint64_t KeyAtValue(const KeySpec& keys, uint64_t value_index, uint64_t width) {
+  uint64_t index = value_index / width;
+  if (keys.is_list) return keys.keys[index];
+  for (const KeySpec::Range& r : keys.ranges) {
+    if (index < r.end - r.begin) return r.begin + index;
+    index -= r.end - r.begin;
+  }
+  return 0;
+}
+
 }  // namespace
+
+uint64_t KeySpec::size() const {
+  if (is_list) return keys.size();
+  uint64_t n = 0;
+  for (const Range& r : ranges) n += r.end > r.begin ? r.end - r.begin : 0;
+  return n;
+}
 
 ShardStore::ShardStore(int server_index, const Placement& placement)
     : server_index_(server_index), placement_(placement) {}
@@ -133,14 +154,14 @@ namespace {
 absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys,
                        const Placement& placement, int server_index,
                        const std::function<bool(uint64_t)>& owned) {
-  if (keys.is_range) {
-    if (keys.end < keys.begin) {
+  for (const KeySpec::Range& r : keys.ranges) {
+    if (r.end < r.begin) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "table '", def.name(), "': range [", keys.begin, ", ", keys.end, ") is reversed"));
+          "table '", def.name(), "': range [", r.begin, ", ", r.end, ") is reversed"));
     }
-    if (keys.end > def.num_keys()) {
+    if (r.end > def.num_keys()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "table '", def.name(), "': range [", keys.begin, ", ", keys.end,
+          "table '", def.name(), "': range [", r.begin, ", ", r.end,
           ") exceeds num_keys ", def.num_keys()));
     }
   }
@@ -188,8 +209,7 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(
   }
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!std::isfinite(grads[i])) {
-      const uint64_t key_index = i / width;
-      const uint64_t key = keys.is_range ? keys.begin + key_index : keys.keys[key_index];
+      const uint64_t key = KeyAtValue(keys, i, width);
       return absl::InvalidArgumentError(absl::StrCat(
           "table '", def.name(), "': gradient for key ", key, " column ", i % width,
           " is not finite (", grads[i], "); nothing was applied"));

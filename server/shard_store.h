@@ -27,16 +27,22 @@
 
 namespace ps {
 
-// The keys of one request: a range [begin, end) or an explicit list.
+// The keys of one request: one or more ranges [begin, end) (values for each
+// range in order) or an explicit list.
 struct KeySpec {
-  bool is_range = true;
-  uint64_t begin = 0;
-  uint64_t end = 0;
+  struct Range {
+    uint64_t begin;
+    uint64_t end;
+  };
+  bool is_list = false;
+  std::vector<Range> ranges;
   absl::Span<const uint64_t> keys;
 
-  static KeySpec Range(uint64_t begin, uint64_t end) { return {true, begin, end, {}}; }
-  static KeySpec List(absl::Span<const uint64_t> keys) { return {false, 0, 0, keys}; }
-  uint64_t size() const { return is_range ? (end > begin ? end - begin : 0) : keys.size(); }
+  static KeySpec Single(uint64_t begin, uint64_t end) { return {false, {{begin, end}}, {}}; }
+  static KeySpec Ranges(std::vector<Range> ranges) { return {false, std::move(ranges), {}}; }
+  static KeySpec List(absl::Span<const uint64_t> keys) { return {true, {}, keys}; }
+  // Number of keys (reversed ranges count as empty; validation rejects them).
+  uint64_t size() const;
 };
 
 class ShardStore {

@@ -57,12 +57,12 @@ TEST(ShardStoreTest, SgdPushAppliesToRangeAndKeyList) {
   // Range [3, 6) spans slices 0 and 1.
   std::vector<float> g(6);
   for (int i = 0; i < 6; ++i) g[i] = i + 1;
-  auto r = store.Push("w", KeySpec::Range(3, 6), g, 1, 1);
+  auto r = store.Push("w", KeySpec::Single(3, 6), g, 1, 1);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->version, 1u);
   const std::vector<uint64_t> keys = {9, 3};
   ASSERT_TRUE(store.Push("w", KeySpec::List(keys), {1, 1, 10, 10}, 1, 2).ok());
-  const auto all = PullAll(store, "w", KeySpec::Range(0, 10));
+  const auto all = PullAll(store, "w", KeySpec::Single(0, 10));
   const std::vector<float> expected = {0, 0, 0, 0, 0, 0, -11, -12, -3, -4,
                                        -5, -6, 0, 0, 0, 0, 0, 0, -1, -1};
   EXPECT_EQ(all, expected);
@@ -72,34 +72,34 @@ TEST(ShardStoreTest, SgdPushAppliesToRangeAndKeyList) {
 TEST(ShardStoreTest, InvalidPushesAreRejectedAndChangeNothing) {
   ShardStore store(0, Placement(1));
   ASSERT_TRUE(store.CreateTable(Def("w", 8)).ok());
-  const auto before = PullAll(store, "w", KeySpec::Range(0, 8));
+  const auto before = PullAll(store, "w", KeySpec::Single(0, 8));
 
-  auto unknown = store.Push("nope", KeySpec::Range(0, 1), {1}, 0, 0);
+  auto unknown = store.Push("nope", KeySpec::Single(0, 1), {1}, 0, 0);
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(unknown.status().message(), HasSubstr("'nope'"));
 
-  auto short_values = store.Push("w", KeySpec::Range(0, 4), {1, 2, 3}, 0, 0);
+  auto short_values = store.Push("w", KeySpec::Single(0, 4), {1, 2, 3}, 0, 0);
   EXPECT_EQ(short_values.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(short_values.status().message(), HasSubstr("3 values for 4 keys"));
 
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  auto has_nan = store.Push("w", KeySpec::Range(0, 4), {1, 2, nan, 4}, 0, 0);
+  auto has_nan = store.Push("w", KeySpec::Single(0, 4), {1, 2, nan, 4}, 0, 0);
   EXPECT_EQ(has_nan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(has_nan.status().message(), HasSubstr("key 2"));
-  EXPECT_EQ(store.Push("w", KeySpec::Range(0, 1), {inf}, 0, 0).status().code(),
+  EXPECT_EQ(store.Push("w", KeySpec::Single(0, 1), {inf}, 0, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
 
-  auto out_of_range = store.Push("w", KeySpec::Range(6, 9), {1, 2, 3}, 0, 0);
+  auto out_of_range = store.Push("w", KeySpec::Single(6, 9), {1, 2, 3}, 0, 0);
   EXPECT_EQ(out_of_range.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out_of_range.status().message(), HasSubstr("num_keys 8"));
   const std::vector<uint64_t> bad_key = {1, 100};
   EXPECT_EQ(store.Push("w", KeySpec::List(bad_key), {1, 1}, 0, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store.Push("w", KeySpec::Range(5, 2), {}, 0, 0).status().code(),
+  EXPECT_EQ(store.Push("w", KeySpec::Single(5, 2), {}, 0, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
 
-  EXPECT_EQ(PullAll(store, "w", KeySpec::Range(0, 8)), before);
+  EXPECT_EQ(PullAll(store, "w", KeySpec::Single(0, 8)), before);
 }
 
 TEST(ShardStoreTest, KeysOfOtherServersAreRefusedNamingTheOwner) {
@@ -109,14 +109,14 @@ TEST(ShardStoreTest, KeysOfOtherServersAreRefusedNamingTheOwner) {
   uint64_t foreign = 0;
   while (placement.OwnerOfKey("w", foreign) == 0) ++foreign;
   const int owner = placement.OwnerOfKey("w", foreign);
-  auto pushed = store.Push("w", KeySpec::Range(foreign, foreign + 1), {1}, 0, 0);
+  auto pushed = store.Push("w", KeySpec::Single(foreign, foreign + 1), {1}, 0, 0);
   EXPECT_EQ(pushed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(pushed.status().message(),
               HasSubstr("key " + std::to_string(foreign)));
   EXPECT_THAT(pushed.status().message(),
               HasSubstr("owned by server " + std::to_string(owner)));
   std::string out;
-  EXPECT_EQ(store.Pull("w", KeySpec::Range(0, 100), &out).status().code(),
+  EXPECT_EQ(store.Pull("w", KeySpec::Single(0, 100), &out).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -124,7 +124,7 @@ TEST(ShardStoreTest, InitialValuesDoNotDependOnClusterSize) {
   const proto::TableDef def = Def("emb", 300, 3);
   ShardStore single(0, Placement(1));
   ASSERT_TRUE(single.CreateTable(def).ok());
-  const auto expected = PullAll(single, "emb", KeySpec::Range(0, 300));
+  const auto expected = PullAll(single, "emb", KeySpec::Single(0, 300));
   for (float v : expected) {
     EXPECT_GE(v, -1.0f);
     EXPECT_LT(v, 1.0f);
@@ -136,7 +136,7 @@ TEST(ShardStoreTest, InitialValuesDoNotDependOnClusterSize) {
     ASSERT_TRUE(stores.back()->CreateTable(def).ok());
   }
   for (const RangePart& part : three.SplitRange("emb", 0, 300)) {
-    const auto got = PullAll(*stores[part.owner], "emb", KeySpec::Range(part.begin, part.end));
+    const auto got = PullAll(*stores[part.owner], "emb", KeySpec::Single(part.begin, part.end));
     ASSERT_EQ(got.size(), (part.end - part.begin) * 3);
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(got[i], expected[part.begin * 3 + i]) << "value " << part.begin * 3 + i;
@@ -151,7 +151,7 @@ TEST(ShardStoreTest, NormalInitializerHasRequestedMoments) {
   def.set_init_stddev(2.0f);
   ShardStore store(0, Placement(1));
   ASSERT_TRUE(store.CreateTable(def).ok());
-  const auto v = PullAll(store, "n", KeySpec::Range(0, 20000));
+  const auto v = PullAll(store, "n", KeySpec::Single(0, 20000));
   double sum = 0, sq = 0;
   for (float x : v) sum += x;
   const double mean = sum / v.size();
@@ -165,12 +165,12 @@ TEST(ShardStoreTest, RetriedPushIsAppliedOnce) {
   proto::TableDef def = Def("w", 4);
   def.set_initializer(proto::INIT_ZEROS);
   ASSERT_TRUE(store.CreateTable(def).ok());
-  auto first = store.Push("w", KeySpec::Range(0, 1), {-1}, 3, 42);
-  auto retry = store.Push("w", KeySpec::Range(0, 1), {-1}, 3, 42);
+  auto first = store.Push("w", KeySpec::Single(0, 1), {-1}, 3, 42);
+  auto retry = store.Push("w", KeySpec::Single(0, 1), {-1}, 3, 42);
   ASSERT_TRUE(first.ok() && retry.ok());
   EXPECT_FALSE(first->duplicate);
   EXPECT_TRUE(retry->duplicate);
-  EXPECT_EQ(PullAll(store, "w", KeySpec::Range(0, 1)), std::vector<float>{1});
+  EXPECT_EQ(PullAll(store, "w", KeySpec::Single(0, 1)), std::vector<float>{1});
 }
 
 }  // namespace

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Runs a parameter-server job on this machine: S ps_server processes and W
+# ps_worker processes on 127.0.0.1 (free ports picked by the kernel), streams
+# the workers' progress, then evaluates the final parameters on the test set
+# and prints the test accuracy and the wall time. Every process it started is
+# stopped when it exits, fails or is interrupted (Ctrl-C).
+#
+#   deploy/local_cluster.sh [--servers S] [--workers W] [--model mlp|softmax]
+#                           [--epochs N] [--keep_logs] [-- extra ps_worker flags]
+set -euo pipefail
+
+servers=2
+workers=4
+model=mlp
+epochs=5
+keep_logs=0
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --servers) servers="$2"; shift 2 ;;
+    --workers) workers="$2"; shift 2 ;;
+    --model) model="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --keep_logs) keep_logs=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for pair in "servers:$servers" "workers:$workers" "epochs:$epochs"; do
+  name="${pair%%:*}"; value="${pair#*:}"
+  if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
+    echo "local_cluster.sh: --$name=$value must be a positive integer" >&2; exit 2
+  fi
+done
+
+cd "$(dirname "$0")/.."
+deploy/setup.sh
+bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
+bin="$(bazel info bazel-bin 2>/dev/null)"
+
+run_dir="$(mktemp -d "${TMPDIR:-/tmp}/ps_cluster.XXXXXX")"
+pids=()
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ "$keep_logs" = 1 ] || [ "$status" -ne 0 ]; then
+    echo "local_cluster.sh: logs kept in $run_dir"
+  else
+    rm -rf "$run_dir"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'echo "local_cluster.sh: interrupted, stopping every process"; exit 130' INT TERM
+
+start=$(date +%s.%N)
+echo "local_cluster.sh: starting $servers server(s) and $workers worker(s), model $model, $epochs epoch(s), async (logs in $run_dir)"
+for ((i = 0; i < servers; i++)); do
+  "$bin/server/ps_server" --num_servers="$servers" --index="$i" --listen=127.0.0.1:0 \
+    --port_file="$run_dir/server$i.port" 2>"$run_dir/server$i.log" &
+  pids+=($!)
+done
+
+spec=""
+for ((i = 0; i < servers; i++)); do
+  for _ in $(seq 1 300); do
+    [ -s "$run_dir/server$i.port" ] && break
+    if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+      echo "local_cluster.sh: server $i exited during start-up:" >&2
+      cat "$run_dir/server$i.log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  [ -s "$run_dir/server$i.port" ] || { echo "local_cluster.sh: server $i wrote no port in 30s" >&2; exit 1; }
+  spec="${spec:+$spec,}127.0.0.1:$(cat "$run_dir/server$i.port")"
+done
+echo "local_cluster.sh: servers up at $spec"
+
+worker_pids=()
+for ((w = 0; w < workers; w++)); do
+  "$bin/worker/ps_worker" --servers="$spec" --worker_index="$w" --num_workers="$workers" \
+    --model="$model" --epochs="$epochs" "${extra[@]}" \
+    > >(tee "$run_dir/worker$w.log") 2>&1 &
+  worker_pids+=($!)
+  pids+=($!)
+done
+
+failed=0
+for ((w = 0; w < workers; w++)); do
+  if ! wait "${worker_pids[$w]}"; then
+    echo "local_cluster.sh: worker $w failed (log: $run_dir/worker$w.log)" >&2
+    failed=1
+  fi
+done
+[ "$failed" = 0 ] || exit 1
+train_end=$(date +%s.%N)
+
+echo "local_cluster.sh: all workers done; evaluating the final parameters"
+"$bin/worker/ps_worker" --servers="$spec" --worker_index=0 --num_workers="$workers" \
+  --model="$model" "${extra[@]}" --eval_only > "$run_dir/eval.log" 2>&1 ||
+  { cat "$run_dir/eval.log" >&2; exit 1; }
+accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$run_dir/eval.log")
+end=$(date +%s.%N)
+awk -v s="$servers" -v w="$workers" -v m="$model" -v e="$epochs" -v a="$accuracy" \
+  -v t0="$start" -v t1="$train_end" -v t2="$end" 'BEGIN {
+    printf "local_cluster.sh: RESULT servers=%d workers=%d model=%s epochs=%d test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
+      s, w, m, e, a, t1 - t0, t2 - t0 }'

@@ -1,0 +1,110 @@
+// PsClient: a worker's connection to every parameter-server shard.
+//
+// It routes keys by the same Placement as the servers, splits each request by
+// owning server (and into chunks of at most max_values_per_request values),
+// sends all parts at once with gRPC's asynchronous callback API, and waits
+// for all of them. Every call has a deadline; parts that fail with
+// UNAVAILABLE or DEADLINE_EXCEEDED are retried with the same request id, so a
+// retried push is applied once. Thread-safe: several threads may share one
+// client (the trainer uses one per worker).
+#ifndef PS_WORKER_PS_CLIENT_H_
+#define PS_WORKER_PS_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/placement.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace ps {
+
+struct PsClientOptions {
+  std::vector<std::string> servers;  // host:port, in shard order
+  PlacementConfig placement;         // must match the servers' (checked)
+  uint32_t worker_id = 0;
+  absl::Duration timeout = absl::Seconds(10);          // per attempt
+  absl::Duration connect_timeout = absl::Seconds(30);  // waiting for servers at Connect
+  int max_attempts = 3;
+  absl::Duration retry_backoff = absl::Milliseconds(50);
+  uint64_t max_values_per_request = 1 << 20;
+};
+
+// A dense run of keys [begin, end) of a table; values are key-major,
+// (end - begin) * width floats.
+struct PullRange {
+  std::string table;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  absl::Span<float> out;
+};
+struct PushRange {
+  std::string table;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  absl::Span<const float> grads;
+};
+
+// For each op i and server s, versions[i * num_servers + s] is the largest
+// table version that server reported for the op's keys (0 where the op has
+// no keys on s). For a pull: pushes applied before the read; for a push:
+// pushes applied including this one.
+using Versions = std::vector<uint64_t>;
+
+class PsClient {
+ public:
+  // Connects to every server and checks with Info that server i is shard i of
+  // the same ring. Errors: UNAVAILABLE or DEADLINE_EXCEEDED naming the server
+  // that did not answer within connect_timeout; FAILED_PRECONDITION when a
+  // server's index, cluster size, slice size or virtual nodes differ.
+  static absl::StatusOr<std::unique_ptr<PsClient>> Connect(const PsClientOptions& options);
+  ~PsClient();
+
+  // Creates the table on every server (a no-op where an identical table
+  // exists). Errors from any server, naming it.
+  absl::Status CreateTable(const proto::TableDef& def);
+
+  // Reads the ranges into their `out` spans. Errors name the server.
+  absl::Status Pull(absl::Span<const PullRange> ops, Versions* versions = nullptr);
+  // Pushes gradients; `clock` is the worker's clock.
+  absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock,
+                    Versions* versions = nullptr);
+
+  // Arbitrary keys of a table of the given width (values key-major).
+  absl::Status PullKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                        uint32_t width, absl::Span<float> out);
+  absl::Status PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                        uint32_t width, absl::Span<const float> grads, uint64_t clock);
+
+  int num_servers() const { return static_cast<int>(stubs_.size()); }
+  const Placement& placement() const { return placement_; }
+  const PsClientOptions& options() const { return options_; }
+
+ private:
+  template <typename Request, typename Response>
+  struct Call;
+
+  explicit PsClient(const PsClientOptions& options);
+
+  // Sends every call (in parallel), retrying retryable failures; returns the
+  // first error, naming the server. `method` issues one async call.
+  template <typename Request, typename Response, typename Method>
+  absl::Status RunCalls(std::vector<Call<Request, Response>>& calls, const char* rpc_name,
+                        Method method);
+
+  std::string ServerName(int server) const;
+
+  const PsClientOptions options_;
+  const Placement placement_;
+  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
+  std::atomic<uint64_t> next_request_id_;
+};
+
+}  // namespace ps
+
+#endif  // PS_WORKER_PS_CLIENT_H_

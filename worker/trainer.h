@@ -1,0 +1,78 @@
+// Downpour SGD (Dean et al., 2012) on top of PsClient.
+//
+// Each worker owns a shard of the examples and a local copy of the model
+// parameters. Every n_fetch steps it pulls the parameters from the servers;
+// every step it computes a mini-batch gradient with the current (possibly
+// stale) copy and accumulates it; every n_push steps it pushes the
+// accumulated gradient, which the servers apply with the table's optimizer.
+// Each model block is one table "<prefix>/<block>". Functions here are
+// thread-compatible: run one TrainDownpour per thread, each with its data.
+#ifndef PS_WORKER_TRAINER_H_
+#define PS_WORKER_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "proto/ps.pb.h"
+#include "worker/dataset.h"
+#include "worker/model.h"
+#include "worker/ps_client.h"
+
+namespace ps {
+
+struct TrainerConfig {
+  int worker_index = 0;
+  int num_workers = 1;
+  int epochs = 1;
+  int batch_size = 64;
+  int n_fetch = 1;  // pull every n_fetch steps
+  int n_push = 1;   // push every n_push steps
+  int64_t max_steps = 0;  // > 0: stop after this many steps
+  uint64_t seed = 1;      // shuffling
+  std::string table_prefix = "model";
+  absl::Duration progress_interval = absl::Seconds(5);
+};
+
+// Validates the config. INVALID_ARGUMENT naming the field and its value.
+absl::Status ValidateTrainerConfig(const TrainerConfig& config);
+
+struct TrainStats {
+  int64_t steps = 0;
+  int64_t examples = 0;
+  int64_t pushes = 0;
+  double seconds = 0;
+  double examples_per_second = 0;
+  double mean_loss_last_epoch = 0;
+  // Staleness of a push: updates by other workers applied to the parameters
+  // between the pull they were read at and this push.
+  double mean_staleness = 0;
+  uint64_t max_staleness = 0;
+};
+
+// One table per model block: width 1, num_keys = block size, uniform
+// initializer (zeros for biases), seeded per block; optimizer and
+// hyper-parameters copied from `optimizer`.
+std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& prefix,
+                                         const proto::TableDef& optimizer, uint64_t seed);
+
+// Creates the tables on every server (idempotent).
+absl::Status CreateModelTables(PsClient& client, const std::vector<proto::TableDef>& tables);
+
+// Pulls all of the model's parameters into `params` (num_params floats).
+absl::Status PullParams(PsClient& client, const Model& model, const std::string& prefix,
+                        absl::Span<float> params, Versions* versions = nullptr);
+
+// Runs Downpour SGD over `shard` (this worker's examples). `progress`, when
+// set, receives a line every progress_interval and one at each epoch end.
+absl::StatusOr<TrainStats> TrainDownpour(PsClient& client, const Model& model,
+                                         const Dataset& shard, const TrainerConfig& config,
+                                         const std::function<void(const std::string&)>& progress);
+
+}  // namespace ps
+
+#endif  // PS_WORKER_TRAINER_H_
