@@ -1,0 +1,89 @@
+// No lost and no doubled updates: with SGD at learning rate 1 the servers sum
+// the pushed values, so W workers each adding 1 to the same keys K times (a
+// gradient of -1) must leave exactly W*K in every value.
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/in_process_cluster.h"
+
+namespace ps {
+namespace {
+
+constexpr int kWorkers = 4;
+constexpr int kPushes = 150;
+
+proto::TableDef SumTable(const std::string& name, uint64_t keys, uint32_t width) {
+  proto::TableDef def;
+  def.set_name(name);
+  def.set_num_keys(keys);
+  def.set_width(width);
+  def.set_initializer(proto::INIT_ZEROS);
+  def.set_optimizer(proto::OPT_SGD);
+  def.set_learning_rate(1.0f);
+  return def;
+}
+
+template <typename PushFn>
+void RunWorkers(InProcessCluster& cluster, PushFn push) {
+  std::vector<absl::Status> status(kWorkers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto client = cluster.Connect(w);
+      if (client == nullptr) return;
+      for (int k = 0; k < kPushes && status[w].ok(); ++k) status[w] = push(*client, k);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(status[w].ok()) << "worker " << w << ": " << status[w];
+}
+
+TEST(ExactSumTest, DenseRangePushesSumExactly) {
+  auto cluster = InProcessCluster::Start(3, {/*slice_size=*/64, 512});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  constexpr uint64_t kKeys = 5000;
+  auto admin = (*cluster)->Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SumTable("sum", kKeys, 1)).ok());
+  const std::vector<float> minus_one(kKeys, -1.0f);
+  RunWorkers(**cluster, [&](PsClient& c, int) {
+    PushRange op{"sum", 0, kKeys, minus_one};
+    return c.Push({&op, 1}, 0);
+  });
+  std::vector<float> values(kKeys);
+  PullRange pull{"sum", 0, kKeys, absl::MakeSpan(values)};
+  ASSERT_TRUE(admin->Pull({&pull, 1}).ok());
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(values[k], kWorkers * kPushes) << "key " << k;
+  }
+}
+
+TEST(ExactSumTest, KeyListPushesOfWideRowsSumExactly) {
+  auto cluster = InProcessCluster::Start(3, {/*slice_size=*/8, 512});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  constexpr uint32_t kWidth = 3;
+  auto admin = (*cluster)->Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SumTable("rows", 1000, kWidth)).ok());
+  // Scattered keys, one of them twice in the same push (applied twice).
+  const std::vector<uint64_t> keys = {999, 0, 17, 512, 17, 300, 301, 8};
+  const std::vector<float> minus_one(keys.size() * kWidth, -1.0f);
+  RunWorkers(**cluster, [&](PsClient& c, int k) {
+    return c.PushKeys("rows", keys, kWidth, minus_one, static_cast<uint64_t>(k));
+  });
+  std::vector<float> values(keys.size() * kWidth);
+  ASSERT_TRUE(admin->PullKeys("rows", keys, kWidth, absl::MakeSpan(values)).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const float expected = (keys[i] == 17 ? 2 : 1) * kWorkers * kPushes;
+    for (uint32_t j = 0; j < kWidth; ++j) {
+      ASSERT_EQ(values[i * kWidth + j], expected) << "key " << keys[i] << " column " << j;
+    }
+  }
+  // Keys never pushed stay zero.
+  const std::vector<uint64_t> untouched = {1, 2, 511};
+  std::vector<float> zeros(untouched.size() * kWidth, 7.0f);
+  ASSERT_TRUE(admin->PullKeys("rows", untouched, kWidth, absl::MakeSpan(zeros)).ok());
+  for (float v : zeros) EXPECT_EQ(v, 0.0f);
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Multi-process test: three real ps_server daemons and two ps_worker
+# processes on loopback, ports chosen by the kernel. Checks that training
+# through them works end to end, that misconfigured workers fail with a clear
+# message, and that the servers stop cleanly on SIGTERM.
+set -euo pipefail
+
+root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
+server_bin="$root/server/ps_server"
+worker_bin="$root/worker/ps_worker"
+dir="${TEST_TMPDIR}/multiprocess"
+rm -rf "$dir" && mkdir -p "$dir"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+for i in 0 1 2; do
+  "$server_bin" --num_servers=3 --index=$i --listen=127.0.0.1:0 \
+    --port_file="$dir/p$i" 2>"$dir/server$i.log" &
+  pids+=($!)
+done
+for i in 0 1 2; do
+  for _ in $(seq 1 200); do [ -s "$dir/p$i" ] && break; sleep 0.05; done
+  [ -s "$dir/p$i" ] || fail "server $i wrote no port file"
+done
+spec="127.0.0.1:$(cat "$dir/p0"),127.0.0.1:$(cat "$dir/p1"),127.0.0.1:$(cat "$dir/p2")"
+echo "servers: $spec"
+
+# Two workers train softmax regression on 6000 Fashion-MNIST examples.
+for w in 0 1; do
+  "$worker_bin" --servers="$spec" --worker_index=$w --num_workers=2 --model=softmax \
+    --epochs=2 --max_train_examples=6000 --progress_seconds=1 >"$dir/worker$w.log" 2>&1 &
+  worker_pids[$w]=$!
+done
+for w in 0 1; do
+  wait "${worker_pids[$w]}" || { cat "$dir/worker$w.log"; fail "worker $w exited non-zero"; }
+  cat "$dir/worker$w.log"
+  grep -q "worker $w/2: 3000 training examples" "$dir/worker$w.log" || fail "worker $w did not read its 3000-example shard"
+  grep -q "worker $w/2 epoch 2 step" "$dir/worker$w.log" || fail "worker $w printed no progress for epoch 2"
+done
+
+"$worker_bin" --servers="$spec" --model=softmax --eval_only >"$dir/eval.log" 2>&1 || { cat "$dir/eval.log"; fail "eval failed"; }
+accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/eval.log")
+echo "test accuracy of the final parameters: $accuracy"
+awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.70) }' || fail "test accuracy $accuracy < 0.70"
+
+# Every server holds part of the model and logged the tables it created.
+for i in 0 1 2; do
+  grep -q "table created: 'softmax/fc0/w'" "$dir/server$i.log" || fail "server $i did not log table creation"
+done
+
+# A worker whose spec lists the servers in another order is refused.
+swapped="127.0.0.1:$(cat "$dir/p1"),127.0.0.1:$(cat "$dir/p0"),127.0.0.1:$(cat "$dir/p2")"
+if "$worker_bin" --servers="$swapped" --model=softmax --eval_only >"$dir/bad.log" 2>&1; then
+  fail "worker with a reordered --servers succeeded"
+fi
+grep -q "reports shard 1 of 3" "$dir/bad.log" || { cat "$dir/bad.log"; fail "no clear message for a reordered spec"; }
+
+# A missing data directory is named.
+if "$worker_bin" --servers="$spec" --data_dir="$dir/nowhere" >"$dir/nodata.log" 2>&1; then
+  fail "worker without data succeeded"
+fi
+grep -q "$dir/nowhere/t10k-images-idx3-ubyte.gz" "$dir/nodata.log" || { cat "$dir/nodata.log"; fail "missing file not named"; }
+
+# Bad server flags are named.
+if "$server_bin" --servers=127.0.0.1:1 --index=4 2>"$dir/badflag.log"; then fail "bad --index accepted"; fi
+grep -q -- "--index=4" "$dir/badflag.log" || fail "bad --index not named"
+
+# SIGTERM stops each server cleanly.
+for i in 0 1 2; do kill -TERM "${pids[$i]}"; done
+for i in 0 1 2; do
+  wait "${pids[$i]}" || fail "server $i exited non-zero after SIGTERM"
+  grep -q "received SIGTERM" "$dir/server$i.log" || fail "server $i did not log SIGTERM"
+  grep -q "shut down" "$dir/server$i.log" || fail "server $i did not log its shutdown"
+done
+pids=()
+echo "PASS"

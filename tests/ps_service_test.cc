@@ -1,0 +1,179 @@
+// The ParameterServer gRPC service seen from the wire (a raw stub, no
+// PsClient): request validation, status codes, and once-only retried pushes.
+#include <cmath>
+#include <vector>
+
+#include "common/wire.h"
+#include "gmock/gmock.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "proto/ps.grpc.pb.h"
+#include "server/ps_server.h"
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PsServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.num_servers = 2;
+    options.server_index = 0;
+    options.placement.slice_size = 4;
+    options.max_message_bytes = 1 << 20;
+    auto server = PsServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = proto::ParameterServer::NewStub(
+        grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+    proto::CreateTableRequest create;
+    proto::TableDef* def = create.mutable_table();
+    def->set_name("t");
+    def->set_num_keys(1 << 20);
+    def->set_width(1);
+    def->set_optimizer(proto::OPT_SGD);
+    def->set_learning_rate(1.0f);
+    proto::CreateTableResponse created;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->CreateTable(&ctx, create, &created).ok());
+    ASSERT_TRUE(created.created());
+    // A key this server owns and one it does not.
+    Placement placement(2, options.placement);
+    while (placement.OwnerOfKey("t", own_) != 0) ++own_;
+    while (placement.OwnerOfKey("t", foreign_) != 1) ++foreign_;
+  }
+
+  grpc::Status Push(const proto::PushRequest& req, proto::PushResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->Push(&ctx, req, resp);
+  }
+
+  float ValueOf(uint64_t key) {
+    proto::PullRequest req;
+    req.set_table("t");
+    proto::KeyRange* r = req.add_ranges();
+    r->set_begin(key);
+    r->set_end(key + 1);
+    proto::PullResponse resp;
+    grpc::ClientContext ctx;
+    EXPECT_TRUE(stub_->Pull(&ctx, req, &resp).ok());
+    float v = NAN;
+    EXPECT_TRUE(DecodeArrayInto<float>(resp.values(), absl::MakeSpan(&v, 1), "v").ok());
+    return v;
+  }
+
+  proto::PushRequest OneKeyPush(uint64_t key, float grad, uint64_t request_id) {
+    proto::PushRequest req;
+    req.set_table("t");
+    proto::KeyRange* r = req.add_ranges();
+    r->set_begin(key);
+    r->set_end(key + 1);
+    std::vector<float> g = {grad};
+    EncodeArray<float>(g, req.mutable_values());
+    req.set_worker_id(3);
+    req.set_request_id(request_id);
+    return req;
+  }
+
+  std::unique_ptr<PsServer> server_;
+  std::unique_ptr<proto::ParameterServer::Stub> stub_;
+  uint64_t own_ = 0, foreign_ = 0;
+};
+
+TEST_F(PsServiceTest, RetriedPushWithSameRequestIdIsAppliedOnce) {
+  proto::PushResponse first, again;
+  ASSERT_TRUE(Push(OneKeyPush(own_, -2.0f, 77), &first).ok());
+  ASSERT_TRUE(Push(OneKeyPush(own_, -2.0f, 77), &again).ok());
+  EXPECT_FALSE(first.duplicate());
+  EXPECT_TRUE(again.duplicate());
+  EXPECT_EQ(ValueOf(own_), 2.0f);
+  proto::PushResponse next;
+  ASSERT_TRUE(Push(OneKeyPush(own_, -2.0f, 78), &next).ok());
+  EXPECT_EQ(ValueOf(own_), 4.0f);
+  EXPECT_EQ(next.version(), 2u);
+}
+
+TEST_F(PsServiceTest, NonFiniteGradientIsRejectedAndChangesNothing) {
+  proto::PushResponse resp;
+  grpc::Status s = Push(OneKeyPush(own_, std::nanf(""), 1), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("key " + std::to_string(own_)));
+  s = Push(OneKeyPush(own_, INFINITY, 2), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(ValueOf(own_), 0.0f);
+  // The rejected ids were not recorded: a valid push may reuse them.
+  ASSERT_TRUE(Push(OneKeyPush(own_, -1.0f, 1), &resp).ok());
+  EXPECT_EQ(ValueOf(own_), 1.0f);
+}
+
+TEST_F(PsServiceTest, ForeignKeyIsRefusedNamingTheOwner) {
+  proto::PushResponse resp;
+  grpc::Status s = Push(OneKeyPush(foreign_, 1.0f, 1), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("owned by server 1, not server 0"));
+}
+
+TEST_F(PsServiceTest, MalformedRequestsAreRejected) {
+  proto::PushResponse resp;
+  proto::PushRequest no_keys;
+  no_keys.set_table("t");
+  EXPECT_EQ(Push(no_keys, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  proto::PushRequest both = OneKeyPush(own_, 1.0f, 0);
+  std::vector<uint64_t> k = {own_};
+  EncodeArray<uint64_t>(k, both.mutable_key_list());
+  grpc::Status s = Push(both, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("both ranges and key_list"));
+
+  proto::PushRequest ragged = OneKeyPush(own_, 1.0f, 0);
+  ragged.mutable_values()->push_back('x');
+  s = Push(ragged, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("not a multiple of 4"));
+
+  proto::PushRequest unknown = OneKeyPush(own_, 1.0f, 0);
+  unknown.set_table("missing");
+  EXPECT_EQ(Push(unknown, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(ValueOf(own_), 0.0f);
+}
+
+TEST_F(PsServiceTest, OversizedMessagesAreRefusedWithTheLimit) {
+  // A push over the server's 1 MiB limit is refused by gRPC itself.
+  proto::PushRequest big;
+  big.set_table("t");
+  proto::KeyRange* r = big.add_ranges();
+  r->set_begin(0);
+  r->set_end(1 << 19);
+  big.mutable_values()->resize((1 << 19) * 4 * 2);
+  proto::PushResponse resp;
+  EXPECT_EQ(Push(big, &resp).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // A pull whose reply would be over the limit is refused by the service.
+  proto::PullRequest pull;
+  pull.set_table("t");
+  r = pull.add_ranges();
+  r->set_begin(0);
+  r->set_end(1 << 20);
+  proto::PullResponse out;
+  grpc::ClientContext ctx;
+  grpc::Status s = stub_->Pull(&ctx, pull, &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), HasSubstr("message limit of 1048576 bytes"));
+}
+
+TEST_F(PsServiceTest, InfoDescribesTheShard) {
+  proto::InfoResponse info;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->Info(&ctx, proto::InfoRequest(), &info).ok());
+  EXPECT_EQ(info.server_index(), 0u);
+  EXPECT_EQ(info.num_servers(), 2u);
+  EXPECT_EQ(info.slice_size(), 4u);
+  EXPECT_EQ(info.address(), server_->address());
+}
+
+}  // namespace
+}  // namespace ps
