@@ -13,8 +13,7 @@ namespace ps {
 absl::StatusOr<ClusterSpec> ClusterSpec::Parse(absl::string_view spec) {
   ClusterSpec result;
   if (absl::StripAsciiWhitespace(spec).empty()) {
-    return absl::InvalidArgumentError(
-        "cluster spec is empty: expected host:port[,host:port...]");
+    return absl::InvalidArgumentError("cluster spec is empty: expected host:port[,host:port...]");
   }
   absl::flat_hash_set<std::string> seen;
   int position = 0;
@@ -22,19 +21,18 @@ absl::StatusOr<ClusterSpec> ClusterSpec::Parse(absl::string_view spec) {
     entry = absl::StripAsciiWhitespace(entry);
     const size_t colon = entry.rfind(':');
     if (colon == absl::string_view::npos || colon == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cluster spec entry ", position, " '", entry, "': expected host:port"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster spec entry ", position, " '", entry, "': expected host:port"));
     }
     int port = 0;
     if (!absl::SimpleAtoi(entry.substr(colon + 1), &port) || port < 1 || port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cluster spec entry ", position, " '", entry,
-                       "': port must be a number in 1..65535"));
+      return absl::InvalidArgumentError(absl::StrCat("cluster spec entry ", position, " '", entry,
+                                                     "': port must be a number in 1..65535"));
     }
     std::string address(entry);
     if (!seen.insert(address).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cluster spec entry ", position, " '", entry, "' appears twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster spec entry ", position, " '", entry, "' appears twice"));
     }
     result.servers.push_back(std::move(address));
     ++position;

@@ -11,9 +11,8 @@ namespace ps {
 
 void LogEvent(absl::string_view who, absl::string_view message) {
   const std::string line =
-      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),
-                                    absl::UTCTimeZone()),
-                   " ", who, ": ", message, "\n");
+      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone()), " ",
+                   who, ": ", message, "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

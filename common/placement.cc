@@ -16,8 +16,7 @@ int Placement::OwnerOfSlice(absl::string_view table, uint64_t slice) const {
   return ring_.Owner(HashCombine(HashString(table), slice));
 }
 
-std::vector<RangePart> Placement::SplitRange(absl::string_view table,
-                                             uint64_t begin,
+std::vector<RangePart> Placement::SplitRange(absl::string_view table, uint64_t begin,
                                              uint64_t end) const {
   std::vector<RangePart> parts;
   const uint64_t table_hash = HashString(table);
@@ -25,9 +24,7 @@ std::vector<RangePart> Placement::SplitRange(absl::string_view table,
   while (k < end) {
     const uint64_t slice = k / config_.slice_size;
     const uint64_t slice_end = std::min(end, (slice + 1) * config_.slice_size);
-    const int owner = ring_.num_members() == 1
-                          ? 0
-                          : ring_.Owner(HashCombine(table_hash, slice));
+    const int owner = ring_.num_members() == 1 ? 0 : ring_.Owner(HashCombine(table_hash, slice));
     if (!parts.empty() && parts.back().owner == owner && parts.back().end == k) {
       parts.back().end = slice_end;
     } else {

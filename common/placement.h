@@ -41,8 +41,7 @@ class Placement {
 
   // Splits [begin, end) at slice boundaries, each part tagged with its owner.
   // Adjacent slices with the same owner are merged into one part.
-  std::vector<RangePart> SplitRange(absl::string_view table, uint64_t begin,
-                                    uint64_t end) const;
+  std::vector<RangePart> SplitRange(absl::string_view table, uint64_t begin, uint64_t end) const;
 
   int num_servers() const { return ring_.num_members(); }
   const PlacementConfig& config() const { return config_; }

@@ -32,15 +32,13 @@ void EncodeArray(absl::Span<const T> values, std::string* out) {
 // copied into `*storage` first. Errors: INVALID_ARGUMENT when the length is
 // not a multiple of sizeof(T); `what` names the field in the message.
 template <typename T>
-absl::StatusOr<absl::Span<const T>> DecodeArray(absl::string_view bytes,
-                                                std::vector<T>* storage,
+absl::StatusOr<absl::Span<const T>> DecodeArray(absl::string_view bytes, std::vector<T>* storage,
                                                 absl::string_view what);
 
 // Copies bytes into `out`, which must have exactly the decoded length.
 // Errors: INVALID_ARGUMENT naming `what`, with expected and actual sizes.
 template <typename T>
-absl::Status DecodeArrayInto(absl::string_view bytes, absl::Span<T> out,
-                             absl::string_view what);
+absl::Status DecodeArrayInto(absl::string_view bytes, absl::Span<T> out, absl::string_view what);
 
 }  // namespace ps
 

@@ -8,13 +8,11 @@
 namespace ps {
 
 template <typename T>
-absl::StatusOr<absl::Span<const T>> DecodeArray(absl::string_view bytes,
-                                                std::vector<T>* storage,
+absl::StatusOr<absl::Span<const T>> DecodeArray(absl::string_view bytes, std::vector<T>* storage,
                                                 absl::string_view what) {
   if (bytes.size() % sizeof(T) != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " has ", bytes.size(), " bytes, not a multiple of ",
-                     sizeof(T)));
+        absl::StrCat(what, " has ", bytes.size(), " bytes, not a multiple of ", sizeof(T)));
   }
   const size_t n = bytes.size() / sizeof(T);
   if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(T) == 0) {
@@ -26,12 +24,11 @@ absl::StatusOr<absl::Span<const T>> DecodeArray(absl::string_view bytes,
 }
 
 template <typename T>
-absl::Status DecodeArrayInto(absl::string_view bytes, absl::Span<T> out,
-                             absl::string_view what) {
+absl::Status DecodeArrayInto(absl::string_view bytes, absl::Span<T> out, absl::string_view what) {
   if (bytes.size() != out.size() * sizeof(T)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " has ", bytes.size(), " bytes, expected ",
-                     out.size() * sizeof(T), " (", out.size(), " values)"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " has ", bytes.size(), " bytes, expected ",
+                                                   out.size() * sizeof(T), " (", out.size(),
+                                                   " values)"));
   }
   if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
   return absl::OkStatus();

@@ -8,14 +8,12 @@ namespace ps {
 namespace {
 
 // Uniform in [0, 1) from the top 24 bits of a hash (exact in float).
-inline float UnitFloat(uint64_t h) {
-  return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
-}
+inline float UnitFloat(uint64_t h) { return static_cast<float>(h >> 40) * (1.0f / 16777216.0f); }
 
 }  // namespace
 
-void InitializeValues(const proto::TableDef& def, uint64_t first_key,
-                      uint64_t num_keys, float* out) {
+void InitializeValues(const proto::TableDef& def, uint64_t first_key, uint64_t num_keys,
+                      float* out) {
   const uint64_t width = def.width();
   const uint64_t n = num_keys * width;
   const uint64_t first = first_key * width;

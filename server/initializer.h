@@ -15,8 +15,8 @@ namespace ps {
 
 // Writes the initial values of keys [first_key, first_key + num_keys) into
 // out[0 .. num_keys * def.width()). `def` must be valid (ValidateTableDef).
-void InitializeValues(const proto::TableDef& def, uint64_t first_key,
-                      uint64_t num_keys, float* out);
+void InitializeValues(const proto::TableDef& def, uint64_t first_key, uint64_t num_keys,
+                      float* out);
 
 }  // namespace ps
 

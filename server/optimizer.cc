@@ -25,12 +25,9 @@ class Sgd final : public Optimizer {
 
 class Adagrad final : public Optimizer {
  public:
-  Adagrad(float lr, float init_acc, float eps)
-      : lr_(lr), init_acc_(init_acc), eps_(eps) {}
+  Adagrad(float lr, float init_acc, float eps) : lr_(lr), init_acc_(init_acc), eps_(eps) {}
   int state_per_value() const override { return 1; }
-  void InitState(float* state, size_t n) const override {
-    Vec(state, n).setConstant(init_acc_);
-  }
+  void InitState(float* state, size_t n) const override { Vec(state, n).setConstant(init_acc_); }
   void Apply(float* w, float* state, const float* g, size_t n) const override {
     Vec acc(state, n);
     ConstVec grad(g, n);
@@ -48,8 +45,8 @@ std::unique_ptr<Optimizer> MakeSgd(float learning_rate) {
   return std::make_unique<Sgd>(learning_rate);
 }
 
-std::unique_ptr<Optimizer> MakeAdagrad(float learning_rate,
-                                       float initial_accumulator, float epsilon) {
+std::unique_ptr<Optimizer> MakeAdagrad(float learning_rate, float initial_accumulator,
+                                       float epsilon) {
   return std::make_unique<Adagrad>(learning_rate, initial_accumulator, epsilon);
 }
 
@@ -60,8 +57,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const proto::TableDef& 
     case proto::OPT_ADAGRAD:
       return MakeAdagrad(def.learning_rate(), def.initial_accumulator(), def.epsilon());
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "table '", def.name(), "': unknown optimizer ", def.optimizer()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("table '", def.name(), "': unknown optimizer ", def.optimizer()));
   }
 }
 

@@ -35,8 +35,8 @@ std::unique_ptr<Optimizer> MakeSgd(float learning_rate);
 // AdaGrad (Duchi et al.; DistBelief's per-parameter learning rate):
 //   acc += g * g;  w -= lr * g / (sqrt(acc) + epsilon), acc starting at
 //   initial_accumulator.
-std::unique_ptr<Optimizer> MakeAdagrad(float learning_rate,
-                                       float initial_accumulator, float epsilon);
+std::unique_ptr<Optimizer> MakeAdagrad(float learning_rate, float initial_accumulator,
+                                       float epsilon);
 
 // From a table definition. Errors: INVALID_ARGUMENT for an unknown kind.
 absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const proto::TableDef& def);

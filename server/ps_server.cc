@@ -11,14 +11,14 @@ namespace ps {
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
   if (options.num_servers < 1 || options.server_index < 0 ||
       options.server_index >= options.num_servers) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "server index ", options.server_index, " is outside [0, ", options.num_servers,
-        "); check --index against the number of servers in --servers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("server index ", options.server_index, " is outside [0, ", options.num_servers,
+                     "); check --index against the number of servers in --servers"));
   }
   std::unique_ptr<PsServer> server(new PsServer());
   server->options_ = options;
-  server->store_ = std::make_unique<ShardStore>(
-      options.server_index, Placement(options.num_servers, options.placement));
+  server->store_ = std::make_unique<ShardStore>(options.server_index,
+                                                Placement(options.num_servers, options.placement));
   server->service_ = std::make_unique<PsService>(server->store_.get(), options.max_message_bytes);
 
   grpc::ServerBuilder builder;
@@ -30,18 +30,18 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   builder.SetMaxSendMessageSize(-1);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "could not listen on ", options.listen_address,
-        "; is the port in use or the address not local? see --listen"));
+    return absl::UnavailableError(
+        absl::StrCat("could not listen on ", options.listen_address,
+                     "; is the port in use or the address not local? see --listen"));
   }
   const std::string& listen = options.listen_address;
   const size_t colon = listen.rfind(':');
   server->address_ = absl::StrCat(listen.substr(0, colon), ":", server->port_);
   server->service_->set_address(server->address_);
   LogEvent(absl::StrCat("ps_server ", options.server_index, " ", server->address_),
-           absl::StrCat("started: shard ", options.server_index, " of ",
-                        options.num_servers, ", slice_size ", options.placement.slice_size,
-                        ", virtual_nodes ", options.placement.virtual_nodes));
+           absl::StrCat("started: shard ", options.server_index, " of ", options.num_servers,
+                        ", slice_size ", options.placement.slice_size, ", virtual_nodes ",
+                        options.placement.virtual_nodes));
   return server;
 }
 

@@ -16,16 +16,16 @@ template <typename Request>
 absl::StatusOr<KeySpec> KeysOf(const Request& req, std::vector<uint64_t>* storage) {
   if (!req.key_list().empty()) {
     if (req.ranges_size() > 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "request for table '", req.table(), "' has both ranges and key_list"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("request for table '", req.table(), "' has both ranges and key_list"));
     }
     auto keys = DecodeArray<uint64_t>(req.key_list(), storage, "key_list");
     if (!keys.ok()) return keys.status();
     return KeySpec::List(*keys);
   }
   if (req.ranges_size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request for table '", req.table(), "' names no keys (ranges or key_list)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("request for table '", req.table(), "' names no keys (ranges or key_list)"));
   }
   std::vector<KeySpec::Range> ranges;
   ranges.reserve(req.ranges_size());
@@ -38,8 +38,7 @@ absl::StatusOr<KeySpec> KeysOf(const Request& req, std::vector<uint64_t>* storag
 PsService::PsService(ShardStore* store, int64_t max_message_bytes)
     : store_(store), max_message_bytes_(max_message_bytes) {}
 
-grpc::Status PsService::CreateTable(grpc::ServerContext*,
-                                    const proto::CreateTableRequest* req,
+grpc::Status PsService::CreateTable(grpc::ServerContext*, const proto::CreateTableRequest* req,
                                     proto::CreateTableResponse* resp) {
   absl::StatusOr<bool> created = store_->CreateTable(req->table());
   if (!created.ok()) return ToGrpcStatus(created.status());
@@ -76,10 +75,10 @@ grpc::Status PsService::Pull(grpc::ServerContext*, const proto::PullRequest* req
   if (!def.ok()) return ToGrpcStatus(def.status());
   const uint64_t bytes = keys->size() * def->width() * sizeof(float);
   if (bytes > static_cast<uint64_t>(max_message_bytes_)) {
-    return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
-        "pull of ", keys->size(), " keys of table '", req->table(), "' is ", bytes,
-        " bytes, over this server's message limit of ", max_message_bytes_,
-        " bytes (ps_server --max_message_mb); split the request")));
+    return ToGrpcStatus(absl::ResourceExhaustedError(
+        absl::StrCat("pull of ", keys->size(), " keys of table '", req->table(), "' is ", bytes,
+                     " bytes, over this server's message limit of ", max_message_bytes_,
+                     " bytes (ps_server --max_message_mb); split the request")));
   }
   auto version = store_->Pull(req->table(), *keys, resp->mutable_values());
   if (!version.ok()) return ToGrpcStatus(version.status());

@@ -23,8 +23,8 @@ struct Slice {
 // slice guards its own memory.
 class ShardStore::Table {
  public:
-  Table(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer,
-        int server_index, const Placement& placement)
+  Table(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
+        const Placement& placement)
       : def_(def), optimizer_(std::move(optimizer)) {
     const uint64_t slice_size = placement.config().slice_size;
     const uint64_t num_slices = (def.num_keys() + slice_size - 1) / slice_size;
@@ -126,9 +126,9 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
   if (inserted) return true;
   if (SameTableDef(it->second->def(), def)) return false;
-  return absl::AlreadyExistsError(absl::StrCat(
-      "table '", def.name(), "' already exists with a different definition: existing ",
-      TableDefSummary(it->second->def()), ", requested ", TableDefSummary(def)));
+  return absl::AlreadyExistsError(
+      absl::StrCat("table '", def.name(), "' already exists with a different definition: existing ",
+                   TableDefSummary(it->second->def()), ", requested ", TableDefSummary(def)));
 }
 
 absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTable(
@@ -151,18 +151,17 @@ absl::StatusOr<proto::TableDef> ShardStore::GetTableDef(absl::string_view table)
 namespace {
 
 // Checks that every key exists in the table and is owned by this server.
-absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys,
-                       const Placement& placement, int server_index,
-                       const std::function<bool(uint64_t)>& owned) {
+absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys, const Placement& placement,
+                       int server_index, const std::function<bool(uint64_t)>& owned) {
   for (const KeySpec::Range& r : keys.ranges) {
     if (r.end < r.begin) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "table '", def.name(), "': range [", r.begin, ", ", r.end, ") is reversed"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("table '", def.name(), "': range [", r.begin, ", ", r.end, ") is reversed"));
     }
     if (r.end > def.num_keys()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "table '", def.name(), "': range [", r.begin, ", ", r.end,
-          ") exceeds num_keys ", def.num_keys()));
+      return absl::InvalidArgumentError(absl::StrCat("table '", def.name(), "': range [", r.begin,
+                                                     ", ", r.end, ") exceeds num_keys ",
+                                                     def.num_keys()));
     }
   }
   absl::Status status;
@@ -171,8 +170,8 @@ absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys,
   ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t, uint64_t) {
     if (!status.ok()) return;
     if (first >= def.num_keys()) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "table '", def.name(), "': key ", first, " >= num_keys ", def.num_keys()));
+      status = absl::InvalidArgumentError(
+          absl::StrCat("table '", def.name(), "': key ", first, " >= num_keys ", def.num_keys()));
       return;
     }
     if (s == last_checked) return;
@@ -189,9 +188,10 @@ absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys,
 
 }  // namespace
 
-absl::StatusOr<ShardStore::PushResult> ShardStore::Push(
-    absl::string_view table_name, const KeySpec& keys, absl::Span<const float> grads,
-    uint32_t worker_id, uint64_t request_id) {
+absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_name,
+                                                        const KeySpec& keys,
+                                                        absl::Span<const float> grads,
+                                                        uint32_t worker_id, uint64_t request_id) {
   absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table_name);
   if (!found.ok()) return found.status();
   Table& table = **found;
@@ -210,9 +210,9 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!std::isfinite(grads[i])) {
       const uint64_t key = KeyAtValue(keys, i, width);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "table '", def.name(), "': gradient for key ", key, " column ", i % width,
-          " is not finite (", grads[i], "); nothing was applied"));
+      return absl::InvalidArgumentError(absl::StrCat("table '", def.name(), "': gradient for key ",
+                                                     key, " column ", i % width, " is not finite (",
+                                                     grads[i], "); nothing was applied"));
     }
   }
   absl::StatusOr<bool> fresh = dedup_.Admit(worker_id, request_id);
@@ -233,8 +233,8 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(
   return PushResult{false, table.version().fetch_add(1) + 1};
 }
 
-absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name,
-                                          const KeySpec& keys, std::string* out) {
+absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const KeySpec& keys,
+                                          std::string* out) {
   absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table_name);
   if (!found.ok()) return found.status();
   Table& table = **found;

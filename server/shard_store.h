@@ -67,14 +67,13 @@ class ShardStore {
   // (a key owned by another server: names key, slice and owner), ABORTED
   // (request id too old to deduplicate).
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
-                                  absl::Span<const float> grads,
-                                  uint32_t worker_id, uint64_t request_id);
+                                  absl::Span<const float> grads, uint32_t worker_id,
+                                  uint64_t request_id);
 
   // Writes the current values (keys.size() * width floats, key-major, as
   // little-endian bytes) into *out and returns the table's version.
   // Errors as for Push (minus the value checks).
-  absl::StatusOr<uint64_t> Pull(absl::string_view table, const KeySpec& keys,
-                                std::string* out);
+  absl::StatusOr<uint64_t> Pull(absl::string_view table, const KeySpec& keys, std::string* out);
 
   // Definition of a table, or NOT_FOUND.
   absl::StatusOr<proto::TableDef> GetTableDef(absl::string_view table) const;
@@ -92,8 +91,7 @@ class ShardStore {
   RequestDedup dedup_;
 
   mutable absl::Mutex tables_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_
-      ABSL_GUARDED_BY(tables_mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
 };
 
 }  // namespace ps

@@ -63,8 +63,8 @@ TEST(ShardStoreTest, SgdPushAppliesToRangeAndKeyList) {
   const std::vector<uint64_t> keys = {9, 3};
   ASSERT_TRUE(store.Push("w", KeySpec::List(keys), {1, 1, 10, 10}, 1, 2).ok());
   const auto all = PullAll(store, "w", KeySpec::Single(0, 10));
-  const std::vector<float> expected = {0, 0, 0, 0, 0, 0, -11, -12, -3, -4,
-                                       -5, -6, 0, 0, 0, 0, 0, 0, -1, -1};
+  const std::vector<float> expected = {0,  0,  0, 0, 0, 0, -11, -12, -3, -4,
+                                       -5, -6, 0, 0, 0, 0, 0,   0,   -1, -1};
   EXPECT_EQ(all, expected);
   EXPECT_EQ(PullAll(store, "w", KeySpec::List(keys)), (std::vector<float>{-1, -1, -11, -12}));
 }
@@ -111,10 +111,8 @@ TEST(ShardStoreTest, KeysOfOtherServersAreRefusedNamingTheOwner) {
   const int owner = placement.OwnerOfKey("w", foreign);
   auto pushed = store.Push("w", KeySpec::Single(foreign, foreign + 1), {1}, 0, 0);
   EXPECT_EQ(pushed.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(pushed.status().message(),
-              HasSubstr("key " + std::to_string(foreign)));
-  EXPECT_THAT(pushed.status().message(),
-              HasSubstr("owned by server " + std::to_string(owner)));
+  EXPECT_THAT(pushed.status().message(), HasSubstr("key " + std::to_string(foreign)));
+  EXPECT_THAT(pushed.status().message(), HasSubstr("owned by server " + std::to_string(owner)));
   std::string out;
   EXPECT_EQ(store.Pull("w", KeySpec::Single(0, 100), &out).status().code(),
             absl::StatusCode::kFailedPrecondition);

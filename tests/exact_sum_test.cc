@@ -36,7 +36,8 @@ void RunWorkers(InProcessCluster& cluster, PushFn push) {
     });
   }
   for (auto& t : threads) t.join();
-  for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(status[w].ok()) << "worker " << w << ": " << status[w];
+  for (int w = 0; w < kWorkers; ++w)
+    ASSERT_TRUE(status[w].ok()) << "worker " << w << ": " << status[w];
 }
 
 TEST(ExactSumTest, DenseRangePushesSumExactly) {

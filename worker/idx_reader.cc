@@ -30,9 +30,8 @@ absl::StatusOr<GzHandle> Open(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f != nullptr) return GzHandle(f);
   const int err = errno;
-  const std::string msg = absl::StrCat(
-      path, ": cannot open (", err != 0 ? std::strerror(err) : "out of memory",
-      ")");
+  const std::string msg =
+      absl::StrCat(path, ": cannot open (", err != 0 ? std::strerror(err) : "out of memory", ")");
   if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(msg);
   if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
   return absl::InternalError(msg);
@@ -40,19 +39,18 @@ absl::StatusOr<GzHandle> Open(const std::string& path) {
 
 // Reads up to `len` bytes; returns how many were read, or DATA_LOSS naming
 // `what` if the gzip stream is corrupt.
-absl::StatusOr<int64_t> ReadUpTo(gzFile f, const std::string& path,
-                                 const char* what, uint8_t* buf, int64_t len) {
+absl::StatusOr<int64_t> ReadUpTo(gzFile f, const std::string& path, const char* what, uint8_t* buf,
+                                 int64_t len) {
   int64_t got = 0;
   while (got < len) {
-    const unsigned chunk =
-        static_cast<unsigned>(std::min<int64_t>(len - got, 1 << 24));
+    const unsigned chunk = static_cast<unsigned>(std::min<int64_t>(len - got, 1 << 24));
     const int n = gzread(f, buf + got, chunk);
     if (n < 0) {
       int errnum = 0;
       const char* zmsg = gzerror(f, &errnum);
-      return absl::DataLossError(absl::StrCat(
-          path, ": corrupt data while reading the ", what, " (zlib: ", zmsg,
-          ") after ", got, " of ", len, " bytes"));
+      return absl::DataLossError(absl::StrCat(path, ": corrupt data while reading the ", what,
+                                              " (zlib: ", zmsg, ") after ", got, " of ", len,
+                                              " bytes"));
     }
     if (n == 0) break;
     got += n;
@@ -61,32 +59,27 @@ absl::StatusOr<int64_t> ReadUpTo(gzFile f, const std::string& path,
 }
 
 // Reads exactly `len` bytes or fails with DATA_LOSS "expected N bytes, got M".
-absl::Status ReadExactly(gzFile f, const std::string& path, const char* what,
-                         uint8_t* buf, int64_t len) {
+absl::Status ReadExactly(gzFile f, const std::string& path, const char* what, uint8_t* buf,
+                         int64_t len) {
   absl::StatusOr<int64_t> got = ReadUpTo(f, path, what, buf, len);
   if (!got.ok()) return got.status();
   if (*got != len) {
-    return absl::DataLossError(absl::StrCat(path, ": truncated ", what,
-                                            ": expected ", len,
-                                            " bytes, got ", *got));
+    return absl::DataLossError(
+        absl::StrCat(path, ": truncated ", what, ": expected ", len, " bytes, got ", *got));
   }
   return absl::OkStatus();
 }
 
 uint32_t BigEndian32(const uint8_t* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
-         (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
 // "60000x28x28"
-std::string ShapeString(const std::vector<int64_t>& dims) {
-  return absl::StrJoin(dims, "x");
-}
+std::string ShapeString(const std::vector<int64_t>& dims) { return absl::StrJoin(dims, "x"); }
 
 }  // namespace
 
-absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path,
-                                    uint32_t expected_magic) {
+absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, uint32_t expected_magic) {
   absl::StatusOr<GzHandle> file = Open(path);
   if (!file.ok()) return file.status();
   gzFile f = file->get();
@@ -96,10 +89,10 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path,
   if (!s.ok()) return s;
   const uint32_t magic = BigEndian32(word);
   if (magic != expected_magic) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: bad magic number: expected 0x%08x, found 0x%08x; is this the "
-        "right IDX file (images 0x00000803, labels 0x00000801)?",
-        path, expected_magic, magic));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: bad magic number: expected 0x%08x, found 0x%08x; is this the "
+                        "right IDX file (images 0x00000803, labels 0x00000801)?",
+                        path, expected_magic, magic));
   }
 
   IdxFile out;
@@ -111,9 +104,9 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path,
     out.dims.push_back(BigEndian32(word));
     elements *= out.dims.back();
     if (elements > kMaxElements) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": header dimensions ", ShapeString(out.dims),
-                       " exceed the limit of ", kMaxElements, " elements"));
+      return absl::InvalidArgumentError(absl::StrCat(path, ": header dimensions ",
+                                                     ShapeString(out.dims), " exceed the limit of ",
+                                                     kMaxElements, " elements"));
     }
   }
 
@@ -125,16 +118,15 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path,
   absl::StatusOr<int64_t> trailing = ReadUpTo(f, path, "end", &extra, 1);
   if (!trailing.ok()) return trailing.status();
   if (*trailing != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": expected ", elements, " payload bytes for shape ",
-                     ShapeString(out.dims), ", found more"));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected ", elements,
+                                                   " payload bytes for shape ",
+                                                   ShapeString(out.dims), ", found more"));
   }
   return out;
 }
 
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
-                                       const std::string& labels_path,
-                                       int num_classes) {
+                                       const std::string& labels_path, int num_classes) {
   absl::StatusOr<IdxFile> images = ReadIdxFile(images_path, kIdxImagesMagic);
   if (!images.ok()) return images.status();
   absl::StatusOr<IdxFile> labels = ReadIdxFile(labels_path, kIdxLabelsMagic);
@@ -142,16 +134,16 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
 
   const int64_t n = images->dims[0];
   if (labels->dims[0] != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        images_path, " holds ", n, " images but ", labels_path, " holds ",
-        labels->dims[0], " labels; expected the same count"));
+    return absl::InvalidArgumentError(absl::StrCat(images_path, " holds ", n, " images but ",
+                                                   labels_path, " holds ", labels->dims[0],
+                                                   " labels; expected the same count"));
   }
 
   const int64_t dim = images->dims[1] * images->dims[2];
   if (dim > INT_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(images_path, ": images of shape ", images->dims[1], "x",
-                     images->dims[2], " are too large"));
+    return absl::InvalidArgumentError(absl::StrCat(images_path, ": images of shape ",
+                                                   images->dims[1], "x", images->dims[2],
+                                                   " are too large"));
   }
   Dataset out;
   out.num_examples = n;
@@ -161,9 +153,9 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
   for (int64_t i = 0; i < n; ++i) {
     const int label = labels->data[i];
     if (label >= num_classes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(labels_path, ": label ", label, " of example ", i,
-                       " is out of range: expected [0, ", num_classes, ")"));
+      return absl::InvalidArgumentError(absl::StrCat(labels_path, ": label ", label, " of example ",
+                                                     i, " is out of range: expected [0, ",
+                                                     num_classes, ")"));
     }
     out.labels[i] = label;
   }
@@ -178,18 +170,16 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
 absl::StatusOr<Dataset> ReadFashionMnist(const std::string& dir, bool train) {
   const std::string prefix = absl::StrCat(dir, "/", train ? "train" : "t10k");
   const std::string images_path = prefix + "-images-idx3-ubyte.gz";
-  absl::StatusOr<Dataset> data = ReadIdxDataset(
-      images_path, prefix + "-labels-idx1-ubyte.gz", /*num_classes=*/10);
+  absl::StatusOr<Dataset> data =
+      ReadIdxDataset(images_path, prefix + "-labels-idx1-ubyte.gz", /*num_classes=*/10);
   if (absl::IsNotFound(data.status())) {
     return absl::NotFoundError(absl::StrCat(
-        data.status().message(),
-        "; is dataset-fashion-mnist installed? see deploy/setup.sh"));
+        data.status().message(), "; is dataset-fashion-mnist installed? see deploy/setup.sh"));
   }
   if (!data.ok()) return data.status();
   if (data->dim != 28 * 28) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        images_path, ": expected 28x28 images, found ", data->dim,
-        " pixels per image"));
+    return absl::InvalidArgumentError(absl::StrCat(images_path, ": expected 28x28 images, found ",
+                                                   data->dim, " pixels per image"));
   }
   return data;
 }

@@ -18,8 +18,7 @@
 namespace ps {
 
 // Where deploy/setup.sh installs Fashion-MNIST (package dataset-fashion-mnist).
-inline constexpr char kDefaultFashionMnistDir[] =
-    "/usr/share/datasets/fashion-mnist";
+inline constexpr char kDefaultFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 
 inline constexpr uint32_t kIdxImagesMagic = 0x00000803;  // ubyte, 3 dims
 inline constexpr uint32_t kIdxLabelsMagic = 0x00000801;  // ubyte, 1 dim
@@ -40,8 +39,7 @@ struct IdxFile {
 //                      follow the payload;
 //   DATA_LOSS          the header or payload is truncated, or the gzip stream
 //                      is corrupt.
-absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path,
-                                    uint32_t expected_magic);
+absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, uint32_t expected_magic);
 
 // Reads an images file (N x rows x cols, magic 0x00000803) and a labels file
 // (N, magic 0x00000801) into a Dataset with dim = rows * cols, pixels scaled
@@ -49,8 +47,7 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path,
 // when the two files hold different numbers of examples or a label is outside
 // [0, num_classes).
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
-                                       const std::string& labels_path,
-                                       int num_classes);
+                                       const std::string& labels_path, int num_classes);
 
 // Reads Fashion-MNIST from `dir`: train-{images-idx3,labels-idx1}-ubyte.gz when
 // `train`, else t10k-*. Result: dim 784, num_classes 10, pixels in [0, 1].

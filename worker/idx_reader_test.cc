@@ -38,21 +38,19 @@ std::vector<uint8_t> Header(uint32_t magic, const std::vector<uint32_t>& dims) {
   return out;
 }
 
-std::vector<uint8_t> Concat(std::vector<uint8_t> a,
-                            const std::vector<uint8_t>& b) {
+std::vector<uint8_t> Concat(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
 
 // Writes `bytes` to TEST_TMPDIR/name, gzip-compressed unless `plain`.
-std::string WriteFile(const std::string& name,
-                      const std::vector<uint8_t>& bytes, bool plain = false) {
+std::string WriteFile(const std::string& name, const std::vector<uint8_t>& bytes,
+                      bool plain = false) {
   const std::string path = TempDir() + "/" + name;
   gzFile f = gzopen(path.c_str(), plain ? "wbT" : "wb");
   EXPECT_NE(f, nullptr) << path;
   if (!bytes.empty()) {
-    EXPECT_EQ(gzwrite(f, bytes.data(), bytes.size()),
-              static_cast<int>(bytes.size()));
+    EXPECT_EQ(gzwrite(f, bytes.data(), bytes.size()), static_cast<int>(bytes.size()));
   }
   EXPECT_EQ(gzclose(f), Z_OK);
   return path;
@@ -65,9 +63,7 @@ std::vector<uint8_t> SmallImages() {
   return Concat(Header(kIdxImagesMagic, {3, 2, 2}), pixels);
 }
 
-std::vector<uint8_t> SmallLabels() {
-  return Concat(Header(kIdxLabelsMagic, {3}), {2, 0, 1});
-}
+std::vector<uint8_t> SmallLabels() { return Concat(Header(kIdxLabelsMagic, {3}), {2, 0, 1}); }
 
 TEST(IdxReaderTest, ReadsGzipValuesExactly) {
   const std::string images = WriteFile("small-images.gz", SmallImages());
@@ -86,8 +82,7 @@ TEST(IdxReaderTest, ReadsGzipValuesExactly) {
 }
 
 TEST(IdxReaderTest, ReadsUncompressedFile) {
-  const std::string path =
-      WriteFile("plain-labels", SmallLabels(), /*plain=*/true);
+  const std::string path = WriteFile("plain-labels", SmallLabels(), /*plain=*/true);
   absl::StatusOr<IdxFile> f = ReadIdxFile(path, kIdxLabelsMagic);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->dims, (std::vector<int64_t>{3}));
@@ -106,11 +101,9 @@ TEST(IdxReaderTest, MissingFashionMnistPointsAtSetup) {
   const std::string dir = TempDir() + "/empty-dir";
   absl::StatusOr<Dataset> d = ReadFashionMnist(dir, /*train=*/true);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(d.status().message(),
-              HasSubstr(dir + "/train-images-idx3-ubyte.gz: cannot open"));
-  EXPECT_THAT(d.status().message(),
-              HasSubstr("is dataset-fashion-mnist installed? see "
-                        "deploy/setup.sh"));
+  EXPECT_THAT(d.status().message(), HasSubstr(dir + "/train-images-idx3-ubyte.gz: cannot open"));
+  EXPECT_THAT(d.status().message(), HasSubstr("is dataset-fashion-mnist installed? see "
+                                              "deploy/setup.sh"));
 }
 
 TEST(IdxReaderTest, BadMagicNamesExpectedAndFound) {
@@ -119,8 +112,7 @@ TEST(IdxReaderTest, BadMagicNamesExpectedAndFound) {
   absl::StatusOr<IdxFile> f = ReadIdxFile(path, kIdxImagesMagic);
   EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(f.status().message(), HasSubstr(path));
-  EXPECT_THAT(f.status().message(),
-              HasSubstr("expected 0x00000803, found 0x00000801"));
+  EXPECT_THAT(f.status().message(), HasSubstr("expected 0x00000803, found 0x00000801"));
 }
 
 TEST(IdxReaderTest, EmptyFileIsTruncatedMagic) {
@@ -183,8 +175,8 @@ TEST(IdxReaderTest, TrailingBytesAreRejected) {
 
 TEST(IdxReaderTest, CountMismatchNamesBothFiles) {
   const std::string images = WriteFile("mm-images.gz", SmallImages());
-  const std::string labels = WriteFile(
-      "mm-labels.gz", Concat(Header(kIdxLabelsMagic, {2}), {0, 1}));
+  const std::string labels =
+      WriteFile("mm-labels.gz", Concat(Header(kIdxLabelsMagic, {2}), {0, 1}));
   absl::StatusOr<Dataset> d = ReadIdxDataset(images, labels, 3);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(), HasSubstr(images + " holds 3 images"));
@@ -193,8 +185,8 @@ TEST(IdxReaderTest, CountMismatchNamesBothFiles) {
 
 TEST(IdxReaderTest, LabelOutOfRange) {
   const std::string images = WriteFile("oor-images.gz", SmallImages());
-  const std::string labels = WriteFile(
-      "oor-labels.gz", Concat(Header(kIdxLabelsMagic, {3}), {0, 3, 1}));
+  const std::string labels =
+      WriteFile("oor-labels.gz", Concat(Header(kIdxLabelsMagic, {3}), {0, 3, 1}));
   absl::StatusOr<Dataset> d = ReadIdxDataset(images, labels, 3);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(), HasSubstr(labels));
@@ -213,8 +205,7 @@ TEST(IdxReaderTest, FashionMnistRejectsWrongImageSize) {
 }
 
 TEST(IdxReaderTest, RealFashionMnistTestSet) {
-  absl::StatusOr<Dataset> d =
-      ReadFashionMnist(kDefaultFashionMnistDir, /*train=*/false);
+  absl::StatusOr<Dataset> d = ReadFashionMnist(kDefaultFashionMnistDir, /*train=*/false);
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->num_examples, 10000);
   EXPECT_EQ(d->dim, 784);

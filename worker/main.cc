@@ -141,27 +141,26 @@ int main(int argc, char** argv) {
     ps::Dataset shard = ps::ShardOf(limit > 0 ? ps::Head(*train, limit) : *train,
                                     config.worker_index, config.num_workers);
     std::printf("%s: %lld training examples, model %s (%lld parameters), %d server(s)\n",
-                who.c_str(), static_cast<long long>(shard.num_examples),
-                (*model)->name().c_str(), static_cast<long long>((*model)->num_params()),
-                (*client)->num_servers());
+                who.c_str(), static_cast<long long>(shard.num_examples), (*model)->name().c_str(),
+                static_cast<long long>((*model)->num_params()), (*client)->num_servers());
     std::fflush(stdout);
     auto stats = ps::TrainDownpour(**client, **model, shard, config, [](const std::string& line) {
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     });
-    if (!stats.ok()) return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
+    if (!stats.ok())
+      return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
     std::printf(
         "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s), last-epoch loss %.4f, "
         "staleness mean %.1f max %llu\n",
-        who.c_str(), static_cast<long long>(stats->steps),
-        static_cast<long long>(stats->examples), stats->seconds, stats->examples_per_second,
-        stats->mean_loss_last_epoch, stats->mean_staleness,
-        static_cast<unsigned long long>(stats->max_staleness));
+        who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
+        stats->seconds, stats->examples_per_second, stats->mean_loss_last_epoch,
+        stats->mean_staleness, static_cast<unsigned long long>(stats->max_staleness));
   }
 
   std::vector<float> params((*model)->num_params());
-  if (absl::Status s = ps::PullParams(**client, **model, config.table_prefix,
-                                      absl::MakeSpan(params));
+  if (absl::Status s =
+          ps::PullParams(**client, **model, config.table_prefix, absl::MakeSpan(params));
       !s.ok()) {
     return Fail(absl::StrCat(who, ": pulling final parameters: ", s.message()));
   }

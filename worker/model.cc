@@ -15,18 +15,18 @@
 namespace ps {
 namespace {
 
-using RowMatrix =
-    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 using MatrixMap = Eigen::Map<RowMatrix>;
 using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
 using RowVectorMap = Eigen::Map<Eigen::RowVectorXf>;
 
-// Aborts with `message` unless `ok`; guards against programming errors in
-// hot paths that cannot return a Status.
-void Require(bool ok, const std::string& message) {
+// Aborts with a message unless `ok`; guards against programming errors in
+// hot paths that cannot return a Status. The message is built only on failure.
+template <typename... Parts>
+void Require(bool ok, const Parts&... parts) {
   if (ok) return;
-  std::fprintf(stderr, "ps::Model contract violation: %s\n", message.c_str());
+  std::fprintf(stderr, "ps::Model contract violation: %s\n", absl::StrCat(parts...).c_str());
   std::abort();
 }
 
@@ -56,19 +56,16 @@ class FeedForwardNet : public Model {
   int input_dim() const override { return widths_.front(); }
   int num_classes() const override { return widths_.back(); }
 
-  float LossAndGradient(absl::Span<const float> params, const float* x,
-                        const int32_t* labels, int batch,
-                        absl::Span<float> grad) const override {
+  float LossAndGradient(absl::Span<const float> params, const float* x, const int32_t* labels,
+                        int batch, absl::Span<float> grad) const override {
     CheckParams(params);
-    Require(static_cast<int64_t>(grad.size()) == num_params_,
-            absl::StrCat("grad has ", grad.size(), " elements, model ", name_,
-                         " has ", num_params_));
-    Require(batch >= 0, absl::StrCat("negative batch ", batch));
+    Require(static_cast<int64_t>(grad.size()) == num_params_, "grad has ", grad.size(),
+            " elements, model ", name_, " has ", num_params_);
+    Require(batch >= 0, "negative batch ", batch);
     const int k = num_classes();
     for (int i = 0; i < batch; ++i) {
-      Require(labels[i] >= 0 && labels[i] < k,
-              absl::StrCat("label ", labels[i], " of row ", i,
-                           " is outside [0, ", k, ")"));
+      Require(labels[i] >= 0 && labels[i] < k, "label ", labels[i], " of row ", i,
+              " is outside [0, ", k, ")");
     }
     if (batch == 0) {
       std::fill(grad.begin(), grad.end(), 0.0f);
@@ -95,8 +92,7 @@ class FeedForwardNet : public Model {
     RowMatrix delta = std::move(probs);  // d(loss)/d(pre-activation of layer)
     for (int l = num_layers() - 1; l >= 0; --l) {
       if (l == 0) {
-        GradWeights(grad, 0).noalias() =
-            ConstMatrixMap(x, batch, widths_[0]).transpose() * delta;
+        GradWeights(grad, 0).noalias() = ConstMatrixMap(x, batch, widths_[0]).transpose() * delta;
       } else {
         GradWeights(grad, l).noalias() = hidden[l - 1].transpose() * delta;
       }
@@ -127,14 +123,12 @@ class FeedForwardNet : public Model {
   int num_layers() const { return static_cast<int>(widths_.size()) - 1; }
 
   void CheckParams(absl::Span<const float> params) const {
-    Require(static_cast<int64_t>(params.size()) == num_params_,
-            absl::StrCat("params has ", params.size(), " elements, model ",
-                         name_, " has ", num_params_));
+    Require(static_cast<int64_t>(params.size()) == num_params_, "params has ", params.size(),
+            " elements, model ", name_, " has ", num_params_);
   }
 
   ConstMatrixMap Weights(absl::Span<const float> params, int l) const {
-    return ConstMatrixMap(params.data() + w_offsets_[l], widths_[l],
-                          widths_[l + 1]);
+    return ConstMatrixMap(params.data() + w_offsets_[l], widths_[l], widths_[l + 1]);
   }
   ConstRowVectorMap Bias(absl::Span<const float> params, int l) const {
     return ConstRowVectorMap(params.data() + b_offsets_[l], widths_[l + 1]);
@@ -174,8 +168,8 @@ class FeedForwardNet : public Model {
 };
 
 // Empty when the shape is valid, else what is wrong with it.
-std::string ShapeProblem(int dim, const std::vector<int>& hidden,
-                         int num_classes, bool need_hidden) {
+std::string ShapeProblem(int dim, const std::vector<int>& hidden, int num_classes,
+                         bool need_hidden) {
   if (dim < 1) return absl::StrCat("input dim must be >= 1, got ", dim);
   if (num_classes < 2) {
     return absl::StrCat("num_classes must be >= 2, got ", num_classes);
@@ -185,15 +179,14 @@ std::string ShapeProblem(int dim, const std::vector<int>& hidden,
   }
   for (int h : hidden) {
     if (h < 1) {
-      return absl::StrCat("hidden layer widths must be >= 1, got [",
-                          absl::StrJoin(hidden, ","), "]");
+      return absl::StrCat("hidden layer widths must be >= 1, got [", absl::StrJoin(hidden, ","),
+                          "]");
     }
   }
   return "";
 }
 
-std::vector<int> Widths(int dim, const std::vector<int>& hidden,
-                        int num_classes) {
+std::vector<int> Widths(int dim, const std::vector<int>& hidden, int num_classes) {
   std::vector<int> widths = {dim};
   widths.insert(widths.end(), hidden.begin(), hidden.end());
   widths.push_back(num_classes);
@@ -211,32 +204,26 @@ int64_t Model::num_params() const {
 std::unique_ptr<Model> MakeSoftmaxRegression(int dim, int num_classes) {
   const std::string problem = ShapeProblem(dim, {}, num_classes, false);
   Require(problem.empty(), problem);
-  return std::make_unique<FeedForwardNet>("softmax",
-                                          Widths(dim, {}, num_classes));
+  return std::make_unique<FeedForwardNet>("softmax", Widths(dim, {}, num_classes));
 }
 
-std::unique_ptr<Model> MakeMlp(int dim, std::vector<int> hidden,
-                               int num_classes) {
+std::unique_ptr<Model> MakeMlp(int dim, std::vector<int> hidden, int num_classes) {
   const std::string problem = ShapeProblem(dim, hidden, num_classes, true);
   Require(problem.empty(), problem);
-  return std::make_unique<FeedForwardNet>("mlp",
-                                          Widths(dim, hidden, num_classes));
+  return std::make_unique<FeedForwardNet>("mlp", Widths(dim, hidden, num_classes));
 }
 
-absl::StatusOr<std::unique_ptr<Model>> MakeModel(const std::string& kind,
-                                                 int dim,
-                                                 std::vector<int> hidden,
-                                                 int num_classes) {
+absl::StatusOr<std::unique_ptr<Model>> MakeModel(const std::string& kind, int dim,
+                                                 std::vector<int> hidden, int num_classes) {
   if (kind != "softmax" && kind != "mlp") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown model kind '", kind, "'; expected 'softmax' or 'mlp'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown model kind '", kind, "'; expected 'softmax' or 'mlp'"));
   }
   const bool mlp = kind == "mlp";
   const std::string problem =
       ShapeProblem(dim, mlp ? hidden : std::vector<int>(), num_classes, mlp);
   if (!problem.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", kind, "': ", problem));
+    return absl::InvalidArgumentError(absl::StrCat("model '", kind, "': ", problem));
   }
   if (mlp) return MakeMlp(dim, std::move(hidden), num_classes);
   return MakeSoftmaxRegression(dim, num_classes);
@@ -260,18 +247,15 @@ std::vector<float> InitialParams(const Model& m, uint64_t seed) {
   return params;
 }
 
-double Accuracy(const Model& m, absl::Span<const float> params,
-                const Dataset& data) {
-  Require(data.dim == m.input_dim(),
-          absl::StrCat("data set has dim ", data.dim, ", model ", m.name(),
-                       " expects ", m.input_dim()));
+double Accuracy(const Model& m, absl::Span<const float> params, const Dataset& data) {
+  Require(data.dim == m.input_dim(), "data set has dim ", data.dim, ", model ", m.name(),
+          " expects ", m.input_dim());
   if (data.num_examples == 0) return 0.0;
   constexpr int kBatch = 256;
   std::vector<int32_t> predicted(kBatch);
   int64_t correct = 0;
   for (int64_t start = 0; start < data.num_examples; start += kBatch) {
-    const int n =
-        static_cast<int>(std::min<int64_t>(kBatch, data.num_examples - start));
+    const int n = static_cast<int>(std::min<int64_t>(kBatch, data.num_examples - start));
     m.Predict(params, data.row(start), n, predicted.data());
     for (int i = 0; i < n; ++i) {
       correct += predicted[i] == data.labels[start + i];

@@ -58,13 +58,12 @@ class Model {
   // zero gradient. Aborts if params or grad does not have num_params()
   // elements or a label is out of range (programming errors).
   virtual float LossAndGradient(absl::Span<const float> params, const float* x,
-                                const int32_t* labels, int batch,
-                                absl::Span<float> grad) const = 0;
+                                const int32_t* labels, int batch, absl::Span<float> grad) const = 0;
 
   // Writes the predicted class (argmax of the logits) of each of the `batch`
   // rows of x into out[0..batch). Aborts if params has the wrong size.
-  virtual void Predict(absl::Span<const float> params, const float* x,
-                       int batch, int32_t* out) const = 0;
+  virtual void Predict(absl::Span<const float> params, const float* x, int batch,
+                       int32_t* out) const = 0;
 };
 
 // Softmax regression: one layer dim -> num_classes. Requires dim >= 1 and
@@ -74,17 +73,14 @@ std::unique_ptr<Model> MakeSoftmaxRegression(int dim, int num_classes);
 // MLP dim -> hidden[0] -> ... -> num_classes with ReLU hidden layers.
 // Requires dim >= 1, num_classes >= 2, hidden non-empty with every width >= 1
 // (aborts otherwise; MakeModel validates instead).
-std::unique_ptr<Model> MakeMlp(int dim, std::vector<int> hidden,
-                               int num_classes);
+std::unique_ptr<Model> MakeMlp(int dim, std::vector<int> hidden, int num_classes);
 
 // Builds the model named by `kind`: "softmax" (ignores hidden) or "mlp".
 // INVALID_ARGUMENT (naming the offending value) for any other kind, for
 // dim < 1, num_classes < 2, or an mlp whose hidden list is empty or holds a
 // width < 1.
-absl::StatusOr<std::unique_ptr<Model>> MakeModel(const std::string& kind,
-                                                 int dim,
-                                                 std::vector<int> hidden,
-                                                 int num_classes);
+absl::StatusOr<std::unique_ptr<Model>> MakeModel(const std::string& kind, int dim,
+                                                 std::vector<int> hidden, int num_classes);
 
 // A fresh parameter vector for m: each block drawn uniformly from
 // (-init_bound, init_bound) (zeros where init_bound is 0). Deterministic for a
@@ -94,8 +90,7 @@ std::vector<float> InitialParams(const Model& m, uint64_t seed);
 // Fraction of data's rows that m classifies correctly, evaluated in batches;
 // 0 for an empty data set. Aborts unless data.dim == m.input_dim() and
 // params has m.num_params() elements.
-double Accuracy(const Model& m, absl::Span<const float> params,
-                const Dataset& data);
+double Accuracy(const Model& m, absl::Span<const float> params, const Dataset& data);
 
 }  // namespace ps
 

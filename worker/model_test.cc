@@ -45,12 +45,11 @@ void CheckGradient(const Model& m, int dim, int num_classes) {
   }
 
   std::vector<float> grad(m.num_params());
-  m.LossAndGradient(params, b.x.data(), b.labels.data(), kBatch,
-                    absl::MakeSpan(grad));
+  m.LossAndGradient(params, b.x.data(), b.labels.data(), kBatch, absl::MakeSpan(grad));
   std::vector<float> scratch(m.num_params());
   auto loss_at = [&](const std::vector<float>& p) {
-    return static_cast<double>(m.LossAndGradient(
-        p, b.x.data(), b.labels.data(), kBatch, absl::MakeSpan(scratch)));
+    return static_cast<double>(
+        m.LossAndGradient(p, b.x.data(), b.labels.data(), kBatch, absl::MakeSpan(scratch)));
   };
 
   const float kEps = 1e-2f;
@@ -58,15 +57,12 @@ void CheckGradient(const Model& m, int dim, int num_classes) {
     std::vector<float> plus = params, minus = params;
     plus[i] += kEps;
     minus[i] -= kEps;
-    const double numeric =
-        (loss_at(plus) - loss_at(minus)) / (double{plus[i]} - minus[i]);
+    const double numeric = (loss_at(plus) - loss_at(minus)) / (double{plus[i]} - minus[i]);
     const double analytic = grad[i];
     const double abs_err = std::abs(numeric - analytic);
-    const double rel_err =
-        abs_err / std::max(std::abs(numeric), std::abs(analytic));
+    const double rel_err = abs_err / std::max(std::abs(numeric), std::abs(analytic));
     EXPECT_TRUE(abs_err < 1e-3 || rel_err < 2e-2)
-        << m.name() << " param " << i << ": analytic " << analytic
-        << " numeric " << numeric;
+        << m.name() << " param " << i << ": analytic " << analytic << " numeric " << numeric;
   }
 }
 
@@ -94,10 +90,9 @@ TEST(ModelTest, MlpBlocks) {
     names.push_back(b.name);
     sizes.push_back(b.size);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"fc0/w", "fc0/b", "fc1/w",
-                                             "fc1/b", "fc2/w", "fc2/b"}));
-  EXPECT_EQ(sizes,
-            (std::vector<int64_t>{784 * 256, 256, 256 * 128, 128, 1280, 10}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"fc0/w", "fc0/b", "fc1/w", "fc1/b", "fc2/w", "fc2/b"}));
+  EXPECT_EQ(sizes, (std::vector<int64_t>{784 * 256, 256, 256 * 128, 128, 1280, 10}));
   EXPECT_EQ(m->num_params(), 784 * 256 + 256 + 256 * 128 + 128 + 1280 + 10);
   EXPECT_FLOAT_EQ(m->blocks()[2].init_bound, std::sqrt(6.0f / 384));
 }
@@ -119,8 +114,8 @@ TEST(ModelTest, ZeroParamsGiveLogNumClasses) {
   const Batch b = RandomBatch(5, 6, 7, /*seed=*/2);
   std::vector<float> params(m->num_params(), 0.0f);
   std::vector<float> grad(m->num_params(), 123.0f);
-  const float loss = m->LossAndGradient(params, b.x.data(), b.labels.data(),
-                                        5, absl::MakeSpan(grad));
+  const float loss =
+      m->LossAndGradient(params, b.x.data(), b.labels.data(), 5, absl::MakeSpan(grad));
   EXPECT_NEAR(loss, std::log(7.0f), 1e-6);
   // Bias gradient at zero params: mean over rows of (1/7 - onehot).
   std::vector<int> count(7, 0);
@@ -134,9 +129,7 @@ TEST(ModelTest, EmptyBatchGivesZeroLossAndGradient) {
   std::unique_ptr<Model> m = MakeMlp(3, {2}, 2);
   std::vector<float> params = InitialParams(*m, 1);
   std::vector<float> grad(m->num_params(), 9.0f);
-  EXPECT_EQ(m->LossAndGradient(params, nullptr, nullptr, 0,
-                               absl::MakeSpan(grad)),
-            0.0f);
+  EXPECT_EQ(m->LossAndGradient(params, nullptr, nullptr, 0, absl::MakeSpan(grad)), 0.0f);
   for (float g : grad) EXPECT_EQ(g, 0.0f);
 }
 
@@ -175,15 +168,13 @@ TEST(ModelTest, InitialParamsRespectBounds) {
 }
 
 // Plain minibatch SGD; returns training accuracy.
-double TrainSgd(const Model& m, const Dataset& d, int steps, int batch,
-                float lr) {
+double TrainSgd(const Model& m, const Dataset& d, int steps, int batch, float lr) {
   std::vector<float> params = InitialParams(m, /*seed=*/1);
   std::vector<float> grad(m.num_params());
   int64_t next = 0;
   for (int step = 0; step < steps; ++step) {
     if (next + batch > d.num_examples) next = 0;
-    m.LossAndGradient(params, d.row(next), &d.labels[next], batch,
-                      absl::MakeSpan(grad));
+    m.LossAndGradient(params, d.row(next), &d.labels[next], batch, absl::MakeSpan(grad));
     for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grad[i];
     next += batch;
   }
@@ -205,8 +196,7 @@ TEST(ModelTest, MlpLearnsLinearlySeparableData) {
 }
 
 TEST(ModelTest, MakeModelParsesKinds) {
-  absl::StatusOr<std::unique_ptr<Model>> softmax =
-      MakeModel("softmax", 8, {100}, 3);
+  absl::StatusOr<std::unique_ptr<Model>> softmax = MakeModel("softmax", 8, {100}, 3);
   ASSERT_TRUE(softmax.ok()) << softmax.status();
   EXPECT_EQ((*softmax)->name(), "softmax");
   EXPECT_EQ((*softmax)->num_params(), 8 * 3 + 3);
@@ -223,15 +213,12 @@ TEST(ModelTest, MakeModelRejectsUnknownKind) {
 }
 
 TEST(ModelTest, MakeModelRejectsBadShapes) {
-  EXPECT_EQ(MakeModel("mlp", 8, {}, 3).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeModel("mlp", 8, {}, 3).status().code(), absl::StatusCode::kInvalidArgument);
   absl::StatusOr<std::unique_ptr<Model>> m = MakeModel("mlp", 8, {4, 0}, 3);
   EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(m.status().message(), HasSubstr("[4,0]"));
-  EXPECT_EQ(MakeModel("softmax", 0, {}, 3).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(MakeModel("softmax", 8, {}, 1).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeModel("softmax", 0, {}, 3).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeModel("softmax", 8, {}, 1).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ namespace ps {
 template <typename Request, typename Response>
 struct PsClient::Call {
   int server = 0;
-  size_t op = 0;           // index of the op it belongs to (for Versions)
+  size_t op = 0;  // index of the op it belongs to (for Versions)
   Request request;
   Response response;
   grpc::Status status;
@@ -120,12 +120,12 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
     contexts.push_back(std::make_unique<grpc::ClientContext>());
     contexts.back()->set_wait_for_ready(true);
     contexts.back()->set_deadline(Deadline(options.connect_timeout));
-    client->stubs_[call.server]->async()->Info(
-        contexts.back().get(), &call.request, &call.response, [&, c = &call](grpc::Status s) {
-          c->status = std::move(s);
-          absl::MutexLock lock(&mu);
-          --remaining;
-        });
+    client->stubs_[call.server]->async()->Info(contexts.back().get(), &call.request, &call.response,
+                                               [&, c = &call](grpc::Status s) {
+                                                 c->status = std::move(s);
+                                                 absl::MutexLock lock(&mu);
+                                                 --remaining;
+                                               });
   }
   {
     absl::MutexLock lock(&mu);
@@ -147,8 +147,8 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
         info.slice_size() != options.placement.slice_size ||
         info.virtual_nodes() != static_cast<uint32_t>(options.placement.virtual_nodes)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          name, " reports shard ", info.server_index(), " of ", info.num_servers(),
-          " (slice_size ", info.slice_size(), ", virtual_nodes ", info.virtual_nodes(),
+          name, " reports shard ", info.server_index(), " of ", info.num_servers(), " (slice_size ",
+          info.slice_size(), ", virtual_nodes ", info.virtual_nodes(),
           ") but this worker expects shard ", call.server, " of ", options.servers.size(),
           " (slice_size ", options.placement.slice_size, ", virtual_nodes ",
           options.placement.virtual_nodes, "); start every process with the same --servers"));
@@ -158,8 +158,8 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
 }
 
 template <typename Request, typename Response, typename Method>
-absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls,
-                                const char* rpc_name, Method method) {
+absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, const char* rpc_name,
+                                Method method) {
   std::vector<size_t> pending(calls.size());
   std::iota(pending.begin(), pending.end(), 0);
   for (int attempt = 1; !pending.empty(); ++attempt) {
@@ -197,8 +197,8 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls,
         return absl::Status(
             FromGrpcStatus(status).code(),
             absl::StrCat(name, ": ", rpc_name, " failed after ", attempt, " attempt(s) of ",
-                         absl::FormatDuration(options_.timeout), " each (",
-                         status.error_message(), "); is it running? see --servers"));
+                         absl::FormatDuration(options_.timeout), " each (", status.error_message(),
+                         "); is it running? see --servers"));
       }
       return absl::Status(FromGrpcStatus(status).code(),
                           absl::StrCat(name, ": ", rpc_name, ": ", status.error_message()));
@@ -234,9 +234,9 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
     const uint64_t n = op.end - op.begin;
     if (n == 0) continue;
     if (op.out.size() % n != 0 || op.out.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "pull of table '", op.table, "': ", op.out.size(), " output values for ", n,
-          " keys is not a whole number of values per key"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("pull of table '", op.table, "': ", op.out.size(), " output values for ", n,
+                       " keys is not a whole number of values per key"));
     }
     const uint64_t width = op.out.size() / n;
     for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, width,
@@ -255,10 +255,10 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
       call.out = op.out;
     }
   }
-  absl::Status status = RunCalls(calls, "Pull",
-                                 [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-                                   stub->async()->Pull(ctx, req, resp, std::move(done));
-                                 });
+  absl::Status status =
+      RunCalls(calls, "Pull", [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
+        stub->async()->Pull(ctx, req, resp, std::move(done));
+      });
   if (!status.ok()) return status;
   if (versions != nullptr) versions->assign(ops.size() * stubs_.size(), 0);
   for (PullCall& call : calls) {
@@ -266,7 +266,8 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
     const std::string& bytes = call.response.values();
     const uint64_t width = call.out.size() / (ops[call.op].end - ops[call.op].begin);
     uint64_t expected = 0;
-    for (const proto::KeyRange& r : call.request.ranges()) expected += (r.end() - r.begin()) * width;
+    for (const proto::KeyRange& r : call.request.ranges())
+      expected += (r.end() - r.begin()) * width;
     if (bytes.size() != expected * sizeof(float)) {
       return absl::InternalError(absl::StrCat(ServerName(call.server), " pull reply has ",
                                               bytes.size(), " bytes, expected ",
@@ -285,8 +286,7 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
   return absl::OkStatus();
 }
 
-absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock,
-                            Versions* versions) {
+absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
   using PushCall = Call<proto::PushRequest, proto::PushResponse>;
   std::vector<PushCall> calls;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -298,9 +298,9 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock,
     const uint64_t n = op.end - op.begin;
     if (n == 0) continue;
     if (op.grads.size() % n != 0 || op.grads.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "push to table '", op.table, "': ", op.grads.size(), " values for ", n,
-          " keys is not a whole number of values per key"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("push to table '", op.table, "': ", op.grads.size(), " values for ", n,
+                       " keys is not a whole number of values per key"));
     }
     const uint64_t width = op.grads.size() / n;
     for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, width,
@@ -328,10 +328,10 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock,
       call.request.set_request_id(next_request_id_.fetch_add(1));
     }
   }
-  absl::Status status = RunCalls(calls, "Push",
-                                 [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-                                   stub->async()->Push(ctx, req, resp, std::move(done));
-                                 });
+  absl::Status status =
+      RunCalls(calls, "Push", [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
+        stub->async()->Push(ctx, req, resp, std::move(done));
+      });
   if (!status.ok()) return status;
   if (versions != nullptr) {
     versions->assign(ops.size() * stubs_.size(), 0);
@@ -364,12 +364,12 @@ std::vector<std::pair<int, std::vector<size_t>>> GroupKeys(const Placement& plac
   return groups;
 }
 
-absl::Status CheckKeyOp(const char* what, const std::string& table, size_t keys,
-                        uint32_t width, size_t values) {
+absl::Status CheckKeyOp(const char* what, const std::string& table, size_t keys, uint32_t width,
+                        size_t values) {
   if (width == 0 || values != keys * width) {
     return absl::InvalidArgumentError(absl::StrCat(what, " table '", table, "': ", values,
-                                                   " values for ", keys, " keys of width ",
-                                                   width, " (expected ", keys * width, ")"));
+                                                   " values for ", keys, " keys of width ", width,
+                                                   " (expected ", keys * width, ")"));
   }
   return absl::OkStatus();
 }
@@ -394,10 +394,10 @@ absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint6
     EncodeArray<uint64_t>(part, call.request.mutable_key_list());
     call.positions = std::move(positions);
   }
-  absl::Status status = RunCalls(calls, "Pull",
-                                 [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-                                   stub->async()->Pull(ctx, req, resp, std::move(done));
-                                 });
+  absl::Status status =
+      RunCalls(calls, "Pull", [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
+        stub->async()->Pull(ctx, req, resp, std::move(done));
+      });
   if (!status.ok()) return status;
   std::vector<float> values;
   for (PullCall& call : calls) {
@@ -413,10 +413,8 @@ absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint6
 }
 
 absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
-                                uint32_t width, absl::Span<const float> grads,
-                                uint64_t clock) {
-  if (absl::Status s = CheckKeyOp("push to", table, keys.size(), width, grads.size());
-      !s.ok()) {
+                                uint32_t width, absl::Span<const float> grads, uint64_t clock) {
+  if (absl::Status s = CheckKeyOp("push to", table, keys.size(), width, grads.size()); !s.ok()) {
     return s;
   }
   using PushCall = Call<proto::PushRequest, proto::PushResponse>;

@@ -72,14 +72,13 @@ class PsClient {
   // Reads the ranges into their `out` spans. Errors name the server.
   absl::Status Pull(absl::Span<const PullRange> ops, Versions* versions = nullptr);
   // Pushes gradients; `clock` is the worker's clock.
-  absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock,
-                    Versions* versions = nullptr);
+  absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions = nullptr);
 
   // Arbitrary keys of a table of the given width (values key-major).
-  absl::Status PullKeys(const std::string& table, absl::Span<const uint64_t> keys,
-                        uint32_t width, absl::Span<float> out);
-  absl::Status PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
-                        uint32_t width, absl::Span<const float> grads, uint64_t clock);
+  absl::Status PullKeys(const std::string& table, absl::Span<const uint64_t> keys, uint32_t width,
+                        absl::Span<float> out);
+  absl::Status PushKeys(const std::string& table, absl::Span<const uint64_t> keys, uint32_t width,
+                        absl::Span<const float> grads, uint64_t clock);
 
   int num_servers() const { return static_cast<int>(stubs_.size()); }
   const Placement& placement() const { return placement_; }

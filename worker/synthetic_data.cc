@@ -35,15 +35,11 @@ class Gaussian {
   }
 
   // Uniform integer in [0, n).
-  int UniformInt(int n) {
-    return static_cast<int>(engine_() % static_cast<uint64_t>(n));
-  }
+  int UniformInt(int n) { return static_cast<int>(engine_() % static_cast<uint64_t>(n)); }
 
  private:
   // Uniform in (0, 1]: 53 random bits, shifted off zero.
-  double Uniform01Open() {
-    return (static_cast<double>(engine_() >> 11) + 1.0) * 0x1.0p-53;
-  }
+  double Uniform01Open() { return (static_cast<double>(engine_() >> 11) + 1.0) * 0x1.0p-53; }
 
   std::mt19937_64 engine_;
   bool has_spare_ = false;
@@ -52,8 +48,7 @@ class Gaussian {
 
 }  // namespace
 
-LinearProblem MakeLinearProblem(int64_t n, int dim, int num_classes,
-                                uint64_t seed) {
+LinearProblem MakeLinearProblem(int64_t n, int dim, int num_classes, uint64_t seed) {
   if (n < 0 || dim < 1 || num_classes < 2) {
     std::fprintf(stderr,
                  "MakeLinearProblem: need n >= 0, dim >= 1, num_classes >= 2; "
@@ -86,8 +81,7 @@ LinearProblem MakeLinearProblem(int64_t n, int dim, int num_classes,
   for (int64_t i = 0; i < n; ++i) {
     float* x = &d.features[static_cast<size_t>(i) * dim];
     for (;;) {
-      const float* wc =
-          &p.weights[static_cast<size_t>(rng.UniformInt(num_classes)) * dim];
+      const float* wc = &p.weights[static_cast<size_t>(rng.UniformInt(num_classes)) * dim];
       for (int j = 0; j < dim; ++j) x[j] = rng.Next() + kClassShift * wc[j];
       int best = 0;
       for (int k = 0; k < num_classes; ++k) {
@@ -110,8 +104,7 @@ LinearProblem MakeLinearProblem(int64_t n, int dim, int num_classes,
   return p;
 }
 
-Dataset MakeLinearlySeparable(int64_t n, int dim, int num_classes,
-                              uint64_t seed) {
+Dataset MakeLinearlySeparable(int64_t n, int dim, int num_classes, uint64_t seed) {
   return MakeLinearProblem(n, dim, num_classes, seed).data;
 }
 

@@ -27,12 +27,10 @@ struct LinearProblem {
 // top two scores differ by less than the margin (0.5) are redrawn. Features
 // are therefore roughly N(0, 1) per coordinate. Requires n >= 0, dim >= 1,
 // num_classes >= 2 (aborts otherwise). Same arguments => same result.
-LinearProblem MakeLinearProblem(int64_t n, int dim, int num_classes,
-                                uint64_t seed);
+LinearProblem MakeLinearProblem(int64_t n, int dim, int num_classes, uint64_t seed);
 
 // The data of MakeLinearProblem(n, dim, num_classes, seed).
-Dataset MakeLinearlySeparable(int64_t n, int dim, int num_classes,
-                              uint64_t seed);
+Dataset MakeLinearlySeparable(int64_t n, int dim, int num_classes, uint64_t seed);
 
 }  // namespace ps
 

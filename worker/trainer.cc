@@ -86,24 +86,23 @@ absl::Status PullParams(PsClient& client, const Model& model, const std::string&
   return client.Pull(BlockOps<PullRange>(model, prefix, params), versions);
 }
 
-absl::StatusOr<TrainStats> TrainDownpour(
-    PsClient& client, const Model& model, const Dataset& shard, const TrainerConfig& config,
-    const std::function<void(const std::string&)>& progress) {
+absl::StatusOr<TrainStats> TrainDownpour(PsClient& client, const Model& model, const Dataset& shard,
+                                         const TrainerConfig& config,
+                                         const std::function<void(const std::string&)>& progress) {
   if (absl::Status s = ValidateTrainerConfig(config); !s.ok()) return s;
   if (shard.num_examples == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", config.worker_index, " has no training examples in its shard"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", config.worker_index, " has no training examples in its shard"));
   }
   if (shard.dim != model.input_dim()) {
-    return absl::InvalidArgumentError(absl::StrCat("data dim ", shard.dim,
-                                                   " != model input dim ", model.input_dim()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data dim ", shard.dim, " != model input dim ", model.input_dim()));
   }
   const int64_t n_params = model.num_params();
   const int dim = shard.dim;
   std::vector<float> params(n_params), grad(n_params), accum(n_params, 0.0f);
   const auto pull_ops = BlockOps<PullRange>(model, config.table_prefix, absl::MakeSpan(params));
-  const auto push_ops =
-      BlockOps<PushRange>(model, config.table_prefix, absl::MakeConstSpan(accum));
+  const auto push_ops = BlockOps<PushRange>(model, config.table_prefix, absl::MakeConstSpan(accum));
 
   std::vector<int64_t> order(shard.num_examples);
   std::iota(order.begin(), order.end(), 0);
@@ -130,8 +129,8 @@ absl::StatusOr<TrainStats> TrainDownpour(
     uint64_t staleness = 0;
     for (size_t e = 0; e < pushed.size() && e < pulled.size(); ++e) {
       if (pushed[e] == 0) continue;
-      const int64_t others = static_cast<int64_t>(pushed[e]) -
-                             static_cast<int64_t>(pulled[e]) - pushes_since_pull;
+      const int64_t others =
+          static_cast<int64_t>(pushed[e]) - static_cast<int64_t>(pulled[e]) - pushes_since_pull;
       staleness = std::max<uint64_t>(staleness, others > 0 ? others : 0);
     }
     staleness_sum += staleness;
@@ -158,8 +157,8 @@ absl::StatusOr<TrainStats> TrainDownpour(
         std::copy_n(shard.row(row), dim, xb.data() + static_cast<size_t>(b) * dim);
         yb[b] = shard.labels[row];
       }
-      const float loss = model.LossAndGradient(params, xb.data(), yb.data(), batch,
-                                               absl::MakeSpan(grad));
+      const float loss =
+          model.LossAndGradient(params, xb.data(), yb.data(), batch, absl::MakeSpan(grad));
       for (int64_t i = 0; i < n_params; ++i) accum[i] += grad[i];
       ++pending_steps;
       ++stats.steps;

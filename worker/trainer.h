@@ -30,8 +30,8 @@ struct TrainerConfig {
   int num_workers = 1;
   int epochs = 1;
   int batch_size = 64;
-  int n_fetch = 1;  // pull every n_fetch steps
-  int n_push = 1;   // push every n_push steps
+  int n_fetch = 1;        // pull every n_fetch steps
+  int n_push = 1;         // push every n_push steps
   int64_t max_steps = 0;  // > 0: stop after this many steps
   uint64_t seed = 1;      // shuffling
   std::string table_prefix = "model";
@@ -69,8 +69,8 @@ absl::Status PullParams(PsClient& client, const Model& model, const std::string&
 
 // Runs Downpour SGD over `shard` (this worker's examples). `progress`, when
 // set, receives a line every progress_interval and one at each epoch end.
-absl::StatusOr<TrainStats> TrainDownpour(PsClient& client, const Model& model,
-                                         const Dataset& shard, const TrainerConfig& config,
+absl::StatusOr<TrainStats> TrainDownpour(PsClient& client, const Model& model, const Dataset& shard,
+                                         const TrainerConfig& config,
                                          const std::function<void(const std::string&)>& progress);
 
 }  // namespace ps
