@@ -20,7 +20,6 @@ PACKAGES=(
   "libbenchmark-dev:Google Benchmark"
   "zlib1g-dev:gzip reader for the IDX data files"
   "dataset-fashion-mnist:Fashion-MNIST data set"
-  "procps:pkill/ps used by the local cluster launcher"
 )
 
 missing=()
