@@ -188,20 +188,26 @@ absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys, const Pl
 
 }  // namespace
 
+absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTableForKeys(
+    absl::string_view table_name, const KeySpec& keys) const {
+  absl::StatusOr<std::shared_ptr<Table>> table = FindTable(table_name);
+  if (!table.ok()) return table.status();
+  const Table* t = table->get();
+  absl::Status s = CheckKeys(t->def(), keys, placement_, server_index_,
+                             [t](uint64_t slice) { return t->slice(slice) != nullptr; });
+  if (!s.ok()) return s;
+  return table;
+}
+
 absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_name,
                                                         const KeySpec& keys,
                                                         absl::Span<const float> grads,
                                                         uint32_t worker_id, uint64_t request_id) {
-  absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table_name);
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
   if (!found.ok()) return found.status();
   Table& table = **found;
   const proto::TableDef& def = table.def();
   const uint64_t width = def.width();
-  if (absl::Status s = CheckKeys(def, keys, placement_, server_index_,
-                                 [&table](uint64_t s) { return table.slice(s) != nullptr; });
-      !s.ok()) {
-    return s;
-  }
   if (grads.size() != keys.size() * width) {
     return absl::InvalidArgumentError(absl::StrCat(
         "table '", def.name(), "': push has ", grads.size(), " values for ", keys.size(),
@@ -235,16 +241,11 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_
 
 absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const KeySpec& keys,
                                           std::string* out) {
-  absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table_name);
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
   if (!found.ok()) return found.status();
   Table& table = **found;
   const proto::TableDef& def = table.def();
   const uint64_t width = def.width();
-  if (absl::Status s = CheckKeys(def, keys, placement_, server_index_,
-                                 [&table](uint64_t s) { return table.slice(s) != nullptr; });
-      !s.ok()) {
-    return s;
-  }
   const uint64_t version = table.version().load();
   out->resize(keys.size() * width * sizeof(float));
   char* dst = out->empty() ? nullptr : &(*out)[0];

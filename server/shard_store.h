@@ -84,7 +84,11 @@ class ShardStore {
  private:
   class Table;
 
+  // NOT_FOUND for an unknown table.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;
+  // FindTable, then checks that every key exists and is owned here.
+  absl::StatusOr<std::shared_ptr<Table>> FindTableForKeys(absl::string_view name,
+                                                          const KeySpec& keys) const;
 
   const int server_index_;
   const Placement placement_;

@@ -75,6 +75,24 @@ std::vector<RangeChunk> PlanRanges(const Placement& placement, const std::string
   return chunks;
 }
 
+// Values per key of a dense op: 0 for an empty range. INVALID_ARGUMENT for a
+// reversed range or a value count that is not a multiple of the key count.
+absl::StatusOr<uint64_t> RangeWidth(const char* what, const std::string& table, uint64_t begin,
+                                    uint64_t end, size_t values) {
+  if (end < begin) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " table '", table, "': range [", begin, ", ", end, ") is reversed"));
+  }
+  const uint64_t n = end - begin;
+  if (n == 0) return 0;
+  if (values % n != 0 || values == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " table '", table, "': ", values,
+                                                   " values for ", n,
+                                                   " keys is not a whole number per key"));
+  }
+  return values / n;
+}
+
 void RecordVersion(Versions* versions, size_t op, int num_servers, int server, uint64_t v) {
   if (versions == nullptr) return;
   uint64_t& slot = (*versions)[op * num_servers + server];
@@ -227,19 +245,11 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
   std::vector<PullCall> calls;
   for (size_t i = 0; i < ops.size(); ++i) {
     const PullRange& op = ops[i];
-    if (op.end < op.begin) {
-      return absl::InvalidArgumentError(absl::StrCat("pull of table '", op.table, "': range [",
-                                                     op.begin, ", ", op.end, ") is reversed"));
-    }
-    const uint64_t n = op.end - op.begin;
-    if (n == 0) continue;
-    if (op.out.size() % n != 0 || op.out.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("pull of table '", op.table, "': ", op.out.size(), " output values for ", n,
-                       " keys is not a whole number of values per key"));
-    }
-    const uint64_t width = op.out.size() / n;
-    for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, width,
+    absl::StatusOr<uint64_t> width =
+        RangeWidth("pull of", op.table, op.begin, op.end, op.out.size());
+    if (!width.ok()) return width.status();
+    if (*width == 0) continue;
+    for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, *width,
                                         options_.max_values_per_request)) {
       PullCall& call = calls.emplace_back();
       call.server = chunk.server;
@@ -291,26 +301,18 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
   std::vector<PushCall> calls;
   for (size_t i = 0; i < ops.size(); ++i) {
     const PushRange& op = ops[i];
-    if (op.end < op.begin) {
-      return absl::InvalidArgumentError(absl::StrCat("push to table '", op.table, "': range [",
-                                                     op.begin, ", ", op.end, ") is reversed"));
-    }
-    const uint64_t n = op.end - op.begin;
-    if (n == 0) continue;
-    if (op.grads.size() % n != 0 || op.grads.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("push to table '", op.table, "': ", op.grads.size(), " values for ", n,
-                       " keys is not a whole number of values per key"));
-    }
-    const uint64_t width = op.grads.size() / n;
-    for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, width,
+    absl::StatusOr<uint64_t> width =
+        RangeWidth("push to", op.table, op.begin, op.end, op.grads.size());
+    if (!width.ok()) return width.status();
+    if (*width == 0) continue;
+    for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, *width,
                                         options_.max_values_per_request)) {
       PushCall& call = calls.emplace_back();
       call.server = chunk.server;
       call.op = i;
       call.request.set_table(op.table);
       uint64_t values = 0;
-      for (const auto& [b, e] : chunk.ranges) values += (e - b) * width;
+      for (const auto& [b, e] : chunk.ranges) values += (e - b) * *width;
       std::string* bytes = call.request.mutable_values();
       bytes->resize(values * sizeof(float));
       uint64_t at = 0;
@@ -318,8 +320,8 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
         proto::KeyRange* r = call.request.add_ranges();
         r->set_begin(b);
         r->set_end(e);
-        const uint64_t n = (e - b) * width;
-        std::memcpy(&(*bytes)[at * sizeof(float)], op.grads.data() + (b - op.begin) * width,
+        const uint64_t n = (e - b) * *width;
+        std::memcpy(&(*bytes)[at * sizeof(float)], op.grads.data() + (b - op.begin) * *width,
                     n * sizeof(float));
         at += n;
       }
