@@ -18,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/process_tuning.h"
 #include "common/log.h"
 #include "server/ps_server.h"
 
@@ -44,6 +45,7 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Parameter-server shard. See the README.");
   absl::ParseCommandLine(argc, argv);
+  ps::TuneProcessForDataPath();
 
   ps::ServerOptions options;
   options.server_index = absl::GetFlag(FLAGS_index);

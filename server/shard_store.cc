@@ -239,16 +239,23 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_
   return PushResult{false, table.version().fetch_add(1) + 1};
 }
 
-absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const KeySpec& keys,
+absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table, const KeySpec& keys,
                                           std::string* out) {
+  return Pull(table, keys, [out](size_t bytes) {
+    out->resize(bytes);
+    return bytes ? &(*out)[0] : nullptr;
+  });
+}
+
+absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const KeySpec& keys,
+                                          absl::FunctionRef<char*(size_t bytes)> allocate) {
   absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
   if (!found.ok()) return found.status();
   Table& table = **found;
   const proto::TableDef& def = table.def();
   const uint64_t width = def.width();
   const uint64_t version = table.version().load();
-  out->resize(keys.size() * width * sizeof(float));
-  char* dst = out->empty() ? nullptr : &(*out)[0];
+  char* dst = allocate(keys.size() * width * sizeof(float));
   const uint64_t slice_size = placement_.config().slice_size;
   ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
     Slice* slice = table.slice(s);

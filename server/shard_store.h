@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -70,9 +71,13 @@ class ShardStore {
                                   absl::Span<const float> grads, uint32_t worker_id,
                                   uint64_t request_id);
 
-  // Writes the current values (keys.size() * width floats, key-major, as
-  // little-endian bytes) into *out and returns the table's version.
-  // Errors as for Push (minus the value checks).
+  // Copies the current values (keys.size() * width floats, key-major) into
+  // the buffer that allocate(bytes) returns (called once, after validation)
+  // and returns the table's version: every push applied before the copy
+  // started. Errors as for Push (minus the value checks).
+  absl::StatusOr<uint64_t> Pull(absl::string_view table, const KeySpec& keys,
+                                absl::FunctionRef<char*(size_t bytes)> allocate);
+  // The same, into a string.
   absl::StatusOr<uint64_t> Pull(absl::string_view table, const KeySpec& keys, std::string* out);
 
   // Definition of a table, or NOT_FOUND.

@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
+#include "common/process_tuning.h"
 #include "worker/dataset.h"
 #include "worker/idx_reader.h"
 #include "worker/model.h"
@@ -74,6 +75,7 @@ absl::StatusOr<std::vector<int>> ParseHidden(const std::string& text) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Downpour SGD worker. See the README.");
   absl::ParseCommandLine(argc, argv);
+  ps::TuneProcessForDataPath();
 
   auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
   if (!spec.ok()) return Fail(absl::StrCat("--servers: ", spec.status().message()));

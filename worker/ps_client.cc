@@ -9,7 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
-#include "common/wire.h"
+#include "common/raw_message.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -25,9 +25,8 @@ struct PsClient::Call {
   Request request;
   Response response;
   grpc::Status status;
-  absl::Span<float> out;          // pull: the op's output span
-  std::vector<size_t> positions;  // per range: its first key's index in the op;
-                                  // per key (key-list ops): index in the caller's list
+  // Pulls: where the reply's values go, in order (pointer, number of floats).
+  std::vector<std::pair<float*, uint64_t>> targets;
 };
 
 namespace {
@@ -122,9 +121,12 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
+  // PsClient retries by itself, with the same request id.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   for (const std::string& address : options.servers) {
-    client->stubs_.push_back(proto::ParameterServer::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    client->stubs_.push_back(proto::ParameterServer::NewStub(channel));
+    client->generic_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
 
   using InfoCall = Call<proto::InfoRequest, proto::InfoResponse>;
@@ -190,7 +192,7 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
       contexts.push_back(std::make_unique<grpc::ClientContext>());
       contexts.back()->set_deadline(Deadline(options_.timeout));
       call.response.Clear();
-      method(stubs_[call.server].get(), contexts.back().get(), &call.request, &call.response,
+      method(call.server, contexts.back().get(), &call.request, &call.response,
              [&mu, &remaining, &call](grpc::Status s) {
                call.status = std::move(s);
                absl::MutexLock lock(&mu);
@@ -227,6 +229,16 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
   return absl::OkStatus();
 }
 
+absl::Status PsClient::RunRaw(std::vector<RawCall>& calls, const char* rpc_name,
+                              const std::string& path) {
+  return RunCalls(calls, rpc_name,
+                  [this, &path](int server, grpc::ClientContext* ctx, const grpc::ByteBuffer* req,
+                                grpc::ByteBuffer* resp, std::function<void(grpc::Status)> done) {
+                    generic_stubs_[server]->UnaryCall(ctx, path, grpc::StubOptions(), req, resp,
+                                                      std::move(done));
+                  });
+}
+
 absl::Status PsClient::CreateTable(const proto::TableDef& def) {
   using CreateCall = Call<proto::CreateTableRequest, proto::CreateTableResponse>;
   std::vector<CreateCall> calls(stubs_.size());
@@ -235,14 +247,92 @@ absl::Status PsClient::CreateTable(const proto::TableDef& def) {
     *calls[s].request.mutable_table() = def;
   }
   return RunCalls(calls, "CreateTable",
-                  [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-                    stub->async()->CreateTable(ctx, req, resp, std::move(done));
+                  [this](int server, grpc::ClientContext* ctx, const auto* req, auto* resp,
+                         std::function<void(grpc::Status)> done) {
+                    stubs_[server]->async()->CreateTable(ctx, req, resp, std::move(done));
                   });
 }
 
+namespace {
+
+const std::string kPushMethod = "/ps.proto.ParameterServer/Push";
+const std::string kPullMethod = "/ps.proto.ParameterServer/Pull";
+constexpr int kPushValuesField = 4;
+constexpr int kPullReplyValuesField = 1;
+
+// Counts the pushed payload pieces that gRPC still refers to; Push returns
+// only once it has let go of all of them, as they point at the caller's
+// gradients.
+class PayloadRefs {
+ public:
+  void Add(int n) {
+    absl::MutexLock lock(&mu_);
+    outstanding_ += n;
+  }
+  static void Release(void* self) {
+    auto* refs = static_cast<PayloadRefs*>(self);
+    absl::MutexLock lock(&refs->mu_);
+    --refs->outstanding_;
+  }
+  void WaitForAll() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](int* n) { return *n == 0; }, &outstanding_));
+  }
+
+ private:
+  absl::Mutex mu_;
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message) {
+  grpc::Slice slice(message.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+template <typename Header>
+void AddRange(Header* header, uint64_t begin, uint64_t end) {
+  proto::KeyRange* r = header->add_ranges();
+  r->set_begin(begin);
+  r->set_end(end);
+}
+
+}  // namespace
+
+absl::Status PsClient::ScatterPullReplies(const std::vector<RawCall>& calls, size_t num_ops,
+                                          Versions* versions) {
+  if (versions != nullptr) versions->assign(num_ops * stubs_.size(), 0);
+  std::vector<grpc::Slice> slices;
+  SplitFields fields;
+  proto::PullResponse header;
+  for (const RawCall& call : calls) {
+    const std::string name = ServerName(call.server);
+    if (!call.response.Dump(&slices).ok()) {
+      return absl::InternalError(absl::StrCat(name, ": pull reply could not be read"));
+    }
+    absl::Status s = SplitMessage(slices, {kPullReplyValuesField}, &fields);
+    if (!s.ok()) return absl::InternalError(absl::StrCat(name, ": pull reply: ", s.message()));
+    if (!header.ParseFromString(fields.header)) {
+      return absl::InternalError(absl::StrCat(name, ": pull reply does not parse"));
+    }
+    const SegmentedBytes& values = fields.Raw(kPullReplyValuesField);
+    uint64_t expected = 0;
+    for (const auto& [dst, n] : call.targets) expected += n;
+    if (values.size() != expected * sizeof(float)) {
+      return absl::InternalError(absl::StrCat(name, ": pull reply has ", values.size(),
+                                              " bytes, expected ", expected * sizeof(float)));
+    }
+    SegmentedBytes::Reader reader(values);
+    for (const auto& [dst, n] : call.targets) {
+      reader.Read(n * sizeof(float), reinterpret_cast<char*>(dst));
+    }
+    RecordVersion(versions, call.op, num_servers(), call.server, header.version());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions) {
-  using PullCall = Call<proto::PullRequest, proto::PullResponse>;
-  std::vector<PullCall> calls;
+  std::vector<RawCall> calls;
   for (size_t i = 0; i < ops.size(); ++i) {
     const PullRange& op = ops[i];
     absl::StatusOr<uint64_t> width =
@@ -251,95 +341,80 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
     if (*width == 0) continue;
     for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, *width,
                                         options_.max_values_per_request)) {
-      PullCall& call = calls.emplace_back();
+      RawCall& call = calls.emplace_back();
       call.server = chunk.server;
       call.op = i;
-      call.request.set_table(op.table);
-      call.request.set_worker_id(options_.worker_id);
+      proto::PullRequest header;
+      header.set_table(op.table);
+      header.set_worker_id(options_.worker_id);
       for (const auto& [b, e] : chunk.ranges) {
-        proto::KeyRange* r = call.request.add_ranges();
-        r->set_begin(b);
-        r->set_end(e);
-        call.positions.push_back(b - op.begin);
+        AddRange(&header, b, e);
+        call.targets.emplace_back(op.out.data() + (b - op.begin) * *width, (e - b) * *width);
       }
-      call.out = op.out;
+      call.request = SerializeToBuffer(header);
     }
   }
-  absl::Status status =
-      RunCalls(calls, "Pull", [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-        stub->async()->Pull(ctx, req, resp, std::move(done));
-      });
-  if (!status.ok()) return status;
-  if (versions != nullptr) versions->assign(ops.size() * stubs_.size(), 0);
-  for (PullCall& call : calls) {
-    // Values come back range after range; scatter them to the op's span.
-    const std::string& bytes = call.response.values();
-    const uint64_t width = call.out.size() / (ops[call.op].end - ops[call.op].begin);
-    uint64_t expected = 0;
-    for (const proto::KeyRange& r : call.request.ranges())
-      expected += (r.end() - r.begin()) * width;
-    if (bytes.size() != expected * sizeof(float)) {
-      return absl::InternalError(absl::StrCat(ServerName(call.server), " pull reply has ",
-                                              bytes.size(), " bytes, expected ",
-                                              expected * sizeof(float)));
-    }
-    uint64_t at = 0;
-    for (int j = 0; j < call.request.ranges_size(); ++j) {
-      const proto::KeyRange& r = call.request.ranges(j);
-      const uint64_t n = (r.end() - r.begin()) * width;
-      std::memcpy(call.out.data() + call.positions[j] * width, bytes.data() + at * sizeof(float),
-                  n * sizeof(float));
-      at += n;
-    }
-    RecordVersion(versions, call.op, num_servers(), call.server, call.response.version());
-  }
-  return absl::OkStatus();
+  if (absl::Status s = RunRaw(calls, "Pull", kPullMethod); !s.ok()) return s;
+  return ScatterPullReplies(calls, ops.size(), versions);
 }
 
 absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
-  using PushCall = Call<proto::PushRequest, proto::PushResponse>;
-  std::vector<PushCall> calls;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const PushRange& op = ops[i];
-    absl::StatusOr<uint64_t> width =
-        RangeWidth("push to", op.table, op.begin, op.end, op.grads.size());
-    if (!width.ok()) return width.status();
-    if (*width == 0) continue;
-    for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, *width,
-                                        options_.max_values_per_request)) {
-      PushCall& call = calls.emplace_back();
-      call.server = chunk.server;
-      call.op = i;
-      call.request.set_table(op.table);
-      uint64_t values = 0;
-      for (const auto& [b, e] : chunk.ranges) values += (e - b) * *width;
-      std::string* bytes = call.request.mutable_values();
-      bytes->resize(values * sizeof(float));
-      uint64_t at = 0;
-      for (const auto& [b, e] : chunk.ranges) {
-        proto::KeyRange* r = call.request.add_ranges();
-        r->set_begin(b);
-        r->set_end(e);
-        const uint64_t n = (e - b) * *width;
-        std::memcpy(&(*bytes)[at * sizeof(float)], op.grads.data() + (b - op.begin) * *width,
-                    n * sizeof(float));
-        at += n;
+  PayloadRefs refs;
+  absl::Status status;
+  {
+    std::vector<RawCall> calls;
+    for (size_t i = 0; i < ops.size() && status.ok(); ++i) {
+      const PushRange& op = ops[i];
+      absl::StatusOr<uint64_t> width =
+          RangeWidth("push to", op.table, op.begin, op.end, op.grads.size());
+      if (!width.ok()) {
+        status = width.status();
+        break;
       }
-      call.request.set_worker_id(options_.worker_id);
-      call.request.set_clock(clock);
-      call.request.set_request_id(next_request_id_.fetch_add(1));
+      if (*width == 0) continue;
+      for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, *width,
+                                          options_.max_values_per_request)) {
+        RawCall& call = calls.emplace_back();
+        call.server = chunk.server;
+        call.op = i;
+        proto::PushRequest header;
+        header.set_table(op.table);
+        header.set_worker_id(options_.worker_id);
+        header.set_clock(clock);
+        header.set_request_id(next_request_id_.fetch_add(1));
+        std::vector<absl::string_view> pieces;
+        for (const auto& [b, e] : chunk.ranges) {
+          AddRange(&header, b, e);
+          pieces.emplace_back(
+              reinterpret_cast<const char*>(op.grads.data() + (b - op.begin) * *width),
+              (e - b) * *width * sizeof(float));
+        }
+        // The gradients are sent from the caller's memory.
+        refs.Add(static_cast<int>(pieces.size()));
+        call.request = BuildMessage(header, kPushValuesField, pieces, &PayloadRefs::Release, &refs);
+      }
     }
+    if (status.ok()) status = RunRaw(calls, "Push", kPushMethod);
+    if (status.ok()) status = RecordPushVersions(calls, ops.size(), versions);
   }
-  absl::Status status =
-      RunCalls(calls, "Push", [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-        stub->async()->Push(ctx, req, resp, std::move(done));
-      });
-  if (!status.ok()) return status;
-  if (versions != nullptr) {
-    versions->assign(ops.size() * stubs_.size(), 0);
-    for (const PushCall& call : calls) {
-      RecordVersion(versions, call.op, num_servers(), call.server, call.response.version());
+  // `calls` is gone; wait until gRPC has dropped its references too.
+  refs.WaitForAll();
+  return status;
+}
+
+absl::Status PsClient::RecordPushVersions(const std::vector<RawCall>& calls, size_t num_ops,
+                                          Versions* versions) {
+  if (versions == nullptr) return absl::OkStatus();
+  versions->assign(num_ops * stubs_.size(), 0);
+  proto::PushResponse reply;
+  for (const RawCall& call : calls) {
+    grpc::Slice flat;
+    if (!call.response.DumpToSingleSlice(&flat).ok() ||
+        !reply.ParseFromArray(flat.begin(), static_cast<int>(flat.size()))) {
+      return absl::InternalError(
+          absl::StrCat(ServerName(call.server), ": push reply does not parse"));
     }
+    RecordVersion(versions, call.op, num_servers(), call.server, reply.version());
   }
   return absl::OkStatus();
 }
@@ -376,6 +451,15 @@ absl::Status CheckKeyOp(const char* what, const std::string& table, size_t keys,
   return absl::OkStatus();
 }
 
+// The keys at `positions`, packed for the wire.
+std::string PackKeys(absl::Span<const uint64_t> keys, const std::vector<size_t>& positions) {
+  std::string packed(positions.size() * sizeof(uint64_t), '\0');
+  for (size_t j = 0; j < positions.size(); ++j) {
+    std::memcpy(&packed[j * sizeof(uint64_t)], &keys[positions[j]], sizeof(uint64_t));
+  }
+  return packed;
+}
+
 }  // namespace
 
 absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint64_t> keys,
@@ -383,35 +467,21 @@ absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint6
   if (absl::Status s = CheckKeyOp("pull of", table, keys.size(), width, out.size()); !s.ok()) {
     return s;
   }
-  using PullCall = Call<proto::PullRequest, proto::PullResponse>;
-  std::vector<PullCall> calls;
+  std::vector<RawCall> calls;
   const uint64_t keys_per_chunk = std::max<uint64_t>(1, options_.max_values_per_request / width);
   for (auto& [server, positions] : GroupKeys(placement_, table, keys, keys_per_chunk)) {
-    PullCall& call = calls.emplace_back();
+    RawCall& call = calls.emplace_back();
     call.server = server;
-    call.request.set_table(table);
-    call.request.set_worker_id(options_.worker_id);
-    std::vector<uint64_t> part(positions.size());
-    for (size_t j = 0; j < positions.size(); ++j) part[j] = keys[positions[j]];
-    EncodeArray<uint64_t>(part, call.request.mutable_key_list());
-    call.positions = std::move(positions);
+    proto::PullRequest header;
+    header.set_table(table);
+    header.set_worker_id(options_.worker_id);
+    header.set_key_list(PackKeys(keys, positions));
+    call.request = SerializeToBuffer(header);
+    call.targets.reserve(positions.size());
+    for (size_t p : positions) call.targets.emplace_back(out.data() + p * width, width);
   }
-  absl::Status status =
-      RunCalls(calls, "Pull", [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-        stub->async()->Pull(ctx, req, resp, std::move(done));
-      });
-  if (!status.ok()) return status;
-  std::vector<float> values;
-  for (PullCall& call : calls) {
-    values.resize(call.positions.size() * width);
-    absl::Status s = DecodeArrayInto<float>(call.response.values(), absl::MakeSpan(values),
-                                            absl::StrCat(ServerName(call.server), " pull reply"));
-    if (!s.ok()) return s;
-    for (size_t j = 0; j < call.positions.size(); ++j) {
-      std::copy_n(values.data() + j * width, width, out.data() + call.positions[j] * width);
-    }
-  }
-  return absl::OkStatus();
+  if (absl::Status s = RunRaw(calls, "Pull", kPullMethod); !s.ok()) return s;
+  return ScatterPullReplies(calls, 1, nullptr);
 }
 
 absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
@@ -419,28 +489,26 @@ absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint6
   if (absl::Status s = CheckKeyOp("push to", table, keys.size(), width, grads.size()); !s.ok()) {
     return s;
   }
-  using PushCall = Call<proto::PushRequest, proto::PushResponse>;
-  std::vector<PushCall> calls;
+  std::vector<RawCall> calls;
   const uint64_t keys_per_chunk = std::max<uint64_t>(1, options_.max_values_per_request / width);
   for (auto& [server, positions] : GroupKeys(placement_, table, keys, keys_per_chunk)) {
-    PushCall& call = calls.emplace_back();
+    RawCall& call = calls.emplace_back();
     call.server = server;
-    call.request.set_table(table);
-    std::vector<uint64_t> part(positions.size());
-    std::vector<float> values(positions.size() * width);
+    proto::PushRequest header;
+    header.set_table(table);
+    header.set_key_list(PackKeys(keys, positions));
+    header.set_worker_id(options_.worker_id);
+    header.set_clock(clock);
+    header.set_request_id(next_request_id_.fetch_add(1));
+    // Gather this server's rows straight into the slice that is sent.
+    grpc::Slice values(positions.size() * width * sizeof(float));
+    float* dst = reinterpret_cast<float*>(const_cast<uint8_t*>(values.begin()));
     for (size_t j = 0; j < positions.size(); ++j) {
-      part[j] = keys[positions[j]];
-      std::copy_n(grads.data() + positions[j] * width, width, values.data() + j * width);
+      std::memcpy(dst + j * width, grads.data() + positions[j] * width, width * sizeof(float));
     }
-    EncodeArray<uint64_t>(part, call.request.mutable_key_list());
-    EncodeArray<float>(values, call.request.mutable_values());
-    call.request.set_worker_id(options_.worker_id);
-    call.request.set_clock(clock);
-    call.request.set_request_id(next_request_id_.fetch_add(1));
+    call.request = BuildMessage(header, kPushValuesField, std::move(values));
   }
-  return RunCalls(calls, "Push", [](auto* stub, auto* ctx, auto* req, auto* resp, auto done) {
-    stub->async()->Push(ctx, req, resp, std::move(done));
-  });
+  return RunRaw(calls, "Push", kPushMethod);
 }
 
 }  // namespace ps

@@ -3,10 +3,12 @@
 // It routes keys by the same Placement as the servers, splits each request by
 // owning server (and into chunks of at most max_values_per_request values),
 // sends all parts at once with gRPC's asynchronous callback API, and waits
-// for all of them. Every call has a deadline; parts that fail with
-// UNAVAILABLE or DEADLINE_EXCEEDED are retried with the same request id, so a
-// retried push is applied once. Thread-safe: several threads may share one
-// client (the trainer uses one per worker).
+// for all of them. Push and Pull use the raw wire path (common/raw_message.h):
+// pushed values are sent straight from the caller's memory and pulled values
+// are copied once, from gRPC's buffers into the caller's. Every call has a deadline; parts that
+// fail with UNAVAILABLE or DEADLINE_EXCEEDED are retried with the same request id, so a retried
+// push is applied once. Thread-safe: several threads may share one client (the trainer uses one per
+// worker).
 #ifndef PS_WORKER_PS_CLIENT_H_
 #define PS_WORKER_PS_CLIENT_H_
 
@@ -20,6 +22,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/placement.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace ps {
@@ -87,20 +90,33 @@ class PsClient {
  private:
   template <typename Request, typename Response>
   struct Call;
+  using RawCall = Call<grpc::ByteBuffer, grpc::ByteBuffer>;
 
   explicit PsClient(const PsClientOptions& options);
 
   // Sends every call (in parallel), retrying retryable failures; returns the
-  // first error, naming the server. `method` issues one async call.
+  // first error, naming the server. `method(server, context, request,
+  // response, done)` issues one asynchronous call.
   template <typename Request, typename Response, typename Method>
   absl::Status RunCalls(std::vector<Call<Request, Response>>& calls, const char* rpc_name,
                         Method method);
+  // RunCalls for the raw Push or Pull method.
+  absl::Status RunRaw(std::vector<RawCall>& calls, const char* rpc_name, const std::string& path);
+  // Decodes the pull replies and copies their values to each call's targets;
+  // records the servers' versions.
+  absl::Status ScatterPullReplies(const std::vector<RawCall>& calls, size_t num_ops,
+                                  Versions* versions);
+
+  // Records the versions in the push replies.
+  absl::Status RecordPushVersions(const std::vector<RawCall>& calls, size_t num_ops,
+                                  Versions* versions);
 
   std::string ServerName(int server) const;
 
   const PsClientOptions options_;
   const Placement placement_;
   std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
+  std::vector<std::unique_ptr<grpc::GenericStub>> generic_stubs_;
   std::atomic<uint64_t> next_request_id_;
 };
 

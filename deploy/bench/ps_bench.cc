@@ -1,0 +1,280 @@
+// ps_bench: push/pull throughput and latency of the parameter server.
+//
+// Runs a matrix of cases against running servers (--servers) or against
+// shards it starts in this process (--in_process_servers). Each case creates
+// its own table, then W client threads (each with its own PsClient, each
+// keeping --inflight requests outstanding from that client) repeat the
+// operation for --seconds. Prints one RESULT line per case:
+//
+//   RESULT kind=dense op=pushpull values=1048576 width=1 servers=1 clients=1 inflight=1
+//          ops_per_s=... values_per_s=... gbytes_per_s=... p50_us=... p99_us=...
+//
+// gbytes_per_s counts payload bytes (4 per value each way; a push+pull moves
+// the values twice).
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/cluster_spec.h"
+#include "common/process_tuning.h"
+#include "server/ps_server.h"
+#include "worker/ps_client.h"
+
+ABSL_FLAG(std::string, servers, "", "running servers (host:port,...); empty: start in-process");
+ABSL_FLAG(int, in_process_servers, 1, "shards to start in this process when --servers is empty");
+ABSL_FLAG(int, clients, 1, "client threads, each with its own PsClient");
+ABSL_FLAG(std::string, dense_values, "1024,65536,1048576", "dense request sizes (floats)");
+ABSL_FLAG(std::string, ops, "push,pull,pushpull", "operations to measure");
+ABSL_FLAG(std::string, inflight, "1", "requests kept outstanding per client (list)");
+ABSL_FLAG(int, small_inflight, 16, "extra case: 1K-float pushes with this many in flight (0: off)");
+ABSL_FLAG(int64_t, sparse_keys, 10000, "keys per sparse request (0: no sparse cases)");
+ABSL_FLAG(std::string, sparse_widths, "1,16", "widths of the sparse tables");
+ABSL_FLAG(uint64_t, sparse_key_space, 1000000, "keys in a sparse table");
+ABSL_FLAG(std::string, optimizer, "adagrad", "adagrad or sgd");
+ABSL_FLAG(double, seconds, 2.0, "measured time per case");
+ABSL_FLAG(double, warmup_seconds, 0.3, "unmeasured time per case");
+
+namespace ps {
+namespace {
+
+struct Case {
+  std::string kind;  // dense or sparse
+  std::string op;    // push, pull, pushpull
+  uint64_t keys = 0;
+  uint32_t width = 1;
+  int inflight = 1;
+};
+
+std::vector<int64_t> ParseList(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v < 1) {
+      std::fprintf(stderr, "ps_bench: --%s=%s: '%s' is not a positive number\n", flag.c_str(),
+                   text.c_str(), std::string(part).c_str());
+      std::exit(2);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+proto::TableDef BenchTable(const std::string& name, uint64_t keys, uint32_t width) {
+  proto::TableDef def;
+  def.set_name(name);
+  def.set_num_keys(keys);
+  def.set_width(width);
+  def.set_initializer(proto::INIT_ZEROS);
+  if (absl::GetFlag(FLAGS_optimizer) == "sgd") {
+    def.set_optimizer(proto::OPT_SGD);
+  } else {
+    def.set_optimizer(proto::OPT_ADAGRAD);
+    def.set_initial_accumulator(0.1f);
+  }
+  def.set_learning_rate(0.01f);
+  return def;
+}
+
+// One worker thread's loop: repeats the case's op until `stop`, recording
+// latencies of the ops that started after `measure_from`.
+class Runner {
+ public:
+  Runner(PsClient* client, const Case& c, const std::string& table, uint64_t seed)
+      : client_(client), case_(c), table_(table) {
+    const uint64_t n = c.keys * c.width;
+    grads_.assign(n, 1e-3f);
+    values_.assign(n, 0.0f);
+    if (c.kind == "sparse") {
+      std::mt19937_64 rng(seed);
+      keys_.resize(c.keys);
+      for (auto& k : keys_) k = rng() % absl::GetFlag(FLAGS_sparse_key_space);
+    }
+  }
+
+  absl::Status Once() {
+    const bool push = case_.op != "pull", pull = case_.op != "push";
+    if (case_.kind == "dense") {
+      if (push) {
+        PushRange op{table_, 0, case_.keys, grads_};
+        if (absl::Status s = client_->Push({&op, 1}, 0); !s.ok()) return s;
+      }
+      if (pull) {
+        PullRange op{table_, 0, case_.keys, absl::MakeSpan(values_)};
+        if (absl::Status s = client_->Pull({&op, 1}); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    }
+    if (push) {
+      if (absl::Status s = client_->PushKeys(table_, keys_, case_.width, grads_, 0); !s.ok()) {
+        return s;
+      }
+    }
+    if (pull) return client_->PullKeys(table_, keys_, case_.width, absl::MakeSpan(values_));
+    return absl::OkStatus();
+  }
+
+  void Run(absl::Time measure_from, absl::Time stop) {
+    while (true) {
+      const absl::Time t0 = absl::Now();
+      if (t0 >= stop) return;
+      status_ = Once();
+      if (!status_.ok()) return;
+      if (t0 >= measure_from) {
+        latencies_us_.push_back(absl::ToDoubleMicroseconds(absl::Now() - t0));
+      }
+    }
+  }
+
+  const absl::Status& status() const { return status_; }
+  const std::vector<double>& latencies_us() const { return latencies_us_; }
+
+ private:
+  PsClient* client_;
+  const Case case_;
+  const std::string table_;
+  std::vector<float> grads_, values_;
+  std::vector<uint64_t> keys_;
+  std::vector<double> latencies_us_;
+  absl::Status status_;
+};
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * v.size()));
+  std::nth_element(v.begin(), v.begin() + i, v.end());
+  return v[i];
+}
+
+int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients, int index) {
+  const std::string table = absl::StrCat("bench", index, "_", c.kind, "_", c.op);
+  const uint64_t table_keys = c.kind == "dense" ? c.keys : absl::GetFlag(FLAGS_sparse_key_space);
+  if (absl::Status s = clients[0]->CreateTable(BenchTable(table, table_keys, c.width)); !s.ok()) {
+    std::fprintf(stderr, "ps_bench: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  std::vector<std::unique_ptr<Runner>> runners;
+  for (size_t w = 0; w < clients.size(); ++w) {
+    for (int i = 0; i < c.inflight; ++i) {
+      runners.push_back(std::make_unique<Runner>(clients[w].get(), c, table, w * 1000 + i + 1));
+    }
+  }
+  const absl::Time start = absl::Now();
+  const absl::Time measure_from = start + absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
+  const absl::Time stop = measure_from + absl::Seconds(absl::GetFlag(FLAGS_seconds));
+  std::vector<std::thread> threads;
+  for (auto& r : runners)
+    threads.emplace_back([&r, measure_from, stop] { r->Run(measure_from, stop); });
+  for (auto& t : threads) t.join();
+  std::vector<double> all;
+  for (auto& r : runners) {
+    if (!r->status().ok()) {
+      std::fprintf(stderr, "ps_bench: %s\n", std::string(r->status().message()).c_str());
+      return 1;
+    }
+    all.insert(all.end(), r->latencies_us().begin(), r->latencies_us().end());
+  }
+  const double secs = absl::GetFlag(FLAGS_seconds);
+  const double ops = all.size() / secs;
+  const double values = ops * c.keys * c.width;
+  const double bytes = values * sizeof(float) * (c.op == "pushpull" ? 2 : 1);
+  const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
+  std::printf(
+      "RESULT kind=%s op=%s values=%llu width=%u servers=%d clients=%zu inflight=%d "
+      "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f\n",
+      c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys * c.width), c.width,
+      clients[0]->num_servers(), clients.size(), c.inflight, ops, values, bytes / 1e9, p50, p99);
+  std::fflush(stdout);
+  return 0;
+}
+
+int Main() {
+  std::vector<std::unique_ptr<PsServer>> local;
+  std::vector<std::string> addresses;
+  if (!absl::GetFlag(FLAGS_servers).empty()) {
+    auto spec = ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
+    if (!spec.ok()) {
+      std::fprintf(stderr, "ps_bench: --servers: %s\n",
+                   std::string(spec.status().message()).c_str());
+      return 2;
+    }
+    addresses = spec->servers;
+  } else {
+    const int n = absl::GetFlag(FLAGS_in_process_servers);
+    for (int i = 0; i < n; ++i) {
+      ServerOptions options;
+      options.server_index = i;
+      options.num_servers = n;
+      auto server = PsServer::Start(options);
+      if (!server.ok()) {
+        std::fprintf(stderr, "ps_bench: %s\n", std::string(server.status().message()).c_str());
+        return 1;
+      }
+      addresses.push_back((*server)->address());
+      local.push_back(*std::move(server));
+    }
+  }
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (int w = 0; w < absl::GetFlag(FLAGS_clients); ++w) {
+    PsClientOptions options;
+    options.servers = addresses;
+    options.worker_id = static_cast<uint32_t>(w);
+    auto client = PsClient::Connect(options);
+    if (!client.ok()) {
+      std::fprintf(stderr, "ps_bench: %s\n", std::string(client.status().message()).c_str());
+      return 1;
+    }
+    clients.push_back(*std::move(client));
+  }
+
+  std::vector<Case> cases;
+  const std::vector<std::string> ops =
+      absl::StrSplit(absl::GetFlag(FLAGS_ops), ',', absl::SkipEmpty());
+  const auto inflight = ParseList("inflight", absl::GetFlag(FLAGS_inflight));
+  for (int64_t n : ParseList("dense_values", absl::GetFlag(FLAGS_dense_values))) {
+    for (const std::string& op : ops) {
+      for (int64_t k : inflight)
+        cases.push_back({"dense", op, static_cast<uint64_t>(n), 1, static_cast<int>(k)});
+    }
+  }
+  if (absl::GetFlag(FLAGS_small_inflight) > 0) {
+    cases.push_back({"dense", "push", 1024, 1, absl::GetFlag(FLAGS_small_inflight)});
+  }
+  if (absl::GetFlag(FLAGS_sparse_keys) > 0) {
+    for (int64_t w : ParseList("sparse_widths", absl::GetFlag(FLAGS_sparse_widths))) {
+      for (const std::string& op : ops) {
+        cases.push_back({"sparse", op, static_cast<uint64_t>(absl::GetFlag(FLAGS_sparse_keys)),
+                         static_cast<uint32_t>(w), 1});
+      }
+    }
+  }
+  for (const std::string& op : ops) {
+    if (op != "push" && op != "pull" && op != "pushpull") {
+      std::fprintf(stderr, "ps_bench: --ops: '%s' is not push, pull or pushpull\n", op.c_str());
+      return 2;
+    }
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (int rc = RunCase(cases[i], clients, static_cast<int>(i)); rc != 0) return rc;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ps
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  ps::TuneProcessForDataPath();
+  return ps::Main();
+}
