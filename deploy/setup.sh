@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, with apt, exactly what building, testing and running the local
-# cluster need. Idempotent: when everything is present it prints one line and
-# exits at once. Run as root (or with sudo available).
+# cluster need; with --bench, also what deploy/bench.sh needs. Idempotent:
+# when everything is present it prints one line and exits at once. Run as
+# root (or with sudo available).
 set -euo pipefail
 
 # Debian package -> why the project needs it.
@@ -21,6 +22,16 @@ PACKAGES=(
   "zlib1g-dev:gzip reader for the IDX data files"
   "dataset-fashion-mnist:Fashion-MNIST data set"
 )
+
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=(
+    "iperf3:loopback TCP bandwidth, the network limit benchmarks are compared with"
+    "python3-torch:PyTorch CPU, the single-process training baseline"
+    "python3-numpy:used by the PyTorch baseline"
+    "libopenblas0-pthread:optimized BLAS for PyTorch (Debian's default BLAS is the reference one)"
+    "gnuplot-nox:plots of the benchmark results"
+  )
+fi
 
 missing=()
 for entry in "${PACKAGES[@]}"; do

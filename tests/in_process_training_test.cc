@@ -1,7 +1,7 @@
 // Three shards in one process and four worker threads train softmax
 // regression with Downpour SGD (async) on a generated, linearly separable
 // data set; the parameters left on the servers must classify >= 95% of the
-// training set.
+// training set. Run with communication done in line and overlapped.
 #include <thread>
 #include <vector>
 
@@ -15,7 +15,9 @@
 namespace ps {
 namespace {
 
-TEST(InProcessTrainingTest, FourWorkersThreeShardsReachNinetyFivePercent) {
+class InProcessTrainingTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InProcessTrainingTest, FourWorkersThreeShardsReachNinetyFivePercent) {
   constexpr int kServers = 3, kWorkers = 4, kDim = 20, kClasses = 5;
   // Small slices so that every table spans all three shards.
   auto cluster = InProcessCluster::Start(kServers, {/*slice_size=*/16, 512});
@@ -48,8 +50,9 @@ TEST(InProcessTrainingTest, FourWorkersThreeShardsReachNinetyFivePercent) {
       config.num_workers = kWorkers;
       config.epochs = 5;
       config.batch_size = 16;
+      config.overlap = GetParam();
       config.n_fetch = 2;
-      config.n_push = 1;
+      config.n_push = config.overlap ? 2 : 1;
       config.table_prefix = "softmax";
       auto trained = TrainDownpour(*client, *model, ShardOf(data, w, kWorkers), config, nullptr);
       results[w] = trained.status();
@@ -79,6 +82,9 @@ TEST(InProcessTrainingTest, FourWorkersThreeShardsReachNinetyFivePercent) {
     EXPECT_GT(owned, 0) << "server " << s << " owns no slice of the weights";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(SequentialAndOverlapped, InProcessTrainingTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Overlap" : "Sequential"; });
 
 }  // namespace
 }  // namespace ps

@@ -35,6 +35,9 @@ ABSL_FLAG(int, epochs, 3, "passes over this worker's shard");
 ABSL_FLAG(int, batch_size, 32, "examples per mini-batch");
 ABSL_FLAG(int, n_fetch, 1, "pull parameters every n_fetch steps");
 ABSL_FLAG(int, n_push, 1, "push accumulated gradients every n_push steps");
+ABSL_FLAG(bool, overlap, true,
+          "push and pull in the background while computing the next round "
+          "(needs n_fetch == n_push)");
 ABSL_FLAG(std::string, optimizer, "adagrad", "server-side optimizer: adagrad or sgd");
 ABSL_FLAG(double, learning_rate, 0.05, "optimizer learning rate");
 ABSL_FLAG(double, initial_accumulator, 0.1, "AdaGrad initial accumulator");
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
   config.batch_size = absl::GetFlag(FLAGS_batch_size);
   config.n_fetch = absl::GetFlag(FLAGS_n_fetch);
   config.n_push = absl::GetFlag(FLAGS_n_push);
+  config.overlap = absl::GetFlag(FLAGS_overlap) && config.n_fetch == config.n_push;
   config.seed = absl::GetFlag(FLAGS_seed);
   config.progress_interval = absl::Seconds(absl::GetFlag(FLAGS_progress_seconds));
   if (absl::Status s = ps::ValidateTrainerConfig(config); !s.ok()) {

@@ -24,6 +24,7 @@
 #include "common/placement.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
+#include "worker/param_client.h"
 
 namespace ps {
 
@@ -38,28 +39,7 @@ struct PsClientOptions {
   uint64_t max_values_per_request = 1 << 20;
 };
 
-// A dense run of keys [begin, end) of a table; values are key-major,
-// (end - begin) * width floats.
-struct PullRange {
-  std::string table;
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  absl::Span<float> out;
-};
-struct PushRange {
-  std::string table;
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  absl::Span<const float> grads;
-};
-
-// For each op i and server s, versions[i * num_servers + s] is the largest
-// table version that server reported for the op's keys (0 where the op has
-// no keys on s). For a pull: pushes applied before the read; for a push:
-// pushes applied including this one.
-using Versions = std::vector<uint64_t>;
-
-class PsClient {
+class PsClient final : public ParamClient {
  public:
   // Connects to every server and checks with Info that server i is shard i of
   // the same ring. Errors: UNAVAILABLE or DEADLINE_EXCEEDED naming the server
@@ -70,10 +50,10 @@ class PsClient {
 
   // Creates the table on every server (a no-op where an identical table
   // exists). Errors from any server, naming it.
-  absl::Status CreateTable(const proto::TableDef& def);
+  absl::Status CreateTable(const proto::TableDef& def) override;
 
   // Reads the ranges into their `out` spans. Errors name the server.
-  absl::Status Pull(absl::Span<const PullRange> ops, Versions* versions = nullptr);
+  absl::Status Pull(absl::Span<const PullRange> ops, Versions* versions = nullptr) override;
   // Pushes gradients; `clock` is the worker's clock.
   absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions = nullptr);
 
@@ -83,7 +63,7 @@ class PsClient {
   absl::Status PushKeys(const std::string& table, absl::Span<const uint64_t> keys, uint32_t width,
                         absl::Span<const float> grads, uint64_t clock);
 
-  int num_servers() const { return static_cast<int>(stubs_.size()); }
+  int num_servers() const override { return static_cast<int>(stubs_.size()); }
   const Placement& placement() const { return placement_; }
   const PsClientOptions& options() const { return options_; }
 

@@ -7,8 +7,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
+#include "worker/background_queue.h"
 
 namespace ps {
 namespace {
@@ -50,6 +52,10 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& c) {
   if (c.n_fetch < 1) return bad("n_fetch", c.n_fetch, ">= 1");
   if (c.n_push < 1) return bad("n_push", c.n_push, ">= 1");
   if (c.max_steps < 0) return bad("max_steps", c.max_steps, ">= 0");
+  if (c.overlap && c.n_fetch != c.n_push) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer overlap needs n_fetch == n_push, got ",
+                                                   c.n_fetch, " and ", c.n_push));
+  }
   return absl::OkStatus();
 }
 
@@ -74,20 +80,208 @@ std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& 
   return tables;
 }
 
-absl::Status CreateModelTables(PsClient& client, const std::vector<proto::TableDef>& tables) {
+absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::TableDef>& tables) {
   for (const proto::TableDef& def : tables) {
     if (absl::Status s = client.CreateTable(def); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
 
-absl::Status PullParams(PsClient& client, const Model& model, const std::string& prefix,
+absl::Status PullParams(ParamClient& client, const Model& model, const std::string& prefix,
                         absl::Span<float> params, Versions* versions) {
   return client.Pull(BlockOps<PullRange>(model, prefix, params), versions);
 }
 
-absl::StatusOr<TrainStats> TrainDownpour(PsClient& client, const Model& model, const Dataset& shard,
-                                         const TrainerConfig& config,
+namespace {
+
+// One Downpour run: the local parameter copies, the gradient accumulators and
+// the bookkeeping for staleness and progress. With overlap, rounds of
+// (push, pull) run on `comm_` while the next round computes; the two
+// parameter and gradient buffers alternate between the two.
+class DownpourRun {
+ public:
+  DownpourRun(ParamClient& client, const Model& model, const Dataset& shard,
+              const TrainerConfig& config)
+      : client_(client), model_(model), shard_(shard), config_(config) {
+    for (Buffer& b : buffers_) {
+      b.params.assign(model.num_params(), 0.0f);
+      b.grads.assign(model.num_params(), 0.0f);
+      b.pull_ops = BlockOps<PullRange>(model, config.table_prefix, absl::MakeSpan(b.params));
+      b.push_ops = BlockOps<PushRange>(model, config.table_prefix, absl::MakeConstSpan(b.grads));
+    }
+  }
+
+  absl::StatusOr<TrainStats> Run(const std::function<void(const std::string&)>& progress);
+
+ private:
+  struct Buffer {
+    std::vector<float> params, grads;
+    std::vector<PullRange> pull_ops;
+    std::vector<PushRange> push_ops;
+    Versions pulled;             // versions the params were read at
+    int64_t pushes_at_pull = 0;  // own pushes applied before that read
+  };
+
+  // Reads the parameters into buffer b. Runs on one thread at a time.
+  absl::Status PullInto(Buffer& b) {
+    b.pushes_at_pull = pushes_done_;
+    return client_.Pull(b.pull_ops, &b.pulled);
+  }
+
+  // Pushes the gradients accumulated in buffer g, computed with the
+  // parameters of buffer p, then zeroes them.
+  absl::Status PushFrom(Buffer& g, const Buffer& p, uint64_t clock) {
+    Versions pushed;
+    if (absl::Status s = client_.Push(g.push_ops, clock, &pushed); !s.ok()) return s;
+    ++pushes_done_;
+    uint64_t staleness = 0;
+    for (size_t e = 0; e < pushed.size() && e < p.pulled.size(); ++e) {
+      if (pushed[e] == 0) continue;
+      const int64_t others = static_cast<int64_t>(pushed[e]) - static_cast<int64_t>(p.pulled[e]) -
+                             (pushes_done_ - p.pushes_at_pull);
+      staleness = std::max<uint64_t>(staleness, others > 0 ? others : 0);
+    }
+    std::fill(g.grads.begin(), g.grads.end(), 0.0f);
+    absl::MutexLock lock(&stats_mu_);
+    staleness_sum_ += staleness;
+    max_staleness_ = std::max(max_staleness_, staleness);
+    ++pushes_;
+    return absl::OkStatus();
+  }
+
+  std::string ProgressLine(int epoch, int64_t steps, double loss, double examples_per_second,
+                           bool epoch_end) {
+    absl::MutexLock lock(&stats_mu_);
+    return absl::StrFormat(
+        "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f staleness mean %.1f max %d%s",
+        config_.worker_index, config_.num_workers, epoch, steps, loss, examples_per_second,
+        pushes_ ? staleness_sum_ / pushes_ : 0.0, max_staleness_, epoch_end ? " (epoch end)" : "");
+  }
+
+  ParamClient& client_;
+  const Model& model_;
+  const Dataset& shard_;
+  const TrainerConfig& config_;
+  Buffer buffers_[2];
+  int64_t pushes_done_ = 0;  // touched by one thread at a time (FIFO comm queue)
+
+  absl::Mutex stats_mu_;
+  double staleness_sum_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  uint64_t max_staleness_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  int64_t pushes_ ABSL_GUARDED_BY(stats_mu_) = 0;
+};
+
+absl::StatusOr<TrainStats> DownpourRun::Run(
+    const std::function<void(const std::string&)>& progress) {
+  const int dim = shard_.dim;
+  const int64_t n_params = model_.num_params();
+  std::vector<int64_t> order(shard_.num_examples);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(HashCombine(config_.seed, config_.worker_index));
+  std::vector<float> xb(static_cast<size_t>(config_.batch_size) * dim), grad(n_params);
+  std::vector<int32_t> yb(config_.batch_size);
+
+  std::unique_ptr<BackgroundQueue> comm;
+  int cur = 0;  // buffer whose params and grads the current round uses
+  if (config_.overlap) {
+    comm = std::make_unique<BackgroundQueue>();
+    // Both buffers start from the same parameters.
+    if (absl::Status s = PullInto(buffers_[0]); !s.ok()) return s;
+    buffers_[1].params = buffers_[0].params;
+    buffers_[1].pulled = buffers_[0].pulled;
+  }
+
+  TrainStats stats;
+  int64_t pending_steps = 0;
+  uint64_t clock = 0;
+  const absl::Time start = absl::Now();
+  absl::Time window_start = start;
+  int64_t window_examples = 0, window_steps = 0;
+  double window_loss = 0;
+
+  // Ends a round: pushes what was accumulated (and, with overlap, reads the
+  // parameters for the round after next), then picks the next buffers.
+  auto end_round = [&]() -> absl::Status {
+    pending_steps = 0;
+    if (!comm) return PushFrom(buffers_[0], buffers_[0], clock++);
+    Buffer& b = buffers_[cur];
+    const uint64_t round_clock = clock++;
+    comm->Submit([this, &b, round_clock]() -> absl::Status {
+      if (absl::Status s = PushFrom(b, b, round_clock); !s.ok()) return s;
+      return PullInto(b);
+    });
+    cur = 1 - cur;
+    // The previous round must be done: its buffers are the next ones.
+    return comm->WaitUntilPending(1);
+  };
+
+  bool done = false;
+  for (int epoch = 1; epoch <= config_.epochs && !done; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    for (int64_t first = 0; first < shard_.num_examples && !done; first += config_.batch_size) {
+      if (!comm && stats.steps % config_.n_fetch == 0) {
+        if (absl::Status s = PullInto(buffers_[0]); !s.ok()) return s;
+      }
+      Buffer& b = buffers_[cur];
+      const int batch =
+          static_cast<int>(std::min<int64_t>(config_.batch_size, shard_.num_examples - first));
+      for (int r = 0; r < batch; ++r) {
+        const int64_t row = order[first + r];
+        std::copy_n(shard_.row(row), dim, xb.data() + static_cast<size_t>(r) * dim);
+        yb[r] = shard_.labels[row];
+      }
+      const float loss =
+          model_.LossAndGradient(b.params, xb.data(), yb.data(), batch, absl::MakeSpan(grad));
+      for (int64_t i = 0; i < n_params; ++i) b.grads[i] += grad[i];
+      ++pending_steps;
+      ++stats.steps;
+      stats.examples += batch;
+      epoch_loss += loss;
+      ++epoch_steps;
+      window_loss += loss;
+      ++window_steps;
+      window_examples += batch;
+      if (pending_steps == config_.n_push) {
+        if (absl::Status s = end_round(); !s.ok()) return s;
+      }
+      if (config_.max_steps > 0 && stats.steps >= config_.max_steps) done = true;
+
+      const absl::Time now = absl::Now();
+      const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
+      if (progress && (now - window_start >= config_.progress_interval || epoch_end)) {
+        const double secs = absl::ToDoubleSeconds(now - window_start);
+        progress(ProgressLine(epoch, stats.steps, window_loss / std::max<int64_t>(1, window_steps),
+                              secs > 0 ? window_examples / secs : 0.0, epoch_end));
+        window_start = now;
+        window_examples = 0;
+        window_loss = 0;
+        window_steps = 0;
+      }
+    }
+    stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_steps);
+  }
+  if (comm) {
+    if (absl::Status s = comm->WaitUntilPending(0); !s.ok()) return s;
+  }
+  if (pending_steps > 0) {
+    // The last partial round, synchronously.
+    if (absl::Status s = PushFrom(buffers_[cur], buffers_[cur], clock++); !s.ok()) return s;
+  }
+  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  stats.examples_per_second = stats.seconds > 0 ? stats.examples / stats.seconds : 0;
+  absl::MutexLock lock(&stats_mu_);
+  stats.pushes = pushes_;
+  stats.mean_staleness = pushes_ ? staleness_sum_ / pushes_ : 0;
+  stats.max_staleness = max_staleness_;
+  return stats;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainStats> TrainDownpour(ParamClient& client, const Model& model,
+                                         const Dataset& shard, const TrainerConfig& config,
                                          const std::function<void(const std::string&)>& progress) {
   if (absl::Status s = ValidateTrainerConfig(config); !s.ok()) return s;
   if (shard.num_examples == 0) {
@@ -98,108 +292,8 @@ absl::StatusOr<TrainStats> TrainDownpour(PsClient& client, const Model& model, c
     return absl::InvalidArgumentError(
         absl::StrCat("data dim ", shard.dim, " != model input dim ", model.input_dim()));
   }
-  const int64_t n_params = model.num_params();
-  const int dim = shard.dim;
-  std::vector<float> params(n_params), grad(n_params), accum(n_params, 0.0f);
-  const auto pull_ops = BlockOps<PullRange>(model, config.table_prefix, absl::MakeSpan(params));
-  const auto push_ops = BlockOps<PushRange>(model, config.table_prefix, absl::MakeConstSpan(accum));
-
-  std::vector<int64_t> order(shard.num_examples);
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(HashCombine(config.seed, config.worker_index));
-  std::vector<float> xb(static_cast<size_t>(config.batch_size) * dim);
-  std::vector<int32_t> yb(config.batch_size);
-
-  TrainStats stats;
-  Versions pulled, pushed;
-  int64_t pushes_since_pull = 0, pending_steps = 0;
-  double staleness_sum = 0;
-  uint64_t clock = 0;
-  const absl::Time start = absl::Now();
-  absl::Time window_start = start;
-  int64_t window_examples = 0;
-  double window_loss = 0;
-  int64_t window_steps = 0;
-
-  auto push = [&]() -> absl::Status {
-    if (absl::Status s = client.Push(push_ops, clock, &pushed); !s.ok()) return s;
-    ++clock;
-    ++pushes_since_pull;
-    ++stats.pushes;
-    uint64_t staleness = 0;
-    for (size_t e = 0; e < pushed.size() && e < pulled.size(); ++e) {
-      if (pushed[e] == 0) continue;
-      const int64_t others =
-          static_cast<int64_t>(pushed[e]) - static_cast<int64_t>(pulled[e]) - pushes_since_pull;
-      staleness = std::max<uint64_t>(staleness, others > 0 ? others : 0);
-    }
-    staleness_sum += staleness;
-    stats.max_staleness = std::max(stats.max_staleness, staleness);
-    std::fill(accum.begin(), accum.end(), 0.0f);
-    pending_steps = 0;
-    return absl::OkStatus();
-  };
-
-  bool done = false;
-  for (int epoch = 1; epoch <= config.epochs && !done; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
-    for (int64_t first = 0; first < shard.num_examples && !done; first += config.batch_size) {
-      if (stats.steps % config.n_fetch == 0) {
-        if (absl::Status s = client.Pull(pull_ops, &pulled); !s.ok()) return s;
-        pushes_since_pull = 0;
-      }
-      const int batch =
-          static_cast<int>(std::min<int64_t>(config.batch_size, shard.num_examples - first));
-      for (int b = 0; b < batch; ++b) {
-        const int64_t row = order[first + b];
-        std::copy_n(shard.row(row), dim, xb.data() + static_cast<size_t>(b) * dim);
-        yb[b] = shard.labels[row];
-      }
-      const float loss =
-          model.LossAndGradient(params, xb.data(), yb.data(), batch, absl::MakeSpan(grad));
-      for (int64_t i = 0; i < n_params; ++i) accum[i] += grad[i];
-      ++pending_steps;
-      ++stats.steps;
-      stats.examples += batch;
-      epoch_loss += loss;
-      ++epoch_steps;
-      window_loss += loss;
-      ++window_steps;
-      window_examples += batch;
-      if (pending_steps == config.n_push) {
-        if (absl::Status s = push(); !s.ok()) return s;
-      }
-      if (config.max_steps > 0 && stats.steps >= config.max_steps) done = true;
-
-      const absl::Time now = absl::Now();
-      const bool epoch_end = first + config.batch_size >= shard.num_examples || done;
-      if (progress && (now - window_start >= config.progress_interval || epoch_end)) {
-        const double secs = absl::ToDoubleSeconds(now - window_start);
-        progress(absl::StrFormat(
-            "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f staleness mean %.1f "
-            "max %d%s",
-            config.worker_index, config.num_workers, epoch, stats.steps,
-            window_loss / std::max<int64_t>(1, window_steps),
-            secs > 0 ? window_examples / secs : 0.0,
-            stats.pushes ? staleness_sum / stats.pushes : 0.0, stats.max_staleness,
-            epoch_end ? " (epoch end)" : ""));
-        window_start = now;
-        window_examples = 0;
-        window_loss = 0;
-        window_steps = 0;
-      }
-    }
-    stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_steps);
-  }
-  if (pending_steps > 0) {
-    if (absl::Status s = push(); !s.ok()) return s;
-  }
-  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  stats.examples_per_second = stats.seconds > 0 ? stats.examples / stats.seconds : 0;
-  stats.mean_staleness = stats.pushes ? staleness_sum / stats.pushes : 0;
-  return stats;
+  DownpourRun run(client, model, shard, config);
+  return run.Run(progress);
 }
 
 }  // namespace ps

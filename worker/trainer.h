@@ -1,4 +1,5 @@
-// Downpour SGD (Dean et al., 2012) on top of PsClient.
+// Downpour SGD (Dean et al., 2012) on top of a ParamClient (PsClient for a
+// real cluster).
 //
 // Each worker owns a shard of the examples and a local copy of the model
 // parameters. Every n_fetch steps it pulls the parameters from the servers;
@@ -21,7 +22,7 @@
 #include "proto/ps.pb.h"
 #include "worker/dataset.h"
 #include "worker/model.h"
-#include "worker/ps_client.h"
+#include "worker/param_client.h"
 
 namespace ps {
 
@@ -30,8 +31,12 @@ struct TrainerConfig {
   int num_workers = 1;
   int epochs = 1;
   int batch_size = 64;
-  int n_fetch = 1;        // pull every n_fetch steps
-  int n_push = 1;         // push every n_push steps
+  int n_fetch = 1;  // pull every n_fetch steps
+  int n_push = 1;   // push every n_push steps
+  // Overlap communication with computation: each round's push and pull run
+  // in the background while the next round computes with the parameters of
+  // the round before (one round more stale). Requires n_fetch == n_push.
+  bool overlap = false;
   int64_t max_steps = 0;  // > 0: stop after this many steps
   uint64_t seed = 1;      // shuffling
   std::string table_prefix = "model";
@@ -61,16 +66,16 @@ std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& 
                                          const proto::TableDef& optimizer, uint64_t seed);
 
 // Creates the tables on every server (idempotent).
-absl::Status CreateModelTables(PsClient& client, const std::vector<proto::TableDef>& tables);
+absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::TableDef>& tables);
 
 // Pulls all of the model's parameters into `params` (num_params floats).
-absl::Status PullParams(PsClient& client, const Model& model, const std::string& prefix,
+absl::Status PullParams(ParamClient& client, const Model& model, const std::string& prefix,
                         absl::Span<float> params, Versions* versions = nullptr);
 
 // Runs Downpour SGD over `shard` (this worker's examples). `progress`, when
 // set, receives a line every progress_interval and one at each epoch end.
-absl::StatusOr<TrainStats> TrainDownpour(PsClient& client, const Model& model, const Dataset& shard,
-                                         const TrainerConfig& config,
+absl::StatusOr<TrainStats> TrainDownpour(ParamClient& client, const Model& model,
+                                         const Dataset& shard, const TrainerConfig& config,
                                          const std::function<void(const std::string&)>& progress);
 
 }  // namespace ps
