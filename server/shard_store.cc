@@ -150,9 +150,11 @@ absl::StatusOr<proto::TableDef> ShardStore::GetTableDef(absl::string_view table)
 
 namespace {
 
-// Checks that every key exists in the table and is owned by this server.
+// Checks that every key exists in the table and is owned by this server
+// (owned(slice) says whether this server holds the slice).
+template <typename Owned>
 absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys, const Placement& placement,
-                       int server_index, const std::function<bool(uint64_t)>& owned) {
+                       int server_index, Owned owned) {
   for (const KeySpec::Range& r : keys.ranges) {
     if (r.end < r.begin) {
       return absl::InvalidArgumentError(

@@ -43,6 +43,8 @@ ABSL_FLAG(std::string, sparse_widths, "1,16", "widths of the sparse tables");
 ABSL_FLAG(uint64_t, sparse_key_space, 1000000, "keys in a sparse table");
 ABSL_FLAG(std::string, optimizer, "adagrad", "adagrad or sgd");
 ABSL_FLAG(double, seconds, 2.0, "measured time per case");
+ABSL_FLAG(uint64_t, max_values_per_request, 1 << 20,
+          "PsClient cuts requests into parts of at most this many values");
 ABSL_FLAG(double, warmup_seconds, 0.3, "unmeasured time per case");
 
 namespace ps {
@@ -229,6 +231,7 @@ int Main() {
     PsClientOptions options;
     options.servers = addresses;
     options.worker_id = static_cast<uint32_t>(w);
+    options.max_values_per_request = absl::GetFlag(FLAGS_max_values_per_request);
     auto client = PsClient::Connect(options);
     if (!client.ok()) {
       std::fprintf(stderr, "ps_bench: %s\n", std::string(client.status().message()).c_str());
