@@ -18,8 +18,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
-#include "common/process_tuning.h"
 #include "common/log.h"
+#include "common/process_tuning.h"
 #include "server/ps_server.h"
 
 ABSL_FLAG(std::string, servers, "",

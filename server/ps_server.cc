@@ -19,7 +19,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   server->options_ = options;
   server->store_ = std::make_unique<ShardStore>(options.server_index,
                                                 Placement(options.num_servers, options.placement));
-  server->service_ = std::make_unique<PsService>(server->store_.get(), options.max_message_bytes);
+  server->clocks_ = std::make_unique<ClockTracker>();
+  server->stats_ = std::make_unique<PullStats>();
+  server->service_ = std::make_unique<PsService>(server->store_.get(), server->clocks_.get(),
+                                                 server->stats_.get(), options.max_message_bytes);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
@@ -38,6 +41,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   const size_t colon = listen.rfind(':');
   server->address_ = absl::StrCat(listen.substr(0, colon), ":", server->port_);
   server->service_->set_address(server->address_);
+  server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
   LogEvent(absl::StrCat("ps_server ", options.server_index, " ", server->address_),
            absl::StrCat("started: shard ", options.server_index, " of ", options.num_servers,
                         ", slice_size ", options.placement.slice_size, ", virtual_nodes ",
@@ -47,12 +51,29 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
 
 PsServer::~PsServer() { Shutdown(); }
 
+void PsServer::TickLoop() {
+  const std::string who = absl::StrCat("ps_server ", options_.server_index, " ", address_);
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&shut_down_), options_.tick_interval)) return;
+    }
+    clocks_->Tick();
+    for (const std::string& event : clocks_->TakeEvents()) LogEvent(who, event);
+  }
+}
+
 void PsServer::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
     shut_down_ = true;
   }
+  ticker_.join();
+  // Parked pulls and pushes end now, and new ones fail at once, so that the
+  // server can drain.
+  clocks_->Close(absl::UnavailableError(
+      absl::StrCat("server ", options_.server_index, " (", address_, ") is shutting down")));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   LogEvent(absl::StrCat("ps_server ", options_.server_index, " ", address_), "shut down");
 }

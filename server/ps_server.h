@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/placement.h"
 #include "grpcpp/server.h"
+#include "server/clock_tracker.h"
 #include "server/ps_service.h"
+#include "server/pull_stats.h"
 #include "server/shard_store.h"
 
 namespace ps {
@@ -26,6 +29,8 @@ struct ServerOptions {
   int num_servers = 1;
   PlacementConfig placement;
   int64_t max_message_bytes = 64 << 20;
+  // How often worker leases and the deadlines of waiting pulls are checked.
+  absl::Duration tick_interval = absl::Milliseconds(20);
 };
 
 class PsServer {
@@ -39,6 +44,7 @@ class PsServer {
   const std::string& address() const { return address_; }
   int port() const { return port_; }
   ShardStore& store() { return *store_; }
+  ClockTracker& clocks() { return *clocks_; }
 
   void Shutdown();
   // Blocks until Shutdown() has been called and the server has stopped.
@@ -46,13 +52,19 @@ class PsServer {
 
  private:
   PsServer() = default;
+  // Runs ClockTracker::Tick every tick_interval and logs its events, until
+  // Shutdown.
+  void TickLoop();
 
   ServerOptions options_;
   std::string address_;
   int port_ = 0;
   std::unique_ptr<ShardStore> store_;
+  std::unique_ptr<ClockTracker> clocks_;
+  std::unique_ptr<PullStats> stats_;
   std::unique_ptr<PsService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::thread ticker_;
 
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,8 +1,11 @@
 #include "server/ps_service.h"
 
+#include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/raw_message.h"
@@ -16,6 +19,7 @@ namespace {
 constexpr int kPushKeyList = 3, kPushValues = 4;
 constexpr int kPullKeyList = 3;
 constexpr int kPullReplyValues = 1;
+constexpr uint64_t kNoLiveWorkers = std::numeric_limits<uint64_t>::max();
 
 grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::Status& status) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
@@ -64,10 +68,54 @@ grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message)
   return grpc::ByteBuffer(&slice, 1);
 }
 
+// When a parked call gives up: a little before the client's deadline, so
+// that our DEADLINE_EXCEEDED (which names the slowest worker) reaches it.
+absl::Time WaitDeadline(grpc::CallbackServerContext* ctx) {
+  const absl::Time client = absl::FromChrono(ctx->deadline());
+  const absl::Time now = absl::Now();
+  if (client == absl::InfiniteFuture() || client - now > absl::Hours(24)) {
+    return now + absl::Hours(24);
+  }
+  return client - std::min(absl::Seconds(1), (client - now) / 10);
+}
+
+bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
+  return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
+}
+
 }  // namespace
 
-PsService::PsService(ShardStore* store, int64_t max_message_bytes)
-    : store_(store), max_message_bytes_(max_message_bytes) {}
+// A push, parsed; the views in `keys` and `values` point into `slices` and
+// the storage fields, so the object is never moved once parsed.
+struct PsService::PushCall {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  grpc::ByteBuffer* resp = nullptr;
+  std::vector<grpc::Slice> slices;
+  proto::PushRequest header;
+  SplitFields fields;
+  std::string flat_keys, flat_values;
+  std::vector<uint64_t> key_storage;
+  std::vector<float> value_storage;
+  bool clock_only = false;
+  KeySpec keys;
+  absl::Span<const float> values;
+};
+
+struct PsService::PullCall {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  grpc::ByteBuffer* resp = nullptr;
+  std::vector<grpc::Slice> slices;
+  proto::PullRequest header;
+  SplitFields fields;
+  std::string flat_keys;
+  std::vector<uint64_t> key_storage;
+  KeySpec keys;
+  absl::Time arrived;
+};
+
+PsService::PsService(ShardStore* store, ClockTracker* clocks, PullStats* stats,
+                     int64_t max_message_bytes)
+    : store_(store), clocks_(clocks), stats_(stats), max_message_bytes_(max_message_bytes) {}
 
 grpc::ServerUnaryReactor* PsService::CreateTable(grpc::CallbackServerContext* ctx,
                                                  const proto::CreateTableRequest* req,
@@ -89,70 +137,123 @@ absl::Status PsService::DoCreateTable(const proto::CreateTableRequest& req,
 
 grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-  return Finish(ctx, DoPush(*req, resp));
+  auto call = std::make_shared<PushCall>();
+  call->reactor = ctx->DefaultReactor();
+  call->resp = resp;
+  absl::Status parsed =
+      ParseRaw(*req, {kPushKeyList, kPushValues}, &call->slices, &call->header, &call->fields);
+  const proto::PushRequest& h = call->header;
+  if (parsed.ok()) {
+    call->clock_only = h.ranges_size() == 0 && call->fields.Raw(kPushKeyList).empty() &&
+                       call->fields.Raw(kPushValues).empty();
+    if (call->clock_only) {
+      parsed = store_->GetTableDef(h.table()).status();
+    } else {
+      absl::StatusOr<KeySpec> keys =
+          KeysOf(h, call->fields.Raw(kPushKeyList), &call->flat_keys, &call->key_storage);
+      parsed = keys.status();
+      if (keys.ok()) {
+        call->keys = *std::move(keys);
+        auto values = DecodeArray<float>(call->fields.Raw(kPushValues).Flatten(&call->flat_values),
+                                         &call->value_storage,
+                                         absl::StrCat("push values for table '", h.table(), "'"));
+        parsed = values.status();
+        if (values.ok()) call->values = *values;
+      }
+    }
+  }
+  if (!parsed.ok()) {
+    call->reactor->Finish(ToGrpcStatus(parsed));
+    return call->reactor;
+  }
+  grpc::ServerUnaryReactor* reactor = call->reactor;
+  if (!IsBsp(h.consistency(), h.staleness())) {
+    reactor->Finish(ToGrpcStatus(ApplyPush(*call)));
+    return reactor;
+  }
+  // BSP: apply once everyone has read this round's parameters.
+  clocks_->WhenPushReady(h.table(), h.worker_id(), h.clock(), WaitDeadline(ctx),
+                         [this, call](absl::Status status, uint64_t) {
+                           if (status.ok()) status = ApplyPush(*call);
+                           call->reactor->Finish(ToGrpcStatus(status));
+                         });
+  return reactor;
 }
 
-absl::Status PsService::DoPush(const grpc::ByteBuffer& req, grpc::ByteBuffer* resp) {
-  std::vector<grpc::Slice> slices;
-  proto::PushRequest header;
-  SplitFields fields;
-  if (absl::Status s = ParseRaw(req, {kPushKeyList, kPushValues}, &slices, &header, &fields);
-      !s.ok()) {
-    return s;
-  }
-  std::string flat_keys, flat_values;
-  std::vector<uint64_t> key_storage;
-  absl::StatusOr<KeySpec> keys = KeysOf(header, fields.Raw(kPushKeyList), &flat_keys, &key_storage);
-  if (!keys.ok()) return keys.status();
-  std::vector<float> value_storage;
-  auto values = DecodeArray<float>(fields.Raw(kPushValues).Flatten(&flat_values), &value_storage,
-                                   absl::StrCat("push values for table '", header.table(), "'"));
-  if (!values.ok()) return values.status();
-  auto result =
-      store_->Push(header.table(), *keys, *values, header.worker_id(), header.request_id());
-  if (!result.ok()) return result.status();
+absl::Status PsService::ApplyPush(PushCall& call) {
+  const proto::PushRequest& h = call.header;
   proto::PushResponse reply;
-  reply.set_duplicate(result->duplicate);
-  reply.set_version(result->version);
-  *resp = SerializeToBuffer(reply);
+  if (!call.clock_only) {
+    auto result = store_->Push(h.table(), call.keys, call.values, h.worker_id(), h.request_id());
+    if (!result.ok()) return result.status();
+    reply.set_duplicate(result->duplicate);
+    reply.set_version(result->version);
+  }
+  if (!reply.duplicate())
+    clocks_->PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+  *call.resp = SerializeToBuffer(reply);
   return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-  return Finish(ctx, DoPull(*req, resp));
+  auto call = std::make_shared<PullCall>();
+  call->reactor = ctx->DefaultReactor();
+  call->resp = resp;
+  call->arrived = absl::Now();
+  absl::Status parsed = ParseRaw(*req, {kPullKeyList}, &call->slices, &call->header, &call->fields);
+  if (parsed.ok()) {
+    absl::StatusOr<KeySpec> keys =
+        KeysOf(call->header, call->fields.Raw(kPullKeyList), &call->flat_keys, &call->key_storage);
+    parsed = keys.status();
+    if (keys.ok()) call->keys = *std::move(keys);
+  }
+  grpc::ServerUnaryReactor* reactor = call->reactor;
+  if (!parsed.ok()) {
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  const proto::PullRequest& h = call->header;
+  if (h.consistency() == proto::CONSISTENCY_ASYNC) {
+    reactor->Finish(ToGrpcStatus(ServePull(*call, clocks_->ParamsClock(h.table()))));
+    return reactor;
+  }
+  clocks_->WhenPullReady(h.table(), h.worker_id(), h.clock(), h.staleness(), WaitDeadline(ctx),
+                         [this, call](absl::Status status, uint64_t params_clock) {
+                           if (status.ok()) status = ServePull(*call, params_clock);
+                           call->reactor->Finish(ToGrpcStatus(status));
+                         });
+  return reactor;
 }
 
-absl::Status PsService::DoPull(const grpc::ByteBuffer& req, grpc::ByteBuffer* resp) {
-  std::vector<grpc::Slice> slices;
-  proto::PullRequest header;
-  SplitFields fields;
-  if (absl::Status s = ParseRaw(req, {kPullKeyList}, &slices, &header, &fields); !s.ok()) {
-    return s;
-  }
-  std::string flat_keys;
-  std::vector<uint64_t> key_storage;
-  absl::StatusOr<KeySpec> keys = KeysOf(header, fields.Raw(kPullKeyList), &flat_keys, &key_storage);
-  if (!keys.ok()) return keys.status();
-  auto def = store_->GetTableDef(header.table());
+absl::Status PsService::ServePull(PullCall& call, uint64_t params_clock) {
+  const proto::PullRequest& h = call.header;
+  auto def = store_->GetTableDef(h.table());
   if (!def.ok()) return def.status();
-  const uint64_t bytes = keys->size() * def->width() * sizeof(float);
+  const uint64_t bytes = call.keys.size() * def->width() * sizeof(float);
   if (bytes > static_cast<uint64_t>(max_message_bytes_)) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("pull of ", keys->size(), " keys of table '", header.table(), "' is ", bytes,
+        absl::StrCat("pull of ", call.keys.size(), " keys of table '", h.table(), "' is ", bytes,
                      " bytes, over this server's message limit of ", max_message_bytes_,
                      " bytes (ps_server --max_message_mb); split the request"));
   }
   // The values are copied from the store straight into the reply's slice.
   grpc::Slice payload;
-  auto version = store_->Pull(header.table(), *keys, [&payload](size_t n) {
+  auto version = store_->Pull(h.table(), call.keys, [&payload](size_t n) {
     payload = grpc::Slice(n);
     return reinterpret_cast<char*>(const_cast<uint8_t*>(payload.begin()));
   });
   if (!version.ok()) return version.status();
+  const absl::Duration waited = absl::Now() - call.arrived;
+  clocks_->PullServed(h.table(), h.worker_id(), h.clock());
+  // Without live workers nothing is tracked: the parameters are current.
+  const uint64_t clock = params_clock == kNoLiveWorkers ? h.clock() : params_clock;
+  stats_->Record(h.table(), h.clock() > clock ? h.clock() - clock : 0, waited);
   proto::PullResponse reply;
   reply.set_version(*version);
-  *resp = BuildMessage(reply, kPullReplyValues, std::move(payload));
+  reply.set_params_clock(clock);
+  reply.set_wait_us(static_cast<uint64_t>(absl::ToInt64Microseconds(waited)));
+  *call.resp = BuildMessage(reply, kPullReplyValues, std::move(payload));
   return absl::OkStatus();
 }
 
@@ -163,6 +264,28 @@ grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
   resp->set_virtual_nodes(store_->placement().config().virtual_nodes);
   resp->set_slice_size(store_->placement().config().slice_size);
   resp->set_address(address_);
+  return Finish(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,
+                                               const proto::HeartbeatRequest* req,
+                                               proto::HeartbeatResponse* resp) {
+  if (req->leaving()) {
+    clocks_->Leave(req->worker_id());
+  } else {
+    const absl::Duration lease =
+        req->lease_ms() > 0 ? absl::Milliseconds(req->lease_ms()) : absl::Seconds(5);
+    resp->set_live_workers(clocks_->Heartbeat(req->worker_id(), req->clock(), lease));
+  }
+  return Finish(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PsService::Stats(grpc::CallbackServerContext* ctx,
+                                           const proto::StatsRequest*, proto::StatsResponse* resp) {
+  for (proto::TableStats& t : stats_->Snapshot()) {
+    t.set_server_clock(clocks_->ServerClock(t.table()));
+    *resp->add_tables() = std::move(t);
+  }
   return Finish(ctx, absl::OkStatus());
 }
 

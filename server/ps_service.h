@@ -1,12 +1,18 @@
 // gRPC adapter for the ParameterServer service: converts requests, calls the
-// ShardStore, converts the status. Holds no state beyond what Info reports.
+// ShardStore and the ClockTracker, converts the status.
 //
 // Uses the callback (reactor) API. Push and Pull are "raw" methods: they read
 // the request bytes from gRPC's slices and build the reply from slices (see
 // common/raw_message.h), so the float payload is copied once on each side
-// instead of going through protobuf strings. Handlers run on gRPC's callback
-// threads and do only short, CPU-bound work (validate, apply, copy); they
-// never wait. Thread-safe (the store is).
+// instead of going through protobuf strings. Handlers do only short,
+// CPU-bound work and never block: a pull (or a BSP push) that must wait for
+// slower workers is parked in the ClockTracker with a callback that
+// finishes the call later, on whichever thread makes it ready.
+//
+// Lifecycle of a parked call: its parsed request lives in a shared state
+// object owned by the callback; the callback calls Finish exactly once (on
+// success, at its deadline, or when the server shuts down and the tracker
+// fails every wait), after which gRPC releases the call. Thread-safe.
 #ifndef PS_SERVER_PS_SERVICE_H_
 #define PS_SERVER_PS_SERVICE_H_
 
@@ -15,6 +21,8 @@
 
 #include "absl/status/statusor.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/clock_tracker.h"
+#include "server/pull_stats.h"
 #include "server/shard_store.h"
 
 namespace ps {
@@ -22,13 +30,16 @@ namespace ps {
 using PsServiceBase = proto::ParameterServer::WithCallbackMethod_CreateTable<
     proto::ParameterServer::WithRawCallbackMethod_Push<
         proto::ParameterServer::WithRawCallbackMethod_Pull<
-            proto::ParameterServer::WithCallbackMethod_Info<proto::ParameterServer::Service>>>>;
+            proto::ParameterServer::WithCallbackMethod_Info<
+                proto::ParameterServer::WithCallbackMethod_Heartbeat<
+                    proto::ParameterServer::WithCallbackMethod_Stats<
+                        proto::ParameterServer::Service>>>>>>;
 
 class PsService final : public PsServiceBase {
  public:
-  // `store` must outlive the service. `max_message_bytes` bounds the size of
-  // a pull reply.
-  PsService(ShardStore* store, int64_t max_message_bytes);
+  // `store`, `clocks` and `stats` must outlive the service. `max_message_bytes`
+  // bounds the size of a pull reply.
+  PsService(ShardStore* store, ClockTracker* clocks, PullStats* stats, int64_t max_message_bytes);
 
   // Set once the listening port is known; used in Info and in log lines.
   void set_address(const std::string& address) { address_ = address; }
@@ -42,14 +53,24 @@ class PsService final : public PsServiceBase {
                                  grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx, const proto::InfoRequest* req,
                                  proto::InfoResponse* resp) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const proto::HeartbeatRequest* req,
+                                      proto::HeartbeatResponse* resp) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const proto::StatsRequest* req,
+                                  proto::StatsResponse* resp) override;
 
  private:
+  struct PushCall;
+  struct PullCall;
+
   absl::Status DoCreateTable(const proto::CreateTableRequest& req,
                              proto::CreateTableResponse* resp);
-  absl::Status DoPush(const grpc::ByteBuffer& req, grpc::ByteBuffer* resp);
-  absl::Status DoPull(const grpc::ByteBuffer& req, grpc::ByteBuffer* resp);
+  absl::Status ApplyPush(PushCall& call);
+  absl::Status ServePull(PullCall& call, uint64_t params_clock);
 
   ShardStore* const store_;
+  ClockTracker* const clocks_;
+  PullStats* const stats_;
   const int64_t max_message_bytes_;
   std::string address_;
 };

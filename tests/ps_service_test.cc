@@ -121,7 +121,13 @@ TEST_F(PsServiceTest, MalformedRequestsAreRejected) {
   proto::PushResponse resp;
   proto::PushRequest no_keys;
   no_keys.set_table("t");
+  no_keys.set_values(std::string(8, '\0'));
   EXPECT_EQ(Push(no_keys, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Neither keys nor values: a clock-only push, valid for a known table.
+  no_keys.clear_values();
+  EXPECT_TRUE(Push(no_keys, &resp).ok());
+  no_keys.set_table("missing");
+  EXPECT_EQ(Push(no_keys, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
 
   proto::PushRequest both = OneKeyPush(own_, 1.0f, 0);
   std::vector<uint64_t> k = {own_};

@@ -1,0 +1,225 @@
+#include "server/clock_tracker.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+constexpr uint64_t kNoWorkers = std::numeric_limits<uint64_t>::max();
+
+ClockTracker::ClockTracker(std::function<absl::Time()> now) : now_(std::move(now)) {}
+
+int ClockTracker::Heartbeat(uint32_t worker, uint64_t clock, absl::Duration lease) {
+  Fired fired;
+  int live = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    Worker& w = workers_[worker];
+    if (!w.live) {
+      w.base_clock = clock;
+      events_.push_back(absl::StrCat("worker ", worker, " registered at clock ", clock, ", lease ",
+                                     absl::FormatDuration(lease)));
+    }
+    w.live = true;
+    w.last_clock = std::max(w.last_clock, clock);
+    w.lease = lease;
+    w.expires = now_() + lease;
+    for (const auto& [id, other] : workers_) live += other.live;
+    CollectLocked(&fired, nullptr);  // a new worker can only lower minimums
+  }
+  Run(fired);
+  return live;
+}
+
+void ClockTracker::Leave(uint32_t worker) {
+  Fired fired;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = workers_.find(worker);
+    if (it == workers_.end() || !it->second.live) return;
+    it->second.live = false;
+    events_.push_back(absl::StrCat("worker ", worker, " left at clock ", it->second.last_clock));
+    CollectLocked(&fired, nullptr);
+  }
+  Run(fired);
+}
+
+uint64_t ClockTracker::CompletedLocked(const Table& t, uint32_t w) const {
+  auto wit = workers_.find(w);
+  const uint64_t base = wit == workers_.end() ? 0 : wit->second.base_clock;
+  auto it = t.workers.find(w);
+  return std::max(base, it == t.workers.end() ? 0 : it->second.completed);
+}
+
+uint64_t ClockTracker::PulledPlus1Locked(const Table& t, uint32_t w) const {
+  auto wit = workers_.find(w);
+  const uint64_t base = wit == workers_.end() ? 0 : wit->second.base_clock;
+  auto it = t.workers.find(w);
+  return std::max(base, it == t.workers.end() ? 0 : it->second.pulled_plus1);
+}
+
+uint64_t ClockTracker::MinLiveLocked(const std::string& table, bool pulled, uint32_t* slowest) {
+  const Table& t = tables_[table];
+  uint64_t min = kNoWorkers;
+  for (const auto& [id, w] : workers_) {
+    if (!w.live) continue;
+    const uint64_t c = pulled ? PulledPlus1Locked(t, id) : CompletedLocked(t, id);
+    if (c < min) {
+      min = c;
+      if (slowest != nullptr) *slowest = id;
+    }
+  }
+  return min;
+}
+
+bool ClockTracker::ReadyLocked(const Waiter& w) {
+  const uint64_t min = MinLiveLocked(w.table, /*pulled=*/!w.is_pull, nullptr);
+  return min == kNoWorkers || min >= w.target;
+}
+
+std::string ClockTracker::DeadlineMessageLocked(const Waiter& w) {
+  uint32_t slowest = 0;
+  const uint64_t min = MinLiveLocked(w.table, !w.is_pull, &slowest);
+  const Worker& s = workers_[slowest];
+  return absl::StrCat(w.is_pull ? "pull" : "push", " of table '", w.table, "' by worker ", w.worker,
+                      " at clock ", w.t, " waited until its deadline: slowest live worker is ",
+                      slowest, " at ", w.is_pull ? "clock " : "read clock ",
+                      w.is_pull ? min : (min > 0 ? min - 1 : 0), " (needs ",
+                      w.is_pull ? w.target : w.target - 1, "), last heartbeat ",
+                      absl::FormatDuration(now_() - (s.expires - s.lease)), " ago");
+}
+
+void ClockTracker::CollectLocked(Fired* fired, const absl::Time* now) {
+  std::vector<Waiter> keep;
+  for (Waiter& w : waiters_) {
+    if (ReadyLocked(w)) {
+      fired->push_back(
+          {std::move(w.ready), {absl::OkStatus(), MinLiveLocked(w.table, false, nullptr)}});
+    } else if (now != nullptr && *now >= w.deadline) {
+      fired->push_back({std::move(w.ready),
+                        {absl::DeadlineExceededError(DeadlineMessageLocked(w)), uint64_t{0}}});
+    } else {
+      keep.push_back(std::move(w));
+    }
+  }
+  waiters_ = std::move(keep);
+}
+
+void ClockTracker::Run(Fired& fired) {
+  for (auto& [callback, result] : fired) callback(result.first, result.second);
+}
+
+void ClockTracker::WhenPullReady(const std::string& table, uint32_t worker, uint64_t t,
+                                 uint64_t staleness, absl::Time deadline, Callback ready) {
+  Waiter w{true, table, worker, t, t > staleness ? t - staleness : 0, deadline, std::move(ready)};
+  uint64_t params_clock = 0;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = closed_;
+    if (status.ok() && !ReadyLocked(w)) {
+      waiters_.push_back(std::move(w));
+      return;
+    }
+    params_clock = MinLiveLocked(table, false, nullptr);
+  }
+  w.ready(status, params_clock);
+}
+
+void ClockTracker::WhenPushReady(const std::string& table, uint32_t worker, uint64_t t,
+                                 absl::Time deadline, Callback ready) {
+  Waiter w{false, table, worker, t, t + 1, deadline, std::move(ready)};
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = closed_;
+    if (status.ok() && !ReadyLocked(w)) {
+      waiters_.push_back(std::move(w));
+      return;
+    }
+  }
+  w.ready(status, 0);
+}
+
+void ClockTracker::PullServed(const std::string& table, uint32_t worker, uint64_t t) {
+  Fired fired;
+  {
+    absl::MutexLock lock(&mu_);
+    PerWorker& p = tables_[table].workers[worker];
+    if (t + 1 <= p.pulled_plus1) return;
+    p.pulled_plus1 = t + 1;
+    CollectLocked(&fired, nullptr);
+  }
+  Run(fired);
+}
+
+void ClockTracker::PushApplied(const std::string& table, uint32_t worker, uint64_t clock,
+                               uint32_t parts) {
+  Fired fired;
+  {
+    absl::MutexLock lock(&mu_);
+    Table& t = tables_[table];
+    PerWorker& p = t.workers[worker];
+    if (clock < p.completed) return;  // a late part of a finished round
+    if (p.partial_clock != clock) {
+      p.partial_clock = clock;
+      p.partial_parts = 0;
+    }
+    if (++p.partial_parts < std::max<uint32_t>(parts, 1)) return;
+    p.completed = clock + 1;
+    t.server_clock = std::max(t.server_clock, p.completed);
+    auto wit = workers_.find(worker);
+    if (wit != workers_.end()) wit->second.last_clock = std::max(wit->second.last_clock, clock + 1);
+    CollectLocked(&fired, nullptr);
+  }
+  Run(fired);
+}
+
+uint64_t ClockTracker::ParamsClock(const std::string& table) {
+  absl::MutexLock lock(&mu_);
+  return MinLiveLocked(table, false, nullptr);
+}
+
+uint64_t ClockTracker::ServerClock(const std::string& table) {
+  absl::MutexLock lock(&mu_);
+  return tables_[table].server_clock;
+}
+
+void ClockTracker::Tick() {
+  Fired fired;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = now_();
+    for (auto& [id, w] : workers_) {
+      if (w.live && now >= w.expires) {
+        w.live = false;
+        events_.push_back(absl::StrCat("worker ", id, " lease expired (last clock ", w.last_clock,
+                                       "); dropped from the clock minimum"));
+      }
+    }
+    CollectLocked(&fired, &now);
+  }
+  Run(fired);
+}
+
+void ClockTracker::Close(const absl::Status& status) {
+  Fired fired;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = status.ok() ? absl::UnavailableError("closed") : status;
+    for (Waiter& w : waiters_) fired.push_back({std::move(w.ready), {status, uint64_t{0}}});
+    waiters_.clear();
+  }
+  Run(fired);
+}
+
+std::vector<std::string> ClockTracker::TakeEvents() {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> out;
+  out.swap(events_);
+  return out;
+}
+
+}  // namespace ps

@@ -1,0 +1,124 @@
+// ClockTracker: worker clocks, leases and the waits of bounded-delay and
+// BSP consistency, per table. Knows nothing of gRPC.
+//
+// A worker's clock is the number of rounds it has pushed. For each table the
+// tracker keeps, per worker, `completed` (every push of its rounds below this
+// has been applied here) and `pulled` (the latest clock it has read the
+// table at). Only live workers count: a worker registers and renews a lease
+// with Heartbeat; when the lease runs out (checked by Tick) or it leaves, it
+// is dropped from the minimums, and waiters are re-checked.
+//
+// Waiting never blocks a thread: WhenPullReady/WhenPushReady store a
+// callback, which runs (exactly once, never under the tracker's lock) on
+// whichever thread makes it ready: the caller itself, a push that completes
+// a round, Tick (lease expiry or deadline), or Close. Thread-safe.
+#ifndef PS_SERVER_CLOCK_TRACKER_H_
+#define PS_SERVER_CLOCK_TRACKER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace ps {
+
+class ClockTracker {
+ public:
+  // status OK with the table's params clock (min completed clock of the live
+  // workers), or the error that ended the wait.
+  using Callback = std::function<void(absl::Status status, uint64_t params_clock)>;
+
+  explicit ClockTracker(std::function<absl::Time()> now = [] { return absl::Now(); });
+
+  // Registers the worker (or renews its lease) at `clock`. Returns the number
+  // of live workers.
+  int Heartbeat(uint32_t worker, uint64_t clock, absl::Duration lease);
+  // Drops the worker at once (it finished).
+  void Leave(uint32_t worker);
+
+  // Runs `ready` once every live worker has completed the rounds below
+  // t - staleness on `table` (at once if they have). Fails it with
+  // DEADLINE_EXCEEDED naming the slowest worker and its clock at `deadline`.
+  void WhenPullReady(const std::string& table, uint32_t worker, uint64_t t, uint64_t staleness,
+                     absl::Time deadline, Callback ready);
+  // The worker read `table` for clock t.
+  void PullServed(const std::string& table, uint32_t worker, uint64_t t);
+
+  // BSP: runs `ready` once every live worker has read `table` for clock t
+  // (so the round-t push cannot leak into anyone's round-t parameters).
+  void WhenPushReady(const std::string& table, uint32_t worker, uint64_t t, absl::Time deadline,
+                     Callback ready);
+  // One of the `parts` pushes of round `clock` by `worker` was applied.
+  void PushApplied(const std::string& table, uint32_t worker, uint64_t clock, uint32_t parts);
+
+  // Min completed clock of the live workers (UINT64_MAX with none live), and
+  // the largest completed clock of any worker.
+  uint64_t ParamsClock(const std::string& table);
+  uint64_t ServerClock(const std::string& table);
+
+  // Expires leases and fails waits past their deadline, as of now().
+  void Tick();
+  // Fails every waiting callback with `status`, and every later wait at
+  // once (server shutdown).
+  void Close(const absl::Status& status);
+  // Log lines about workers (expired, left, re-registered) since the last call.
+  std::vector<std::string> TakeEvents();
+
+ private:
+  struct Worker {
+    uint64_t base_clock = 0;  // clock at (re-)registration
+    uint64_t last_clock = 0;
+    absl::Time expires;
+    absl::Duration lease;
+    bool live = false;
+  };
+  struct PerWorker {
+    uint64_t completed = 0;
+    uint64_t pulled_plus1 = 0;  // 0: never read
+    uint64_t partial_clock = 0;
+    uint32_t partial_parts = 0;
+  };
+  struct Table {
+    absl::flat_hash_map<uint32_t, PerWorker> workers;
+    uint64_t server_clock = 0;
+  };
+  struct Waiter {
+    bool is_pull;
+    std::string table;
+    uint32_t worker;
+    uint64_t t;       // the caller's clock
+    uint64_t target;  // pull: min completed needed; push: min pulled_plus1 needed
+    absl::Time deadline;
+    Callback ready;
+  };
+  using Fired = std::vector<std::pair<Callback, std::pair<absl::Status, uint64_t>>>;
+
+  uint64_t CompletedLocked(const Table& t, uint32_t w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t PulledPlus1Locked(const Table& t, uint32_t w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Min over live workers of completed (or pulled_plus1); the worker that
+  // holds the minimum goes to *slowest.
+  uint64_t MinLiveLocked(const std::string& table, bool pulled, uint32_t* slowest)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReadyLocked(const Waiter& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string DeadlineMessageLocked(const Waiter& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves every ready (or, when `now` is set, overdue) waiter to *fired.
+  void CollectLocked(Fired* fired, const absl::Time* now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Run(Fired& fired);
+
+  const std::function<absl::Time()> now_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint32_t, Worker> workers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Table> tables_ ABSL_GUARDED_BY(mu_);
+  std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> events_ ABSL_GUARDED_BY(mu_);
+  absl::Status closed_ ABSL_GUARDED_BY(mu_);  // not OK once closed
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CLOCK_TRACKER_H_

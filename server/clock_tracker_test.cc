@@ -1,0 +1,161 @@
+#include "server/clock_tracker.h"
+
+#include <optional>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A fake clock and a place to record what a callback was called with.
+class ClockTrackerTest : public ::testing::Test {
+ protected:
+  ClockTrackerTest() : tracker_([this] { return now_; }) {}
+
+  struct Result {
+    std::optional<absl::Status> status;
+    uint64_t params_clock = 0;
+    ClockTracker::Callback Callback() {
+      return [this](absl::Status s, uint64_t c) {
+        ASSERT_FALSE(status.has_value()) << "callback ran twice";
+        status = s;
+        params_clock = c;
+      };
+    }
+  };
+
+  absl::Time Far() { return now_ + absl::Hours(1); }
+
+  absl::Time now_ = absl::FromUnixSeconds(1000);
+  ClockTracker tracker_;
+};
+
+TEST_F(ClockTrackerTest, BspPullWaitsForEveryWorkersPreviousRound) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  EXPECT_EQ(tracker_.Heartbeat(1, 0, absl::Seconds(5)), 2);
+  Result first;
+  tracker_.WhenPullReady("t", 0, 0, 0, Far(), first.Callback());
+  ASSERT_TRUE(first.status.has_value()) << "clock 0 needs nothing";
+
+  Result r;
+  tracker_.WhenPullReady("t", 0, 1, 0, Far(), r.Callback());
+  EXPECT_FALSE(r.status.has_value());
+  tracker_.PushApplied("t", 0, 0, 1);
+  EXPECT_FALSE(r.status.has_value()) << "worker 1 has not finished round 0";
+  tracker_.PushApplied("t", 1, 0, 1);
+  ASSERT_TRUE(r.status.has_value());
+  EXPECT_TRUE(r.status->ok());
+  EXPECT_EQ(r.params_clock, 1u);
+  EXPECT_EQ(tracker_.ServerClock("t"), 1u);
+  EXPECT_EQ(tracker_.ParamsClock("other"), 0u) << "tables are tracked separately";
+}
+
+TEST_F(ClockTrackerTest, BoundedDelayAllowsTauRoundsOfLag) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.Heartbeat(1, 0, absl::Seconds(5));
+  for (uint64_t c = 0; c < 3; ++c) tracker_.PushApplied("t", 0, c, 1);
+  Result at2, at3;
+  tracker_.WhenPullReady("t", 0, 2, 2, Far(), at2.Callback());
+  EXPECT_TRUE(at2.status.has_value() && at2.status->ok()) << "needs rounds < 0 only";
+  tracker_.WhenPullReady("t", 0, 3, 2, Far(), at3.Callback());
+  EXPECT_FALSE(at3.status.has_value()) << "needs worker 1's round 0";
+  tracker_.PushApplied("t", 1, 0, 1);
+  EXPECT_TRUE(at3.status.has_value() && at3.status->ok());
+  EXPECT_EQ(at3.params_clock, 1u);
+}
+
+TEST_F(ClockTrackerTest, ExpiredLeaseDropsTheWorkerAndWakesWaiters) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.Heartbeat(1, 0, absl::Seconds(1));
+  tracker_.PushApplied("t", 0, 0, 1);
+  Result r;
+  tracker_.WhenPullReady("t", 0, 1, 0, Far(), r.Callback());
+  now_ += absl::Milliseconds(900);
+  tracker_.Tick();
+  EXPECT_FALSE(r.status.has_value());
+  now_ += absl::Milliseconds(200);
+  tracker_.Tick();
+  ASSERT_TRUE(r.status.has_value());
+  EXPECT_TRUE(r.status->ok());
+  const auto events = tracker_.TakeEvents();
+  ASSERT_FALSE(events.empty());
+  EXPECT_THAT(events.back(), HasSubstr("worker 1 lease expired (last clock 0)"));
+  EXPECT_TRUE(tracker_.TakeEvents().empty()) << "logged once";
+  tracker_.Tick();
+  EXPECT_TRUE(tracker_.TakeEvents().empty());
+  // It comes back and counts again.
+  EXPECT_EQ(tracker_.Heartbeat(1, 1, absl::Seconds(1)), 2);
+  EXPECT_THAT(tracker_.TakeEvents().back(), HasSubstr("worker 1 registered at clock 1"));
+  EXPECT_EQ(tracker_.ParamsClock("t"), 1u);
+}
+
+TEST_F(ClockTrackerTest, DeadlineFailsNamingTheSlowestWorker) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(60));
+  tracker_.Heartbeat(7, 0, absl::Seconds(60));
+  for (uint64_t c = 0; c < 5; ++c) tracker_.PushApplied("t", 0, c, 1);
+  tracker_.PushApplied("t", 7, 0, 1);
+  Result r;
+  tracker_.WhenPullReady("t", 0, 5, 1, now_ + absl::Seconds(2), r.Callback());
+  now_ += absl::Seconds(3);
+  tracker_.Tick();
+  ASSERT_TRUE(r.status.has_value());
+  EXPECT_EQ(r.status->code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(r.status->message(), HasSubstr("slowest live worker is 7 at clock 1 (needs 4)"));
+}
+
+TEST_F(ClockTrackerTest, BspPushWaitsUntilEveryoneReadTheRound) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.Heartbeat(1, 0, absl::Seconds(5));
+  tracker_.PullServed("t", 0, 0);
+  Result push;
+  tracker_.WhenPushReady("t", 0, 0, Far(), push.Callback());
+  EXPECT_FALSE(push.status.has_value()) << "worker 1 has not read round 0 yet";
+  tracker_.PullServed("t", 1, 0);
+  EXPECT_TRUE(push.status.has_value() && push.status->ok());
+}
+
+TEST_F(ClockTrackerTest, RoundCompletesWhenAllPartsAreIn) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.PushApplied("t", 0, 0, 3);
+  tracker_.PushApplied("t", 0, 0, 3);
+  EXPECT_EQ(tracker_.ParamsClock("t"), 0u);
+  tracker_.PushApplied("t", 0, 0, 3);
+  EXPECT_EQ(tracker_.ParamsClock("t"), 1u);
+}
+
+TEST_F(ClockTrackerTest, LeavingWorkerStopsCountingAtOnce) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.Heartbeat(1, 0, absl::Seconds(5));
+  tracker_.PushApplied("t", 0, 0, 1);
+  Result r;
+  tracker_.WhenPullReady("t", 0, 1, 0, Far(), r.Callback());
+  tracker_.Leave(1);
+  EXPECT_TRUE(r.status.has_value() && r.status->ok());
+  EXPECT_THAT(tracker_.TakeEvents().back(), HasSubstr("worker 1 left at clock 0"));
+}
+
+TEST_F(ClockTrackerTest, CloseEndsEveryWaitAndRefusesNewOnes) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  Result a, b;
+  tracker_.WhenPullReady("t", 0, 3, 0, Far(), a.Callback());
+  tracker_.WhenPushReady("u", 0, 3, Far(), b.Callback());
+  tracker_.Close(absl::UnavailableError("shutting down"));
+  EXPECT_EQ(a.status->code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(b.status->code(), absl::StatusCode::kUnavailable);
+  Result later;
+  tracker_.WhenPullReady("t", 0, 3, 0, Far(), later.Callback());
+  ASSERT_TRUE(later.status.has_value());
+  EXPECT_EQ(later.status->message(), "shutting down");
+}
+
+TEST_F(ClockTrackerTest, NoLiveWorkersMeansNoWait) {
+  Result r;
+  tracker_.WhenPullReady("t", 0, 10, 0, Far(), r.Callback());
+  EXPECT_TRUE(r.status.has_value() && r.status->ok());
+}
+
+}  // namespace
+}  // namespace ps
