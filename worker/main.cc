@@ -13,9 +13,11 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
@@ -52,6 +54,16 @@ ABSL_FLAG(double, timeout_seconds, 10, "deadline of each RPC attempt");
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice (must match the servers)");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server (must match the servers)");
 ABSL_FLAG(bool, eval_only, false, "skip training; only evaluate the servers' parameters");
+ABSL_FLAG(std::string, consistency, "async",
+          "async (pulls never wait), bounded (a pull at clock t waits for every live worker's "
+          "rounds < t - staleness) or bsp (bounded with staleness 0, rounds in lock step)");
+ABSL_FLAG(int, staleness, 2, "tau for --consistency=bounded");
+ABSL_FLAG(double, lease_seconds, 3,
+          "worker lease: dropped from the clock minimum after this "
+          "long without a heartbeat");
+ABSL_FLAG(double, slowdown, 1.0, "straggler injection: compute this many times slower");
+ABSL_FLAG(double, wait_for_workers_seconds, 60,
+          "with bsp/bounded, wait this long for all --num_workers to register before training");
 
 namespace {
 
@@ -73,6 +85,34 @@ absl::StatusOr<std::vector<int>> ParseHidden(const std::string& text) {
   return widths;
 }
 
+// The servers' view of the pulls of this job's tables: staleness histogram
+// (summed over tables and servers) and waiting.
+void PrintServerStats(ps::PsClient& client, const std::string& prefix) {
+  auto stats = client.Stats();
+  if (!stats.ok()) {
+    std::printf("server stats unavailable: %s\n", std::string(stats.status().message()).c_str());
+    return;
+  }
+  std::vector<uint64_t> histogram;
+  uint64_t pulls = 0, wait_us = 0, wait_max = 0;
+  for (const ps::ServerStats& server : *stats) {
+    for (const ps::proto::TableStats& t : server.stats.tables()) {
+      if (!absl::StartsWith(t.table(), prefix + "/")) continue;
+      histogram.resize(std::max<size_t>(histogram.size(), t.staleness_histogram_size()), 0);
+      for (int i = 0; i < t.staleness_histogram_size(); ++i)
+        histogram[i] += t.staleness_histogram(i);
+      pulls += t.pulls();
+      wait_us += t.wait_us_total();
+      wait_max = std::max<uint64_t>(wait_max, t.wait_us_max());
+    }
+  }
+  std::printf(
+      "servers: %llu pulls of '%s/*'; staleness histogram (rounds 0..16+): %s; "
+      "waited %.2fs in all, longest %.3fs\n",
+      static_cast<unsigned long long>(pulls), prefix.c_str(), absl::StrJoin(histogram, " ").c_str(),
+      wait_us / 1e6, wait_max / 1e6);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +132,31 @@ int main(int argc, char** argv) {
   config.batch_size = absl::GetFlag(FLAGS_batch_size);
   config.n_fetch = absl::GetFlag(FLAGS_n_fetch);
   config.n_push = absl::GetFlag(FLAGS_n_push);
-  config.overlap = absl::GetFlag(FLAGS_overlap) && config.n_fetch == config.n_push;
+  config.slowdown = absl::GetFlag(FLAGS_slowdown);
+
+  ps::PsClientOptions client_options;
+  const std::string consistency = absl::GetFlag(FLAGS_consistency);
+  const int staleness = absl::GetFlag(FLAGS_staleness);
+  if (consistency == "async") {
+    client_options.consistency = ps::proto::CONSISTENCY_ASYNC;
+  } else if (consistency == "bsp" || consistency == "bounded") {
+    if (consistency == "bounded" && staleness < 0) {
+      return Fail(absl::StrCat("--staleness=", staleness, ": must be >= 0"));
+    }
+    client_options.consistency = ps::proto::CONSISTENCY_BOUNDED;
+    client_options.staleness = consistency == "bsp" ? 0 : static_cast<uint32_t>(staleness);
+  } else {
+    return Fail(absl::StrCat("--consistency=", consistency, ": expected async, bounded or bsp"));
+  }
+  const double lease = absl::GetFlag(FLAGS_lease_seconds);
+  if (!(lease > 0)) return Fail(absl::StrCat("--lease_seconds=", lease, ": must be > 0"));
+  // An evaluator reads the parameters as they are and takes no part in the clocks.
+  client_options.lease =
+      absl::GetFlag(FLAGS_eval_only) ? absl::ZeroDuration() : absl::Seconds(lease);
+  if (absl::GetFlag(FLAGS_eval_only)) client_options.consistency = ps::proto::CONSISTENCY_ASYNC;
+  // Overlapping adds a round of staleness the servers do not see; only async allows it.
+  config.overlap =
+      absl::GetFlag(FLAGS_overlap) && config.n_fetch == config.n_push && consistency == "async";
   config.seed = absl::GetFlag(FLAGS_seed);
   config.progress_interval = absl::Seconds(absl::GetFlag(FLAGS_progress_seconds));
   if (absl::Status s = ps::ValidateTrainerConfig(config); !s.ok()) {
@@ -123,7 +187,6 @@ int main(int argc, char** argv) {
                             ? (*model)->name()
                             : absl::GetFlag(FLAGS_table_prefix);
 
-  ps::PsClientOptions client_options;
   client_options.servers = spec->servers;
   client_options.worker_id = static_cast<uint32_t>(config.worker_index);
   client_options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
@@ -141,6 +204,11 @@ int main(int argc, char** argv) {
 
   const std::string who = absl::StrCat("worker ", config.worker_index, "/", config.num_workers);
   if (!absl::GetFlag(FLAGS_eval_only)) {
+    if (consistency != "async") {
+      const absl::Status s = (*client)->WaitForWorkers(
+          config.num_workers, absl::Seconds(absl::GetFlag(FLAGS_wait_for_workers_seconds)));
+      if (!s.ok()) return Fail(absl::StrCat(who, ": ", s.message()));
+    }
     auto train = ps::ReadFashionMnist(data_dir, /*train=*/true);
     if (!train.ok()) return Fail(std::string(train.status().message()));
     const int64_t limit = absl::GetFlag(FLAGS_max_train_examples);
@@ -156,12 +224,22 @@ int main(int argc, char** argv) {
     });
     if (!stats.ok())
       return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
+    // Done: stop holding back the others.
+    (*client)->Leave();
     std::printf(
         "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s), last-epoch loss %.4f, "
-        "staleness mean %.1f max %llu\n",
+        "staleness mean %.1f max %llu, clock lag max %llu, waited %.2fs (%.1f%% idle)\n",
         who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
         stats->seconds, stats->examples_per_second, stats->mean_loss_last_epoch,
-        stats->mean_staleness, static_cast<unsigned long long>(stats->max_staleness));
+        stats->mean_staleness, static_cast<unsigned long long>(stats->max_staleness),
+        static_cast<unsigned long long>(stats->max_clock_lag), stats->wait_seconds,
+        stats->seconds > 0 ? 100.0 * stats->wait_seconds / stats->seconds : 0.0);
+    std::printf("%s: clock lag histogram of its pulls (0..16+): %s\n", who.c_str(),
+                absl::StrJoin(stats->clock_lag_histogram, " ").c_str());
+    std::printf("RESULT worker=%d seconds=%.3f wait_seconds=%.3f examples=%lld\n",
+                config.worker_index, stats->seconds, stats->wait_seconds,
+                static_cast<long long>(stats->examples));
+    if (config.worker_index == 0) PrintServerStats(**client, config.table_prefix);
   }
 
   std::vector<float> params((*model)->num_params());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
 
@@ -35,14 +36,25 @@ struct PushRange {
 // pushes applied including this one.
 using Versions = std::vector<uint64_t>;
 
+// What a pull learned besides the values.
+struct PullInfo {
+  Versions versions;
+  // Every live worker's rounds below this had been applied to the values
+  // returned (the minimum over the servers that answered).
+  uint64_t params_clock = 0;
+  // The longest any server held the pull waiting for slower workers.
+  absl::Duration waited;
+};
+
 class ParamClient {
  public:
   virtual ~ParamClient() = default;
 
   // Creates the table (a no-op if an identical one exists).
   virtual absl::Status CreateTable(const proto::TableDef& def) = 0;
-  // Reads each op's range into its `out` span.
-  virtual absl::Status Pull(absl::Span<const PullRange> ops, Versions* versions) = 0;
+  // Reads each op's range into its `out` span, for a worker at `clock`
+  // (rounds pushed so far; the consistency model may make it wait).
+  virtual absl::Status Pull(absl::Span<const PullRange> ops, uint64_t clock, PullInfo* info) = 0;
   // Applies each op's gradients with the table's optimizer; `clock` is the
   // worker's clock.
   virtual absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "absl/status/status.h"
@@ -107,7 +108,7 @@ PsClient::PsClient(const PsClientOptions& options)
       // the same id never reuses an id the servers have already seen.
       next_request_id_(static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())) << 8) {}
 
-PsClient::~PsClient() = default;
+PsClient::~PsClient() { Leave(); }
 
 std::string PsClient::ServerName(int server) const {
   return absl::StrCat("server ", server, " (", options_.servers[server], ")");
@@ -174,7 +175,93 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
           options.placement.virtual_nodes, "); start every process with the same --servers"));
     }
   }
+  if (options.lease > absl::ZeroDuration()) {
+    // Registered everywhere before the first pull, then renewed in the background.
+    absl::StatusOr<int> live = client->HeartbeatAll(/*leaving=*/false);
+    if (!live.ok()) return live.status();
+    client->heartbeat_thread_ = std::thread([c = client.get()] { c->HeartbeatLoop(); });
+  }
   return client;
+}
+
+absl::StatusOr<int> PsClient::HeartbeatAll(bool leaving) {
+  using HeartbeatCall = Call<proto::HeartbeatRequest, proto::HeartbeatResponse>;
+  std::vector<HeartbeatCall> calls(stubs_.size());
+  for (size_t s = 0; s < calls.size(); ++s) {
+    calls[s].server = static_cast<int>(s);
+    calls[s].request.set_worker_id(options_.worker_id);
+    calls[s].request.set_clock(clock_.load());
+    calls[s].request.set_lease_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.lease)));
+    calls[s].request.set_leaving(leaving);
+  }
+  absl::Status status =
+      RunCalls(calls, "Heartbeat",
+               [this](int server, grpc::ClientContext* ctx, const auto* req, auto* resp,
+                      std::function<void(grpc::Status)> done) {
+                 stubs_[server]->async()->Heartbeat(ctx, req, resp, std::move(done));
+               });
+  if (!status.ok()) return status;
+  int live = std::numeric_limits<int>::max();
+  for (const HeartbeatCall& call : calls) {
+    live = std::min(live, static_cast<int>(call.response.live_workers()));
+  }
+  absl::MutexLock lock(&heartbeat_mu_);
+  live_workers_ = live;
+  return live;
+}
+
+void PsClient::HeartbeatLoop() {
+  const absl::Duration period = options_.lease / 4;
+  while (true) {
+    {
+      absl::MutexLock lock(&heartbeat_mu_);
+      if (heartbeat_mu_.AwaitWithTimeout(absl::Condition(&stop_heartbeats_), period)) return;
+    }
+    // A missed heartbeat is retried at the next period; the lease allows 3.
+    (void)HeartbeatAll(/*leaving=*/false);
+  }
+}
+
+void PsClient::Leave() {
+  {
+    absl::MutexLock lock(&heartbeat_mu_);
+    if (left_ || options_.lease <= absl::ZeroDuration()) return;
+    left_ = true;
+    stop_heartbeats_ = true;
+  }
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+  (void)HeartbeatAll(/*leaving=*/true);
+}
+
+absl::Status PsClient::WaitForWorkers(int n, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  int live = 0;
+  while (true) {
+    absl::StatusOr<int> count = HeartbeatAll(/*leaving=*/false);
+    if (!count.ok()) return count.status();
+    live = *count;
+    if (live >= n) return absl::OkStatus();
+    if (absl::Now() >= deadline) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("only ", live, " of ", n, " workers registered with every server within ",
+                   absl::FormatDuration(timeout), "; are the other workers running?"));
+}
+
+absl::StatusOr<std::vector<ServerStats>> PsClient::Stats() {
+  using StatsCall = Call<proto::StatsRequest, proto::StatsResponse>;
+  std::vector<StatsCall> calls(stubs_.size());
+  for (size_t s = 0; s < calls.size(); ++s) calls[s].server = static_cast<int>(s);
+  absl::Status status = RunCalls(calls, "Stats",
+                                 [this](int server, grpc::ClientContext* ctx, const auto* req,
+                                        auto* resp, std::function<void(grpc::Status)> done) {
+                                   stubs_[server]->async()->Stats(ctx, req, resp, std::move(done));
+                                 });
+  if (!status.ok()) return status;
+  std::vector<ServerStats> out;
+  for (StatsCall& call : calls) out.push_back({call.server, std::move(call.response)});
+  return out;
 }
 
 template <typename Request, typename Response, typename Method>
@@ -300,8 +387,13 @@ void AddRange(Header* header, uint64_t begin, uint64_t end) {
 }  // namespace
 
 absl::Status PsClient::ScatterPullReplies(const std::vector<RawCall>& calls, size_t num_ops,
-                                          Versions* versions) {
-  if (versions != nullptr) versions->assign(num_ops * stubs_.size(), 0);
+                                          PullInfo* info) {
+  Versions* versions = info != nullptr ? &info->versions : nullptr;
+  if (info != nullptr) {
+    info->versions.assign(num_ops * stubs_.size(), 0);
+    info->params_clock = std::numeric_limits<uint64_t>::max();
+    info->waited = absl::ZeroDuration();
+  }
   std::vector<grpc::Slice> slices;
   SplitFields fields;
   proto::PullResponse header;
@@ -327,11 +419,15 @@ absl::Status PsClient::ScatterPullReplies(const std::vector<RawCall>& calls, siz
       reader.Read(n * sizeof(float), reinterpret_cast<char*>(dst));
     }
     RecordVersion(versions, call.op, num_servers(), call.server, header.version());
+    if (info != nullptr) {
+      info->params_clock = std::min(info->params_clock, header.params_clock());
+      info->waited = std::max(info->waited, absl::Microseconds(header.wait_us()));
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions) {
+absl::Status PsClient::Pull(absl::Span<const PullRange> ops, uint64_t clock, PullInfo* info) {
   std::vector<RawCall> calls;
   for (size_t i = 0; i < ops.size(); ++i) {
     const PullRange& op = ops[i];
@@ -347,6 +443,9 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
       proto::PullRequest header;
       header.set_table(op.table);
       header.set_worker_id(options_.worker_id);
+      header.set_clock(clock);
+      header.set_consistency(options_.consistency);
+      header.set_staleness(options_.staleness);
       for (const auto& [b, e] : chunk.ranges) {
         AddRange(&header, b, e);
         call.targets.emplace_back(op.out.data() + (b - op.begin) * *width, (e - b) * *width);
@@ -355,7 +454,7 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, Versions* versions)
     }
   }
   if (absl::Status s = RunRaw(calls, "Pull", kPullMethod); !s.ok()) return s;
-  return ScatterPullReplies(calls, ops.size(), versions);
+  return ScatterPullReplies(calls, ops.size(), info);
 }
 
 absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
@@ -372,8 +471,13 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
         break;
       }
       if (*width == 0) continue;
-      for (RangeChunk& chunk : PlanRanges(placement_, op.table, op.begin, op.end, *width,
-                                          options_.max_values_per_request)) {
+      const std::vector<RangeChunk> chunks = PlanRanges(placement_, op.table, op.begin, op.end,
+                                                        *width, options_.max_values_per_request);
+      // The server advances this worker's clock for the table once all of
+      // its parts of the round are in.
+      std::vector<int> parts_per_server(stubs_.size(), 0);
+      for (const RangeChunk& chunk : chunks) ++parts_per_server[chunk.server];
+      for (const RangeChunk& chunk : chunks) {
         RawCall& call = calls.emplace_back();
         call.server = chunk.server;
         call.op = i;
@@ -382,6 +486,9 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
         header.set_worker_id(options_.worker_id);
         header.set_clock(clock);
         header.set_request_id(next_request_id_.fetch_add(1));
+        header.set_consistency(options_.consistency);
+        header.set_staleness(options_.staleness);
+        header.set_round_parts(static_cast<uint32_t>(parts_per_server[chunk.server]));
         std::vector<absl::string_view> pieces;
         for (const auto& [b, e] : chunk.ranges) {
           AddRange(&header, b, e);
@@ -399,6 +506,11 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
   }
   // `calls` is gone; wait until gRPC has dropped its references too.
   refs.WaitForAll();
+  if (status.ok()) {
+    uint64_t seen = clock_.load();
+    while (seen < clock + 1 && !clock_.compare_exchange_weak(seen, clock + 1)) {
+    }
+  }
   return status;
 }
 
@@ -491,10 +603,14 @@ absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint6
   }
   std::vector<RawCall> calls;
   const uint64_t keys_per_chunk = std::max<uint64_t>(1, options_.max_values_per_request / width);
-  for (auto& [server, positions] : GroupKeys(placement_, table, keys, keys_per_chunk)) {
+  auto groups = GroupKeys(placement_, table, keys, keys_per_chunk);
+  std::vector<int> parts_per_server(stubs_.size(), 0);
+  for (const auto& group : groups) ++parts_per_server[group.first];
+  for (auto& [server, positions] : groups) {
     RawCall& call = calls.emplace_back();
     call.server = server;
     proto::PushRequest header;
+    header.set_round_parts(static_cast<uint32_t>(parts_per_server[server]));
     header.set_table(table);
     header.set_key_list(PackKeys(keys, positions));
     header.set_worker_id(options_.worker_id);

@@ -16,9 +16,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/placement.h"
@@ -37,6 +39,19 @@ struct PsClientOptions {
   int max_attempts = 3;
   absl::Duration retry_backoff = absl::Milliseconds(50);
   uint64_t max_values_per_request = 1 << 20;
+  // Stamped on every pull and push: how stale the parameters a pull returns
+  // may be (see proto::Consistency; staleness 0 with BOUNDED is BSP).
+  proto::Consistency consistency = proto::CONSISTENCY_ASYNC;
+  uint32_t staleness = 0;
+  // > 0: register with every server and renew the lease by heartbeats every
+  // lease / 4, so the servers count this worker in their clock minimum.
+  absl::Duration lease = absl::ZeroDuration();
+};
+
+// Per-server statistics from the Stats RPC.
+struct ServerStats {
+  int server = 0;
+  proto::StatsResponse stats;
 };
 
 class PsClient final : public ParamClient {
@@ -53,7 +68,8 @@ class PsClient final : public ParamClient {
   absl::Status CreateTable(const proto::TableDef& def) override;
 
   // Reads the ranges into their `out` spans. Errors name the server.
-  absl::Status Pull(absl::Span<const PullRange> ops, Versions* versions = nullptr) override;
+  absl::Status Pull(absl::Span<const PullRange> ops, uint64_t clock = 0,
+                    PullInfo* info = nullptr) override;
   // Pushes gradients; `clock` is the worker's clock.
   absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions = nullptr);
 
@@ -64,6 +80,15 @@ class PsClient final : public ParamClient {
                         absl::Span<const float> grads, uint64_t clock);
 
   int num_servers() const override { return static_cast<int>(stubs_.size()); }
+
+  // Waits until every server counts at least `n` live workers (heartbeats
+  // must be on). DEADLINE_EXCEEDED naming the count reached, after `timeout`.
+  absl::Status WaitForWorkers(int n, absl::Duration timeout);
+  // Stops the heartbeats and tells every server this worker is done, so it
+  // no longer holds back the others. Idempotent; the destructor calls it.
+  void Leave();
+  // The Stats of every server.
+  absl::StatusOr<std::vector<ServerStats>> Stats();
   const Placement& placement() const { return placement_; }
   const PsClientOptions& options() const { return options_; }
 
@@ -85,7 +110,7 @@ class PsClient final : public ParamClient {
   // Decodes the pull replies and copies their values to each call's targets;
   // records the servers' versions.
   absl::Status ScatterPullReplies(const std::vector<RawCall>& calls, size_t num_ops,
-                                  Versions* versions);
+                                  PullInfo* info);
 
   // Records the versions in the push replies.
   absl::Status RecordPushVersions(const std::vector<RawCall>& calls, size_t num_ops,
@@ -98,6 +123,17 @@ class PsClient final : public ParamClient {
   std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
   std::vector<std::unique_ptr<grpc::GenericStub>> generic_stubs_;
   std::atomic<uint64_t> next_request_id_;
+  std::atomic<uint64_t> clock_{0};  // rounds pushed, sent in heartbeats
+
+  // Heartbeats: one per lease / 4 to every server, from heartbeat_thread_.
+  // Sends one round of heartbeats; returns the smallest live-worker count.
+  absl::StatusOr<int> HeartbeatAll(bool leaving);
+  void HeartbeatLoop();
+  absl::Mutex heartbeat_mu_;
+  bool stop_heartbeats_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
+  bool left_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
+  int live_workers_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;
+  std::thread heartbeat_thread_;
 };
 
 }  // namespace ps

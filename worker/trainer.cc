@@ -52,6 +52,10 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& c) {
   if (c.n_fetch < 1) return bad("n_fetch", c.n_fetch, ">= 1");
   if (c.n_push < 1) return bad("n_push", c.n_push, ">= 1");
   if (c.max_steps < 0) return bad("max_steps", c.max_steps, ">= 0");
+  if (!(c.slowdown >= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trainer slowdown=", c.slowdown, ": must be >= 1"));
+  }
   if (c.overlap && c.n_fetch != c.n_push) {
     return absl::InvalidArgumentError(absl::StrCat("trainer overlap needs n_fetch == n_push, got ",
                                                    c.n_fetch, " and ", c.n_push));
@@ -88,8 +92,8 @@ absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::Tab
 }
 
 absl::Status PullParams(ParamClient& client, const Model& model, const std::string& prefix,
-                        absl::Span<float> params, Versions* versions) {
-  return client.Pull(BlockOps<PullRange>(model, prefix, params), versions);
+                        absl::Span<float> params, uint64_t clock, PullInfo* info) {
+  return client.Pull(BlockOps<PullRange>(model, prefix, params), clock, info);
 }
 
 namespace {
@@ -122,10 +126,20 @@ class DownpourRun {
     int64_t pushes_at_pull = 0;  // own pushes applied before that read
   };
 
-  // Reads the parameters into buffer b. Runs on one thread at a time.
+  // Reads the parameters into buffer b, as a worker that has pushed
+  // pushes_done_ rounds. Runs on one thread at a time.
   absl::Status PullInto(Buffer& b) {
     b.pushes_at_pull = pushes_done_;
-    return client_.Pull(b.pull_ops, &b.pulled);
+    const uint64_t clock = static_cast<uint64_t>(pushes_done_);
+    PullInfo info;
+    if (absl::Status s = client_.Pull(b.pull_ops, clock, &info); !s.ok()) return s;
+    b.pulled = std::move(info.versions);
+    const uint64_t lag = clock > info.params_clock ? clock - info.params_clock : 0;
+    absl::MutexLock lock(&stats_mu_);
+    ++lag_histogram_[std::min<uint64_t>(lag, lag_histogram_.size() - 1)];
+    max_clock_lag_ = std::max(max_clock_lag_, lag);
+    wait_ += info.waited;
+    return absl::OkStatus();
   }
 
   // Pushes the gradients accumulated in buffer g, computed with the
@@ -153,9 +167,11 @@ class DownpourRun {
                            bool epoch_end) {
     absl::MutexLock lock(&stats_mu_);
     return absl::StrFormat(
-        "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f staleness mean %.1f max %d%s",
+        "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f staleness mean %.1f max %d "
+        "clock lag max %d waited %.1fs%s",
         config_.worker_index, config_.num_workers, epoch, steps, loss, examples_per_second,
-        pushes_ ? staleness_sum_ / pushes_ : 0.0, max_staleness_, epoch_end ? " (epoch end)" : "");
+        pushes_ ? staleness_sum_ / pushes_ : 0.0, max_staleness_, max_clock_lag_,
+        absl::ToDoubleSeconds(wait_), epoch_end ? " (epoch end)" : "");
   }
 
   ParamClient& client_;
@@ -169,6 +185,9 @@ class DownpourRun {
   double staleness_sum_ ABSL_GUARDED_BY(stats_mu_) = 0;
   uint64_t max_staleness_ ABSL_GUARDED_BY(stats_mu_) = 0;
   int64_t pushes_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  std::vector<uint64_t> lag_histogram_ ABSL_GUARDED_BY(stats_mu_) = std::vector<uint64_t>(17, 0);
+  uint64_t max_clock_lag_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  absl::Duration wait_ ABSL_GUARDED_BY(stats_mu_);
 };
 
 absl::StatusOr<TrainStats> DownpourRun::Run(
@@ -232,8 +251,12 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
         std::copy_n(shard_.row(row), dim, xb.data() + static_cast<size_t>(r) * dim);
         yb[r] = shard_.labels[row];
       }
+      const absl::Time compute_start = absl::Now();
       const float loss =
           model_.LossAndGradient(b.params, xb.data(), yb.data(), batch, absl::MakeSpan(grad));
+      if (config_.slowdown > 1.0) {
+        absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
+      }
       for (int64_t i = 0; i < n_params; ++i) b.grads[i] += grad[i];
       ++pending_steps;
       ++stats.steps;
@@ -275,6 +298,9 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
   stats.pushes = pushes_;
   stats.mean_staleness = pushes_ ? staleness_sum_ / pushes_ : 0;
   stats.max_staleness = max_staleness_;
+  stats.clock_lag_histogram = lag_histogram_;
+  stats.max_clock_lag = max_clock_lag_;
+  stats.wait_seconds = absl::ToDoubleSeconds(wait_);
   return stats;
 }
 

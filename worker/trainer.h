@@ -37,6 +37,9 @@ struct TrainerConfig {
   // in the background while the next round computes with the parameters of
   // the round before (one round more stale). Requires n_fetch == n_push.
   bool overlap = false;
+  // Straggler injection: computing a step takes `slowdown` times as long
+  // (the worker sleeps for the extra time). 1 = normal speed.
+  double slowdown = 1.0;
   int64_t max_steps = 0;  // > 0: stop after this many steps
   uint64_t seed = 1;      // shuffling
   std::string table_prefix = "model";
@@ -57,6 +60,13 @@ struct TrainStats {
   // between the pull they were read at and this push.
   double mean_staleness = 0;
   uint64_t max_staleness = 0;
+  // Clock lag of a pull: the worker's clock minus the clock of the
+  // parameters it got (rounds of some worker possibly missing). Histogram:
+  // entry i counts pulls with lag i (last entry: that many or more).
+  std::vector<uint64_t> clock_lag_histogram = std::vector<uint64_t>(17, 0);
+  uint64_t max_clock_lag = 0;
+  // Time pulls spent waiting for slower workers, as the servers reported.
+  double wait_seconds = 0;
 };
 
 // One table per model block: width 1, num_keys = block size, uniform
@@ -68,9 +78,10 @@ std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& 
 // Creates the tables on every server (idempotent).
 absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::TableDef>& tables);
 
-// Pulls all of the model's parameters into `params` (num_params floats).
+// Pulls all of the model's parameters into `params` (num_params floats), as
+// a worker at `clock`.
 absl::Status PullParams(ParamClient& client, const Model& model, const std::string& prefix,
-                        absl::Span<float> params, Versions* versions = nullptr);
+                        absl::Span<float> params, uint64_t clock = 0, PullInfo* info = nullptr);
 
 // Runs Downpour SGD over `shard` (this worker's examples). `progress`, when
 // set, receives a line every progress_interval and one at each epoch end.

@@ -6,8 +6,14 @@ absl::Status LocalParamClient::CreateTable(const proto::TableDef& def) {
   return store_.CreateTable(def).status();
 }
 
-absl::Status LocalParamClient::Pull(absl::Span<const PullRange> ops, Versions* versions) {
-  if (versions != nullptr) versions->assign(ops.size(), 0);
+absl::Status LocalParamClient::Pull(absl::Span<const PullRange> ops, uint64_t clock,
+                                    PullInfo* info) {
+  Versions* versions = info != nullptr ? &info->versions : nullptr;
+  if (info != nullptr) {
+    info->versions.assign(ops.size(), 0);
+    info->params_clock = clock;  // one process: always current
+    info->waited = absl::ZeroDuration();
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     const PullRange& op = ops[i];
     auto def = store_.GetTableDef(op.table);

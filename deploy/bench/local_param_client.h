@@ -15,7 +15,7 @@ class LocalParamClient final : public ParamClient {
   LocalParamClient() : store_(0, Placement(1)) {}
 
   absl::Status CreateTable(const proto::TableDef& def) override;
-  absl::Status Pull(absl::Span<const PullRange> ops, Versions* versions) override;
+  absl::Status Pull(absl::Span<const PullRange> ops, uint64_t clock, PullInfo* info) override;
   absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) override;
   int num_servers() const override { return 1; }
 
