@@ -5,29 +5,10 @@
 # message, and that the servers stop cleanly on SIGTERM.
 set -euo pipefail
 
-root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
-server_bin="$root/server/ps_server"
-worker_bin="$root/worker/ps_worker"
-dir="${TEST_TMPDIR}/multiprocess"
-rm -rf "$dir" && mkdir -p "$dir"
+source "$(dirname "$0")/cluster_lib.sh"
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-for i in 0 1 2; do
-  "$server_bin" --num_servers=3 --index=$i --listen=127.0.0.1:0 \
-    --port_file="$dir/p$i" 2>"$dir/server$i.log" &
-  pids+=($!)
-done
-for i in 0 1 2; do
-  for _ in $(seq 1 200); do [ -s "$dir/p$i" ] && break; sleep 0.05; done
-  [ -s "$dir/p$i" ] || fail "server $i wrote no port file"
-done
-spec="127.0.0.1:$(cat "$dir/p0"),127.0.0.1:$(cat "$dir/p1"),127.0.0.1:$(cat "$dir/p2")"
-echo "servers: $spec"
+start_servers 3
+pids=("${server_pids[@]}")
 
 # Two workers train softmax regression on 6000 Fashion-MNIST examples.
 for w in 0 1; do

@@ -1,0 +1,43 @@
+# Shared by the multi-process tests (sourced): starts real ps_server
+# processes on kernel-chosen ports and stops everything on exit.
+#   start_servers N [extra ps_server flags]  -> sets $spec; pids in $server_pids
+#   fail MESSAGE
+root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
+server_bin="$root/server/ps_server"
+worker_bin="$root/worker/ps_worker"
+dir="${TEST_TMPDIR}/$(basename "$0" .sh)"
+rm -rf "$dir" && mkdir -p "$dir"
+
+all_pids=()
+server_pids=()
+cleanup() { for p in "${all_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+start_servers() {
+  local n=$1 i
+  shift
+  server_pids=()
+  for ((i = 0; i < n; i++)); do
+    rm -f "$dir/p$i"
+    "$server_bin" --num_servers="$n" --index="$i" --listen=127.0.0.1:0 \
+      --port_file="$dir/p$i" "$@" 2>"$dir/server$i.log" &
+    server_pids+=($!)
+    all_pids+=($!)
+  done
+  spec=""
+  for ((i = 0; i < n; i++)); do
+    for _ in $(seq 1 200); do [ -s "$dir/p$i" ] && break; sleep 0.05; done
+    [ -s "$dir/p$i" ] || fail "server $i wrote no port file"
+    spec="${spec:+$spec,}127.0.0.1:$(cat "$dir/p$i")"
+  done
+  echo "servers: $spec"
+}
+
+stop_servers() {
+  local p
+  for p in "${server_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${server_pids[@]}"; do wait "$p" || fail "a server exited non-zero after SIGTERM"; done
+  server_pids=()
+}
