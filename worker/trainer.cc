@@ -164,14 +164,15 @@ class DownpourRun {
   }
 
   std::string ProgressLine(int epoch, int64_t steps, double loss, double examples_per_second,
-                           bool epoch_end) {
+                           absl::Duration elapsed, bool epoch_end) {
     absl::MutexLock lock(&stats_mu_);
     return absl::StrFormat(
         "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f staleness mean %.1f max %d "
-        "clock lag max %d waited %.1fs%s",
+        "clock lag max %d waited %.2fs of %.2fs%s",
         config_.worker_index, config_.num_workers, epoch, steps, loss, examples_per_second,
         pushes_ ? staleness_sum_ / pushes_ : 0.0, max_staleness_, max_clock_lag_,
-        absl::ToDoubleSeconds(wait_), epoch_end ? " (epoch end)" : "");
+        absl::ToDoubleSeconds(wait_), absl::ToDoubleSeconds(elapsed),
+        epoch_end ? " (epoch end)" : "");
   }
 
   ParamClient& client_;
@@ -276,7 +277,7 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
       if (progress && (now - window_start >= config_.progress_interval || epoch_end)) {
         const double secs = absl::ToDoubleSeconds(now - window_start);
         progress(ProgressLine(epoch, stats.steps, window_loss / std::max<int64_t>(1, window_steps),
-                              secs > 0 ? window_examples / secs : 0.0, epoch_end));
+                              secs > 0 ? window_examples / secs : 0.0, now - start, epoch_end));
         window_start = now;
         window_examples = 0;
         window_loss = 0;
