@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/raw_message.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -296,6 +297,9 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
       const grpc::Status& status = calls[i].status;
       if (status.ok()) continue;
       if (Retryable(status.error_code()) && attempt < options_.max_attempts) {
+        LogEvent(absl::StrCat("ps_client worker ", options_.worker_id),
+                 absl::StrCat(rpc_name, " to ", ServerName(calls[i].server), " attempt ", attempt,
+                              " failed (", status.error_message(), "); retrying"));
         retry.push_back(i);
         continue;
       }
