@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
 #include "worker/dataset.h"
@@ -173,6 +174,41 @@ TEST(BspTest, WorkersMatchOneProcessComputingTheSameRounds) {
   PullRange pull{"x", 0, kKeys, absl::MakeSpan(final_values)};
   ASSERT_TRUE(reader->Pull({&pull, 1}).ok());
   for (uint64_t k = 0; k < kKeys; ++k) EXPECT_NEAR(final_values[k], p[k], 1e-5) << "key " << k;
+}
+
+}  // namespace
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+TEST(BspTest, PullThatCannotBeSatisfiedFailsNamingTheSlowestWorker) {
+  auto cluster = InProcessCluster::Start(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  PsClientOptions fast = Bounded(**cluster, 0, 0);
+  fast.timeout = absl::Seconds(1);
+  fast.max_attempts = 1;
+  auto worker0 = PsClient::Connect(fast);
+  auto worker5 = PsClient::Connect(Bounded(**cluster, 5, 0));  // registered, never pushes
+  ASSERT_TRUE(worker0.ok() && worker5.ok());
+  proto::TableDef def;
+  def.set_name("t");
+  def.set_num_keys(4);
+  def.set_width(1);
+  def.set_optimizer(proto::OPT_SGD);
+  def.set_learning_rate(1);
+  ASSERT_TRUE((*worker0)->CreateTable(def).ok());
+  std::vector<float> v(4);
+  PullRange pull{"t", 0, 4, absl::MakeSpan(v)};
+  ASSERT_TRUE((*worker0)->Pull({&pull, 1}, 0).ok());
+  PushRange push{"t", 0, 4, v};
+  // Round 0 is applied once worker 5 has read it too.
+  ASSERT_TRUE((*worker5)->Pull({&pull, 1}, 0).ok());
+  ASSERT_TRUE((*worker0)->Push({&push, 1}, 0).ok());
+  absl::Status s = (*worker0)->Pull({&pull, 1}, 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("slowest live worker is 5 at clock 0"));
 }
 
 }  // namespace
