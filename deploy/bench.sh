@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$(dirname "$0")/.."
+source deploy/lib/servers.sh
 deploy/setup.sh --bench
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker \
   //server:optimizer_bench //deploy/bench:ps_bench //deploy/bench:train_bench
@@ -73,32 +74,12 @@ log "memory bandwidth and server apply (Google Benchmark)"
 membw=$(awk '/^APPLY name=BM_MemoryCopy / { split($3, a, "="); print a[2] / 1e9 }' "$raw")
 
 # --- ps_bench against real server processes ---------------------------------
-start_servers() {  # start_servers N -> sets $spec
-  local n=$1 i
-  spec=""
-  for ((i = 0; i < n; i++)); do
-    rm -f "$work/port$i"
-    "$bin/server/ps_server" --num_servers="$n" --index="$i" --listen=127.0.0.1:0 \
-      --port_file="$work/port$i" 2>>"$work/servers.log" &
-    pids+=($!)
-  done
-  for ((i = 0; i < n; i++)); do
-    for _ in $(seq 1 100); do [ -s "$work/port$i" ] && break; sleep 0.1; done
-    spec="${spec:+$spec,}127.0.0.1:$(cat "$work/port$i")"
-  done
-}
-stop_servers() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  pids=()
-}
-
 log "ps_bench: 1 server, 1 client"
-start_servers 1
+start_servers "$bin" "$work" 1
 "$bin/deploy/bench/ps_bench" --servers="$spec" --clients=1 --seconds="$seconds" | tee -a "$raw"
 stop_servers
 log "ps_bench: 2 servers, 2 clients"
-start_servers 2
+start_servers "$bin" "$work" 2
 "$bin/deploy/bench/ps_bench" --servers="$spec" --clients=2 --seconds="$seconds" \
   --ops=pushpull --small_inflight=0 --sparse_widths=1 | tee -a "$raw"
 stop_servers
@@ -108,7 +89,7 @@ epochs=1
 [ "$quick" = 1 ] && train_limit="--max_train_examples=12000" || train_limit=""
 cluster_train() {  # cluster_train S W N -> examples/s summed over workers
   local s=$1 w=$2 n=$3 i
-  start_servers "$s"
+  start_servers "$bin" "$work" "$s"
   local wpids=()
   for ((i = 0; i < w; i++)); do
     "$bin/worker/ps_worker" --servers="$spec" --worker_index="$i" --num_workers="$w" \

@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$(dirname "$0")/.."
+source deploy/lib/servers.sh
 deploy/setup.sh --bench
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
 bin="$(bazel info bazel-bin 2>/dev/null)"
@@ -45,17 +46,7 @@ results="$out/results.txt"
 for setting in $settings; do
   if [ "$setting" = async ]; then mode=(--consistency=async); else mode=(--consistency=bounded --staleness="$setting"); fi
   pids=()
-  spec=""
-  for i in 0 1; do
-    rm -f "$work/port$i"
-    "$bin/server/ps_server" --num_servers=2 --index=$i --listen=127.0.0.1:0 \
-      --port_file="$work/port$i" 2>"$work/server$i.log" &
-    pids+=($!)
-  done
-  for i in 0 1; do
-    for _ in $(seq 1 100); do [ -s "$work/port$i" ] && break; sleep 0.1; done
-    spec="${spec:+$spec,}127.0.0.1:$(cat "$work/port$i")"
-  done
+  start_servers "$bin" "$work" 2
   start=$(date +%s.%N)
   workers=()
   for w in 0 1 2 3; do

@@ -35,6 +35,7 @@ for pair in "servers:$servers" "workers:$workers" "epochs:$epochs"; do
 done
 
 cd "$(dirname "$0")/.."
+source deploy/lib/servers.sh
 deploy/setup.sh
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
 bin="$(bazel info bazel-bin 2>/dev/null)"
@@ -57,27 +58,8 @@ trap cleanup EXIT
 trap 'echo "local_cluster.sh: interrupted, stopping every process"; exit 130' INT TERM
 
 start=$(date +%s.%N)
-echo "local_cluster.sh: starting $servers server(s) and $workers worker(s), model $model, $epochs epoch(s), async (logs in $run_dir)"
-for ((i = 0; i < servers; i++)); do
-  "$bin/server/ps_server" --num_servers="$servers" --index="$i" --listen=127.0.0.1:0 \
-    --port_file="$run_dir/server$i.port" 2>"$run_dir/server$i.log" &
-  pids+=($!)
-done
-
-spec=""
-for ((i = 0; i < servers; i++)); do
-  for _ in $(seq 1 300); do
-    [ -s "$run_dir/server$i.port" ] && break
-    if ! kill -0 "${pids[$i]}" 2>/dev/null; then
-      echo "local_cluster.sh: server $i exited during start-up:" >&2
-      cat "$run_dir/server$i.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  [ -s "$run_dir/server$i.port" ] || { echo "local_cluster.sh: server $i wrote no port in 30s" >&2; exit 1; }
-  spec="${spec:+$spec,}127.0.0.1:$(cat "$run_dir/server$i.port")"
-done
+echo "local_cluster.sh: starting $servers server(s) and $workers worker(s), model $model, $epochs epoch(s)${extra[*]:+, worker flags: ${extra[*]}} (logs in $run_dir)"
+start_servers "$bin" "$run_dir" "$servers"
 echo "local_cluster.sh: servers up at $spec"
 
 worker_pids=()

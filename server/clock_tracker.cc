@@ -113,7 +113,15 @@ void ClockTracker::Run(Fired& fired) {
 
 void ClockTracker::WhenPullReady(const std::string& table, uint32_t worker, uint64_t t,
                                  uint64_t staleness, absl::Time deadline, Callback ready) {
-  Waiter w{true, table, worker, t, t > staleness ? t - staleness : 0, deadline, std::move(ready)};
+  Wait({true, table, worker, t, t > staleness ? t - staleness : 0, deadline, std::move(ready)});
+}
+
+void ClockTracker::WhenPushReady(const std::string& table, uint32_t worker, uint64_t t,
+                                 absl::Time deadline, Callback ready) {
+  Wait({false, table, worker, t, t + 1, deadline, std::move(ready)});
+}
+
+void ClockTracker::Wait(Waiter w) {
   uint64_t params_clock = 0;
   absl::Status status;
   {
@@ -123,24 +131,9 @@ void ClockTracker::WhenPullReady(const std::string& table, uint32_t worker, uint
       waiters_.push_back(std::move(w));
       return;
     }
-    params_clock = MinLiveLocked(table, false, nullptr);
+    if (w.is_pull) params_clock = MinLiveLocked(w.table, false, nullptr);
   }
   w.ready(status, params_clock);
-}
-
-void ClockTracker::WhenPushReady(const std::string& table, uint32_t worker, uint64_t t,
-                                 absl::Time deadline, Callback ready) {
-  Waiter w{false, table, worker, t, t + 1, deadline, std::move(ready)};
-  absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    status = closed_;
-    if (status.ok() && !ReadyLocked(w)) {
-      waiters_.push_back(std::move(w));
-      return;
-    }
-  }
-  w.ready(status, 0);
 }
 
 void ClockTracker::PullServed(const std::string& table, uint32_t worker, uint64_t t) {

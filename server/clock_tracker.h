@@ -98,6 +98,9 @@ class ClockTracker {
   };
   using Fired = std::vector<std::pair<Callback, std::pair<absl::Status, uint64_t>>>;
 
+  // Runs w.ready now if it is ready (or the tracker is closed), else parks it.
+  void Wait(Waiter w);
+
   uint64_t CompletedLocked(const Table& t, uint32_t w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t PulledPlus1Locked(const Table& t, uint32_t w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Min over live workers of completed (or pulled_plus1); the worker that

@@ -16,30 +16,11 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "worker/ps_client_calls.h"
 
 namespace ps {
 
-// One RPC to one server, with what the caller needs to use its answer.
-template <typename Request, typename Response>
-struct PsClient::Call {
-  int server = 0;
-  size_t op = 0;  // index of the op it belongs to (for Versions)
-  Request request;
-  Response response;
-  grpc::Status status;
-  // Pulls: where the reply's values go, in order (pointer, number of floats).
-  std::vector<std::pair<float*, uint64_t>> targets;
-};
-
 namespace {
-
-bool Retryable(grpc::StatusCode code) {
-  return code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED;
-}
-
-std::chrono::system_clock::time_point Deadline(absl::Duration d) {
-  return absl::ToChronoTime(absl::Now() + d);
-}
 
 // One request's worth of a dense op: ranges on one server, at most
 // max_values values in all (a range longer than that is cut).
@@ -141,7 +122,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
   for (InfoCall& call : calls) {
     contexts.push_back(std::make_unique<grpc::ClientContext>());
     contexts.back()->set_wait_for_ready(true);
-    contexts.back()->set_deadline(Deadline(options.connect_timeout));
+    contexts.back()->set_deadline(ps_client_internal::Deadline(options.connect_timeout));
     client->stubs_[call.server]->async()->Info(contexts.back().get(), &call.request, &call.response,
                                                [&, c = &call](grpc::Status s) {
                                                  c->status = std::move(s);
@@ -183,141 +164,6 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
     client->heartbeat_thread_ = std::thread([c = client.get()] { c->HeartbeatLoop(); });
   }
   return client;
-}
-
-absl::StatusOr<int> PsClient::HeartbeatAll(bool leaving) {
-  using HeartbeatCall = Call<proto::HeartbeatRequest, proto::HeartbeatResponse>;
-  std::vector<HeartbeatCall> calls(stubs_.size());
-  for (size_t s = 0; s < calls.size(); ++s) {
-    calls[s].server = static_cast<int>(s);
-    calls[s].request.set_worker_id(options_.worker_id);
-    calls[s].request.set_clock(clock_.load());
-    calls[s].request.set_lease_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.lease)));
-    calls[s].request.set_leaving(leaving);
-  }
-  absl::Status status =
-      RunCalls(calls, "Heartbeat",
-               [this](int server, grpc::ClientContext* ctx, const auto* req, auto* resp,
-                      std::function<void(grpc::Status)> done) {
-                 stubs_[server]->async()->Heartbeat(ctx, req, resp, std::move(done));
-               });
-  if (!status.ok()) return status;
-  int live = std::numeric_limits<int>::max();
-  for (const HeartbeatCall& call : calls) {
-    live = std::min(live, static_cast<int>(call.response.live_workers()));
-  }
-  absl::MutexLock lock(&heartbeat_mu_);
-  live_workers_ = live;
-  return live;
-}
-
-void PsClient::HeartbeatLoop() {
-  const absl::Duration period = options_.lease / 4;
-  while (true) {
-    {
-      absl::MutexLock lock(&heartbeat_mu_);
-      if (heartbeat_mu_.AwaitWithTimeout(absl::Condition(&stop_heartbeats_), period)) return;
-    }
-    // A missed heartbeat is retried at the next period; the lease allows 3.
-    (void)HeartbeatAll(/*leaving=*/false);
-  }
-}
-
-void PsClient::Leave() {
-  {
-    absl::MutexLock lock(&heartbeat_mu_);
-    if (left_ || options_.lease <= absl::ZeroDuration()) return;
-    left_ = true;
-    stop_heartbeats_ = true;
-  }
-  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
-  (void)HeartbeatAll(/*leaving=*/true);
-}
-
-absl::Status PsClient::WaitForWorkers(int n, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  int live = 0;
-  while (true) {
-    absl::StatusOr<int> count = HeartbeatAll(/*leaving=*/false);
-    if (!count.ok()) return count.status();
-    live = *count;
-    if (live >= n) return absl::OkStatus();
-    if (absl::Now() >= deadline) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat("only ", live, " of ", n, " workers registered with every server within ",
-                   absl::FormatDuration(timeout), "; are the other workers running?"));
-}
-
-absl::StatusOr<std::vector<ServerStats>> PsClient::Stats() {
-  using StatsCall = Call<proto::StatsRequest, proto::StatsResponse>;
-  std::vector<StatsCall> calls(stubs_.size());
-  for (size_t s = 0; s < calls.size(); ++s) calls[s].server = static_cast<int>(s);
-  absl::Status status = RunCalls(calls, "Stats",
-                                 [this](int server, grpc::ClientContext* ctx, const auto* req,
-                                        auto* resp, std::function<void(grpc::Status)> done) {
-                                   stubs_[server]->async()->Stats(ctx, req, resp, std::move(done));
-                                 });
-  if (!status.ok()) return status;
-  std::vector<ServerStats> out;
-  for (StatsCall& call : calls) out.push_back({call.server, std::move(call.response)});
-  return out;
-}
-
-template <typename Request, typename Response, typename Method>
-absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, const char* rpc_name,
-                                Method method) {
-  std::vector<size_t> pending(calls.size());
-  std::iota(pending.begin(), pending.end(), 0);
-  for (int attempt = 1; !pending.empty(); ++attempt) {
-    absl::Mutex mu;
-    size_t remaining = pending.size();
-    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-    contexts.reserve(pending.size());
-    for (size_t i : pending) {
-      Call<Request, Response>& call = calls[i];
-      contexts.push_back(std::make_unique<grpc::ClientContext>());
-      contexts.back()->set_deadline(Deadline(options_.timeout));
-      call.response.Clear();
-      method(call.server, contexts.back().get(), &call.request, &call.response,
-             [&mu, &remaining, &call](grpc::Status s) {
-               call.status = std::move(s);
-               absl::MutexLock lock(&mu);
-               --remaining;
-             });
-    }
-    {
-      absl::MutexLock lock(&mu);
-      mu.Await(absl::Condition(
-          +[](size_t* r) { return *r == 0; }, &remaining));
-    }
-    std::vector<size_t> retry;
-    for (size_t i : pending) {
-      const grpc::Status& status = calls[i].status;
-      if (status.ok()) continue;
-      if (Retryable(status.error_code()) && attempt < options_.max_attempts) {
-        LogEvent(absl::StrCat("ps_client worker ", options_.worker_id),
-                 absl::StrCat(rpc_name, " to ", ServerName(calls[i].server), " attempt ", attempt,
-                              " failed (", status.error_message(), "); retrying"));
-        retry.push_back(i);
-        continue;
-      }
-      const std::string name = ServerName(calls[i].server);
-      if (Retryable(status.error_code())) {
-        return absl::Status(
-            FromGrpcStatus(status).code(),
-            absl::StrCat(name, ": ", rpc_name, " failed after ", attempt, " attempt(s) of ",
-                         absl::FormatDuration(options_.timeout), " each (", status.error_message(),
-                         "); is it running? see --servers"));
-      }
-      return absl::Status(FromGrpcStatus(status).code(),
-                          absl::StrCat(name, ": ", rpc_name, ": ", status.error_message()));
-    }
-    if (!retry.empty()) absl::SleepFor(options_.retry_backoff * attempt);
-    pending = std::move(retry);
-  }
-  return absl::OkStatus();
 }
 
 absl::Status PsClient::RunRaw(std::vector<RawCall>& calls, const char* rpc_name,
