@@ -247,8 +247,12 @@ absl::Status PsService::ServePull(PullCall& call, uint64_t params_clock) {
   const absl::Duration waited = absl::Now() - call.arrived;
   clocks_->PullServed(h.table(), h.worker_id(), h.clock());
   // Without live workers nothing is tracked: the parameters are current.
-  const uint64_t clock = params_clock == kNoLiveWorkers ? h.clock() : params_clock;
-  stats_->Record(h.table(), h.clock() > clock ? h.clock() - clock : 0, waited);
+  // Staleness as the server sees it: its clock for the table (the furthest
+  // any worker has completed) minus the clock of the parameters returned.
+  const uint64_t server_clock = clocks_->ServerClock(h.table());
+  const uint64_t clock =
+      params_clock == kNoLiveWorkers ? std::max(h.clock(), server_clock) : params_clock;
+  stats_->Record(h.table(), server_clock > clock ? server_clock - clock : 0, waited);
   proto::PullResponse reply;
   reply.set_version(*version);
   reply.set_params_clock(clock);

@@ -1,5 +1,6 @@
 // Per-table statistics of pulls: how stale the returned parameters were
-// (puller's clock minus the parameters' clock, in rounds) and how long pulls
+// (the server's clock for the table, i.e. the furthest round any worker has
+// completed, minus the clock of the parameters returned) and how long pulls
 // waited for slower workers. Thread-safe.
 #ifndef PS_SERVER_PULL_STATS_H_
 #define PS_SERVER_PULL_STATS_H_
