@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
@@ -116,25 +117,19 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
   std::vector<InfoCall> calls(options.servers.size());
   for (size_t s = 0; s < calls.size(); ++s) calls[s].server = static_cast<int>(s);
   // Servers may still be starting: wait for them, up to connect_timeout.
-  absl::Mutex mu;
-  size_t remaining = calls.size();
+  absl::BlockingCounter countdown(static_cast<int>(calls.size()));
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   for (InfoCall& call : calls) {
     contexts.push_back(std::make_unique<grpc::ClientContext>());
     contexts.back()->set_wait_for_ready(true);
     contexts.back()->set_deadline(ps_client_internal::Deadline(options.connect_timeout));
     client->stubs_[call.server]->async()->Info(contexts.back().get(), &call.request, &call.response,
-                                               [&, c = &call](grpc::Status s) {
+                                               [&countdown, c = &call](grpc::Status s) {
                                                  c->status = std::move(s);
-                                                 absl::MutexLock lock(&mu);
-                                                 --remaining;
+                                                 countdown.DecrementCount();
                                                });
   }
-  {
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(
-        +[](size_t* r) { return *r == 0; }, &remaining));
-  }
+  countdown.Wait();
   for (const InfoCall& call : calls) {
     const std::string name = client->ServerName(call.server);
     if (!call.status.ok()) {
@@ -196,31 +191,6 @@ const std::string kPushMethod = "/ps.proto.ParameterServer/Push";
 const std::string kPullMethod = "/ps.proto.ParameterServer/Pull";
 constexpr int kPushValuesField = 4;
 constexpr int kPullReplyValuesField = 1;
-
-// Counts the pushed payload pieces that gRPC still refers to; Push returns
-// only once it has let go of all of them, as they point at the caller's
-// gradients.
-class PayloadRefs {
- public:
-  void Add(int n) {
-    absl::MutexLock lock(&mu_);
-    outstanding_ += n;
-  }
-  static void Release(void* self) {
-    auto* refs = static_cast<PayloadRefs*>(self);
-    absl::MutexLock lock(&refs->mu_);
-    --refs->outstanding_;
-  }
-  void WaitForAll() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &outstanding_));
-  }
-
- private:
-  absl::Mutex mu_;
-  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;
-};
 
 grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message) {
   grpc::Slice slice(message.SerializeAsString());
@@ -308,54 +278,68 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, uint64_t clock, Pul
 }
 
 absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
-  PayloadRefs refs;
+  // Plan every request first: the number of payload pieces gRPC will hold
+  // references to must be known before the first is handed over.
+  struct Planned {
+    int server;
+    size_t op;
+    proto::PushRequest header;
+    std::vector<absl::string_view> pieces;  // into the caller's gradients
+  };
+  std::vector<Planned> planned;
+  size_t num_pieces = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const PushRange& op = ops[i];
+    absl::StatusOr<uint64_t> width =
+        RangeWidth("push to", op.table, op.begin, op.end, op.grads.size());
+    if (!width.ok()) return width.status();
+    if (*width == 0) continue;
+    const std::vector<RangeChunk> chunks =
+        PlanRanges(placement_, op.table, op.begin, op.end, *width, options_.max_values_per_request);
+    // The server advances this worker's clock for the table once all of its
+    // parts of the round are in.
+    std::vector<int> parts_per_server(stubs_.size(), 0);
+    for (const RangeChunk& chunk : chunks) ++parts_per_server[chunk.server];
+    for (const RangeChunk& chunk : chunks) {
+      Planned& p = planned.emplace_back();
+      p.server = chunk.server;
+      p.op = i;
+      p.header.set_table(op.table);
+      p.header.set_worker_id(options_.worker_id);
+      p.header.set_clock(clock);
+      p.header.set_request_id(next_request_id_.fetch_add(1));
+      p.header.set_consistency(options_.consistency);
+      p.header.set_staleness(options_.staleness);
+      p.header.set_round_parts(static_cast<uint32_t>(parts_per_server[chunk.server]));
+      for (const auto& [b, e] : chunk.ranges) {
+        AddRange(&p.header, b, e);
+        p.pieces.emplace_back(
+            reinterpret_cast<const char*>(op.grads.data() + (b - op.begin) * *width),
+            (e - b) * *width * sizeof(float));
+      }
+      num_pieces += p.pieces.size();
+    }
+  }
+  // gRPC decrements this once per piece when it lets go of it; the
+  // gradients are sent from the caller's memory, so Push returns only after.
+  absl::BlockingCounter released(static_cast<int>(num_pieces));
   absl::Status status;
   {
     std::vector<RawCall> calls;
-    for (size_t i = 0; i < ops.size() && status.ok(); ++i) {
-      const PushRange& op = ops[i];
-      absl::StatusOr<uint64_t> width =
-          RangeWidth("push to", op.table, op.begin, op.end, op.grads.size());
-      if (!width.ok()) {
-        status = width.status();
-        break;
-      }
-      if (*width == 0) continue;
-      const std::vector<RangeChunk> chunks = PlanRanges(placement_, op.table, op.begin, op.end,
-                                                        *width, options_.max_values_per_request);
-      // The server advances this worker's clock for the table once all of
-      // its parts of the round are in.
-      std::vector<int> parts_per_server(stubs_.size(), 0);
-      for (const RangeChunk& chunk : chunks) ++parts_per_server[chunk.server];
-      for (const RangeChunk& chunk : chunks) {
-        RawCall& call = calls.emplace_back();
-        call.server = chunk.server;
-        call.op = i;
-        proto::PushRequest header;
-        header.set_table(op.table);
-        header.set_worker_id(options_.worker_id);
-        header.set_clock(clock);
-        header.set_request_id(next_request_id_.fetch_add(1));
-        header.set_consistency(options_.consistency);
-        header.set_staleness(options_.staleness);
-        header.set_round_parts(static_cast<uint32_t>(parts_per_server[chunk.server]));
-        std::vector<absl::string_view> pieces;
-        for (const auto& [b, e] : chunk.ranges) {
-          AddRange(&header, b, e);
-          pieces.emplace_back(
-              reinterpret_cast<const char*>(op.grads.data() + (b - op.begin) * *width),
-              (e - b) * *width * sizeof(float));
-        }
-        // The gradients are sent from the caller's memory.
-        refs.Add(static_cast<int>(pieces.size()));
-        call.request = BuildMessage(header, kPushValuesField, pieces, &PayloadRefs::Release, &refs);
-      }
+    for (Planned& p : planned) {
+      RawCall& call = calls.emplace_back();
+      call.server = p.server;
+      call.op = p.op;
+      call.request = BuildMessage(
+          p.header, kPushValuesField, p.pieces,
+          [](void* counter) { static_cast<absl::BlockingCounter*>(counter)->DecrementCount(); },
+          &released);
     }
-    if (status.ok()) status = RunRaw(calls, "Push", kPushMethod);
+    status = RunRaw(calls, "Push", kPushMethod);
     if (status.ok()) status = RecordPushVersions(calls, ops.size(), versions);
   }
   // `calls` is gone; wait until gRPC has dropped its references too.
-  refs.WaitForAll();
+  released.Wait();
   if (status.ok()) {
     uint64_t seen = clock_.load();
     while (seen < clock + 1 && !clock_.compare_exchange_weak(seen, clock + 1)) {

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -52,8 +52,9 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
   std::vector<size_t> pending(calls.size());
   std::iota(pending.begin(), pending.end(), 0);
   for (int attempt = 1; !pending.empty(); ++attempt) {
-    absl::Mutex mu;
-    size_t remaining = pending.size();
+    // Legal to destroy once Wait() returns, even if a callback is still
+    // leaving DecrementCount.
+    absl::BlockingCounter countdown(static_cast<int>(pending.size()));
     std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
     contexts.reserve(pending.size());
     for (size_t i : pending) {
@@ -62,17 +63,12 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
       contexts.back()->set_deadline(ps_client_internal::Deadline(options_.timeout));
       call.response.Clear();
       method(call.server, contexts.back().get(), &call.request, &call.response,
-             [&mu, &remaining, &call](grpc::Status s) {
+             [&countdown, &call](grpc::Status s) {
                call.status = std::move(s);
-               absl::MutexLock lock(&mu);
-               --remaining;
+               countdown.DecrementCount();
              });
     }
-    {
-      absl::MutexLock lock(&mu);
-      mu.Await(absl::Condition(
-          +[](size_t* r) { return *r == 0; }, &remaining));
-    }
+    countdown.Wait();
     std::vector<size_t> retry;
     for (size_t i : pending) {
       const grpc::Status& status = calls[i].status;
