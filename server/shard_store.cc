@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/table_def.h"
@@ -78,6 +79,20 @@ void ForEachRun(const KeySpec& keys, uint64_t slice_size, Fn fn) {
       k = run_end;
     }
   }
+}
+
+// Index of the first NaN or Inf in v, or v.size(). Checks blocks with a
+// vectorized reduction and looks for the culprit only in a bad block.
+size_t FirstNonFinite(absl::Span<const float> v) {
+  constexpr size_t kBlock = 4096;
+  for (size_t b = 0; b < v.size(); b += kBlock) {
+    const size_t m = std::min(kBlock, v.size() - b);
+    if (Eigen::Map<const Eigen::ArrayXf>(v.data() + b, m).allFinite()) continue;
+    for (size_t i = b; i < b + m; ++i) {
+      if (!std::isfinite(v[i])) return i;
+    }
+  }
+  return v.size();
 }
 
 // The key whose values start at value index `i` / width.
@@ -215,13 +230,11 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_
         "table '", def.name(), "': push has ", grads.size(), " values for ", keys.size(),
         " keys of width ", width, " (expected ", keys.size() * width, ")"));
   }
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (!std::isfinite(grads[i])) {
-      const uint64_t key = KeyAtValue(keys, i, width);
-      return absl::InvalidArgumentError(absl::StrCat("table '", def.name(), "': gradient for key ",
-                                                     key, " column ", i % width, " is not finite (",
-                                                     grads[i], "); nothing was applied"));
-    }
+  if (const size_t i = FirstNonFinite(grads); i < grads.size()) {
+    const uint64_t key = KeyAtValue(keys, i, width);
+    return absl::InvalidArgumentError(absl::StrCat("table '", def.name(), "': gradient for key ",
+                                                   key, " column ", i % width, " is not finite (",
+                                                   grads[i], "); nothing was applied"));
   }
   absl::StatusOr<bool> fresh = dedup_.Admit(worker_id, request_id);
   if (!fresh.ok()) return fresh.status();
