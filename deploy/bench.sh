@@ -36,13 +36,7 @@ mkdir -p "$out"
 raw="$out/raw.txt"
 : > "$raw"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ps_bench.XXXXXX")"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+stop_on_exit "$work"
 log() { echo "bench.sh: $*" >&2; }
 
 # --- machine limits -------------------------------------------------------

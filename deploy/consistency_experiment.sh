@@ -32,13 +32,7 @@ bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //work
 bin="$(bazel info bazel-bin 2>/dev/null)"
 mkdir -p "$out"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ps_consistency.XXXXXX")"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+stop_on_exit "$work"
 log() { echo "consistency_experiment.sh: $*" >&2; }
 
 results="$out/results.txt"

@@ -41,3 +41,17 @@ stop_servers() {
   for p in "${server_pids[@]}"; do wait "$p" 2>/dev/null || true; done
   server_pids=()
 }
+
+# stop_on_exit DIR: when the script exits, stops every process in `pids`
+# (SIGTERM, then waits) and removes DIR.
+stop_on_exit() {
+  _ps_exit_dir=$1
+  pids=()
+  trap _ps_stop_all EXIT
+}
+_ps_stop_all() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$_ps_exit_dir"
+}
