@@ -31,6 +31,9 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   // Requests may carry the limit plus framing; responses are checked by the service.
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes + (1 << 16)));
   builder.SetMaxSendMessageSize(-1);
+  // gRPC sets SO_REUSEPORT by default: a second server on the same port
+  // would silently share its traffic. A taken port must be an error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(
@@ -69,7 +72,8 @@ void PsServer::Shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
   }
-  ticker_.join();
+  if (ticker_.joinable()) ticker_.join();
+  if (server_ == nullptr) return;  // Start failed before the server ran
   // Parked pulls and pushes end now, and new ones fail at once, so that the
   // server can drain.
   clocks_->Close(absl::UnavailableError(

@@ -181,5 +181,23 @@ TEST_F(PsServiceTest, InfoDescribesTheShard) {
   EXPECT_EQ(info.address(), server_->address());
 }
 
+TEST(PsServerTest, PortInUseIsAClearError) {
+  auto first = PsServer::Start(ServerOptions{});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ServerOptions options;
+  options.listen_address = (*first)->address();
+  auto second = PsServer::Start(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("could not listen on " + (*first)->address()));
+}
+
+TEST(PsServerTest, IndexOutsideTheClusterIsRejected) {
+  ServerOptions options;
+  options.num_servers = 2;
+  options.server_index = 2;
+  EXPECT_EQ(PsServer::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ps
