@@ -163,7 +163,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
 
 absl::Status PsClient::RunRaw(std::vector<RawCall>& calls, const char* rpc_name,
                               const std::string& path) {
-  return RunCalls(calls, rpc_name,
+  return RunCalls(calls, rpc_name, DataPolicy(),
                   [this, &path](int server, grpc::ClientContext* ctx, const grpc::ByteBuffer* req,
                                 grpc::ByteBuffer* resp, std::function<void(grpc::Status)> done) {
                     generic_stubs_[server]->UnaryCall(ctx, path, grpc::StubOptions(), req, resp,
@@ -178,7 +178,7 @@ absl::Status PsClient::CreateTable(const proto::TableDef& def) {
     calls[s].server = static_cast<int>(s);
     *calls[s].request.mutable_table() = def;
   }
-  return RunCalls(calls, "CreateTable",
+  return RunCalls(calls, "CreateTable", DataPolicy(),
                   [this](int server, grpc::ClientContext* ctx, const auto* req, auto* resp,
                          std::function<void(grpc::Status)> done) {
                     stubs_[server]->async()->CreateTable(ctx, req, resp, std::move(done));

@@ -12,6 +12,7 @@
 #ifndef PS_WORKER_PS_CLIENT_H_
 #define PS_WORKER_PS_CLIENT_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -99,12 +100,22 @@ class PsClient final : public ParamClient {
 
   explicit PsClient(const PsClientOptions& options);
 
+  // Deadline of each attempt and how many attempts a call gets.
+  struct CallPolicy {
+    absl::Duration timeout;
+    int max_attempts;
+  };
+  CallPolicy DataPolicy() const { return {options_.timeout, options_.max_attempts}; }
+  // Heartbeats must not hold up the renewal of the other servers' leases:
+  // one short attempt each.
+  CallPolicy HeartbeatPolicy() const { return {std::min(options_.timeout, options_.lease / 2), 1}; }
+
   // Sends every call (in parallel), retrying retryable failures; returns the
   // first error, naming the server. `method(server, context, request,
   // response, done)` issues one asynchronous call.
   template <typename Request, typename Response, typename Method>
   absl::Status RunCalls(std::vector<Call<Request, Response>>& calls, const char* rpc_name,
-                        Method method);
+                        const CallPolicy& policy, Method method);
   // RunCalls for the raw Push or Pull method.
   absl::Status RunRaw(std::vector<RawCall>& calls, const char* rpc_name, const std::string& path);
   // Decodes the pull replies and copies their values to each call's targets;

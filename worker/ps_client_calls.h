@@ -48,7 +48,7 @@ inline std::chrono::system_clock::time_point Deadline(absl::Duration d) {
 
 template <typename Request, typename Response, typename Method>
 absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, const char* rpc_name,
-                                Method method) {
+                                const CallPolicy& policy, Method method) {
   std::vector<size_t> pending(calls.size());
   std::iota(pending.begin(), pending.end(), 0);
   for (int attempt = 1; !pending.empty(); ++attempt) {
@@ -60,7 +60,7 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
     for (size_t i : pending) {
       Call<Request, Response>& call = calls[i];
       contexts.push_back(std::make_unique<grpc::ClientContext>());
-      contexts.back()->set_deadline(ps_client_internal::Deadline(options_.timeout));
+      contexts.back()->set_deadline(ps_client_internal::Deadline(policy.timeout));
       call.response.Clear();
       method(call.server, contexts.back().get(), &call.request, &call.response,
              [&countdown, &call](grpc::Status s) {
@@ -73,7 +73,7 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
     for (size_t i : pending) {
       const grpc::Status& status = calls[i].status;
       if (status.ok()) continue;
-      if (ps_client_internal::Retryable(status.error_code()) && attempt < options_.max_attempts) {
+      if (ps_client_internal::Retryable(status.error_code()) && attempt < policy.max_attempts) {
         LogEvent(absl::StrCat("ps_client worker ", options_.worker_id),
                  absl::StrCat(rpc_name, " to ", ServerName(calls[i].server), " attempt ", attempt,
                               " failed (", status.error_message(), "); retrying"));
@@ -85,7 +85,7 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
         return absl::Status(
             FromGrpcStatus(status).code(),
             absl::StrCat(name, ": ", rpc_name, " failed after ", attempt, " attempt(s) of ",
-                         absl::FormatDuration(options_.timeout), " each (", status.error_message(),
+                         absl::FormatDuration(policy.timeout), " each (", status.error_message(),
                          "); is it running? see --servers"));
       }
       return absl::Status(FromGrpcStatus(status).code(),

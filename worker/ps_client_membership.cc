@@ -22,7 +22,7 @@ absl::StatusOr<int> PsClient::HeartbeatAll(bool leaving) {
     calls[s].request.set_leaving(leaving);
   }
   absl::Status status =
-      RunCalls(calls, "Heartbeat",
+      RunCalls(calls, "Heartbeat", HeartbeatPolicy(),
                [this](int server, grpc::ClientContext* ctx, const auto* req, auto* resp,
                       std::function<void(grpc::Status)> done) {
                  stubs_[server]->async()->Heartbeat(ctx, req, resp, std::move(done));
@@ -61,13 +61,16 @@ void PsClient::Leave() {
 }
 
 absl::Status PsClient::WaitForWorkers(int n, absl::Duration timeout) {
+  if (options_.lease <= absl::ZeroDuration()) {
+    return absl::FailedPreconditionError("WaitForWorkers needs heartbeats (PsClientOptions.lease)");
+  }
   const absl::Time deadline = absl::Now() + timeout;
   int live = 0;
   while (true) {
+    // A failed round of heartbeats is retried until the deadline.
     absl::StatusOr<int> count = HeartbeatAll(/*leaving=*/false);
-    if (!count.ok()) return count.status();
-    live = *count;
-    if (live >= n) return absl::OkStatus();
+    if (count.ok()) live = *count;
+    if (count.ok() && live >= n) return absl::OkStatus();
     if (absl::Now() >= deadline) break;
     absl::SleepFor(absl::Milliseconds(50));
   }
@@ -80,7 +83,7 @@ absl::StatusOr<std::vector<ServerStats>> PsClient::Stats() {
   using StatsCall = Call<proto::StatsRequest, proto::StatsResponse>;
   std::vector<StatsCall> calls(stubs_.size());
   for (size_t s = 0; s < calls.size(); ++s) calls[s].server = static_cast<int>(s);
-  absl::Status status = RunCalls(calls, "Stats",
+  absl::Status status = RunCalls(calls, "Stats", DataPolicy(),
                                  [this](int server, grpc::ClientContext* ctx, const auto* req,
                                         auto* resp, std::function<void(grpc::Status)> done) {
                                    stubs_[server]->async()->Stats(ctx, req, resp, std::move(done));
