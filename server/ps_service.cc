@@ -181,18 +181,68 @@ grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
 }
 
 absl::Status PsService::ApplyPush(PushCall& call) {
-  const proto::PushRequest& h = call.header;
+  absl::StatusOr<proto::PushResponse> reply =
+      Apply(call.header, call.clock_only, call.keys, call.values);
+  if (!reply.ok()) return reply.status();
+  *call.resp = SerializeToBuffer(*reply);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<proto::PushResponse> PsService::Apply(const proto::PushRequest& h, bool clock_only,
+                                                     const KeySpec& keys,
+                                                     absl::Span<const float> values) {
   proto::PushResponse reply;
-  if (!call.clock_only) {
-    auto result = store_->Push(h.table(), call.keys, call.values, h.worker_id(), h.request_id());
+  if (!clock_only) {
+    auto result = store_->Push(h.table(), keys, values, h.worker_id(), h.request_id());
     if (!result.ok()) return result.status();
     reply.set_duplicate(result->duplicate);
     reply.set_version(result->version);
   }
-  if (!reply.duplicate())
+  if (!reply.duplicate()) {
     clocks_->PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
-  *call.resp = SerializeToBuffer(reply);
-  return absl::OkStatus();
+  }
+  return reply;
+}
+
+grpc::ServerUnaryReactor* PsService::PushBatch(grpc::CallbackServerContext* ctx,
+                                               const proto::PushBatchRequest* req,
+                                               proto::PushBatchResponse* resp) {
+  for (const proto::PushRequest& push : req->pushes()) {
+    absl::StatusOr<proto::PushResponse> reply = ApplyBatched(push);
+    proto::PushResponse* out = resp->add_results();
+    if (reply.ok()) {
+      *out = *std::move(reply);
+    } else {
+      out->set_code(static_cast<int32_t>(reply.status().code()));
+      out->set_message(std::string(reply.status().message()));
+    }
+  }
+  return Finish(ctx, absl::OkStatus());
+}
+
+absl::StatusOr<proto::PushResponse> PsService::ApplyBatched(const proto::PushRequest& push) {
+  if (IsBsp(push.consistency(), push.staleness())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("push to table '", push.table(),
+                     "': BSP pushes wait for other workers and cannot be batched"));
+  }
+  const bool clock_only =
+      push.ranges_size() == 0 && push.key_list().empty() && push.values().empty();
+  if (clock_only) {
+    if (absl::Status s = store_->GetTableDef(push.table()).status(); !s.ok()) return s;
+    return Apply(push, true, KeySpec(), {});
+  }
+  SegmentedBytes key_list;
+  key_list.Append(push.key_list());
+  std::string flat_keys;
+  std::vector<uint64_t> key_storage;
+  absl::StatusOr<KeySpec> keys = KeysOf(push, key_list, &flat_keys, &key_storage);
+  if (!keys.ok()) return keys.status();
+  std::vector<float> value_storage;
+  auto values = DecodeArray<float>(push.values(), &value_storage,
+                                   absl::StrCat("push values for table '", push.table(), "'"));
+  if (!values.ok()) return values.status();
+  return Apply(push, false, *keys, *values);
 }
 
 grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,

@@ -30,10 +30,11 @@ namespace ps {
 using PsServiceBase = proto::ParameterServer::WithCallbackMethod_CreateTable<
     proto::ParameterServer::WithRawCallbackMethod_Push<
         proto::ParameterServer::WithRawCallbackMethod_Pull<
-            proto::ParameterServer::WithCallbackMethod_Info<
-                proto::ParameterServer::WithCallbackMethod_Heartbeat<
-                    proto::ParameterServer::WithCallbackMethod_Stats<
-                        proto::ParameterServer::Service>>>>>>;
+            proto::ParameterServer::WithCallbackMethod_PushBatch<
+                proto::ParameterServer::WithCallbackMethod_Info<
+                    proto::ParameterServer::WithCallbackMethod_Heartbeat<
+                        proto::ParameterServer::WithCallbackMethod_Stats<
+                            proto::ParameterServer::Service>>>>>>>;
 
 class PsService final : public PsServiceBase {
  public:
@@ -51,6 +52,9 @@ class PsService final : public PsServiceBase {
                                  grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                  grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* PushBatch(grpc::CallbackServerContext* ctx,
+                                      const proto::PushBatchRequest* req,
+                                      proto::PushBatchResponse* resp) override;
   grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx, const proto::InfoRequest* req,
                                  proto::InfoResponse* resp) override;
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
@@ -66,6 +70,11 @@ class PsService final : public PsServiceBase {
   absl::Status DoCreateTable(const proto::CreateTableRequest& req,
                              proto::CreateTableResponse* resp);
   absl::Status ApplyPush(PushCall& call);
+  // Applies one push (validated by the store) and advances the worker's clock.
+  absl::StatusOr<proto::PushResponse> Apply(const proto::PushRequest& header, bool clock_only,
+                                            const KeySpec& keys, absl::Span<const float> values);
+  // One push of a PushBatch, decoded from its protobuf fields.
+  absl::StatusOr<proto::PushResponse> ApplyBatched(const proto::PushRequest& push);
   absl::Status ServePull(PullCall& call, uint64_t params_clock);
 
   ShardStore* const store_;

@@ -86,5 +86,34 @@ TEST(ExactSumTest, KeyListPushesOfWideRowsSumExactly) {
   for (float v : zeros) EXPECT_EQ(v, 0.0f);
 }
 
+TEST(ExactSumTest, SmallPushesFromThreadsSharingOneClientAreBatchedExactly) {
+  // One server and one slice, so each push is a single small request and
+  // concurrent ones are sent together in PushBatch calls.
+  auto cluster = InProcessCluster::Start(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = (*cluster)->Connect(0);
+  constexpr uint64_t kKeys = 1024;
+  constexpr int kThreads = 8, kEach = 200;
+  ASSERT_TRUE(client->CreateTable(SumTable("small", kKeys, 1)).ok());
+  const std::vector<float> minus_one(kKeys, -1.0f);
+  std::vector<absl::Status> status(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < kEach && status[t].ok(); ++k) {
+        PushRange op{"small", 0, kKeys, minus_one};
+        status[t] = client->Push({&op, 1}, 0);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t)
+    ASSERT_TRUE(status[t].ok()) << "thread " << t << ": " << status[t];
+  std::vector<float> values(kKeys);
+  PullRange pull{"small", 0, kKeys, absl::MakeSpan(values)};
+  ASSERT_TRUE(client->Pull({&pull, 1}).ok());
+  for (uint64_t k = 0; k < kKeys; ++k) ASSERT_EQ(values[k], kThreads * kEach) << "key " << k;
+}
+
 }  // namespace
 }  // namespace ps

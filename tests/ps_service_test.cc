@@ -171,6 +171,44 @@ TEST_F(PsServiceTest, OversizedMessagesAreRefusedWithTheLimit) {
   EXPECT_THAT(s.error_message(), HasSubstr("message limit of 1048576 bytes"));
 }
 
+TEST_F(PsServiceTest, PushBatchAppliesEachPushOnItsOwn) {
+  proto::PushBatchRequest batch;
+  *batch.add_pushes() = OneKeyPush(own_, -1.0f, 10);
+  *batch.add_pushes() = OneKeyPush(own_, std::nanf(""), 11);
+  *batch.add_pushes() = OneKeyPush(own_, -2.0f, 12);
+  *batch.add_pushes() = OneKeyPush(foreign_, -1.0f, 13);
+  proto::PushBatchResponse reply;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->PushBatch(&ctx, batch, &reply).ok());
+  }
+  ASSERT_EQ(reply.results_size(), 4);
+  EXPECT_EQ(reply.results(0).code(), 0);
+  EXPECT_EQ(reply.results(1).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(reply.results(1).message(), HasSubstr("not finite"));
+  EXPECT_EQ(reply.results(2).code(), 0);
+  EXPECT_EQ(reply.results(3).code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(ValueOf(own_), 3.0f);
+  // The same batch again (a retry): nothing is applied twice.
+  proto::PushBatchResponse again;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->PushBatch(&ctx, batch, &again).ok());
+  }
+  EXPECT_TRUE(again.results(0).duplicate());
+  EXPECT_TRUE(again.results(2).duplicate());
+  EXPECT_EQ(ValueOf(own_), 3.0f);
+  // BSP pushes wait for other workers and are refused in a batch.
+  proto::PushBatchRequest bsp;
+  *bsp.add_pushes() = OneKeyPush(own_, -1.0f, 20);
+  bsp.mutable_pushes(0)->set_consistency(proto::CONSISTENCY_BOUNDED);
+  proto::PushBatchResponse refused;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->PushBatch(&ctx, bsp, &refused).ok());
+  EXPECT_EQ(refused.results(0).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(ValueOf(own_), 3.0f);
+}
+
 TEST_F(PsServiceTest, InfoDescribesTheShard) {
   proto::InfoResponse info;
   grpc::ClientContext ctx;

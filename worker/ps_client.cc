@@ -111,6 +111,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
     auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
     client->stubs_.push_back(proto::ParameterServer::NewStub(channel));
     client->generic_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+    client->batchers_.push_back(std::make_unique<ServerBatcher>());
   }
 
   using InfoCall = Call<proto::InfoRequest, proto::InfoResponse>;
@@ -320,6 +321,29 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
       num_pieces += p.pieces.size();
     }
   }
+  if (planned.size() == 1 && options_.consistency == proto::CONSISTENCY_ASYNC &&
+      options_.batch_max_values > 0) {
+    Planned& p = planned[0];
+    uint64_t bytes = 0;
+    for (absl::string_view piece : p.pieces) bytes += piece.size();
+    if (bytes <= options_.batch_max_values * sizeof(float)) {
+      BatchItem item;
+      item.request = std::move(p.header);
+      std::string* values = item.request.mutable_values();
+      values->reserve(bytes);
+      for (absl::string_view piece : p.pieces) values->append(piece.data(), piece.size());
+      SubmitBatched(p.server, &item);
+      if (!item.status.ok()) return item.status;
+      if (versions != nullptr) {
+        versions->assign(ops.size() * stubs_.size(), 0);
+        RecordVersion(versions, p.op, num_servers(), p.server, item.response.version());
+      }
+      uint64_t seen = clock_.load();
+      while (seen < clock + 1 && !clock_.compare_exchange_weak(seen, clock + 1)) {
+      }
+      return absl::OkStatus();
+    }
+  }
   // gRPC decrements this once per piece when it lets go of it; the
   // gradients are sent from the caller's memory, so Push returns only after.
   absl::BlockingCounter released(static_cast<int>(num_pieces));
@@ -346,6 +370,59 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
     }
   }
   return status;
+}
+
+void PsClient::SubmitBatched(int server, BatchItem* item) {
+  ServerBatcher& b = *batchers_[server];
+  {
+    absl::MutexLock lock(&b.mu);
+    b.queue.push_back(item);
+  }
+  while (true) {
+    std::vector<BatchItem*> batch;
+    {
+      absl::MutexLock lock(&b.mu);
+      auto ready = [item, &b]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu) { return item->done || !b.in_flight; };
+      b.mu.Await(absl::Condition(&ready));
+      if (item->done) return;
+      // Lead: send everything queued, this item included.
+      b.in_flight = true;
+      batch.swap(b.queue);
+    }
+    SendBatch(server, batch);
+    absl::MutexLock lock(&b.mu);
+    for (BatchItem* done : batch) done->done = true;
+    b.in_flight = false;
+  }
+}
+
+void PsClient::SendBatch(int server, const std::vector<BatchItem*>& batch) {
+  using BatchCall = Call<proto::PushBatchRequest, proto::PushBatchResponse>;
+  std::vector<BatchCall> calls(1);
+  calls[0].server = server;
+  for (BatchItem* item : batch) *calls[0].request.add_pushes() = item->request;
+  absl::Status status = RunCalls(calls, "PushBatch", DataPolicy(),
+                                 [this](int s, grpc::ClientContext* ctx, const auto* req,
+                                        auto* resp, std::function<void(grpc::Status)> done) {
+                                   stubs_[s]->async()->PushBatch(ctx, req, resp, std::move(done));
+                                 });
+  const proto::PushBatchResponse& reply = calls[0].response;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!status.ok()) {
+      batch[i]->status = status;
+    } else if (i >= static_cast<size_t>(reply.results_size())) {
+      batch[i]->status = absl::InternalError(
+          absl::StrCat(ServerName(server), ": PushBatch reply has ", reply.results_size(),
+                       " results for ", batch.size(), " pushes"));
+    } else if (reply.results(i).code() != 0) {
+      batch[i]->status =
+          absl::Status(static_cast<absl::StatusCode>(reply.results(i).code()),
+                       absl::StrCat(ServerName(server), ": Push: ", reply.results(i).message()));
+    } else {
+      batch[i]->response = reply.results(i);
+    }
+  }
 }
 
 absl::Status PsClient::RecordPushVersions(const std::vector<RawCall>& calls, size_t num_ops,

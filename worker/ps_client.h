@@ -40,6 +40,10 @@ struct PsClientOptions {
   int max_attempts = 3;
   absl::Duration retry_backoff = absl::Milliseconds(50);
   uint64_t max_values_per_request = 1 << 20;
+  // Async pushes of one request of at most this many values are batched:
+  // while one PushBatch to a server is in flight, other threads' small
+  // pushes to it wait and go out together in the next. 0 disables.
+  uint64_t batch_max_values = 16 << 10;
   // Stamped on every pull and push: how stale the parameters a pull returns
   // may be (see proto::Consistency; staleness 0 with BOUNDED is BSP).
   proto::Consistency consistency = proto::CONSISTENCY_ASYNC;
@@ -122,6 +126,25 @@ class PsClient final : public ParamClient {
   // records the servers' versions.
   absl::Status ScatterPullReplies(const std::vector<RawCall>& calls, size_t num_ops,
                                   PullInfo* info);
+
+  // Small-push batching (see PsClientOptions::batch_max_values): one
+  // batcher per server. The first waiting thread that finds no batch in
+  // flight sends everything queued and hands out the results.
+  struct BatchItem {
+    proto::PushRequest request;
+    proto::PushResponse response;
+    absl::Status status;
+    bool done = false;
+  };
+  struct ServerBatcher {
+    absl::Mutex mu;
+    std::vector<BatchItem*> queue ABSL_GUARDED_BY(mu);
+    bool in_flight ABSL_GUARDED_BY(mu) = false;
+  };
+  // Sends `item` (to `server`) in a batch; fills its response and status.
+  void SubmitBatched(int server, BatchItem* item);
+  void SendBatch(int server, const std::vector<BatchItem*>& batch);
+  std::vector<std::unique_ptr<ServerBatcher>> batchers_;
 
   // Records the versions in the push replies.
   absl::Status RecordPushVersions(const std::vector<RawCall>& calls, size_t num_ops,
