@@ -85,20 +85,26 @@ bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
 
 }  // namespace
 
-// A push, parsed; the views in `keys` and `values` point into `slices` and
-// the storage fields, so the object is never moved once parsed.
+// A push's keys and values, decoded. The views in `keys` and `values` point
+// into the request's bytes or the storage fields, so the object is never
+// moved once decoded.
+struct PsService::PushBody {
+  std::string flat_keys, flat_values;
+  std::vector<uint64_t> key_storage;
+  std::vector<float> value_storage;
+  bool clock_only = false;  // neither keys nor values: only advances the clock
+  KeySpec keys;
+  absl::Span<const float> values;
+};
+
+// A raw push, parsed; `body` points into `slices`.
 struct PsService::PushCall {
   grpc::ServerUnaryReactor* reactor = nullptr;
   grpc::ByteBuffer* resp = nullptr;
   std::vector<grpc::Slice> slices;
   proto::PushRequest header;
   SplitFields fields;
-  std::string flat_keys, flat_values;
-  std::vector<uint64_t> key_storage;
-  std::vector<float> value_storage;
-  bool clock_only = false;
-  KeySpec keys;
-  absl::Span<const float> values;
+  PushBody body;
 };
 
 struct PsService::PullCall {
@@ -144,23 +150,8 @@ grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
       ParseRaw(*req, {kPushKeyList, kPushValues}, &call->slices, &call->header, &call->fields);
   const proto::PushRequest& h = call->header;
   if (parsed.ok()) {
-    call->clock_only = h.ranges_size() == 0 && call->fields.Raw(kPushKeyList).empty() &&
-                       call->fields.Raw(kPushValues).empty();
-    if (call->clock_only) {
-      parsed = store_->GetTableDef(h.table()).status();
-    } else {
-      absl::StatusOr<KeySpec> keys =
-          KeysOf(h, call->fields.Raw(kPushKeyList), &call->flat_keys, &call->key_storage);
-      parsed = keys.status();
-      if (keys.ok()) {
-        call->keys = *std::move(keys);
-        auto values = DecodeArray<float>(call->fields.Raw(kPushValues).Flatten(&call->flat_values),
-                                         &call->value_storage,
-                                         absl::StrCat("push values for table '", h.table(), "'"));
-        parsed = values.status();
-        if (values.ok()) call->values = *values;
-      }
-    }
+    parsed =
+        DecodePush(h, call->fields.Raw(kPushKeyList), call->fields.Raw(kPushValues), &call->body);
   }
   if (!parsed.ok()) {
     call->reactor->Finish(ToGrpcStatus(parsed));
@@ -180,20 +171,32 @@ grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
   return reactor;
 }
 
+absl::Status PsService::DecodePush(const proto::PushRequest& h, const SegmentedBytes& key_list,
+                                   const SegmentedBytes& values, PushBody* body) const {
+  body->clock_only = h.ranges_size() == 0 && key_list.empty() && values.empty();
+  if (body->clock_only) return store_->GetTableDef(h.table()).status();
+  absl::StatusOr<KeySpec> keys = KeysOf(h, key_list, &body->flat_keys, &body->key_storage);
+  if (!keys.ok()) return keys.status();
+  body->keys = *std::move(keys);
+  auto decoded = DecodeArray<float>(values.Flatten(&body->flat_values), &body->value_storage,
+                                    absl::StrCat("push values for table '", h.table(), "'"));
+  if (!decoded.ok()) return decoded.status();
+  body->values = *decoded;
+  return absl::OkStatus();
+}
+
 absl::Status PsService::ApplyPush(PushCall& call) {
-  absl::StatusOr<proto::PushResponse> reply =
-      Apply(call.header, call.clock_only, call.keys, call.values);
+  absl::StatusOr<proto::PushResponse> reply = Apply(call.header, call.body);
   if (!reply.ok()) return reply.status();
   *call.resp = SerializeToBuffer(*reply);
   return absl::OkStatus();
 }
 
-absl::StatusOr<proto::PushResponse> PsService::Apply(const proto::PushRequest& h, bool clock_only,
-                                                     const KeySpec& keys,
-                                                     absl::Span<const float> values) {
+absl::StatusOr<proto::PushResponse> PsService::Apply(const proto::PushRequest& h,
+                                                     const PushBody& body) {
   proto::PushResponse reply;
-  if (!clock_only) {
-    auto result = store_->Push(h.table(), keys, values, h.worker_id(), h.request_id());
+  if (!body.clock_only) {
+    auto result = store_->Push(h.table(), body.keys, body.values, h.worker_id(), h.request_id());
     if (!result.ok()) return result.status();
     reply.set_duplicate(result->duplicate);
     reply.set_version(result->version);
@@ -226,23 +229,12 @@ absl::StatusOr<proto::PushResponse> PsService::ApplyBatched(const proto::PushReq
         absl::StrCat("push to table '", push.table(),
                      "': BSP pushes wait for other workers and cannot be batched"));
   }
-  const bool clock_only =
-      push.ranges_size() == 0 && push.key_list().empty() && push.values().empty();
-  if (clock_only) {
-    if (absl::Status s = store_->GetTableDef(push.table()).status(); !s.ok()) return s;
-    return Apply(push, true, KeySpec(), {});
-  }
-  SegmentedBytes key_list;
+  SegmentedBytes key_list, values;
   key_list.Append(push.key_list());
-  std::string flat_keys;
-  std::vector<uint64_t> key_storage;
-  absl::StatusOr<KeySpec> keys = KeysOf(push, key_list, &flat_keys, &key_storage);
-  if (!keys.ok()) return keys.status();
-  std::vector<float> value_storage;
-  auto values = DecodeArray<float>(push.values(), &value_storage,
-                                   absl::StrCat("push values for table '", push.table(), "'"));
-  if (!values.ok()) return values.status();
-  return Apply(push, false, *keys, *values);
+  values.Append(push.values());
+  PushBody body;
+  if (absl::Status s = DecodePush(push, key_list, values, &body); !s.ok()) return s;
+  return Apply(push, body);
 }
 
 grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/raw_message.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/clock_tracker.h"
 #include "server/pull_stats.h"
@@ -64,15 +65,20 @@ class PsService final : public PsServiceBase {
                                   proto::StatsResponse* resp) override;
 
  private:
+  struct PushBody;
   struct PushCall;
   struct PullCall;
 
   absl::Status DoCreateTable(const proto::CreateTableRequest& req,
                              proto::CreateTableResponse* resp);
   absl::Status ApplyPush(PushCall& call);
+  // Decodes a push's keys and values (the raw Push path and PushBatch share
+  // it). Errors: INVALID_ARGUMENT for malformed keys or values, NOT_FOUND
+  // for a clock-only push to an unknown table.
+  absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& key_list,
+                          const SegmentedBytes& values, PushBody* body) const;
   // Applies one push (validated by the store) and advances the worker's clock.
-  absl::StatusOr<proto::PushResponse> Apply(const proto::PushRequest& header, bool clock_only,
-                                            const KeySpec& keys, absl::Span<const float> values);
+  absl::StatusOr<proto::PushResponse> Apply(const proto::PushRequest& header, const PushBody& body);
   // One push of a PushBatch, decoded from its protobuf fields.
   absl::StatusOr<proto::PushResponse> ApplyBatched(const proto::PushRequest& push);
   absl::Status ServePull(PullCall& call, uint64_t params_clock);

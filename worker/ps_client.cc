@@ -338,9 +338,7 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
         versions->assign(ops.size() * stubs_.size(), 0);
         RecordVersion(versions, p.op, num_servers(), p.server, item.response.version());
       }
-      uint64_t seen = clock_.load();
-      while (seen < clock + 1 && !clock_.compare_exchange_weak(seen, clock + 1)) {
-      }
+      NotePushed(clock);
       return absl::OkStatus();
     }
   }
@@ -364,12 +362,14 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
   }
   // `calls` is gone; wait until gRPC has dropped its references too.
   released.Wait();
-  if (status.ok()) {
-    uint64_t seen = clock_.load();
-    while (seen < clock + 1 && !clock_.compare_exchange_weak(seen, clock + 1)) {
-    }
-  }
+  if (status.ok()) NotePushed(clock);
   return status;
+}
+
+void PsClient::NotePushed(uint64_t clock) {
+  uint64_t seen = clock_.load();
+  while (seen < clock + 1 && !clock_.compare_exchange_weak(seen, clock + 1)) {
+  }
 }
 
 void PsClient::SubmitBatched(int server, BatchItem* item) {

@@ -158,6 +158,8 @@ class PsClient final : public ParamClient {
   std::vector<std::unique_ptr<grpc::GenericStub>> generic_stubs_;
   std::atomic<uint64_t> next_request_id_;
   std::atomic<uint64_t> clock_{0};  // rounds pushed, sent in heartbeats
+  // Round `clock` was pushed: the heartbeat clock becomes at least clock + 1.
+  void NotePushed(uint64_t clock);
 
   // Heartbeats: one per lease / 4 to every server, from heartbeat_thread_.
   // Sends one round of heartbeats; returns the smallest live-worker count.
