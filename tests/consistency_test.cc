@@ -12,10 +12,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
-#include "worker/dataset.h"
-#include "worker/model.h"
-#include "worker/synthetic_data.h"
-#include "worker/trainer.h"
+#include "worker/train/dataset.h"
+#include "worker/train/model.h"
+#include "worker/train/synthetic_data.h"
+#include "worker/train/trainer.h"
 
 namespace ps {
 namespace {

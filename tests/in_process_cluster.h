@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "common/placement.h"
 #include "server/ps_server.h"
-#include "worker/ps_client.h"
+#include "worker/client/ps_client.h"
 
 namespace ps {
 

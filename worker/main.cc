@@ -22,11 +22,11 @@
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
 #include "common/process_tuning.h"
-#include "worker/dataset.h"
-#include "worker/idx_reader.h"
-#include "worker/model.h"
-#include "worker/ps_client.h"
-#include "worker/trainer.h"
+#include "worker/train/dataset.h"
+#include "worker/train/idx_reader.h"
+#include "worker/train/model.h"
+#include "worker/client/ps_client.h"
+#include "worker/train/trainer.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
 ABSL_FLAG(int, worker_index, 0, "this worker's index in [0, num_workers)");

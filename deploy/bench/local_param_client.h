@@ -6,7 +6,7 @@
 #define PS_DEPLOY_BENCH_LOCAL_PARAM_CLIENT_H_
 
 #include "server/shard_store.h"
-#include "worker/param_client.h"
+#include "worker/client/param_client.h"
 
 namespace ps {
 

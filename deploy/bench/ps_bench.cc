@@ -29,7 +29,7 @@
 #include "common/cluster_spec.h"
 #include "common/process_tuning.h"
 #include "server/ps_server.h"
-#include "worker/ps_client.h"
+#include "worker/client/ps_client.h"
 
 ABSL_FLAG(std::string, servers, "", "running servers (host:port,...); empty: start in-process");
 ABSL_FLAG(int, in_process_servers, 1, "shards to start in this process when --servers is empty");

@@ -15,10 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/process_tuning.h"
 #include "deploy/bench/local_param_client.h"
-#include "worker/dataset.h"
-#include "worker/idx_reader.h"
-#include "worker/model.h"
-#include "worker/trainer.h"
+#include "worker/train/dataset.h"
+#include "worker/train/idx_reader.h"
+#include "worker/train/model.h"
+#include "worker/train/trainer.h"
 
 ABSL_FLAG(int, epochs, 1, "passes over the training set");
 ABSL_FLAG(int, batch_size, 32, "examples per mini-batch");

@@ -1,4 +1,4 @@
-#include "worker/idx_reader.h"
+#include "worker/train/idx_reader.h"
 
 #include <zlib.h>
 

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "worker/ps_client.h"
-#include "worker/ps_client_calls.h"
+#include "worker/client/ps_client.h"
+#include "worker/client/ps_client_calls.h"
 
 namespace ps {
 

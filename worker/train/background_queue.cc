@@ -1,4 +1,4 @@
-#include "worker/background_queue.h"
+#include "worker/train/background_queue.h"
 
 namespace ps {
 

@@ -1,4 +1,4 @@
-#include "worker/model.h"
+#include "worker/train/model.h"
 
 #include <cmath>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/synthetic_data.h"
+#include "worker/train/synthetic_data.h"
 
 namespace ps {
 namespace {

@@ -1,8 +1,8 @@
 // Implementation detail of PsClient, shared by its .cc files: one RPC to
 // one server (Call) and the parallel, retrying fan-out of a batch of them
 // (RunCalls). Not for use outside worker/ps_client*.cc.
-#ifndef PS_WORKER_PS_CLIENT_CALLS_H_
-#define PS_WORKER_PS_CLIENT_CALLS_H_
+#ifndef PS_WORKER_CLIENT_PS_CLIENT_CALLS_H_
+#define PS_WORKER_CLIENT_PS_CLIENT_CALLS_H_
 
 #include <chrono>
 #include <functional>
@@ -18,7 +18,7 @@
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "grpcpp/client_context.h"
-#include "worker/ps_client.h"
+#include "worker/client/ps_client.h"
 
 namespace ps {
 
@@ -99,4 +99,4 @@ absl::Status PsClient::RunCalls(std::vector<Call<Request, Response>>& calls, con
 
 }  // namespace ps
 
-#endif  // PS_WORKER_PS_CLIENT_CALLS_H_
+#endif  // PS_WORKER_CLIENT_PS_CLIENT_CALLS_H_

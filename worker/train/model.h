@@ -13,8 +13,8 @@
 //   "fc<l>/b"  n_{l+1} floats, init_bound 0 (zeros).
 // Hidden layers apply ReLU; the last layer feeds a softmax. Softmax regression
 // is the case L = 1 (blocks "fc0/w", "fc0/b").
-#ifndef PS_WORKER_MODEL_H_
-#define PS_WORKER_MODEL_H_
+#ifndef PS_WORKER_TRAIN_MODEL_H_
+#define PS_WORKER_TRAIN_MODEL_H_
 
 #include <cstdint>
 #include <memory>
@@ -23,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "worker/dataset.h"
+#include "worker/train/dataset.h"
 
 namespace ps {
 
@@ -94,4 +94,4 @@ double Accuracy(const Model& m, absl::Span<const float> params, const Dataset& d
 
 }  // namespace ps
 
-#endif  // PS_WORKER_MODEL_H_
+#endif  // PS_WORKER_TRAIN_MODEL_H_

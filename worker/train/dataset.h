@@ -1,8 +1,8 @@
 // In-memory classification data set: dense float features plus integer labels.
 // A Dataset is a plain value type (copyable, movable); it owns its buffers.
 // Thread-compatible: concurrent const access is safe, mutation is not.
-#ifndef PS_WORKER_DATASET_H_
-#define PS_WORKER_DATASET_H_
+#ifndef PS_WORKER_TRAIN_DATASET_H_
+#define PS_WORKER_TRAIN_DATASET_H_
 
 #include <cstdint>
 #include <vector>
@@ -30,4 +30,4 @@ Dataset Head(const Dataset& full, int64_t n);
 
 }  // namespace ps
 
-#endif  // PS_WORKER_DATASET_H_
+#endif  // PS_WORKER_TRAIN_DATASET_H_

@@ -5,15 +5,15 @@
 // IDX layout: a 4-byte big-endian magic number 0x0000TTNN (TT = element type,
 // only 0x08 = unsigned byte is supported; NN = number of dimensions), NN
 // big-endian uint32 dimension sizes, then the elements in row-major order.
-#ifndef PS_WORKER_IDX_READER_H_
-#define PS_WORKER_IDX_READER_H_
+#ifndef PS_WORKER_TRAIN_IDX_READER_H_
+#define PS_WORKER_TRAIN_IDX_READER_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/dataset.h"
+#include "worker/train/dataset.h"
 
 namespace ps {
 
@@ -57,4 +57,4 @@ absl::StatusOr<Dataset> ReadFashionMnist(const std::string& dir, bool train);
 
 }  // namespace ps
 
-#endif  // PS_WORKER_IDX_READER_H_
+#endif  // PS_WORKER_TRAIN_IDX_READER_H_

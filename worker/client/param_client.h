@@ -1,8 +1,8 @@
 // ParamClient: what training needs from a parameter store, whether remote
 // (PsClient, over gRPC) or in this process (a local store, for measuring the
 // cost of distribution). Implementations document their own thread safety.
-#ifndef PS_WORKER_PARAM_CLIENT_H_
-#define PS_WORKER_PARAM_CLIENT_H_
+#ifndef PS_WORKER_CLIENT_PARAM_CLIENT_H_
+#define PS_WORKER_CLIENT_PARAM_CLIENT_H_
 
 #include <cstdint>
 #include <string>
@@ -65,4 +65,4 @@ class ParamClient {
 
 }  // namespace ps
 
-#endif  // PS_WORKER_PARAM_CLIENT_H_
+#endif  // PS_WORKER_CLIENT_PARAM_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "worker/synthetic_data.h"
+#include "worker/train/synthetic_data.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "worker/ps_client.h"
+#include "worker/client/ps_client.h"
 
 #include <algorithm>
 #include <cstring>
@@ -17,7 +17,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "worker/ps_client_calls.h"
+#include "worker/client/ps_client_calls.h"
 
 namespace ps {
 

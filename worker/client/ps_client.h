@@ -9,8 +9,8 @@
 // fail with UNAVAILABLE or DEADLINE_EXCEEDED are retried with the same request id, so a retried
 // push is applied once. Thread-safe: several threads may share one client (the trainer uses one per
 // worker).
-#ifndef PS_WORKER_PS_CLIENT_H_
-#define PS_WORKER_PS_CLIENT_H_
+#ifndef PS_WORKER_CLIENT_PS_CLIENT_H_
+#define PS_WORKER_CLIENT_PS_CLIENT_H_
 
 #include <algorithm>
 #include <atomic>
@@ -27,7 +27,7 @@
 #include "common/placement.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/ps.grpc.pb.h"
-#include "worker/param_client.h"
+#include "worker/client/param_client.h"
 
 namespace ps {
 
@@ -174,4 +174,4 @@ class PsClient final : public ParamClient {
 
 }  // namespace ps
 
-#endif  // PS_WORKER_PS_CLIENT_H_
+#endif  // PS_WORKER_CLIENT_PS_CLIENT_H_

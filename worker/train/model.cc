@@ -1,4 +1,4 @@
-#include "worker/model.h"
+#include "worker/train/model.h"
 
 #include <algorithm>
 #include <cmath>

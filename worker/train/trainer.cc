@@ -1,4 +1,4 @@
-#include "worker/trainer.h"
+#include "worker/train/trainer.h"
 
 #include <algorithm>
 #include <numeric>
@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
-#include "worker/background_queue.h"
+#include "worker/train/background_queue.h"
 
 namespace ps {
 namespace {

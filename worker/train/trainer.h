@@ -8,8 +8,8 @@
 // accumulated gradient, which the servers apply with the table's optimizer.
 // Each model block is one table "<prefix>/<block>". Functions here are
 // thread-compatible: run one TrainDownpour per thread, each with its data.
-#ifndef PS_WORKER_TRAINER_H_
-#define PS_WORKER_TRAINER_H_
+#ifndef PS_WORKER_TRAIN_TRAINER_H_
+#define PS_WORKER_TRAIN_TRAINER_H_
 
 #include <cstdint>
 #include <functional>
@@ -20,9 +20,9 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
-#include "worker/dataset.h"
-#include "worker/model.h"
-#include "worker/param_client.h"
+#include "worker/train/dataset.h"
+#include "worker/train/model.h"
+#include "worker/client/param_client.h"
 
 namespace ps {
 
@@ -91,4 +91,4 @@ absl::StatusOr<TrainStats> TrainDownpour(ParamClient& client, const Model& model
 
 }  // namespace ps
 
-#endif  // PS_WORKER_TRAINER_H_
+#endif  // PS_WORKER_TRAIN_TRAINER_H_

@@ -1,13 +1,13 @@
 // Synthetic classification data that a linear (softmax) classifier can fit
 // perfectly; used by tests and smoke runs in place of a real data set.
 // Pure functions of their arguments (deterministic for a seed); thread-safe.
-#ifndef PS_WORKER_SYNTHETIC_DATA_H_
-#define PS_WORKER_SYNTHETIC_DATA_H_
+#ifndef PS_WORKER_TRAIN_SYNTHETIC_DATA_H_
+#define PS_WORKER_TRAIN_SYNTHETIC_DATA_H_
 
 #include <cstdint>
 #include <vector>
 
-#include "worker/dataset.h"
+#include "worker/train/dataset.h"
 
 namespace ps {
 
@@ -34,4 +34,4 @@ Dataset MakeLinearlySeparable(int64_t n, int dim, int num_classes, uint64_t seed
 
 }  // namespace ps
 
-#endif  // PS_WORKER_SYNTHETIC_DATA_H_
+#endif  // PS_WORKER_TRAIN_SYNTHETIC_DATA_H_

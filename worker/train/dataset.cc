@@ -1,4 +1,4 @@
-#include "worker/dataset.h"
+#include "worker/train/dataset.h"
 
 #include <algorithm>
 #include <cstdio>

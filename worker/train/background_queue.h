@@ -4,8 +4,8 @@
 // The first error a task returns is kept; later tasks still run (they are
 // the caller's to make safe) and Wait* returns that error. The destructor
 // waits for every task. Thread-safe, but meant for one producer.
-#ifndef PS_WORKER_BACKGROUND_QUEUE_H_
-#define PS_WORKER_BACKGROUND_QUEUE_H_
+#ifndef PS_WORKER_TRAIN_BACKGROUND_QUEUE_H_
+#define PS_WORKER_TRAIN_BACKGROUND_QUEUE_H_
 
 #include <deque>
 #include <functional>
@@ -40,4 +40,4 @@ class BackgroundQueue {
 
 }  // namespace ps
 
-#endif  // PS_WORKER_BACKGROUND_QUEUE_H_
+#endif  // PS_WORKER_TRAIN_BACKGROUND_QUEUE_H_
