@@ -9,23 +9,39 @@ namespace ps {
 
 constexpr uint64_t kNoWorkers = std::numeric_limits<uint64_t>::max();
 
-ClockTracker::ClockTracker(std::function<absl::Time()> now) : now_(std::move(now)) {}
+ClockTracker::ClockTracker(std::function<absl::Time()> now, size_t max_parked)
+    : now_(std::move(now)), max_parked_(max_parked) {}
 
 int ClockTracker::Heartbeat(uint32_t worker, uint64_t clock, absl::Duration lease) {
+  return *Register(worker, /*incarnation=*/0, clock, lease);
+}
+
+absl::StatusOr<int> ClockTracker::Register(uint32_t worker, uint64_t incarnation, uint64_t clock,
+                                           absl::Duration lease) {
   Fired fired;
   int live = 0;
   {
     absl::MutexLock lock(&mu_);
     Worker& w = workers_[worker];
+    const absl::Time now = now_();
+    if (w.live && incarnation != 0 && w.incarnation != 0 && incarnation != w.incarnation) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "worker id ", worker, " is already held by another live process (incarnation ",
+          w.incarnation, ", at clock ", w.last_clock, ", last heartbeat ",
+          absl::FormatDuration(now - (w.expires - w.lease)), " ago, lease ",
+          absl::FormatDuration(w.lease), "); give each worker its own --worker_index, or wait ",
+          absl::FormatDuration(w.expires - now), " for its lease to expire"));
+    }
     if (!w.live) {
       w.base_clock = clock;
       events_.push_back(absl::StrCat("worker ", worker, " registered at clock ", clock, ", lease ",
                                      absl::FormatDuration(lease)));
     }
+    if (incarnation != 0) w.incarnation = incarnation;
     w.live = true;
     w.last_clock = std::max(w.last_clock, clock);
     w.lease = lease;
-    w.expires = now_() + lease;
+    w.expires = now + lease;
     for (const auto& [id, other] : workers_) live += other.live;
     CollectLocked(&fired, nullptr);  // a new worker can only lower minimums
   }
@@ -33,12 +49,15 @@ int ClockTracker::Heartbeat(uint32_t worker, uint64_t clock, absl::Duration leas
   return live;
 }
 
-void ClockTracker::Leave(uint32_t worker) {
+void ClockTracker::Leave(uint32_t worker, uint64_t incarnation) {
   Fired fired;
   {
     absl::MutexLock lock(&mu_);
     auto it = workers_.find(worker);
     if (it == workers_.end() || !it->second.live) return;
+    if (incarnation != 0 && it->second.incarnation != 0 && incarnation != it->second.incarnation) {
+      return;  // another process's leave must not drop the live one
+    }
     it->second.live = false;
     events_.push_back(absl::StrCat("worker ", worker, " left at clock ", it->second.last_clock));
     CollectLocked(&fired, nullptr);
@@ -61,7 +80,9 @@ uint64_t ClockTracker::PulledPlus1Locked(const Table& t, uint32_t w) const {
 }
 
 uint64_t ClockTracker::MinLiveLocked(const std::string& table, bool pulled, uint32_t* slowest) {
-  const Table& t = tables_[table];
+  auto found = tables_.find(table);
+  static const Table* const kNoTable = new Table();
+  const Table& t = found == tables_.end() ? *kNoTable : found->second;
   uint64_t min = kNoWorkers;
   for (const auto& [id, w] : workers_) {
     if (!w.live) continue;
@@ -111,29 +132,67 @@ void ClockTracker::Run(Fired& fired) {
   for (auto& [callback, result] : fired) callback(result.first, result.second);
 }
 
-void ClockTracker::WhenPullReady(const std::string& table, uint32_t worker, uint64_t t,
-                                 uint64_t staleness, absl::Time deadline, Callback ready) {
-  Wait({true, table, worker, t, t > staleness ? t - staleness : 0, deadline, std::move(ready)});
+ClockTracker::WaitId ClockTracker::WhenPullReady(const std::string& table, uint32_t worker,
+                                                 uint64_t t, uint64_t staleness,
+                                                 absl::Time deadline, Callback ready) {
+  return Wait({0, true, table, worker, t, t > staleness ? t - staleness : 0, deadline,
+               std::move(ready)});
 }
 
-void ClockTracker::WhenPushReady(const std::string& table, uint32_t worker, uint64_t t,
-                                 absl::Time deadline, Callback ready) {
-  Wait({false, table, worker, t, t + 1, deadline, std::move(ready)});
+ClockTracker::WaitId ClockTracker::WhenPushReady(const std::string& table, uint32_t worker,
+                                                 uint64_t t, absl::Time deadline,
+                                                 Callback ready) {
+  return Wait({0, false, table, worker, t, t + 1, deadline, std::move(ready)});
 }
 
-void ClockTracker::Wait(Waiter w) {
+ClockTracker::WaitId ClockTracker::Wait(Waiter w) {
   uint64_t params_clock = 0;
   absl::Status status;
   {
     absl::MutexLock lock(&mu_);
     status = closed_;
     if (status.ok() && !ReadyLocked(w)) {
-      waiters_.push_back(std::move(w));
-      return;
+      if (waiters_.size() < max_parked_) {
+        w.id = next_wait_id_++;
+        waiters_.push_back(std::move(w));
+        return waiters_.back().id;
+      }
+      status = absl::ResourceExhaustedError(absl::StrCat(
+          w.is_pull ? "pull" : "BSP push", " of table '", w.table, "' by worker ", w.worker,
+          " at clock ", w.t, " would wait, but ", max_parked_,
+          " calls already wait on this server (limit --max_parked_calls)"));
     }
-    if (w.is_pull) params_clock = MinLiveLocked(w.table, false, nullptr);
+    if (status.ok() && w.is_pull) params_clock = MinLiveLocked(w.table, false, nullptr);
   }
   w.ready(status, params_clock);
+  return 0;
+}
+
+void ClockTracker::Cancel(WaitId id) {
+  Callback ready;
+  std::string what;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                           [id](const Waiter& w) { return w.id == id; });
+    if (id == 0 || it == waiters_.end()) return;
+    ready = std::move(it->ready);
+    what = absl::StrCat(it->is_pull ? "pull" : "push", " of table '", it->table, "' by worker ",
+                        it->worker, " at clock ", it->t);
+    waiters_.erase(it);
+  }
+  ready(absl::CancelledError(absl::StrCat(what, " was cancelled by the client while waiting")),
+        0);
+}
+
+size_t ClockTracker::parked() {
+  absl::MutexLock lock(&mu_);
+  return waiters_.size();
+}
+
+size_t ClockTracker::num_tables() {
+  absl::MutexLock lock(&mu_);
+  return tables_.size();
 }
 
 void ClockTracker::PullServed(const std::string& table, uint32_t worker, uint64_t t) {
@@ -156,12 +215,17 @@ void ClockTracker::PushApplied(const std::string& table, uint32_t worker, uint64
     Table& t = tables_[table];
     PerWorker& p = t.workers[worker];
     if (clock < p.completed) return;  // a late part of a finished round
-    if (p.partial_clock != clock) {
-      p.partial_clock = clock;
-      p.partial_parts = 0;
+    uint32_t& applied = p.partial[clock];
+    if (++applied < std::max<uint32_t>(parts, 1)) {
+      if (p.partial.size() > kMaxPartialRounds) {
+        auto oldest = std::min_element(p.partial.begin(), p.partial.end());
+        p.partial.erase(oldest);
+      }
+      return;
     }
-    if (++p.partial_parts < std::max<uint32_t>(parts, 1)) return;
     p.completed = clock + 1;
+    // Rounds below the completed clock need no more counting.
+    absl::erase_if(p.partial, [&p](const auto& entry) { return entry.first < p.completed; });
     t.server_clock = std::max(t.server_clock, p.completed);
     auto wit = workers_.find(worker);
     if (wit != workers_.end()) wit->second.last_clock = std::max(wit->second.last_clock, clock + 1);
@@ -177,7 +241,8 @@ uint64_t ClockTracker::ParamsClock(const std::string& table) {
 
 uint64_t ClockTracker::ServerClock(const std::string& table) {
   absl::MutexLock lock(&mu_);
-  return tables_[table].server_clock;
+  auto it = tables_.find(table);
+  return it == tables_.end() ? 0 : it->second.server_clock;
 }
 
 void ClockTracker::Tick() {

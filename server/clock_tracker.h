@@ -11,7 +11,11 @@
 // Waiting never blocks a thread: WhenPullReady/WhenPushReady store a
 // callback, which runs (exactly once, never under the tracker's lock) on
 // whichever thread makes it ready: the caller itself, a push that completes
-// a round, Tick (lease expiry or deadline), or Close. Thread-safe.
+// a round, Tick (lease expiry or deadline), Cancel, or Close. At most
+// `max_parked` callbacks wait at once; past that a wait fails at once with
+// RESOURCE_EXHAUSTED. Parts of a round are counted per (worker, table,
+// clock), so overlapping rounds of one worker never reset each other's
+// counts. Queries about a table never create state for it. Thread-safe.
 #ifndef PS_SERVER_CLOCK_TRACKER_H_
 #define PS_SERVER_CLOCK_TRACKER_H_
 
@@ -22,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -33,26 +38,40 @@ class ClockTracker {
   // workers), or the error that ended the wait.
   using Callback = std::function<void(absl::Status status, uint64_t params_clock)>;
 
-  explicit ClockTracker(std::function<absl::Time()> now = [] { return absl::Now(); });
+  // Identifies a parked wait, for Cancel (0: the callback already ran).
+  using WaitId = uint64_t;
 
-  // Registers the worker (or renews its lease) at `clock`. Returns the number
-  // of live workers.
+  explicit ClockTracker(std::function<absl::Time()> now = [] { return absl::Now(); },
+                        size_t max_parked = 4096);
+
+  // Registers the worker (or renews its lease) at `clock`; `incarnation`
+  // identifies the registering process (0: unknown, never conflicts).
+  // Returns the number of live workers. Errors: ALREADY_EXISTS when another
+  // live process (another nonzero incarnation) holds the worker id, naming
+  // it; a worker whose lease expired may be taken over.
+  absl::StatusOr<int> Register(uint32_t worker, uint64_t incarnation, uint64_t clock,
+                               absl::Duration lease);
+  // Register with incarnation 0.
   int Heartbeat(uint32_t worker, uint64_t clock, absl::Duration lease);
-  // Drops the worker at once (it finished).
-  void Leave(uint32_t worker);
+  // Drops the worker at once (it finished). Ignored when `incarnation` is
+  // nonzero and not the registered one.
+  void Leave(uint32_t worker, uint64_t incarnation = 0);
 
   // Runs `ready` once every live worker has completed the rounds below
   // t - staleness on `table` (at once if they have). Fails it with
   // DEADLINE_EXCEEDED naming the slowest worker and its clock at `deadline`.
-  void WhenPullReady(const std::string& table, uint32_t worker, uint64_t t, uint64_t staleness,
-                     absl::Time deadline, Callback ready);
+  WaitId WhenPullReady(const std::string& table, uint32_t worker, uint64_t t, uint64_t staleness,
+                       absl::Time deadline, Callback ready);
   // The worker read `table` for clock t.
   void PullServed(const std::string& table, uint32_t worker, uint64_t t);
 
   // BSP: runs `ready` once every live worker has read `table` for clock t
   // (so the round-t push cannot leak into anyone's round-t parameters).
-  void WhenPushReady(const std::string& table, uint32_t worker, uint64_t t, absl::Time deadline,
-                     Callback ready);
+  WaitId WhenPushReady(const std::string& table, uint32_t worker, uint64_t t,
+                       absl::Time deadline, Callback ready);
+  // Runs the parked callback now with CANCELLED (the caller went away); a
+  // no-op when it already ran.
+  void Cancel(WaitId id);
   // One of the `parts` pushes of round `clock` by `worker` was applied.
   void PushApplied(const std::string& table, uint32_t worker, uint64_t clock, uint32_t parts);
 
@@ -68,6 +87,9 @@ class ClockTracker {
   void Close(const absl::Status& status);
   // Log lines about workers (expired, left, re-registered) since the last call.
   std::vector<std::string> TakeEvents();
+  // Callbacks waiting, and tables with state (for tests and statistics).
+  size_t parked();
+  size_t num_tables();
 
  private:
   struct Worker {
@@ -75,19 +97,24 @@ class ClockTracker {
     uint64_t last_clock = 0;
     absl::Time expires;
     absl::Duration lease;
+    uint64_t incarnation = 0;
     bool live = false;
   };
+  // Rounds with some but not all parts applied, kept per worker and table;
+  // past this many, the oldest is forgotten (a worker never has that many
+  // rounds in flight).
+  static constexpr size_t kMaxPartialRounds = 64;
   struct PerWorker {
     uint64_t completed = 0;
     uint64_t pulled_plus1 = 0;  // 0: never read
-    uint64_t partial_clock = 0;
-    uint32_t partial_parts = 0;
+    absl::flat_hash_map<uint64_t, uint32_t> partial;  // clock -> parts applied
   };
   struct Table {
     absl::flat_hash_map<uint32_t, PerWorker> workers;
     uint64_t server_clock = 0;
   };
   struct Waiter {
+    WaitId id;
     bool is_pull;
     std::string table;
     uint32_t worker;
@@ -98,8 +125,9 @@ class ClockTracker {
   };
   using Fired = std::vector<std::pair<Callback, std::pair<absl::Status, uint64_t>>>;
 
-  // Runs w.ready now if it is ready (or the tracker is closed), else parks it.
-  void Wait(Waiter w);
+  // Runs w.ready now if it is ready (or the tracker is closed, or full), else
+  // parks it and returns its id.
+  WaitId Wait(Waiter w);
 
   uint64_t CompletedLocked(const Table& t, uint32_t w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t PulledPlus1Locked(const Table& t, uint32_t w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -114,7 +142,9 @@ class ClockTracker {
   static void Run(Fired& fired);
 
   const std::function<absl::Time()> now_;
+  const size_t max_parked_;
   absl::Mutex mu_;
+  WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint32_t, Worker> workers_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Table> tables_ ABSL_GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ ABSL_GUARDED_BY(mu_);

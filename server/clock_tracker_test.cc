@@ -159,3 +159,38 @@ TEST_F(ClockTrackerTest, NoLiveWorkersMeansNoWait) {
 
 }  // namespace
 }  // namespace ps
+
+namespace ps {
+namespace {
+
+// Parts are counted per (worker, table, clock): with communication
+// overlapped, parts of round 1 arrive between those of round 0, and must not
+// reset round 0's count (with one count per worker, neither round ever
+// completed).
+TEST(ClockTrackerRoundsTest, OverlappingRoundsKeepTheirOwnPartCounts) {
+  ClockTracker tracker;
+  tracker.Heartbeat(0, 0, absl::Seconds(60));
+  tracker.PushApplied("t", 0, /*clock=*/0, /*parts=*/2);
+  tracker.PushApplied("t", 0, 1, 2);
+  EXPECT_EQ(tracker.ServerClock("t"), 0u);
+  tracker.PushApplied("t", 0, 0, 2);
+  EXPECT_EQ(tracker.ServerClock("t"), 1u) << "round 0 has both its parts";
+  tracker.PushApplied("t", 0, 1, 2);
+  EXPECT_EQ(tracker.ServerClock("t"), 2u) << "round 1 has both its parts";
+  EXPECT_EQ(tracker.ParamsClock("t"), 2u);
+}
+
+TEST(ClockTrackerRoundsTest, QueriesAboutATableCreateNoState) {
+  ClockTracker tracker;
+  tracker.Heartbeat(0, 0, absl::Seconds(60));
+  EXPECT_EQ(tracker.ServerClock("nope"), 0u);
+  EXPECT_EQ(tracker.ParamsClock("nope"), 0u);
+  bool ran = false;
+  tracker.WhenPullReady("nope", 0, 0, 0, absl::InfiniteFuture(),
+                        [&ran](absl::Status, uint64_t) { ran = true; });
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(tracker.num_tables(), 0u);
+}
+
+}  // namespace
+}  // namespace ps

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/process_tuning.h"
 #include "server/ps_server.h"
+#include "server/server_limits.h"
 
 ABSL_FLAG(std::string, servers, "",
           "cluster spec: comma-separated host:port of every server, in shard order");
@@ -32,6 +33,19 @@ ABSL_FLAG(std::string, port_file, "", "if set, write the bound port to this file
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice (must match the workers)");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server on the hash ring");
 ABSL_FLAG(int, max_message_mb, 64, "largest request or response, in MiB");
+ABSL_FLAG(uint64_t, memory_budget_mb, 0,
+          "MiB of parameters and optimizer state this server may hold; a table that would "
+          "pass it is refused (0: 3/4 of the memory the process may use, cgroup-aware)");
+ABSL_FLAG(uint32_t, max_tables, 1024, "tables per server");
+ABSL_FLAG(uint64_t, max_keys_per_request, uint64_t{1} << 24, "keys one push or pull may name");
+ABSL_FLAG(uint32_t, max_table_name_bytes, 256, "longest table name");
+ABSL_FLAG(uint32_t, max_parked_calls, 4096,
+          "pulls and BSP pushes that may wait for slower workers at once");
+ABSL_FLAG(double, max_lease_seconds, 300, "longest worker lease a heartbeat may ask for");
+ABSL_FLAG(uint64_t, max_clock, uint64_t{1} << 62, "clocks at or above this are refused");
+ABSL_FLAG(double, dedup_retention_seconds, 120,
+          "how long a push's request id is remembered to recognize its retries (must exceed "
+          "the workers' --timeout_seconds times their attempts)");
 
 namespace {
 
@@ -61,7 +75,29 @@ int main(int argc, char** argv) {
   if (max_mb < 1 || max_mb > 1024) {
     return Fail(absl::StrCat("--max_message_mb=", max_mb, " must be in 1..1024"));
   }
-  options.max_message_bytes = int64_t{max_mb} << 20;
+  ps::ServerLimits& limits = options.limits;
+  limits.max_message_bytes = uint64_t(max_mb) << 20;
+  std::string budget_source = "--memory_budget_mb";
+  limits.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_mb) << 20;
+  if (limits.memory_budget_bytes == 0) limits.memory_budget_bytes = ps::DefaultMemoryBudget(&budget_source);
+  limits.max_tables = absl::GetFlag(FLAGS_max_tables);
+  limits.max_keys_per_request = absl::GetFlag(FLAGS_max_keys_per_request);
+  limits.max_table_name_bytes = absl::GetFlag(FLAGS_max_table_name_bytes);
+  limits.max_parked_calls = absl::GetFlag(FLAGS_max_parked_calls);
+  limits.max_clock = absl::GetFlag(FLAGS_max_clock);
+  const double lease = absl::GetFlag(FLAGS_max_lease_seconds);
+  const double retention = absl::GetFlag(FLAGS_dedup_retention_seconds);
+  if (limits.max_tables < 1 || limits.max_keys_per_request < 1 ||
+      limits.max_table_name_bytes < 1 || limits.max_clock < 1) {
+    return Fail("--max_tables, --max_keys_per_request, --max_table_name_bytes and --max_clock "
+                "must be >= 1");
+  }
+  if (!(lease > 0) || !(retention > 0)) {
+    return Fail(absl::StrCat("--max_lease_seconds=", lease, " and --dedup_retention_seconds=",
+                             retention, " must be > 0"));
+  }
+  limits.max_lease = absl::Seconds(lease);
+  limits.dedup_retention = absl::Seconds(retention);
 
   const std::string servers = absl::GetFlag(FLAGS_servers);
   std::string listen = absl::GetFlag(FLAGS_listen);
@@ -107,6 +143,9 @@ int main(int argc, char** argv) {
     }
   }
 
+  ps::LogEvent(absl::StrCat("ps_server ", options.server_index, " ", (*server)->address()),
+               absl::StrCat("memory budget ", limits.memory_budget_bytes >> 20, " MiB (",
+                            budget_source, ")"));
   std::thread waiter([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);

@@ -1,5 +1,8 @@
 #include "server/ps_server.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -17,19 +20,22 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   }
   std::unique_ptr<PsServer> server(new PsServer());
   server->options_ = options;
-  server->store_ = std::make_unique<ShardStore>(options.server_index,
-                                                Placement(options.num_servers, options.placement));
-  server->clocks_ = std::make_unique<ClockTracker>();
-  server->stats_ = std::make_unique<PullStats>();
-  server->service_ = std::make_unique<PsService>(server->store_.get(), server->clocks_.get(),
-                                                 server->stats_.get(), options.max_message_bytes);
+  PsCoreOptions core_options;
+  core_options.server_index = options.server_index;
+  core_options.num_servers = options.num_servers;
+  core_options.placement = options.placement;
+  core_options.limits = options.limits;
+  core_options.clock = options.clock;
+  server->core_ = std::make_unique<PsCore>(core_options);
+  server->service_ = std::make_unique<PsService>(server->core_.get());
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(server->service_.get());
   // Requests may carry the limit plus framing; responses are checked by the service.
-  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes + (1 << 16)));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<uint64_t>(options.limits.max_message_bytes + (1 << 16), INT32_MAX)));
   builder.SetMaxSendMessageSize(-1);
   // gRPC sets SO_REUSEPORT by default: a second server on the same port
   // would silently share its traffic. A taken port must be an error.
@@ -43,7 +49,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   const std::string& listen = options.listen_address;
   const size_t colon = listen.rfind(':');
   server->address_ = absl::StrCat(listen.substr(0, colon), ":", server->port_);
-  server->service_->set_address(server->address_);
+  server->core_->set_address(server->address_);
   server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
   LogEvent(absl::StrCat("ps_server ", options.server_index, " ", server->address_),
            absl::StrCat("started: shard ", options.server_index, " of ", options.num_servers,
@@ -61,8 +67,7 @@ void PsServer::TickLoop() {
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&shut_down_), options_.tick_interval)) return;
     }
-    clocks_->Tick();
-    for (const std::string& event : clocks_->TakeEvents()) LogEvent(who, event);
+    for (const std::string& event : core_->Tick()) LogEvent(who, event);
   }
 }
 
@@ -76,7 +81,7 @@ void PsServer::Shutdown() {
   if (server_ == nullptr) return;  // Start failed before the server ran
   // Parked pulls and pushes end now, and new ones fail at once, so that the
   // server can drain.
-  clocks_->Close(absl::UnavailableError(
+  core_->Close(absl::UnavailableError(
       absl::StrCat("server ", options_.server_index, " (", address_, ") is shutting down")));
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   LogEvent(absl::StrCat("ps_server ", options_.server_index, " ", address_), "shut down");

@@ -1,4 +1,4 @@
-// A running parameter-server shard: a ShardStore served over gRPC.
+// A running parameter-server shard: a PsCore served over gRPC.
 //
 // Used by the ps_server daemon and by in-process integration tests (several
 // shards in one process, each on port 0). Start() returns once the port is
@@ -16,10 +16,10 @@
 #include "absl/synchronization/mutex.h"
 #include "common/placement.h"
 #include "grpcpp/server.h"
-#include "server/clock_tracker.h"
+#include "common/clock.h"
+#include "server/ps_core.h"
 #include "server/ps_service.h"
-#include "server/pull_stats.h"
-#include "server/shard_store.h"
+#include "server/server_limits.h"
 
 namespace ps {
 
@@ -28,9 +28,10 @@ struct ServerOptions {
   int server_index = 0;
   int num_servers = 1;
   PlacementConfig placement;
-  int64_t max_message_bytes = 64 << 20;
+  ServerLimits limits;
   // How often worker leases and the deadlines of waiting pulls are checked.
   absl::Duration tick_interval = absl::Milliseconds(20);
+  Clock* clock = Clock::Real();
 };
 
 class PsServer {
@@ -43,8 +44,9 @@ class PsServer {
   // host:port actually bound.
   const std::string& address() const { return address_; }
   int port() const { return port_; }
-  ShardStore& store() { return *store_; }
-  ClockTracker& clocks() { return *clocks_; }
+  PsCore& core() { return *core_; }
+  ShardStore& store() { return core_->store(); }
+  ClockTracker& clocks() { return core_->clocks(); }
 
   void Shutdown();
   // Blocks until Shutdown() has been called and the server has stopped.
@@ -59,9 +61,7 @@ class PsServer {
   ServerOptions options_;
   std::string address_;
   int port_ = 0;
-  std::unique_ptr<ShardStore> store_;
-  std::unique_ptr<ClockTracker> clocks_;
-  std::unique_ptr<PullStats> stats_;
+  std::unique_ptr<PsCore> core_;
   std::unique_ptr<PsService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;

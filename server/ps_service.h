@@ -1,30 +1,31 @@
-// gRPC adapter for the ParameterServer service: converts requests, calls the
-// ShardStore and the ClockTracker, converts the status.
+// gRPC adapter for the ParameterServer service: parses each request, calls
+// the transport-free PsCore, and serializes the reply. No logic of its own.
 //
 // Uses the callback (reactor) API. Push and Pull are "raw" methods: they read
 // the request bytes from gRPC's slices and build the reply from slices (see
 // common/raw_message.h), so the float payload is copied once on each side
-// instead of going through protobuf strings. Handlers do only short,
-// CPU-bound work and never block: a pull (or a BSP push) that must wait for
-// slower workers is parked in the ClockTracker with a callback that
-// finishes the call later, on whichever thread makes it ready.
+// instead of going through protobuf strings. Handlers never block:
+// CreateTable (which initializes a whole table) runs on the service's own
+// admin thread, and a pull (or BSP push) that must wait is parked in the
+// core with a callback that finishes the call later.
 //
-// Lifecycle of a parked call: its parsed request lives in a shared state
-// object owned by the callback; the callback calls Finish exactly once (on
-// success, at its deadline, or when the server shuts down and the tracker
-// fails every wait), after which gRPC releases the call. Thread-safe.
+// Lifecycle of a data call: its parsed request lives in a shared Call object
+// owned by the completion callback and by the reactor; the callback calls
+// Finish exactly once (served, failed, at its deadline, cancelled, or at
+// shutdown), after which gRPC runs OnDone and the reactor deletes itself.
+// When the client cancels or goes away, OnCancel releases a parked call in
+// the core at once. Thread-safe.
 #ifndef PS_SERVER_PS_SERVICE_H_
 #define PS_SERVER_PS_SERVICE_H_
 
-#include <cstdint>
-#include <string>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
 
-#include "absl/status/statusor.h"
-#include "common/raw_message.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/ps.grpc.pb.h"
-#include "server/clock_tracker.h"
-#include "server/pull_stats.h"
-#include "server/shard_store.h"
+#include "server/ps_core.h"
 
 namespace ps {
 
@@ -39,12 +40,10 @@ using PsServiceBase = proto::ParameterServer::WithCallbackMethod_CreateTable<
 
 class PsService final : public PsServiceBase {
  public:
-  // `store`, `clocks` and `stats` must outlive the service. `max_message_bytes`
-  // bounds the size of a pull reply.
-  PsService(ShardStore* store, ClockTracker* clocks, PullStats* stats, int64_t max_message_bytes);
-
-  // Set once the listening port is known; used in Info and in log lines.
-  void set_address(const std::string& address) { address_ = address; }
+  // `core` must outlive the service.
+  explicit PsService(PsCore* core);
+  // Waits for the admin thread to finish the CreateTable calls it holds.
+  ~PsService() override;
 
   grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext* ctx,
                                         const proto::CreateTableRequest* req,
@@ -65,29 +64,14 @@ class PsService final : public PsServiceBase {
                                   proto::StatsResponse* resp) override;
 
  private:
-  struct PushBody;
-  struct PushCall;
-  struct PullCall;
+  class Reactor;
+  void AdminLoop();
 
-  absl::Status DoCreateTable(const proto::CreateTableRequest& req,
-                             proto::CreateTableResponse* resp);
-  absl::Status ApplyPush(PushCall& call);
-  // Decodes a push's keys and values (the raw Push path and PushBatch share
-  // it). Errors: INVALID_ARGUMENT for malformed keys or values, NOT_FOUND
-  // for a clock-only push to an unknown table.
-  absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& key_list,
-                          const SegmentedBytes& values, PushBody* body) const;
-  // Applies one push (validated by the store) and advances the worker's clock.
-  absl::StatusOr<proto::PushResponse> Apply(const proto::PushRequest& header, const PushBody& body);
-  // One push of a PushBatch, decoded from its protobuf fields.
-  absl::StatusOr<proto::PushResponse> ApplyBatched(const proto::PushRequest& push);
-  absl::Status ServePull(PullCall& call, uint64_t params_clock);
-
-  ShardStore* const store_;
-  ClockTracker* const clocks_;
-  PullStats* const stats_;
-  const int64_t max_message_bytes_;
-  std::string address_;
+  PsCore* const core_;
+  absl::Mutex admin_mu_;
+  std::deque<std::function<void()>> admin_tasks_ ABSL_GUARDED_BY(admin_mu_);
+  bool stopping_ ABSL_GUARDED_BY(admin_mu_) = false;
+  std::thread admin_thread_;  // last: starts after the fields it uses
 };
 
 }  // namespace ps

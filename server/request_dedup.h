@@ -1,38 +1,55 @@
-// Remembers which (worker, request id) pushes were applied, so a push that a
+// Remembers which (worker, request id) pushes were applied, so that a push a
 // worker retries (same id) is applied once.
 //
-// Per worker it keeps the ids within `window` of the largest id seen. An id
-// below that window cannot be told apart from a lost one and is refused.
+// Ids are remembered for a time (the retention), not up to a count: every
+// retry that can legitimately arrive, i.e. within the client's deadline
+// times its attempts, is recognized however many pushes came in between. An
+// id that is not remembered but is no newer than one already forgotten
+// cannot be told apart from a lost one and is refused. Memory is the number
+// of pushes in one retention period. Time comes from the injected Clock.
 // Thread-safe.
 #ifndef PS_SERVER_REQUEST_DEDUP_H_
 #define PS_SERVER_REQUEST_DEDUP_H_
 
 #include <cstdint>
+#include <deque>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace ps {
 
 class RequestDedup {
  public:
-  explicit RequestDedup(uint64_t window = 1 << 16) : window_(window) {}
+  RequestDedup(Clock* clock, absl::Duration retention) : clock_(clock), retention_(retention) {}
 
   // Records the id. Returns true if it is new (the caller must apply the
   // push), false if it was recorded before (a retry: do not apply). Id 0
   // means "no id" and is always new. Errors: ABORTED when the id is older
-  // than the window, naming worker and id.
+  // than what is remembered for the worker, naming worker, id and retention.
   absl::StatusOr<bool> Admit(uint32_t worker_id, uint64_t request_id);
+  // Forgets every id older than the retention (also done for a worker on
+  // each of its Admits).
+  void Expire();
+  // Ids remembered, over all workers.
+  size_t size() const;
 
  private:
   struct Window {
-    uint64_t max_id = 0;
+    std::deque<std::pair<absl::Time, uint64_t>> order;  // by arrival
     absl::flat_hash_set<uint64_t> ids;
+    uint64_t forgotten_max = 0;  // largest id forgotten
   };
-  const uint64_t window_;
-  absl::Mutex mu_;
+  void ExpireLocked(Window& w, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Clock* const clock_;
+  const absl::Duration retention_;
+  mutable absl::Mutex mu_;
   absl::flat_hash_map<uint32_t, Window> workers_ ABSL_GUARDED_BY(mu_);
 };
 

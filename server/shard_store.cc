@@ -115,35 +115,99 @@ uint64_t KeySpec::size() const {
   return n;
 }
 
-ShardStore::ShardStore(int server_index, const Placement& placement)
-    : server_index_(server_index), placement_(placement) {}
+ShardStore::ShardStore(int server_index, const Placement& placement, StoreLimits limits)
+    : server_index_(server_index), placement_(placement), limits_(limits) {}
 
 ShardStore::~ShardStore() = default;
 
+namespace {
+
+absl::Status Conflict(const proto::TableDef& existing, const proto::TableDef& requested) {
+  return absl::AlreadyExistsError(absl::StrCat(
+      "table '", requested.name(), "' already exists with a different definition: existing ",
+      TableDefSummary(existing), ", requested ", TableDefSummary(requested)));
+}
+
+// Bookkeeping per slice besides its floats (mutex, vectors, pointer).
+constexpr uint64_t kSliceOverheadBytes = 128;
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) const {
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
+  if (!optimizer.ok()) return optimizer.status();
+  const uint64_t slice_size = placement_.config().slice_size;
+  const uint64_t num_slices = def.num_keys() / slice_size + (def.num_keys() % slice_size != 0);
+  const uint64_t floats_per_key = uint64_t{def.width()} * (1 + (*optimizer)->state_per_value());
+  // Owned slices are counted one by one up to kExactSlices; past that, the
+  // owned fraction of the first kExactSlices (a hash, so representative)
+  // is scaled up. Full slices only: the last one may be shorter.
+  constexpr uint64_t kExactSlices = uint64_t{1} << 22;
+  const uint64_t counted = std::min(num_slices, kExactSlices);
+  uint64_t owned = 0;
+  bool owns_last = false;
+  for (uint64_t s = 0; s < counted; ++s) {
+    if (placement_.OwnerOfSlice(def.name(), s) == server_index_) {
+      ++owned;
+      owns_last = s + 1 == num_slices;
+    }
+  }
+  if (counted < num_slices) {
+    owned = static_cast<uint64_t>(static_cast<long double>(owned) * num_slices / counted);
+  }
+  const uint64_t last_keys = def.num_keys() - (num_slices - 1) * slice_size;
+  const uint64_t keys = owned * slice_size - (owns_last ? slice_size - last_keys : 0);
+  const long double bytes = static_cast<long double>(keys) * floats_per_key * sizeof(float) +
+                            owned * kSliceOverheadBytes +
+                            num_slices * sizeof(std::unique_ptr<Slice>);
+  return bytes >= 0x1p63L ? uint64_t{1} << 63 : static_cast<uint64_t>(bytes);
+}
+
+uint64_t ShardStore::bytes_used() const {
+  absl::ReaderMutexLock lock(&tables_mu_);
+  return bytes_used_;
+}
+
 absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   if (absl::Status s = ValidateTableDef(def); !s.ok()) return s;
+  absl::StatusOr<uint64_t> bytes = TableBytes(def);
+  if (!bytes.ok()) return bytes.status();
   {
-    absl::ReaderMutexLock lock(&tables_mu_);
+    // Charge the budget before allocating anything.
+    absl::MutexLock lock(&tables_mu_);
     auto it = tables_.find(def.name());
     if (it != tables_.end()) {
       if (SameTableDef(it->second->def(), def)) return false;
-      return absl::AlreadyExistsError(absl::StrCat(
-          "table '", def.name(), "' already exists with a different definition: existing ",
-          TableDefSummary(it->second->def()), ", requested ", TableDefSummary(def)));
+      return Conflict(it->second->def(), def);
     }
+    if (tables_.size() + tables_pending_ >= limits_.max_tables) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "table '", def.name(), "' would be table ", tables_.size() + tables_pending_ + 1,
+          " on server ", server_index_, ", over the limit of ", limits_.max_tables,
+          " tables (ps_server --max_tables)"));
+    }
+    const uint64_t left = limits_.memory_budget_bytes - std::min(bytes_used_, limits_.memory_budget_bytes);
+    if (*bytes > left) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "table '", def.name(), "' needs ", *bytes, " bytes on server ", server_index_,
+          " (its slices here with optimizer state), but only ", left, " of the memory budget of ",
+          limits_.memory_budget_bytes,
+          " bytes are left (ps_server --memory_budget_mb); use fewer keys or more servers"));
+    }
+    bytes_used_ += *bytes;
+    ++tables_pending_;
   }
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
-  if (!optimizer.ok()) return optimizer.status();
   // Build outside the lock (initialization touches every value), then insert;
   // a concurrent creator of the same table may win the race.
   auto table = std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_);
   absl::MutexLock lock(&tables_mu_);
+  --tables_pending_;
   auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
   if (inserted) return true;
+  bytes_used_ -= *bytes;
   if (SameTableDef(it->second->def(), def)) return false;
-  return absl::AlreadyExistsError(
-      absl::StrCat("table '", def.name(), "' already exists with a different definition: existing ",
-                   TableDefSummary(it->second->def()), ", requested ", TableDefSummary(def)));
+  return Conflict(it->second->def(), def);
 }
 
 absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTable(
@@ -216,10 +280,16 @@ absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTableForKeys(
   return table;
 }
 
+absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table,
+                                                        const KeySpec& keys,
+                                                        absl::Span<const float> grads) {
+  return Push(table, keys, grads, [] { return absl::StatusOr<bool>(true); });
+}
+
 absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_name,
                                                         const KeySpec& keys,
                                                         absl::Span<const float> grads,
-                                                        uint32_t worker_id, uint64_t request_id) {
+                                                        Admit admit) {
   absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
   if (!found.ok()) return found.status();
   Table& table = **found;
@@ -236,7 +306,7 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_
                                                    key, " column ", i % width, " is not finite (",
                                                    grads[i], "); nothing was applied"));
   }
-  absl::StatusOr<bool> fresh = dedup_.Admit(worker_id, request_id);
+  absl::StatusOr<bool> fresh = admit();
   if (!fresh.ok()) return fresh.status();
   if (!*fresh) return PushResult{true, table.version().load()};
 

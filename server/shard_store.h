@@ -5,7 +5,10 @@
 // table); each slice has a reader/writer mutex, so pushes to different slices
 // never contend and pulls of one slice share it. Every request is validated
 // completely before anything is changed: a rejected push changes nothing.
-// Knows nothing of gRPC.
+// Memory: every table is charged, before it is allocated, against a budget
+// (its values and optimizer state); a table that does not fit is refused.
+// Tables are initialized outside every lock, so creating a large one does
+// not hold up other calls. Knows nothing of gRPC.
 #ifndef PS_SERVER_SHARD_STORE_H_
 #define PS_SERVER_SHARD_STORE_H_
 
@@ -24,7 +27,6 @@
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "server/optimizer.h"
-#include "server/request_dedup.h"
 
 namespace ps {
 
@@ -46,30 +48,47 @@ struct KeySpec {
   uint64_t size() const;
 };
 
+struct StoreLimits {
+  uint64_t memory_budget_bytes = ~uint64_t{0};
+  uint32_t max_tables = ~uint32_t{0};
+};
+
 class ShardStore {
  public:
-  ShardStore(int server_index, const Placement& placement);
+  ShardStore(int server_index, const Placement& placement, StoreLimits limits = {});
   ~ShardStore();
 
   // Creates the table's slices owned by this server, initialized from the
   // definition. Returns true if created, false if an identical table exists.
   // Errors: INVALID_ARGUMENT (bad definition), ALREADY_EXISTS (same name,
-  // different definition; both are named in the message).
+  // different definition; both are named in the message),
+  // RESOURCE_EXHAUSTED (over the table cap, or over the memory budget:
+  // names the table, the bytes it needs and the bytes left).
   absl::StatusOr<bool> CreateTable(const proto::TableDef& def);
+
+  // Bytes the table's owned slices and their optimizer state take here.
+  absl::StatusOr<uint64_t> TableBytes(const proto::TableDef& def) const;
+  // Bytes charged to the budget so far (tables created or being created).
+  uint64_t bytes_used() const;
 
   struct PushResult {
     bool duplicate = false;  // the request id had been applied before
     uint64_t version = 0;    // pushes applied to this table here, after this one
   };
   // Applies `grads` (keys.size() * width floats, key-major) with the table's
-  // optimizer. Errors, with nothing applied: NOT_FOUND (unknown table),
-  // INVALID_ARGUMENT (empty or reversed range, key >= num_keys, wrong number
-  // of values, NaN/Inf value: the message names the key), FAILED_PRECONDITION
-  // (a key owned by another server: names key, slice and owner), ABORTED
-  // (request id too old to deduplicate).
+  // optimizer. Once the request is valid, `admit` decides: true applies it,
+  // false skips it (a retry already applied: the result says duplicate), an
+  // error is returned as is. Errors, with nothing applied: NOT_FOUND
+  // (unknown table), INVALID_ARGUMENT (empty or reversed range, key >=
+  // num_keys, wrong number of values, NaN/Inf value: the message names the
+  // key), FAILED_PRECONDITION (a key owned by another server: names key,
+  // slice and owner), and admit's errors.
+  using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
-                                  absl::Span<const float> grads, uint32_t worker_id,
-                                  uint64_t request_id);
+                                  absl::Span<const float> grads, Admit admit);
+  // Push with every request admitted.
+  absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
+                                  absl::Span<const float> grads);
 
   // Copies the current values (keys.size() * width floats, key-major) into
   // the buffer that allocate(bytes) returns (called once, after validation)
@@ -97,10 +116,13 @@ class ShardStore {
 
   const int server_index_;
   const Placement placement_;
-  RequestDedup dedup_;
+  const StoreLimits limits_;
 
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
+  // Charged to the budget: created tables and those being initialized.
+  uint64_t bytes_used_ ABSL_GUARDED_BY(tables_mu_) = 0;
+  uint32_t tables_pending_ ABSL_GUARDED_BY(tables_mu_) = 0;
 };
 
 }  // namespace ps

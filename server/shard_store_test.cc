@@ -57,11 +57,11 @@ TEST(ShardStoreTest, SgdPushAppliesToRangeAndKeyList) {
   // Range [3, 6) spans slices 0 and 1.
   std::vector<float> g(6);
   for (int i = 0; i < 6; ++i) g[i] = i + 1;
-  auto r = store.Push("w", KeySpec::Single(3, 6), g, 1, 1);
+  auto r = store.Push("w", KeySpec::Single(3, 6), g);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->version, 1u);
   const std::vector<uint64_t> keys = {9, 3};
-  ASSERT_TRUE(store.Push("w", KeySpec::List(keys), {1, 1, 10, 10}, 1, 2).ok());
+  ASSERT_TRUE(store.Push("w", KeySpec::List(keys), {1, 1, 10, 10}).ok());
   const auto all = PullAll(store, "w", KeySpec::Single(0, 10));
   const std::vector<float> expected = {0,  0,  0, 0, 0, 0, -11, -12, -3, -4,
                                        -5, -6, 0, 0, 0, 0, 0,   0,   -1, -1};
@@ -74,29 +74,29 @@ TEST(ShardStoreTest, InvalidPushesAreRejectedAndChangeNothing) {
   ASSERT_TRUE(store.CreateTable(Def("w", 8)).ok());
   const auto before = PullAll(store, "w", KeySpec::Single(0, 8));
 
-  auto unknown = store.Push("nope", KeySpec::Single(0, 1), {1}, 0, 0);
+  auto unknown = store.Push("nope", KeySpec::Single(0, 1), {1});
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(unknown.status().message(), HasSubstr("'nope'"));
 
-  auto short_values = store.Push("w", KeySpec::Single(0, 4), {1, 2, 3}, 0, 0);
+  auto short_values = store.Push("w", KeySpec::Single(0, 4), {1, 2, 3});
   EXPECT_EQ(short_values.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(short_values.status().message(), HasSubstr("3 values for 4 keys"));
 
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  auto has_nan = store.Push("w", KeySpec::Single(0, 4), {1, 2, nan, 4}, 0, 0);
+  auto has_nan = store.Push("w", KeySpec::Single(0, 4), {1, 2, nan, 4});
   EXPECT_EQ(has_nan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(has_nan.status().message(), HasSubstr("key 2"));
-  EXPECT_EQ(store.Push("w", KeySpec::Single(0, 1), {inf}, 0, 0).status().code(),
+  EXPECT_EQ(store.Push("w", KeySpec::Single(0, 1), {inf}).status().code(),
             absl::StatusCode::kInvalidArgument);
 
-  auto out_of_range = store.Push("w", KeySpec::Single(6, 9), {1, 2, 3}, 0, 0);
+  auto out_of_range = store.Push("w", KeySpec::Single(6, 9), {1, 2, 3});
   EXPECT_EQ(out_of_range.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out_of_range.status().message(), HasSubstr("num_keys 8"));
   const std::vector<uint64_t> bad_key = {1, 100};
-  EXPECT_EQ(store.Push("w", KeySpec::List(bad_key), {1, 1}, 0, 0).status().code(),
+  EXPECT_EQ(store.Push("w", KeySpec::List(bad_key), {1, 1}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store.Push("w", KeySpec::Single(5, 2), {}, 0, 0).status().code(),
+  EXPECT_EQ(store.Push("w", KeySpec::Single(5, 2), {}).status().code(),
             absl::StatusCode::kInvalidArgument);
 
   EXPECT_EQ(PullAll(store, "w", KeySpec::Single(0, 8)), before);
@@ -109,7 +109,7 @@ TEST(ShardStoreTest, KeysOfOtherServersAreRefusedNamingTheOwner) {
   uint64_t foreign = 0;
   while (placement.OwnerOfKey("w", foreign) == 0) ++foreign;
   const int owner = placement.OwnerOfKey("w", foreign);
-  auto pushed = store.Push("w", KeySpec::Single(foreign, foreign + 1), {1}, 0, 0);
+  auto pushed = store.Push("w", KeySpec::Single(foreign, foreign + 1), {1});
   EXPECT_EQ(pushed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(pushed.status().message(), HasSubstr("key " + std::to_string(foreign)));
   EXPECT_THAT(pushed.status().message(), HasSubstr("owned by server " + std::to_string(owner)));
@@ -158,17 +158,53 @@ TEST(ShardStoreTest, NormalInitializerHasRequestedMoments) {
   EXPECT_NEAR(std::sqrt(sq / v.size()), 2.0, 0.05);
 }
 
-TEST(ShardStoreTest, RetriedPushIsAppliedOnce) {
+TEST(ShardStoreTest, PushIsAppliedOnlyWhenAdmitted) {
   ShardStore store(0, Placement(1));
   proto::TableDef def = Def("w", 4);
   def.set_initializer(proto::INIT_ZEROS);
   ASSERT_TRUE(store.CreateTable(def).ok());
-  auto first = store.Push("w", KeySpec::Single(0, 1), {-1}, 3, 42);
-  auto retry = store.Push("w", KeySpec::Single(0, 1), {-1}, 3, 42);
+  auto first = store.Push("w", KeySpec::Single(0, 1), {-1}, [] { return absl::StatusOr<bool>(true); });
+  auto retry = store.Push("w", KeySpec::Single(0, 1), {-1}, [] { return absl::StatusOr<bool>(false); });
   ASSERT_TRUE(first.ok() && retry.ok());
   EXPECT_FALSE(first->duplicate);
   EXPECT_TRUE(retry->duplicate);
+  int admitted = 0;
+  auto invalid = store.Push("w", KeySpec::Single(0, 9), {-1}, [&admitted] {
+    ++admitted;
+    return absl::StatusOr<bool>(true);
+  });
+  EXPECT_FALSE(invalid.ok());
+  EXPECT_EQ(admitted, 0) << "an invalid push must not be recorded as applied";
   EXPECT_EQ(PullAll(store, "w", KeySpec::Single(0, 1)), std::vector<float>{1});
+}
+
+TEST(ShardStoreTest, TablesOverTheMemoryBudgetAreRefusedBeforeAllocating) {
+  // 1 server owns everything: 1000 keys x width 4 x (value + AdaGrad state).
+  ShardStore store(0, Placement(1), StoreLimits{/*memory_budget_bytes=*/64 << 10, 8});
+  proto::TableDef small = Def("small", 1000, 4);
+  small.set_optimizer(proto::OPT_ADAGRAD);
+  small.set_initial_accumulator(0.1f);
+  ASSERT_EQ(*store.TableBytes(small), 1000u * 4 * 2 * sizeof(float) + 128 + sizeof(void*));
+  ASSERT_TRUE(store.CreateTable(small).ok());
+  proto::TableDef huge = Def("huge", uint64_t{1} << 30, 16);
+  auto refused = store.CreateTable(huge);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("table 'huge' needs"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--memory_budget_mb"));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrCat((64 << 10) - *store.TableBytes(small), " of the memory")));
+  EXPECT_EQ(store.bytes_used(), *store.TableBytes(small)) << "a refused table charges nothing";
+  EXPECT_EQ(store.GetTableDef("huge").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ShardStoreTest, TableCapIsEnforced) {
+  ShardStore store(0, Placement(1), StoreLimits{~uint64_t{0}, /*max_tables=*/2});
+  ASSERT_TRUE(store.CreateTable(Def("a", 10)).ok());
+  ASSERT_TRUE(store.CreateTable(Def("b", 10)).ok());
+  EXPECT_FALSE(*store.CreateTable(Def("b", 10))) << "an identical table is not a new one";
+  auto third = store.CreateTable(Def("c", 10));
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(third.status().message(), HasSubstr("--max_tables"));
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ class PsServiceTest : public ::testing::Test {
     options.num_servers = 2;
     options.server_index = 0;
     options.placement.slice_size = 4;
-    options.max_message_bytes = 1 << 20;
+    options.limits.max_message_bytes = 1 << 20;
     auto server = PsServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);

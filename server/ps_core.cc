@@ -1,0 +1,283 @@
+#include "server/ps_core.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/table_def.h"
+
+namespace ps {
+namespace {
+
+constexpr uint64_t kNoLiveWorkers = std::numeric_limits<uint64_t>::max();
+
+bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
+  return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
+}
+
+}  // namespace
+
+PsCore::PsCore(const PsCoreOptions& options)
+    : options_(options),
+      clock_(options.clock),
+      store_(options.server_index, Placement(options.num_servers, options.placement),
+             StoreLimits{options.limits.memory_budget_bytes, options.limits.max_tables}),
+      clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls),
+      dedup_(options.clock, options.limits.dedup_retention),
+      address_(options.address) {}
+
+PsCore::~PsCore() = default;
+
+void PsCore::set_address(const std::string& address) {
+  absl::MutexLock lock(&address_mu_);
+  address_ = address;
+}
+
+std::string PsCore::LogPrefix() const {
+  absl::MutexLock lock(&address_mu_);
+  return absl::StrCat("ps_server ", options_.server_index, " ", address_);
+}
+
+absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
+    const proto::CreateTableRequest& request) {
+  const proto::TableDef& def = request.table();
+  if (def.name().size() > options_.limits.max_table_name_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table name '", def.name().substr(0, 64), "...' is ", def.name().size(),
+        " bytes, over the limit of ", options_.limits.max_table_name_bytes,
+        " (ps_server --max_table_name_bytes)"));
+  }
+  absl::StatusOr<bool> created = store_.CreateTable(def);
+  if (!created.ok()) return created.status();
+  if (*created) LogEvent(LogPrefix(), absl::StrCat("table created: ", TableDefSummary(def)));
+  proto::CreateTableResponse reply;
+  reply.set_created(*created);
+  return reply;
+}
+
+absl::Status PsCore::CheckClock(const std::string& what, uint64_t clock) const {
+  if (clock < options_.limits.max_clock) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " carries clock ", clock,
+                                                 ", at or over the limit of ",
+                                                 options_.limits.max_clock, " (ps_server --max_clock)"));
+}
+
+namespace {
+
+// Keys per request and bytes per request, as ServerLimits bound them.
+absl::Status CheckSize(const char* what, const std::string& table, uint64_t keys, uint64_t bytes,
+                       const ServerLimits& limits) {
+  if (keys > limits.max_keys_per_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " of table '", table, "' names ", keys, " keys, over the limit of ",
+        limits.max_keys_per_request, " per request (ps_server --max_keys_per_request)"));
+  }
+  if (bytes > limits.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " of ", keys, " keys of table '", table, "' is ", bytes,
+        " bytes, over this server's message limit of ", limits.max_message_bytes,
+        " bytes (ps_server --max_message_mb); split the request"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PsCore::CheckPush(const PushArgs& args) const {
+  const proto::PushRequest& h = args.header;
+  if (absl::Status s = CheckClock(absl::StrCat("push to table '", h.table(), "'"), h.clock());
+      !s.ok()) {
+    return s;
+  }
+  // An unknown table is refused before anything (clocks, dedup) is touched.
+  if (absl::Status s = store_.GetTableDef(h.table()).status(); !s.ok()) return s;
+  return CheckSize("push", h.table(), args.keys.size(), args.values.size() * sizeof(float),
+                   options_.limits);
+}
+
+absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
+  const proto::PushRequest& h = args.header;
+  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id()); };
+  proto::PushResponse reply;
+  if (args.clock_only) {
+    absl::StatusOr<bool> fresh = admit();
+    if (!fresh.ok()) return fresh.status();
+    reply.set_duplicate(!*fresh);
+  } else {
+    auto result = store_.Push(h.table(), args.keys, args.values, admit);
+    if (!result.ok()) return result.status();
+    reply.set_duplicate(result->duplicate);
+    reply.set_version(result->version);
+  }
+  if (!reply.duplicate()) clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+  return reply;
+}
+
+PsCore::CallId PsCore::Push(const PushArgs* args, absl::Time deadline, PushDone done) {
+  if (absl::Status s = CheckPush(*args); !s.ok()) {
+    done(s);
+    return 0;
+  }
+  const proto::PushRequest& h = args->header;
+  if (!IsBsp(h.consistency(), h.staleness())) {
+    done(Apply(*args));
+    return 0;
+  }
+  // BSP: apply once everyone has read this round's parameters.
+  return clocks_.WhenPushReady(
+      h.table(), h.worker_id(), h.clock(), deadline,
+      [this, args, done = std::move(done)](absl::Status status, uint64_t) {
+        if (!status.ok()) {
+          done(status);
+        } else {
+          done(Apply(*args));
+        }
+      });
+}
+
+proto::PushBatchResponse PsCore::PushBatch(const proto::PushBatchRequest& request) {
+  proto::PushBatchResponse response;
+  for (const proto::PushRequest& push : request.pushes()) {
+    absl::StatusOr<proto::PushResponse> reply;
+    PushArgs args;
+    if (IsBsp(push.consistency(), push.staleness())) {
+      reply = absl::InvalidArgumentError(
+          absl::StrCat("push to table '", push.table(),
+                       "': BSP pushes wait for other workers and cannot be batched"));
+    } else if (absl::Status s = DecodePush(push, &args); !s.ok()) {
+      reply = s;
+    } else if (absl::Status c = CheckPush(args); !c.ok()) {
+      reply = c;
+    } else {
+      reply = Apply(args);
+    }
+    proto::PushResponse* out = response.add_results();
+    if (reply.ok()) {
+      *out = *std::move(reply);
+    } else {
+      out->set_code(static_cast<int32_t>(reply.status().code()));
+      out->set_message(std::string(reply.status().message()));
+    }
+  }
+  return response;
+}
+
+absl::Status PsCore::CheckPull(const PullArgs& args) const {
+  const proto::PullRequest& h = args.header;
+  if (absl::Status s = CheckClock(absl::StrCat("pull of table '", h.table(), "'"), h.clock());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<proto::TableDef> def = store_.GetTableDef(h.table());
+  if (!def.ok()) return def.status();
+  const long double bytes =
+      static_cast<long double>(args.keys.size()) * def->width() * sizeof(float);
+  return CheckSize("pull", h.table(), args.keys.size(),
+                   bytes > 0x1p63L ? ~uint64_t{0} : static_cast<uint64_t>(bytes), options_.limits);
+}
+
+PsCore::CallId PsCore::Pull(const PullArgs* args, absl::Time deadline, Allocate allocate,
+                            PullDone done) {
+  const absl::Time arrived = clock_->Now();
+  if (absl::Status s = CheckPull(*args); !s.ok()) {
+    done(s);
+    return 0;
+  }
+  const proto::PullRequest& h = args->header;
+  auto serve = [this, args, arrived, allocate = std::move(allocate), done = std::move(done)](
+                   absl::Status status, uint64_t params_clock) {
+    proto::PullResponse reply;
+    if (status.ok()) status = Serve(*args, params_clock, arrived, allocate, &reply);
+    if (status.ok()) {
+      done(std::move(reply));
+    } else {
+      done(status);
+    }
+  };
+  if (h.consistency() == proto::CONSISTENCY_ASYNC) {
+    serve(absl::OkStatus(), clocks_.ParamsClock(h.table()));
+    return 0;
+  }
+  return clocks_.WhenPullReady(h.table(), h.worker_id(), h.clock(), h.staleness(), deadline,
+                               std::move(serve));
+}
+
+absl::Status PsCore::Serve(const PullArgs& args, uint64_t params_clock, absl::Time arrived,
+                           const Allocate& allocate, proto::PullResponse* reply) {
+  const proto::PullRequest& h = args.header;
+  auto version = store_.Pull(h.table(), args.keys, [&allocate](size_t n) { return allocate(n); });
+  if (!version.ok()) return version.status();
+  const absl::Duration waited = clock_->Now() - arrived;
+  clocks_.PullServed(h.table(), h.worker_id(), h.clock());
+  // Without live workers nothing is tracked: the parameters are current.
+  // Staleness as the server sees it: its clock for the table (the furthest
+  // any worker has completed) minus the clock of the parameters returned.
+  const uint64_t server_clock = clocks_.ServerClock(h.table());
+  const uint64_t clock =
+      params_clock == kNoLiveWorkers ? std::max(h.clock(), server_clock) : params_clock;
+  stats_.Record(h.table(), server_clock > clock ? server_clock - clock : 0, waited);
+  reply->set_version(*version);
+  reply->set_params_clock(clock);
+  reply->set_wait_us(static_cast<uint64_t>(absl::ToInt64Microseconds(waited)));
+  return absl::OkStatus();
+}
+
+void PsCore::Cancel(CallId id) { clocks_.Cancel(id); }
+
+absl::StatusOr<proto::HeartbeatResponse> PsCore::Heartbeat(const proto::HeartbeatRequest& request) {
+  proto::HeartbeatResponse reply;
+  if (request.leaving()) {
+    clocks_.Leave(request.worker_id(), request.incarnation());
+    return reply;
+  }
+  const absl::Duration lease =
+      request.lease_ms() > 0 ? absl::Milliseconds(request.lease_ms()) : absl::Seconds(5);
+  if (lease > options_.limits.max_lease) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", request.worker_id(), " asks for a lease of ", absl::FormatDuration(lease),
+        ", over this server's limit of ", absl::FormatDuration(options_.limits.max_lease),
+        " (ps_server --max_lease_seconds); use a shorter ps_worker --lease_seconds"));
+  }
+  if (absl::Status s = CheckClock(absl::StrCat("heartbeat of worker ", request.worker_id()),
+                                  request.clock());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<int> live =
+      clocks_.Register(request.worker_id(), request.incarnation(), request.clock(), lease);
+  if (!live.ok()) return live.status();
+  reply.set_live_workers(*live);
+  return reply;
+}
+
+proto::InfoResponse PsCore::Info() const {
+  proto::InfoResponse info;
+  info.set_server_index(options_.server_index);
+  info.set_num_servers(options_.num_servers);
+  info.set_virtual_nodes(options_.placement.virtual_nodes);
+  info.set_slice_size(options_.placement.slice_size);
+  absl::MutexLock lock(&address_mu_);
+  info.set_address(address_);
+  return info;
+}
+
+proto::StatsResponse PsCore::Stats() {
+  proto::StatsResponse reply;
+  for (proto::TableStats& t : stats_.Snapshot()) {
+    t.set_server_clock(clocks_.ServerClock(t.table()));
+    *reply.add_tables() = std::move(t);
+  }
+  return reply;
+}
+
+std::vector<std::string> PsCore::Tick() {
+  clocks_.Tick();
+  dedup_.Expire();
+  return clocks_.TakeEvents();
+}
+
+void PsCore::Close(const absl::Status& status) { clocks_.Close(status); }
+
+}  // namespace ps

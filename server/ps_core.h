@@ -1,0 +1,142 @@
+// PsCore: everything one parameter-server shard does, without a transport.
+//
+// It owns the shard's store, the worker clocks and leases (ClockTracker),
+// push de-duplication, pull statistics and the resource limits, and does the
+// bounded-delay and BSP orchestration: a pull (or a BSP push) that must wait
+// for slower workers is parked with its completion callback and finished
+// later on whichever thread makes it ready. One method per RPC, on proto
+// messages and the decoded requests of server/request_args.h; the gRPC
+// adapter (PsService) only parses, calls and serializes, and in-process
+// tests drive a core directly.
+//
+// Order of checks for every request (admission first): limits (sizes, caps,
+// clock values), then the store's validation (table, keys, values), then
+// de-duplication, then the change. A refused request changes nothing and
+// leaves no state behind (no clock, statistics or dedup entry for an
+// unknown table).
+//
+// Thread-safe. Completion callbacks run exactly once, never under a lock of
+// the core, and may run before the method that took them returns.
+#ifndef PS_SERVER_PS_CORE_H_
+#define PS_SERVER_PS_CORE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/placement.h"
+#include "proto/ps.pb.h"
+#include "server/clock_tracker.h"
+#include "server/pull_stats.h"
+#include "server/request_args.h"
+#include "server/request_dedup.h"
+#include "server/server_limits.h"
+#include "server/shard_store.h"
+
+namespace ps {
+
+struct PsCoreOptions {
+  int server_index = 0;
+  int num_servers = 1;
+  PlacementConfig placement;
+  ServerLimits limits;
+  // Time of leases, deadlines of parked calls and dedup retention.
+  Clock* clock = Clock::Real();
+  // host:port, for Info and log lines (may be set later with set_address).
+  std::string address;
+};
+
+class PsCore {
+ public:
+  // Identifies a call that may be parked, for Cancel. 0: none.
+  using CallId = uint64_t;
+  using PushDone = std::function<void(absl::StatusOr<proto::PushResponse>)>;
+  // Called once, after validation, with the number of bytes of values the
+  // reply carries; returns where to write them.
+  using Allocate = std::function<char*(size_t bytes)>;
+  using PullDone = std::function<void(absl::StatusOr<proto::PullResponse>)>;
+
+  explicit PsCore(const PsCoreOptions& options);
+  ~PsCore();
+
+  // Creates the table's slices owned by this shard. May take long (it
+  // initializes every value): call it off any thread that serves other
+  // calls. Errors: INVALID_ARGUMENT (bad definition, name over the limit),
+  // ALREADY_EXISTS (same name, other definition), RESOURCE_EXHAUSTED (table
+  // cap, or the memory budget: names the table, the bytes it needs and the
+  // bytes left).
+  absl::StatusOr<proto::CreateTableResponse> CreateTable(const proto::CreateTableRequest& request);
+
+  // Applies a push (after validation and de-duplication) and advances the
+  // worker's clock for the table. A BSP push (consistency BOUNDED, staleness
+  // 0) is first parked until every live worker has read its round. `args`
+  // must stay valid until `done` has run. Errors (through done): those of
+  // ShardStore::Push, INVALID_ARGUMENT (clock over the limit, more keys than
+  // the per-request cap), RESOURCE_EXHAUSTED (too many parked calls),
+  // DEADLINE_EXCEEDED (parked past `deadline`, naming the slowest worker),
+  // CANCELLED (Cancel), UNAVAILABLE (Close). Returns the id to cancel it by
+  // while parked (0 when it was not parked).
+  CallId Push(const PushArgs* args, absl::Time deadline, PushDone done);
+
+  // Applies each push of the batch as if alone; BSP pushes are refused.
+  proto::PushBatchResponse PushBatch(const proto::PushBatchRequest& request);
+
+  // Reads the values of the pull's keys into allocate()'s buffer, once the
+  // consistency model allows (bounded delay may park it). `args` must stay
+  // valid until `done` has run. Errors as for Push (minus value checks), and
+  // RESOURCE_EXHAUSTED for a reply over the message limit.
+  CallId Pull(const PullArgs* args, absl::Time deadline, Allocate allocate, PullDone done);
+
+  // Releases a parked call at once: its callback runs with CANCELLED. A no-op
+  // for an id that is not parked (done already ran).
+  void Cancel(CallId id);
+
+  // Registers the worker, renews its lease or (leaving) drops it. Errors:
+  // INVALID_ARGUMENT (lease over the limit, clock over the limit),
+  // ALREADY_EXISTS (another live process holds this worker id: names it).
+  absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request);
+
+  proto::InfoResponse Info() const;
+  proto::StatsResponse Stats();
+
+  // Expires leases and fails parked calls past their deadline, as of the
+  // clock's now. Returns the log lines of what happened since the last call.
+  std::vector<std::string> Tick();
+  // Fails every parked call with `status`, and every later one at once.
+  void Close(const absl::Status& status);
+
+  void set_address(const std::string& address);
+  int server_index() const { return options_.server_index; }
+  const ServerLimits& limits() const { return options_.limits; }
+  ShardStore& store() { return store_; }
+  ClockTracker& clocks() { return clocks_; }
+
+ private:
+  // Applies a decoded, admitted push. Errors as for ShardStore::Push.
+  absl::StatusOr<proto::PushResponse> Apply(const PushArgs& args);
+  absl::Status CheckPush(const PushArgs& args) const;
+  absl::Status CheckPull(const PullArgs& args) const;
+  absl::Status CheckClock(const std::string& what, uint64_t clock) const;
+  absl::Status Serve(const PullArgs& args, uint64_t params_clock, absl::Time arrived,
+                     const Allocate& allocate, proto::PullResponse* reply);
+  std::string LogPrefix() const;
+
+  const PsCoreOptions options_;
+  Clock* const clock_;
+  ShardStore store_;
+  ClockTracker clocks_;
+  RequestDedup dedup_;
+  PullStats stats_;
+  mutable absl::Mutex address_mu_;
+  std::string address_ ABSL_GUARDED_BY(address_mu_);
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_PS_CORE_H_

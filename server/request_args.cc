@@ -1,0 +1,87 @@
+#include "server/request_args.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/wire.h"
+
+namespace ps {
+namespace {
+
+// The keys of a request: its ranges, or its packed key list (viewed in place
+// when aligned, else copied into *storage).
+template <typename Request>
+absl::StatusOr<KeySpec> KeysOf(const Request& header, const SegmentedBytes& key_list,
+                               std::string* flat, std::vector<uint64_t>* storage) {
+  if (!key_list.empty()) {
+    if (header.ranges_size() > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request for table '", header.table(), "' has both ranges and key_list"));
+    }
+    auto keys = DecodeArray<uint64_t>(key_list.Flatten(flat), storage, "key_list");
+    if (!keys.ok()) return keys.status();
+    return KeySpec::List(*keys);
+  }
+  if (header.ranges_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("request for table '", header.table(),
+                                                   "' names no keys (ranges or key_list)"));
+  }
+  std::vector<KeySpec::Range> ranges;
+  ranges.reserve(header.ranges_size());
+  for (const proto::KeyRange& r : header.ranges()) ranges.push_back({r.begin(), r.end()});
+  return KeySpec::Ranges(std::move(ranges));
+}
+
+SegmentedBytes OnePiece(const std::string& bytes) {
+  SegmentedBytes out;
+  out.Append(bytes);
+  return out;
+}
+
+}  // namespace
+
+absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& key_list,
+                        const SegmentedBytes& values, PushArgs* out) {
+  out->header = header;
+  out->header.clear_key_list();
+  out->header.clear_values();
+  out->clock_only = header.ranges_size() == 0 && key_list.empty() && values.empty();
+  if (out->clock_only) return absl::OkStatus();
+  absl::StatusOr<KeySpec> keys = KeysOf(header, key_list, &out->flat_keys, &out->key_storage);
+  if (!keys.ok()) return keys.status();
+  out->keys = *std::move(keys);
+  auto decoded = DecodeArray<float>(values.Flatten(&out->flat_values), &out->value_storage,
+                                    absl::StrCat("push values for table '", header.table(), "'"));
+  if (!decoded.ok()) return decoded.status();
+  out->values = *decoded;
+  return absl::OkStatus();
+}
+
+absl::Status DecodePush(const proto::PushRequest& request, PushArgs* out) {
+  // The views must point at bytes that outlive the call: *out's storage.
+  out->flat_keys = request.key_list();
+  out->flat_values = request.values();
+  proto::PushRequest header = request;
+  header.clear_key_list();
+  header.clear_values();
+  return DecodePush(header, OnePiece(out->flat_keys), OnePiece(out->flat_values), out);
+}
+
+absl::Status DecodePull(const proto::PullRequest& header, const SegmentedBytes& key_list,
+                        PullArgs* out) {
+  out->header = header;
+  out->header.clear_key_list();
+  absl::StatusOr<KeySpec> keys = KeysOf(header, key_list, &out->flat_keys, &out->key_storage);
+  if (!keys.ok()) return keys.status();
+  out->keys = *std::move(keys);
+  return absl::OkStatus();
+}
+
+absl::Status DecodePull(const proto::PullRequest& request, PullArgs* out) {
+  out->flat_keys = request.key_list();
+  proto::PullRequest header = request;
+  header.clear_key_list();
+  return DecodePull(header, OnePiece(out->flat_keys), out);
+}
+
+}  // namespace ps

@@ -1,0 +1,55 @@
+// Decoded data-path requests, as the server core takes them: the small
+// fields in their proto header, the keys as a KeySpec and the values as a
+// span. Whoever decodes them (the gRPC adapter from raw bytes, a PushBatch
+// entry, an in-memory test transport) fills one of these; the views point
+// into the request's own bytes or into the storage fields here, so an object
+// is not moved once decoded. Thread-compatible.
+#ifndef PS_SERVER_REQUEST_ARGS_H_
+#define PS_SERVER_REQUEST_ARGS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "common/raw_message.h"
+#include "proto/ps.pb.h"
+#include "server/shard_store.h"
+
+namespace ps {
+
+struct PushArgs {
+  proto::PushRequest header;  // key_list and values are not used: see keys, values
+  bool clock_only = false;    // neither keys nor values: only advances the clock
+  KeySpec keys;
+  absl::Span<const float> values;
+  // Storage for keys and values that were not aligned or not contiguous.
+  std::string flat_keys, flat_values;
+  std::vector<uint64_t> key_storage;
+  std::vector<float> value_storage;
+};
+
+struct PullArgs {
+  proto::PullRequest header;  // key_list is not used: see keys
+  KeySpec keys;
+  std::string flat_keys;
+  std::vector<uint64_t> key_storage;
+};
+
+// Decodes a push whose key list and values are given apart from the header
+// (the raw path), or inside it (pass header.key_list() and header.values()
+// as one-piece SegmentedBytes). Errors: INVALID_ARGUMENT naming the table
+// for both ranges and a key list, no keys, or ragged key or value bytes.
+absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& key_list,
+                        const SegmentedBytes& values, PushArgs* out);
+// The same for a push whose bytes are all in the proto.
+absl::Status DecodePush(const proto::PushRequest& request, PushArgs* out);
+
+// Decodes a pull's keys. Errors as for DecodePush.
+absl::Status DecodePull(const proto::PullRequest& header, const SegmentedBytes& key_list,
+                        PullArgs* out);
+absl::Status DecodePull(const proto::PullRequest& request, PullArgs* out);
+
+}  // namespace ps
+
+#endif  // PS_SERVER_REQUEST_ARGS_H_
