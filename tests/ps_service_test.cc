@@ -10,6 +10,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
+#include "absl/synchronization/notification.h"
 #include "server/ps_server.h"
 
 namespace ps {
@@ -217,6 +218,83 @@ TEST_F(PsServiceTest, InfoDescribesTheShard) {
   EXPECT_EQ(info.num_servers(), 2u);
   EXPECT_EQ(info.slice_size(), 4u);
   EXPECT_EQ(info.address(), server_->address());
+}
+
+// Waits (bounded) until pred() holds; returns whether it did.
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 5000 && !pred(); ++i) absl::SleepFor(absl::Milliseconds(1));
+  return pred();
+}
+
+TEST_F(PsServiceTest, CancelledParkedPullIsReleasedAtOnce) {
+  for (uint32_t w : {1, 2}) {
+    proto::HeartbeatRequest hb;
+    hb.set_worker_id(w);
+    hb.set_incarnation(w);
+    hb.set_lease_ms(60'000);
+    proto::HeartbeatResponse reply;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->Heartbeat(&ctx, hb, &reply).ok());
+  }
+  // Worker 1 at clock 5 under BSP waits for worker 2's rounds 0..4.
+  proto::PullRequest req;
+  req.set_table("t");
+  req.add_ranges()->set_end(1);
+  req.set_worker_id(1);
+  req.set_clock(5);
+  req.set_consistency(proto::CONSISTENCY_BOUNDED);
+  proto::PullResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status status;
+  absl::Notification done;
+  stub_->async()->Pull(&ctx, &req, &resp, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  ASSERT_TRUE(Eventually([&] { return server_->clocks().parked() == 1; }));
+  ctx.TryCancel();
+  done.WaitForNotification();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(Eventually([&] { return server_->clocks().parked() == 0; }))
+      << "the server still holds the cancelled pull";
+}
+
+// Initializing a 2 GB table takes a while; meanwhile the server answers.
+TEST(PsServerTest, CreatingALargeTableDoesNotStopOtherCalls) {
+  ServerOptions options;
+  options.limits.memory_budget_bytes = uint64_t{3} << 30;
+  auto server = PsServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = proto::ParameterServer::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  proto::CreateTableRequest create;
+  proto::TableDef* def = create.mutable_table();
+  def->set_name("big");
+  def->set_num_keys(uint64_t{1} << 29);  // x 4 bytes: 2 GiB
+  def->set_width(1);
+  def->set_optimizer(proto::OPT_SGD);
+  def->set_learning_rate(0.1f);
+  proto::CreateTableResponse created;
+  grpc::ClientContext create_ctx;
+  grpc::Status create_status;
+  absl::Notification create_done;
+  stub->async()->CreateTable(&create_ctx, &create, &created, [&](grpc::Status s) {
+    create_status = std::move(s);
+    create_done.Notify();
+  });
+  ASSERT_TRUE(Eventually([&] {
+    return (*server)->store().bytes_used() > 0 || create_done.HasBeenNotified();
+  }));
+  ASSERT_FALSE(create_done.HasBeenNotified()) << create_status.error_message();
+  proto::InfoResponse info;
+  grpc::ClientContext info_ctx;
+  ASSERT_TRUE(stub->Info(&info_ctx, proto::InfoRequest(), &info).ok());
+  EXPECT_FALSE(create_done.HasBeenNotified())
+      << "Info was answered only after the 2 GiB table was initialized";
+  create_done.WaitForNotification();
+  ASSERT_TRUE(create_status.ok()) << create_status.error_message();
+  EXPECT_TRUE(created.created());
 }
 
 TEST(PsServerTest, PortInUseIsAClearError) {
