@@ -9,6 +9,7 @@ set -euo pipefail
 PACKAGES=(
   "bazel-bootstrap:build system (Bazel 4.2.3, works offline)"
   "g++:C++ compiler"
+  "clang:second C++ compiler: checks the thread-safety annotations (deploy/clang_tsa_build.sh)"
   "pkg-config:locates the system libraries for Bazel"
   "libgrpc++-dev:gRPC C++ runtime (client and server)"
   "protobuf-compiler:protoc"

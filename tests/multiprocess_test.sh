@@ -28,6 +28,39 @@ accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/eval.log")
 echo "test accuracy of the final parameters: $accuracy"
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.70) }' || fail "test accuracy $accuracy < 0.70"
 
+# Any image size: a generated data set of 8x8 images in 4 classes (the bright
+# quadrant is the class) trains through the same binaries, the model's shape
+# taken from the data (64 inputs, 4 classes: 260 parameters).
+octal() { printf '\\%03o' "$1"; }  # a byte as a printf escape
+be32() { printf "$(octal $(($1 >> 24 & 255)))$(octal $(($1 >> 16 & 255)))$(octal $(($1 >> 8 & 255)))$(octal $(($1 & 255)))"; }
+quadrant=()
+for q in 0 1 2 3; do
+  image=""
+  for r in 0 1 2 3 4 5 6 7; do
+    for c in 0 1 2 3 4 5 6 7; do
+      if [ $(((r < 4 ? 0 : 2) + (c < 4 ? 0 : 1))) -eq $q ]; then image+='\377'; else image+='\040'; fi
+    done
+  done
+  quadrant[$q]=$image
+done
+make_quadrant_set() {  # PREFIX N: PREFIX-images-idx3-ubyte.gz and PREFIX-labels-idx1-ubyte.gz
+  local i
+  { printf '\000\000\010\003'; be32 "$2"; be32 8; be32 8
+    for ((i = 0; i < $2; i++)); do printf "${quadrant[i % 4]}"; done; } | gzip >"$1-images-idx3-ubyte.gz"
+  { printf '\000\000\010\001'; be32 "$2"
+    for ((i = 0; i < $2; i++)); do printf "$(octal $((i % 4)))"; done; } | gzip >"$1-labels-idx1-ubyte.gz"
+}
+mkdir -p "$dir/quadrants"
+make_quadrant_set "$dir/quadrants/train" 400
+make_quadrant_set "$dir/quadrants/t10k" 100
+"$worker_bin" --servers="$spec" --data_dir="$dir/quadrants" --model=softmax --table_prefix=quadrants \
+  --epochs=5 --progress_seconds=100 >"$dir/quadrants.log" 2>&1 || { cat "$dir/quadrants.log"; fail "8x8 worker failed"; }
+cat "$dir/quadrants.log"
+grep -q "400 training examples of 8x8 images in 4 classes, model softmax (260 parameters)" "$dir/quadrants.log" ||
+  fail "the 8x8 worker did not size its model from the data"
+accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/quadrants.log")
+awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.95) }' || fail "8x8 test accuracy $accuracy < 0.95"
+
 # Every server holds part of the model and logged the tables it created.
 for i in 0 1 2; do
   grep -q "table created: 'softmax/fc0/w'" "$dir/server$i.log" || fail "server $i did not log table creation"

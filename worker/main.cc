@@ -2,9 +2,11 @@
 //
 //   ps_worker --servers=h0:p0,h1:p1 --worker_index=0 --num_workers=4 --model=mlp
 //
-// Reads its shard of Fashion-MNIST (every num_workers-th example, starting at
-// worker_index), creates the model's tables if they do not exist, trains, and
-// evaluates test accuracy with the parameters on the servers at its end.
+// Reads its shard of an IDX data set, Fashion-MNIST by default (every
+// num_workers-th example, starting at worker_index), creates the model's
+// tables if they do not exist, trains, and evaluates test accuracy with the
+// parameters on the servers at its end. The model's input width and class
+// count come from the data (images of any size; 1 + the largest label).
 // --eval_only skips training (used by the launcher once all workers are done).
 #include <cstdio>
 #include <string>
@@ -46,7 +48,9 @@ ABSL_FLAG(double, initial_accumulator, 0.1, "AdaGrad initial accumulator");
 ABSL_FLAG(double, epsilon, 1e-8, "AdaGrad epsilon");
 ABSL_FLAG(uint64_t, seed, 1, "seed for initialization and shuffling");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
-          "directory with the Fashion-MNIST *-idx?-ubyte.gz files");
+          "directory with the IDX files train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+          "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz (gzip or plain; images of any "
+          "size; Fashion-MNIST by default)");
 ABSL_FLAG(int64_t, max_train_examples, 0, "use only the first N training examples (0: all)");
 ABSL_FLAG(std::string, table_prefix, "", "table name prefix (default: the model name)");
 ABSL_FLAG(double, progress_seconds, 5, "seconds between progress lines");
@@ -133,27 +137,33 @@ int main(int argc, char** argv) {
   config.n_fetch = absl::GetFlag(FLAGS_n_fetch);
   config.n_push = absl::GetFlag(FLAGS_n_push);
   config.slowdown = absl::GetFlag(FLAGS_slowdown);
+  const bool eval_only = absl::GetFlag(FLAGS_eval_only);
 
   ps::PsClientOptions client_options;
   const std::string consistency = absl::GetFlag(FLAGS_consistency);
   const int staleness = absl::GetFlag(FLAGS_staleness);
   if (consistency == "async") {
     client_options.consistency = ps::proto::CONSISTENCY_ASYNC;
+    config.consistency = ps::Consistency::kAsync;
   } else if (consistency == "bsp" || consistency == "bounded") {
     if (consistency == "bounded" && staleness < 0) {
       return Fail(absl::StrCat("--staleness=", staleness, ": must be >= 0"));
     }
     client_options.consistency = ps::proto::CONSISTENCY_BOUNDED;
     client_options.staleness = consistency == "bsp" ? 0 : static_cast<uint32_t>(staleness);
+    config.consistency = consistency == "bsp" ? ps::Consistency::kBsp : ps::Consistency::kBounded;
+    config.staleness = consistency == "bsp" ? 0 : staleness;
   } else {
     return Fail(absl::StrCat("--consistency=", consistency, ": expected async, bounded or bsp"));
   }
   const double lease = absl::GetFlag(FLAGS_lease_seconds);
   if (!(lease > 0)) return Fail(absl::StrCat("--lease_seconds=", lease, ": must be > 0"));
   // An evaluator reads the parameters as they are and takes no part in the clocks.
-  client_options.lease =
-      absl::GetFlag(FLAGS_eval_only) ? absl::ZeroDuration() : absl::Seconds(lease);
-  if (absl::GetFlag(FLAGS_eval_only)) client_options.consistency = ps::proto::CONSISTENCY_ASYNC;
+  client_options.lease = eval_only ? absl::ZeroDuration() : absl::Seconds(lease);
+  if (eval_only) {
+    client_options.consistency = ps::proto::CONSISTENCY_ASYNC;
+    config.consistency = ps::Consistency::kAsync;
+  }
   // Overlapping adds a round of staleness the servers do not see; only async allows it.
   config.overlap =
       absl::GetFlag(FLAGS_overlap) && config.n_fetch == config.n_push && consistency == "async";
@@ -178,11 +188,18 @@ int main(int argc, char** argv) {
     optimizer.set_epsilon(absl::GetFlag(FLAGS_epsilon));
   }
 
-  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
-  auto test = ps::ReadFashionMnist(data_dir, /*train=*/false);
-  if (!test.ok()) return Fail(std::string(test.status().message()));
-  auto model = ps::MakeModel(absl::GetFlag(FLAGS_model), test->dim, *hidden, test->num_classes);
-  if (!model.ok()) return Fail(absl::StrCat("--model: ", model.status().message()));
+  // Both sets, even to only evaluate: the class count (1 + the largest label
+  // in either) fixes the model's shape, which every worker must agree on.
+  auto data = ps::ReadIdxDir(absl::GetFlag(FLAGS_data_dir));
+  if (!data.ok()) return Fail(absl::StrCat("--data_dir: ", data.status().message()));
+  const ps::Dataset& test = data->test;
+  auto model =
+      ps::MakeModel(absl::GetFlag(FLAGS_model), data->train.dim, *hidden, data->train.num_classes);
+  if (!model.ok()) {
+    return Fail(absl::StrCat("--model: ", model.status().message(), " (the data set has ",
+                             data->rows, "x", data->cols, " images in ", data->train.num_classes,
+                             " classes)"));
+  }
   config.table_prefix = absl::GetFlag(FLAGS_table_prefix).empty()
                             ? (*model)->name()
                             : absl::GetFlag(FLAGS_table_prefix);
@@ -203,20 +220,22 @@ int main(int argc, char** argv) {
   }
 
   const std::string who = absl::StrCat("worker ", config.worker_index, "/", config.num_workers);
-  if (!absl::GetFlag(FLAGS_eval_only)) {
+  if (!eval_only) {
     if (consistency != "async") {
       const absl::Status s = (*client)->WaitForWorkers(
           config.num_workers, absl::Seconds(absl::GetFlag(FLAGS_wait_for_workers_seconds)));
       if (!s.ok()) return Fail(absl::StrCat(who, ": ", s.message()));
     }
-    auto train = ps::ReadFashionMnist(data_dir, /*train=*/true);
-    if (!train.ok()) return Fail(std::string(train.status().message()));
     const int64_t limit = absl::GetFlag(FLAGS_max_train_examples);
-    ps::Dataset shard = ps::ShardOf(limit > 0 ? ps::Head(*train, limit) : *train,
+    ps::Dataset shard = ps::ShardOf(limit > 0 ? ps::Head(data->train, limit) : data->train,
                                     config.worker_index, config.num_workers);
-    std::printf("%s: %lld training examples, model %s (%lld parameters), %d server(s)\n",
-                who.c_str(), static_cast<long long>(shard.num_examples), (*model)->name().c_str(),
-                static_cast<long long>((*model)->num_params()), (*client)->num_servers());
+    data->train = ps::Dataset();  // only the shard is needed from here on
+    std::printf(
+        "%s: %lld training examples of %dx%d images in %d classes, model %s (%lld parameters), "
+        "%d server(s)\n",
+        who.c_str(), static_cast<long long>(shard.num_examples), data->rows, data->cols,
+        shard.num_classes, (*model)->name().c_str(), static_cast<long long>((*model)->num_params()),
+        (*client)->num_servers());
     std::fflush(stdout);
     auto stats = ps::TrainDownpour(**client, **model, shard, config, [](const std::string& line) {
       std::printf("%s\n", line.c_str());
@@ -248,9 +267,9 @@ int main(int argc, char** argv) {
       !s.ok()) {
     return Fail(absl::StrCat(who, ": pulling final parameters: ", s.message()));
   }
-  const double accuracy = ps::Accuracy(**model, params, *test);
+  const double accuracy = ps::Accuracy(**model, params, test);
   std::printf("%s: test accuracy %.4f (%lld test examples)\n", who.c_str(), accuracy,
-              static_cast<long long>(test->num_examples));
+              static_cast<long long>(test.num_examples));
   std::printf("RESULT test_accuracy=%.4f\n", accuracy);
   return 0;
 }

@@ -35,8 +35,7 @@ absl::Status LocalParamClient::Push(absl::Span<const PushRange> ops, uint64_t, V
   if (versions != nullptr) versions->assign(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     const PushRange& op = ops[i];
-    auto result = store_.Push(op.table, KeySpec::Single(op.begin, op.end), op.grads,
-                              /*worker_id=*/0, /*request_id=*/0);
+    auto result = store_.Push(op.table, KeySpec::Single(op.begin, op.end), op.grads);
     if (!result.ok()) return result.status();
     if (versions != nullptr) (*versions)[i] = result->version;
   }

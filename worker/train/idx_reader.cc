@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -102,6 +103,11 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, uint32_t expected_m
     s = ReadExactly(f, path, "header", word, 4);
     if (!s.ok()) return s;
     out.dims.push_back(BigEndian32(word));
+    if (out.dims.back() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": header dimension ", i + 1, " of ", ndims,
+                       " is 0: expected every dimension >= 1 (an IDX file with no elements)"));
+    }
     elements *= out.dims.back();
     if (elements > kMaxElements) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": header dimensions ",
@@ -125,8 +131,18 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, uint32_t expected_m
   return out;
 }
 
-absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
-                                       const std::string& labels_path, int num_classes) {
+namespace {
+
+// A data set read from an images and a labels file, with its image size.
+struct ImageSet {
+  Dataset data;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// ReadIdxDataset, also returning the image size.
+absl::StatusOr<ImageSet> ReadImageSet(const std::string& images_path,
+                                      const std::string& labels_path, int num_classes) {
   absl::StatusOr<IdxFile> images = ReadIdxFile(images_path, kIdxImagesMagic);
   if (!images.ok()) return images.status();
   absl::StatusOr<IdxFile> labels = ReadIdxFile(labels_path, kIdxLabelsMagic);
@@ -139,17 +155,22 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                                    " labels; expected the same count"));
   }
 
-  const int64_t dim = images->dims[1] * images->dims[2];
+  ImageSet out;
+  out.rows = images->dims[1];
+  out.cols = images->dims[2];
+  const int64_t dim = out.rows * out.cols;
   if (dim > INT_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat(images_path, ": images of shape ",
-                                                   images->dims[1], "x", images->dims[2],
-                                                   " are too large"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ": images of shape ", out.rows, "x", out.cols, " are too large"));
   }
-  Dataset out;
-  out.num_examples = n;
-  out.num_classes = num_classes;
-  out.dim = static_cast<int>(dim);
-  out.labels.resize(n);
+  if (num_classes <= 0) {
+    num_classes = 1 + *std::max_element(labels->data.begin(), labels->data.end());
+  }
+  Dataset& d = out.data;
+  d.num_examples = n;
+  d.num_classes = num_classes;
+  d.dim = static_cast<int>(dim);
+  d.labels.resize(n);
   for (int64_t i = 0; i < n; ++i) {
     const int label = labels->data[i];
     if (label >= num_classes) {
@@ -157,28 +178,73 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                                      i, " is out of range: expected [0, ",
                                                      num_classes, ")"));
     }
-    out.labels[i] = label;
+    d.labels[i] = label;
   }
-  out.features.resize(images->data.size());
+  d.features.resize(images->data.size());
   constexpr float kScale = 1.0f / 255.0f;
   for (size_t i = 0; i < images->data.size(); ++i) {
-    out.features[i] = images->data[i] * kScale;
+    d.features[i] = images->data[i] * kScale;
   }
   return out;
 }
 
-absl::StatusOr<Dataset> ReadFashionMnist(const std::string& dir, bool train) {
+}  // namespace
+
+absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
+                                       const std::string& labels_path, int num_classes) {
+  absl::StatusOr<ImageSet> set = ReadImageSet(images_path, labels_path, num_classes);
+  if (!set.ok()) return set.status();
+  return std::move(set->data);
+}
+
+IdxPaths IdxPathsIn(const std::string& dir, bool train) {
   const std::string prefix = absl::StrCat(dir, "/", train ? "train" : "t10k");
-  const std::string images_path = prefix + "-images-idx3-ubyte.gz";
-  absl::StatusOr<Dataset> data =
-      ReadIdxDataset(images_path, prefix + "-labels-idx1-ubyte.gz", /*num_classes=*/10);
+  return {prefix + "-images-idx3-ubyte.gz", prefix + "-labels-idx1-ubyte.gz"};
+}
+
+absl::StatusOr<TrainTestData> ReadIdxTrainTest(const IdxPaths& train, const IdxPaths& test) {
+  absl::StatusOr<ImageSet> test_set = ReadImageSet(test.images, test.labels, 0);
+  if (!test_set.ok()) return test_set.status();
+  absl::StatusOr<ImageSet> train_set = ReadImageSet(train.images, train.labels, 0);
+  if (!train_set.ok()) return train_set.status();
+  if (test_set->rows != train_set->rows || test_set->cols != train_set->cols) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the test images in ", test.images, " are ", test_set->rows, "x", test_set->cols,
+        " but the training images in ", train.images, " are ", train_set->rows, "x",
+        train_set->cols, "; expected the same size (is one of them from another data set?)"));
+  }
+  TrainTestData out;
+  out.rows = static_cast<int>(train_set->rows);
+  out.cols = static_cast<int>(train_set->cols);
+  out.train = std::move(train_set->data);
+  out.test = std::move(test_set->data);
+  const int num_classes = std::max(out.train.num_classes, out.test.num_classes);
+  out.train.num_classes = out.test.num_classes = num_classes;
+  return out;
+}
+
+absl::StatusOr<TrainTestData> ReadIdxDir(const std::string& dir) {
+  const IdxPaths train = IdxPathsIn(dir, true), test = IdxPathsIn(dir, false);
+  absl::StatusOr<TrainTestData> data = ReadIdxTrainTest(train, test);
+  if (absl::IsNotFound(data.status())) {
+    return absl::NotFoundError(
+        absl::StrCat(data.status().message(), "; the data directory must hold ", test.images, ", ",
+                     test.labels, ", ", train.images, " and ", train.labels,
+                     " (for Fashion-MNIST, install dataset-fashion-mnist: see deploy/setup.sh)"));
+  }
+  return data;
+}
+
+absl::StatusOr<Dataset> ReadFashionMnist(const std::string& dir, bool train) {
+  const IdxPaths paths = IdxPathsIn(dir, train);
+  absl::StatusOr<Dataset> data = ReadIdxDataset(paths.images, paths.labels, /*num_classes=*/10);
   if (absl::IsNotFound(data.status())) {
     return absl::NotFoundError(absl::StrCat(
         data.status().message(), "; is dataset-fashion-mnist installed? see deploy/setup.sh"));
   }
   if (!data.ok()) return data.status();
   if (data->dim != 28 * 28) {
-    return absl::InvalidArgumentError(absl::StrCat(images_path, ": expected 28x28 images, found ",
+    return absl::InvalidArgumentError(absl::StrCat(paths.images, ": expected 28x28 images, found ",
                                                    data->dim, " pixels per image"));
   }
   return data;

@@ -12,6 +12,8 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/train/idx_writer.h"
+#include "worker/train/synthetic_data.h"
 
 namespace ps {
 namespace {
@@ -202,6 +204,150 @@ TEST(IdxReaderTest, FashionMnistRejectsWrongImageSize) {
   absl::StatusOr<Dataset> d = ReadFashionMnist(dir, /*train=*/false);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(), HasSubstr("expected 28x28 images"));
+}
+
+// n rows x cols images, pixel p of image i = (7 i + p) mod 256, and labels
+// cycling through `labels`.
+struct Generated {
+  std::vector<uint8_t> images, labels;
+};
+Generated Generate(uint32_t n, uint32_t rows, uint32_t cols, const std::vector<uint8_t>& labels) {
+  Generated g;
+  g.images = Header(kIdxImagesMagic, {n, rows, cols});
+  g.labels = Header(kIdxLabelsMagic, {n});
+  for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t p = 0; p < rows * cols; ++p) g.images.push_back((7 * i + p) % 256);
+    g.labels.push_back(labels[i % labels.size()]);
+  }
+  return g;
+}
+
+TEST(IdxReaderTest, Reads8x8ThreeClassGzipPair) {
+  const Generated g = Generate(5, 8, 8, {0, 2, 1});
+  const std::string images = WriteFile("g8-images.gz", g.images);
+  const std::string labels = WriteFile("g8-labels.gz", g.labels);
+  absl::StatusOr<Dataset> d = ReadIdxDataset(images, labels);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->num_examples, 5);
+  EXPECT_EQ(d->dim, 64);
+  EXPECT_EQ(d->num_classes, 3);  // max label + 1
+  EXPECT_EQ(d->labels, (std::vector<int32_t>{0, 2, 1, 0, 2}));
+  ASSERT_EQ(d->features.size(), 5u * 64u);
+  for (int i = 0; i < 5; ++i) {
+    for (int p = 0; p < 64; ++p) {
+      ASSERT_EQ(d->row(i)[p], static_cast<float>((7 * i + p) % 256) * (1.0f / 255.0f))
+          << "image " << i << " pixel " << p;
+    }
+  }
+}
+
+TEST(IdxReaderTest, ExplicitClassCountIsKept) {
+  const Generated g = Generate(3, 8, 8, {0, 1});
+  absl::StatusOr<Dataset> d =
+      ReadIdxDataset(WriteFile("k-images.gz", g.images), WriteFile("k-labels.gz", g.labels), 10);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->num_classes, 10);
+}
+
+TEST(IdxReaderTest, NonSquareImages) {
+  const Generated g = Generate(2, 3, 5, {1});
+  absl::StatusOr<Dataset> d =
+      ReadIdxDataset(WriteFile("ns-images.gz", g.images), WriteFile("ns-labels.gz", g.labels));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->dim, 15);
+  EXPECT_EQ(d->num_classes, 2);
+}
+
+TEST(IdxReaderTest, ZeroDimensionIsRefusedNamingTheFile) {
+  for (const std::vector<uint32_t>& dims : {std::vector<uint32_t>{0, 8, 8}, {4, 0, 8}, {4, 8, 0}}) {
+    const std::string path = WriteFile("zero-dim.gz", Header(kIdxImagesMagic, dims));
+    absl::StatusOr<IdxFile> f = ReadIdxFile(path, kIdxImagesMagic);
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(f.status().message(), HasSubstr(path + ": header dimension "));
+    EXPECT_THAT(f.status().message(), HasSubstr(" of 3 is 0: expected every dimension >= 1"));
+  }
+  const std::string labels = WriteFile("zero-labels.gz", Header(kIdxLabelsMagic, {0}));
+  absl::StatusOr<IdxFile> f = ReadIdxFile(labels, kIdxLabelsMagic);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(f.status().message(), HasSubstr(labels + ": header dimension 1 of 1 is 0"));
+}
+
+TEST(IdxReaderTest, HeaderThatPromisesMoreImagesThanTheFileHolds) {
+  Generated g = Generate(3, 8, 8, {0});
+  g.images[7] = 4;  // header says 4 images of 8x8; the payload holds 3
+  const std::string path = WriteFile("more-images.gz", g.images);
+  absl::StatusOr<IdxFile> f = ReadIdxFile(path, kIdxImagesMagic);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(f.status().message(), HasSubstr(path + ": truncated payload"));
+  EXPECT_THAT(f.status().message(), HasSubstr("expected 256 bytes, got 192"));
+}
+
+TEST(IdxReaderTest, HeaderThatPromisesFewerImagesThanTheFileHolds) {
+  Generated g = Generate(3, 8, 8, {0});
+  g.images[15] = 7;  // header says 3 images of 8x7; the payload holds 3 of 8x8
+  const std::string path = WriteFile("fewer-images.gz", g.images);
+  absl::StatusOr<IdxFile> f = ReadIdxFile(path, kIdxImagesMagic);
+  EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(f.status().message(),
+              HasSubstr(path + ": expected 168 payload bytes for shape 3x8x7, found more"));
+}
+
+TEST(IdxReaderTest, TrainAndTestShareTheClassCount) {
+  const std::string dir = TempDir() + "/tt8";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  const Generated train = Generate(6, 8, 8, {0, 1});
+  const Generated test = Generate(4, 8, 8, {2, 0});
+  WriteFile("tt8/train-images-idx3-ubyte.gz", train.images);
+  WriteFile("tt8/train-labels-idx1-ubyte.gz", train.labels);
+  WriteFile("tt8/t10k-images-idx3-ubyte.gz", test.images);
+  WriteFile("tt8/t10k-labels-idx1-ubyte.gz", test.labels);
+  absl::StatusOr<TrainTestData> d = ReadIdxDir(dir);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->rows, 8);
+  EXPECT_EQ(d->cols, 8);
+  EXPECT_EQ(d->train.num_examples, 6);
+  EXPECT_EQ(d->test.num_examples, 4);
+  EXPECT_EQ(d->train.dim, 64);
+  EXPECT_EQ(d->test.dim, 64);
+  EXPECT_EQ(d->train.num_classes, 3);
+  EXPECT_EQ(d->test.num_classes, 3);
+}
+
+TEST(IdxReaderTest, TestImagesOfAnotherSizeNameBothFiles) {
+  const Generated train = Generate(2, 8, 8, {0, 1});
+  const Generated test = Generate(2, 4, 4, {0, 1});
+  const IdxPaths train_paths = {WriteFile("sz-train-images.gz", train.images),
+                                WriteFile("sz-train-labels.gz", train.labels)};
+  const IdxPaths test_paths = {WriteFile("sz-test-images.gz", test.images),
+                               WriteFile("sz-test-labels.gz", test.labels)};
+  absl::StatusOr<TrainTestData> d = ReadIdxTrainTest(train_paths, test_paths);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(d.status().message(), HasSubstr("the test images in " + test_paths.images +
+                                              " are 4x4 but the training images in " +
+                                              train_paths.images + " are 8x8; expected the same"));
+}
+
+TEST(IdxReaderTest, MissingDataDirListsTheExpectedFiles) {
+  const std::string dir = TempDir() + "/no-data-here";
+  absl::StatusOr<TrainTestData> d = ReadIdxDir(dir);
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound);
+  // The test set is read first.
+  EXPECT_THAT(d.status().message(), HasSubstr(dir + "/t10k-images-idx3-ubyte.gz: cannot open"));
+  EXPECT_THAT(d.status().message(), HasSubstr(dir + "/train-labels-idx1-ubyte.gz"));
+  EXPECT_THAT(d.status().message(), HasSubstr("deploy/setup.sh"));
+}
+
+TEST(IdxReaderTest, WriterRoundTripsQuadrantImages) {
+  const Dataset generated = MakeQuadrantImages(50, 8, 8, /*seed=*/2);
+  const IdxPaths paths = {TempDir() + "/rt-images.gz", TempDir() + "/rt-labels.gz"};
+  ASSERT_TRUE(WriteIdxDataset(generated, 8, 8, paths).ok());
+  absl::StatusOr<Dataset> d = ReadIdxDataset(paths.images, paths.labels);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->num_examples, 50);
+  EXPECT_EQ(d->dim, 64);
+  EXPECT_EQ(d->num_classes, 4);
+  EXPECT_EQ(d->labels, generated.labels);
+  EXPECT_EQ(d->features, generated.features);
 }
 
 TEST(IdxReaderTest, RealFashionMnistTestSet) {

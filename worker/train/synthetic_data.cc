@@ -108,4 +108,38 @@ Dataset MakeLinearlySeparable(int64_t n, int dim, int num_classes, uint64_t seed
   return MakeLinearProblem(n, dim, num_classes, seed).data;
 }
 
+Dataset MakeQuadrantImages(int64_t n, int rows, int cols, uint64_t seed) {
+  if (n < 0 || rows < 2 || cols < 2) {
+    std::fprintf(stderr,
+                 "MakeQuadrantImages: need n >= 0, rows >= 2, cols >= 2; "
+                 "got n=%lld rows=%d cols=%d\n",
+                 static_cast<long long>(n), rows, cols);
+    std::abort();
+  }
+  constexpr int kClasses = 4;
+  std::mt19937_64 engine(seed);
+  // Uniform integer in [lo, hi].
+  auto uniform = [&engine](int lo, int hi) {
+    return lo + static_cast<int>(engine() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  Dataset d;
+  d.num_examples = n;
+  d.dim = rows * cols;
+  d.num_classes = kClasses;
+  d.features.reserve(static_cast<size_t>(n) * d.dim);
+  d.labels.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int label = uniform(0, kClasses - 1);
+    d.labels.push_back(label);
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        const int quadrant = (r < rows / 2 ? 0 : 2) + (c < cols / 2 ? 0 : 1);
+        const int byte = quadrant == label ? uniform(160, 255) : uniform(0, 96);
+        d.features.push_back(static_cast<float>(byte) * (1.0f / 255.0f));
+      }
+    }
+  }
+  return d;
+}
+
 }  // namespace ps

@@ -1,5 +1,6 @@
 // Synthetic classification data that a linear (softmax) classifier can fit
-// perfectly; used by tests and smoke runs in place of a real data set.
+// perfectly (feature vectors, or small images); used by tests and smoke runs
+// in place of a real data set.
 // Pure functions of their arguments (deterministic for a seed); thread-safe.
 #ifndef PS_WORKER_TRAIN_SYNTHETIC_DATA_H_
 #define PS_WORKER_TRAIN_SYNTHETIC_DATA_H_
@@ -31,6 +32,16 @@ LinearProblem MakeLinearProblem(int64_t n, int dim, int num_classes, uint64_t se
 
 // The data of MakeLinearProblem(n, dim, num_classes, seed).
 Dataset MakeLinearlySeparable(int64_t n, int dim, int num_classes, uint64_t seed);
+
+// n grey-scale images of rows x cols pixels in 4 classes: in an image of
+// class c, quadrant c (0 top-left, 1 top-right, 2 bottom-left, 3
+// bottom-right; the first rows/2 rows and cols/2 columns are top and left)
+// is bright (pixels in [160, 255] / 255) and the rest dark ([0, 96] / 255).
+// Pixels are multiples of 1/255, so the images survive a round trip through
+// an IDX file exactly. Labels are uniformly random; dim = rows * cols.
+// Requires n >= 0, rows >= 2, cols >= 2 (aborts otherwise). Same arguments
+// => same result.
+Dataset MakeQuadrantImages(int64_t n, int rows, int cols, uint64_t seed);
 
 }  // namespace ps
 

@@ -64,5 +64,35 @@ TEST(SyntheticDataTest, DeterministicForSeed) {
   EXPECT_NE(a.features, c.features);
 }
 
+TEST(SyntheticDataTest, QuadrantImagesBrightenTheLabelsQuadrant) {
+  const Dataset d = MakeQuadrantImages(200, 8, 6, /*seed=*/3);
+  EXPECT_EQ(d.num_examples, 200);
+  EXPECT_EQ(d.dim, 48);
+  EXPECT_EQ(d.num_classes, 4);
+  ASSERT_EQ(d.features.size(), 200u * 48u);
+  std::vector<int> per_class(4, 0);
+  for (int64_t i = 0; i < d.num_examples; ++i) {
+    const int label = d.labels[i];
+    ASSERT_GE(label, 0);
+    ASSERT_LT(label, 4);
+    ++per_class[label];
+    for (int r = 0; r < 8; ++r) {
+      for (int c = 0; c < 6; ++c) {
+        const float v = d.row(i)[r * 6 + c];
+        const int quadrant = (r < 4 ? 0 : 2) + (c < 3 ? 0 : 1);
+        if (quadrant == label) {
+          EXPECT_GT(v, 159.5f / 255) << "example " << i;
+        } else {
+          EXPECT_LT(v, 96.5f / 255) << "example " << i;
+        }
+        // Exactly what the IDX reader makes of the byte.
+        EXPECT_EQ(v, static_cast<float>(static_cast<int>(v * 255 + 0.5f)) * (1.0f / 255.0f));
+      }
+    }
+  }
+  for (int c = 0; c < 4; ++c) EXPECT_GT(per_class[c], 20) << "class " << c;
+  EXPECT_EQ(MakeQuadrantImages(50, 8, 8, 9).features, MakeQuadrantImages(50, 8, 8, 9).features);
+}
+
 }  // namespace
 }  // namespace ps

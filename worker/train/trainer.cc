@@ -56,6 +56,24 @@ absl::Status ValidateTrainerConfig(const TrainerConfig& c) {
     return absl::InvalidArgumentError(
         absl::StrCat("trainer slowdown=", c.slowdown, ": must be >= 1"));
   }
+  if (c.staleness < 0) return bad("staleness", c.staleness, ">= 0");
+  const bool bsp = c.consistency == Consistency::kBsp ||
+                   (c.consistency == Consistency::kBounded && c.staleness == 0);
+  if (bsp && c.n_fetch != c.n_push) {
+    const std::string mode = c.consistency == Consistency::kBsp
+                                 ? "--consistency=bsp"
+                                 : "--consistency=bounded with --staleness=0 (that is, BSP)";
+    return absl::InvalidArgumentError(absl::StrCat(
+        mode, " needs --n_fetch == --n_push (got n_fetch ", c.n_fetch, ", n_push ", c.n_push,
+        "): a BSP push of round t waits until every worker has read round t, so each worker "
+        "must pull exactly once per round, at its start; ",
+        c.n_fetch > c.n_push || c.n_push % c.n_fetch != 0
+            ? "otherwise some round is never read and every worker waits forever"
+            : "extra pulls within a round would read other workers' pushes of that round, "
+              "which is not BSP",
+        ". Set --n_fetch and --n_push to the same value, or use --consistency=bounded with "
+        "--staleness >= 1 or --consistency=async, which allow any n_fetch and n_push"));
+  }
   if (c.overlap && c.n_fetch != c.n_push) {
     return absl::InvalidArgumentError(absl::StrCat("trainer overlap needs n_fetch == n_push, got ",
                                                    c.n_fetch, " and ", c.n_push));

@@ -26,6 +26,17 @@
 
 namespace ps {
 
+// The consistency model the servers enforce on this worker's pulls and
+// pushes (ps_worker --consistency). The trainer does not send it (the client
+// does); ValidateTrainerConfig uses it to refuse settings that would deadlock.
+enum class Consistency {
+  kAsync,    // pulls and pushes never wait
+  kBounded,  // a pull at clock t waits until every live worker completed the
+             // rounds < t - staleness
+  kBsp,      // bounded with staleness 0, and a push of round t waits until
+             // every live worker has read round t
+};
+
 struct TrainerConfig {
   int worker_index = 0;
   int num_workers = 1;
@@ -33,6 +44,8 @@ struct TrainerConfig {
   int batch_size = 64;
   int n_fetch = 1;  // pull every n_fetch steps
   int n_push = 1;   // push every n_push steps
+  Consistency consistency = Consistency::kAsync;
+  int staleness = 0;  // tau, for kBounded (kBounded with 0 behaves as kBsp)
   // Overlap communication with computation: each round's push and pull run
   // in the background while the next round computes with the parameters of
   // the round before (one round more stale). Requires n_fetch == n_push.
@@ -47,6 +60,15 @@ struct TrainerConfig {
 };
 
 // Validates the config. INVALID_ARGUMENT naming the field and its value.
+// BSP (kBsp, or kBounded with staleness 0) needs n_fetch == n_push: a BSP push
+// of round t waits until every live worker has read round t, so a worker
+// must pull at the start of every round. With n_fetch > n_push some rounds
+// have no pull, and with an n_fetch that does not divide n_push the last,
+// partial round may have none: every worker then waits forever. With n_fetch
+// a proper divisor of n_push nothing deadlocks, but the extra pulls within a
+// round read other workers' pushes of the same round, which is not BSP.
+// Async and bounded staleness >= 1 allow any n_fetch and n_push: pushes never
+// wait there, and the worker with the lowest clock can always pull.
 absl::Status ValidateTrainerConfig(const TrainerConfig& config);
 
 struct TrainStats {
