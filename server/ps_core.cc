@@ -258,6 +258,8 @@ proto::InfoResponse PsCore::Info() const {
   info.set_num_servers(options_.num_servers);
   info.set_virtual_nodes(options_.placement.virtual_nodes);
   info.set_slice_size(options_.placement.slice_size);
+  info.set_dedup_retention_ms(
+      static_cast<uint64_t>(absl::ToInt64Milliseconds(options_.limits.dedup_retention)));
   absl::MutexLock lock(&address_mu_);
   info.set_address(address_);
   return info;
