@@ -1,14 +1,18 @@
 // PsClient: a worker's connection to every parameter-server shard.
 //
-// It routes keys by the same Placement as the servers, splits each request by
-// owning server (and into chunks of at most max_values_per_request values),
-// sends all parts at once with gRPC's asynchronous callback API, and waits
-// for all of them. Push and Pull use the raw wire path (common/raw_message.h):
-// pushed values are sent straight from the caller's memory and pulled values
-// are copied once, from gRPC's buffers into the caller's. Every call has a deadline; parts that
-// fail with UNAVAILABLE or DEADLINE_EXCEEDED are retried with the same request id, so a retried
-// push is applied once. Thread-safe: several threads may share one client (the trainer uses one per
-// worker).
+// It routes keys by the same Placement as the servers: the planner
+// (worker/client/planner.h) splits each request by owning server and into
+// parts of at most max_values_per_request values; all parts are sent at
+// once over a Transport (gRPC by default, worker/client/grpc_transport.h)
+// and waited for. Pushed values are sent straight from the caller's memory
+// and pulled values are copied once, into the caller's. Every attempt has a
+// deadline; parts that fail with UNAVAILABLE or DEADLINE_EXCEEDED are
+// retried with the same request id, so a retried push is applied once.
+// Small asynchronous pushes from several threads are batched (PushBatch).
+// With a lease, a background thread renews it by heartbeats.
+//
+// Thread-safe: several threads may share one client (the trainer uses one
+// per worker). The Transport and Clock must outlive the client.
 #ifndef PS_WORKER_CLIENT_PS_CLIENT_H_
 #define PS_WORKER_CLIENT_PS_CLIENT_H_
 
@@ -24,10 +28,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/clock.h"
 #include "common/placement.h"
-#include "grpcpp/generic/generic_stub.h"
-#include "proto/ps.grpc.pb.h"
+#include "proto/ps.pb.h"
+#include "worker/client/call_runner.h"
 #include "worker/client/param_client.h"
+#include "worker/client/planner.h"
+#include "worker/client/transport.h"
 
 namespace ps {
 
@@ -51,6 +58,11 @@ struct PsClientOptions {
   // > 0: register with every server and renew the lease by heartbeats every
   // lease / 4, so the servers count this worker in their clock minimum.
   absl::Duration lease = absl::ZeroDuration();
+  // Sent in every heartbeat, so that servers refuse a second live process
+  // with the same worker_id. 0: a random nonzero value is drawn.
+  uint64_t incarnation = 0;
+  // Time of deadlines, retry backoff and the heartbeat period. Not owned.
+  Clock* clock = Clock::Real();
 };
 
 // Per-server statistics from the Stats RPC.
@@ -59,73 +71,127 @@ struct ServerStats {
   proto::StatsResponse stats;
 };
 
+// What became of each part (request to one server) of a push.
+struct PushPartReport {
+  enum class Outcome {
+    kApplied,     // the server acknowledged it (possibly as a duplicate)
+    kNotApplied,  // the server refused it (nothing of it was applied)
+    kUnknown,     // no answer after every attempt: it may have been applied
+  };
+  int server = 0;
+  std::string table;
+  size_t op = 0;     // index of the op in the caller's list (0 for PushKeys)
+  std::string keys;  // "table 't' keys [0, 64)" or "table 't' 12 keys"
+  Outcome outcome = Outcome::kUnknown;
+  absl::Status status;  // OK when applied
+
+  bool applied() const { return outcome == Outcome::kApplied; }
+};
+struct PushReport {
+  std::vector<PushPartReport> parts;
+};
+
 class PsClient final : public ParamClient {
  public:
-  // Connects to every server and checks with Info that server i is shard i of
-  // the same ring. Errors: UNAVAILABLE or DEADLINE_EXCEEDED naming the server
-  // that did not answer within connect_timeout; FAILED_PRECONDITION when a
-  // server's index, cluster size, slice size or virtual nodes differ.
+  // Connects over gRPC to every server and checks with Info that server i is
+  // shard i of the same ring. With a lease, registers with every server.
+  // Errors: INVALID_ARGUMENT without servers; UNAVAILABLE or
+  // DEADLINE_EXCEEDED naming the server that did not answer within
+  // connect_timeout; FAILED_PRECONDITION when a server's index, cluster
+  // size, slice size or virtual nodes differ; ALREADY_EXISTS naming the
+  // server when another live process holds this worker id.
   static absl::StatusOr<std::unique_ptr<PsClient>> Connect(const PsClientOptions& options);
+  // The same over a given transport (options.servers is not used; it may be
+  // empty). The first form owns the transport; the second does not (it must
+  // outlive the client).
+  static absl::StatusOr<std::unique_ptr<PsClient>> Connect(const PsClientOptions& options,
+                                                           std::unique_ptr<Transport> transport);
+  static absl::StatusOr<std::unique_ptr<PsClient>> Connect(const PsClientOptions& options,
+                                                           Transport* transport);
   ~PsClient();
 
   // Creates the table on every server (a no-op where an identical table
   // exists). Errors from any server, naming it.
   absl::Status CreateTable(const proto::TableDef& def) override;
 
-  // Reads the ranges into their `out` spans. Errors name the server.
+  // Reads the ranges into their `out` spans. Errors: INVALID_ARGUMENT naming
+  // the table for a reversed range or a buffer that is not a whole number of
+  // values per key (nothing sent); otherwise the first failed part's error,
+  // naming the server. On error the contents of `out` are unspecified.
   absl::Status Pull(absl::Span<const PullRange> ops, uint64_t clock = 0,
                     PullInfo* info = nullptr) override;
-  // Pushes gradients; `clock` is the worker's clock.
-  absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions = nullptr);
+  // Pushes gradients; `clock` is the worker's clock. Errors: INVALID_ARGUMENT
+  // as for Pull; otherwise the first failed part's error naming the server,
+  // and, when the push had several parts, which parts were applied, which
+  // were not and which may have been (see PushReport). `report`, if given,
+  // gets one entry per part, success or not.
+  absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock,
+                    Versions* versions = nullptr) override;
+  absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
+                    PushReport* report);
 
-  // Arbitrary keys of a table of the given width (values key-major).
+  // Arbitrary keys of a table of the given width (values key-major). Errors
+  // as for Pull / Push; INVALID_ARGUMENT naming the table when width is 0
+  // or the number of values is not keys.size() * width.
   absl::Status PullKeys(const std::string& table, absl::Span<const uint64_t> keys, uint32_t width,
                         absl::Span<float> out);
   absl::Status PushKeys(const std::string& table, absl::Span<const uint64_t> keys, uint32_t width,
-                        absl::Span<const float> grads, uint64_t clock);
+                        absl::Span<const float> grads, uint64_t clock,
+                        PushReport* report = nullptr);
 
-  int num_servers() const override { return static_cast<int>(stubs_.size()); }
+  int num_servers() const override { return transport_->num_servers(); }
 
   // Waits until every server counts at least `n` live workers (heartbeats
-  // must be on). DEADLINE_EXCEEDED naming the count reached, after `timeout`.
+  // must be on: FAILED_PRECONDITION otherwise). DEADLINE_EXCEEDED naming the
+  // count reached, after `timeout` on the clock.
   absl::Status WaitForWorkers(int n, absl::Duration timeout);
   // Stops the heartbeats and tells every server this worker is done, so it
   // no longer holds back the others. Idempotent; the destructor calls it.
   void Leave();
-  // The Stats of every server.
+  // The Stats of every server. Errors name the first server that failed.
   absl::StatusOr<std::vector<ServerStats>> Stats();
   const Placement& placement() const { return placement_; }
   const PsClientOptions& options() const { return options_; }
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
-  template <typename Request, typename Response>
-  struct Call;
-  using RawCall = Call<grpc::ByteBuffer, grpc::ByteBuffer>;
+  PsClient(const PsClientOptions& options, Transport* transport,
+           std::unique_ptr<Transport> owned_transport);
+  static absl::StatusOr<std::unique_ptr<PsClient>> Start(std::unique_ptr<PsClient> client);
+  // Checks every server's Info against the options.
+  absl::Status CheckServers();
 
-  explicit PsClient(const PsClientOptions& options);
-
-  // Deadline of each attempt and how many attempts a call gets.
-  struct CallPolicy {
-    absl::Duration timeout;
-    int max_attempts;
-  };
-  CallPolicy DataPolicy() const { return {options_.timeout, options_.max_attempts}; }
+  CallPolicy DataPolicy() const {
+    return {options_.timeout, options_.max_attempts, options_.retry_backoff};
+  }
   // Heartbeats must not hold up the renewal of the other servers' leases:
   // one short attempt each.
-  CallPolicy HeartbeatPolicy() const { return {std::min(options_.timeout, options_.lease / 2), 1}; }
+  CallPolicy HeartbeatPolicy() const {
+    return {std::min(options_.timeout, options_.lease / 2), 1, options_.retry_backoff};
+  }
+  std::vector<absl::Status> RunCalls(absl::Span<const int> servers, absl::string_view rpc,
+                                     const CallPolicy& policy, const CallRunner::Issue& issue) {
+    return runner_.Run(servers, rpc, policy, issue);
+  }
 
-  // Sends every call (in parallel), retrying retryable failures; returns the
-  // first error, naming the server. `method(server, context, request,
-  // response, done)` issues one asynchronous call.
-  template <typename Request, typename Response, typename Method>
-  absl::Status RunCalls(std::vector<Call<Request, Response>>& calls, const char* rpc_name,
-                        const CallPolicy& policy, Method method);
-  // RunCalls for the raw Push or Pull method.
-  absl::Status RunRaw(std::vector<RawCall>& calls, const char* rpc_name, const std::string& path);
-  // Decodes the pull replies and copies their values to each call's targets;
-  // records the servers' versions.
-  absl::Status ScatterPullReplies(const std::vector<RawCall>& calls, size_t num_ops,
-                                  PullInfo* info);
+  // Pulls the planned parts: part p's values go to bases[p.op] + offsets
+  // (ForEachRun). Each request is `base` plus the part's table and keys.
+  // Fills info (may be null).
+  absl::Status PullParts(const std::vector<Part>& parts, absl::Span<float* const> bases,
+                         const proto::PullRequest& base, absl::Span<const uint64_t> keys,
+                         size_t num_ops, PullInfo* info);
+  // Sends planned push parts: requests[i] is part i's header, pieces[i] its
+  // values (into the caller's memory or a buffer of the caller's). Fills
+  // versions and report (may be null); adds the applied / not applied
+  // lists to the error of a push of several parts.
+  absl::Status SendPushParts(const std::vector<Part>& parts,
+                             const std::vector<proto::PushRequest>& requests,
+                             const std::vector<std::vector<absl::string_view>>& pieces,
+                             size_t num_ops, Versions* versions, PushReport* report);
+  // A push of one small part, async: sent batched with other threads'.
+  absl::Status PushBatched(const Part& part, proto::PushRequest request,
+                           absl::Span<const absl::string_view> pieces, size_t num_ops,
+                           Versions* versions, PushReport* report);
 
   // Small-push batching (see PsClientOptions::batch_max_values): one
   // batcher per server. The first waiting thread that finds no batch in
@@ -144,27 +210,27 @@ class PsClient final : public ParamClient {
   // Sends `item` (to `server`) in a batch; fills its response and status.
   void SubmitBatched(int server, BatchItem* item);
   void SendBatch(int server, const std::vector<BatchItem*>& batch);
-  std::vector<std::unique_ptr<ServerBatcher>> batchers_;
 
-  // Records the versions in the push replies.
-  absl::Status RecordPushVersions(const std::vector<RawCall>& calls, size_t num_ops,
-                                  Versions* versions);
-
-  std::string ServerName(int server) const;
-
-  const PsClientOptions options_;
-  const Placement placement_;
-  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
-  std::vector<std::unique_ptr<grpc::GenericStub>> generic_stubs_;
-  std::atomic<uint64_t> next_request_id_;
-  std::atomic<uint64_t> clock_{0};  // rounds pushed, sent in heartbeats
   // Round `clock` was pushed: the heartbeat clock becomes at least clock + 1.
   void NotePushed(uint64_t clock);
 
   // Heartbeats: one per lease / 4 to every server, from heartbeat_thread_.
-  // Sends one round of heartbeats; returns the smallest live-worker count.
+  // Sends one round of heartbeats; returns the smallest live-worker count,
+  // or the first error naming the server.
   absl::StatusOr<int> HeartbeatAll(bool leaving);
   void HeartbeatLoop();
+
+  const PsClientOptions options_;
+  Clock* const clock_;
+  const std::unique_ptr<Transport> owned_transport_;
+  Transport* const transport_;
+  const Placement placement_;
+  const uint64_t incarnation_;
+  const CallRunner runner_;
+  std::vector<std::unique_ptr<ServerBatcher>> batchers_;
+  std::atomic<uint64_t> next_request_id_;
+  std::atomic<uint64_t> clock_value_{0};  // rounds pushed, sent in heartbeats
+
   absl::Mutex heartbeat_mu_;
   bool stop_heartbeats_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
   bool left_ ABSL_GUARDED_BY(heartbeat_mu_) = false;

@@ -5,32 +5,33 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "common/log.h"
 #include "worker/client/ps_client.h"
-#include "worker/client/ps_client_calls.h"
 
 namespace ps {
 
 absl::StatusOr<int> PsClient::HeartbeatAll(bool leaving) {
-  using HeartbeatCall = Call<proto::HeartbeatRequest, proto::HeartbeatResponse>;
-  std::vector<HeartbeatCall> calls(stubs_.size());
-  for (size_t s = 0; s < calls.size(); ++s) {
-    calls[s].server = static_cast<int>(s);
-    calls[s].request.set_worker_id(options_.worker_id);
-    calls[s].request.set_clock(clock_.load());
-    calls[s].request.set_lease_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.lease)));
-    calls[s].request.set_leaving(leaving);
-  }
-  absl::Status status =
-      RunCalls(calls, "Heartbeat", HeartbeatPolicy(),
-               [this](int server, grpc::ClientContext* ctx, const auto* req, auto* resp,
-                      std::function<void(grpc::Status)> done) {
-                 stubs_[server]->async()->Heartbeat(ctx, req, resp, std::move(done));
-               });
+  const int n = num_servers();
+  std::vector<int> servers(n);
+  std::vector<proto::HeartbeatResponse> replies(n);
+  proto::HeartbeatRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_clock(clock_value_.load());
+  request.set_lease_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options_.lease)));
+  request.set_leaving(leaving);
+  request.set_incarnation(incarnation_);
+  for (int s = 0; s < n; ++s) servers[s] = s;
+  absl::Status status = CallRunner::FirstError(
+      RunCalls(servers, "Heartbeat", HeartbeatPolicy(),
+               [&](size_t i, absl::Time deadline, Transport::Done done) {
+                 replies[i].Clear();
+                 transport_->Heartbeat(servers[i], request, deadline, &replies[i],
+                                       std::move(done));
+               }));
   if (!status.ok()) return status;
   int live = std::numeric_limits<int>::max();
-  for (const HeartbeatCall& call : calls) {
-    live = std::min(live, static_cast<int>(call.response.live_workers()));
+  for (const proto::HeartbeatResponse& reply : replies) {
+    live = std::min(live, static_cast<int>(reply.live_workers()));
   }
   absl::MutexLock lock(&heartbeat_mu_);
   live_workers_ = live;
@@ -42,10 +43,17 @@ void PsClient::HeartbeatLoop() {
   while (true) {
     {
       absl::MutexLock lock(&heartbeat_mu_);
-      if (heartbeat_mu_.AwaitWithTimeout(absl::Condition(&stop_heartbeats_), period)) return;
+      if (clock_->AwaitWithTimeout(&heartbeat_mu_, absl::Condition(&stop_heartbeats_), period)) {
+        return;
+      }
     }
     // A missed heartbeat is retried at the next period; the lease allows 3.
-    (void)HeartbeatAll(/*leaving=*/false);
+    absl::StatusOr<int> live = HeartbeatAll(/*leaving=*/false);
+    if (live.status().code() == absl::StatusCode::kAlreadyExists) {
+      // Another process took this worker id over (this one's lease had
+      // expired): say so, the renewals will keep failing.
+      LogEvent(absl::StrCat("ps_client worker ", options_.worker_id), live.status().message());
+    }
   }
 }
 
@@ -64,15 +72,15 @@ absl::Status PsClient::WaitForWorkers(int n, absl::Duration timeout) {
   if (options_.lease <= absl::ZeroDuration()) {
     return absl::FailedPreconditionError("WaitForWorkers needs heartbeats (PsClientOptions.lease)");
   }
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = clock_->Now() + timeout;
   int live = 0;
   while (true) {
     // A failed round of heartbeats is retried until the deadline.
     absl::StatusOr<int> count = HeartbeatAll(/*leaving=*/false);
     if (count.ok()) live = *count;
     if (count.ok() && live >= n) return absl::OkStatus();
-    if (absl::Now() >= deadline) break;
-    absl::SleepFor(absl::Milliseconds(50));
+    if (clock_->Now() >= deadline) break;
+    clock_->SleepFor(absl::Milliseconds(50));
   }
   return absl::DeadlineExceededError(
       absl::StrCat("only ", live, " of ", n, " workers registered with every server within ",
@@ -80,17 +88,20 @@ absl::Status PsClient::WaitForWorkers(int n, absl::Duration timeout) {
 }
 
 absl::StatusOr<std::vector<ServerStats>> PsClient::Stats() {
-  using StatsCall = Call<proto::StatsRequest, proto::StatsResponse>;
-  std::vector<StatsCall> calls(stubs_.size());
-  for (size_t s = 0; s < calls.size(); ++s) calls[s].server = static_cast<int>(s);
-  absl::Status status = RunCalls(calls, "Stats", DataPolicy(),
-                                 [this](int server, grpc::ClientContext* ctx, const auto* req,
-                                        auto* resp, std::function<void(grpc::Status)> done) {
-                                   stubs_[server]->async()->Stats(ctx, req, resp, std::move(done));
-                                 });
+  const int n = num_servers();
+  std::vector<int> servers(n);
+  std::vector<proto::StatsResponse> replies(n);
+  const proto::StatsRequest request;
+  for (int s = 0; s < n; ++s) servers[s] = s;
+  absl::Status status = CallRunner::FirstError(
+      RunCalls(servers, "Stats", DataPolicy(),
+               [&](size_t i, absl::Time deadline, Transport::Done done) {
+                 replies[i].Clear();
+                 transport_->Stats(servers[i], request, deadline, &replies[i], std::move(done));
+               }));
   if (!status.ok()) return status;
   std::vector<ServerStats> out;
-  for (StatsCall& call : calls) out.push_back({call.server, std::move(call.response)});
+  for (int s = 0; s < n; ++s) out.push_back({s, std::move(replies[s])});
   return out;
 }
 

@@ -1,0 +1,190 @@
+#include "worker/client/grpc_transport.h"
+
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/protocol.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace ps {
+
+namespace {
+
+grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message) {
+  grpc::Slice slice(message.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// Calls `start(context, callback)` for one generated-stub RPC; the context
+// lives in the completion callback's capture until gRPC drops it.
+template <typename Start>
+void TypedCall(std::shared_ptr<grpc::ClientContext> context, Transport::Done done, Start start) {
+  grpc::ClientContext* ctx = context.get();
+  start(ctx, [context = std::move(context), done = std::move(done)](grpc::Status s) {
+    done(FromGrpcStatus(s));
+  });
+}
+
+}  // namespace
+
+GrpcTransport::GrpcTransport(std::vector<std::string> addresses, Clock* clock)
+    : addresses_(std::move(addresses)), clock_(clock) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // PsClient retries by itself, with the same request id.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  for (const std::string& address : addresses_) {
+    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    stubs_.push_back(proto::ParameterServer::NewStub(channel));
+    generic_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+  }
+}
+
+std::string GrpcTransport::ServerName(int server) const {
+  return absl::StrCat("server ", server, " (", addresses_[server], ")");
+}
+
+std::shared_ptr<grpc::ClientContext> GrpcTransport::NewContext(absl::Time deadline) const {
+  auto context = std::make_shared<grpc::ClientContext>();
+  if (deadline != absl::InfiniteFuture()) {
+    context->set_deadline(absl::ToChronoTime(absl::Now() + (deadline - clock_->Now())));
+  }
+  return context;
+}
+
+// Lifecycle of a push: the state is created in Push and then owned by
+// `pending`, a count of the events still to come: one per value piece
+// (gRPC calls ReleasePushPiece when it drops the piece) plus one for the
+// RPC's completion. Whichever event brings the count to zero takes the state
+// back into a unique_ptr, destroys it (context and buffers) and then runs
+// `done`: so done runs once the caller's gradients are no longer referenced,
+// and nothing of the call is left afterwards.
+struct GrpcTransport::PushState {
+  std::shared_ptr<grpc::ClientContext> context;
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
+  proto::PushResponse* reply = nullptr;
+  Done done;
+  absl::Status status;
+  std::atomic<int> pending{0};
+};
+
+void GrpcTransport::ReleasePushPiece(void* state) { FinishPush(static_cast<PushState*>(state)); }
+
+void GrpcTransport::FinishPush(PushState* state) {
+  if (state->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  std::unique_ptr<PushState> owned(state);
+  Done done = std::move(owned->done);
+  absl::Status status = std::move(owned->status);
+  owned.reset();
+  done(std::move(status));
+}
+
+void GrpcTransport::Push(int server, const proto::PushRequest& header,
+                         absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                         proto::PushResponse* reply, Done done) {
+  auto owned = std::make_unique<PushState>();
+  owned->context = NewContext(deadline);
+  owned->reply = reply;
+  owned->done = std::move(done);
+  // Set before BuildMessage, which releases empty pieces at once.
+  owned->pending.store(static_cast<int>(value_pieces.size()) + 1);
+  PushState* state = owned.release();  // owned by `pending` from here on
+  state->request = BuildMessage(header, kPushValuesField, value_pieces, &ReleasePushPiece, state);
+  generic_stubs_[server]->UnaryCall(
+      state->context.get(), PushMethodPath(), grpc::StubOptions(), &state->request, &state->response,
+      [state](grpc::Status s) {
+        state->status = FromGrpcStatus(s);
+        if (state->status.ok()) {
+          grpc::Slice flat;
+          if (!state->response.DumpToSingleSlice(&flat).ok() ||
+              !state->reply->ParseFromArray(flat.begin(), static_cast<int>(flat.size()))) {
+            state->status = absl::InternalError("push reply does not parse");
+          }
+        }
+        // Our own references to the pieces; gRPC drops its own when done.
+        state->request.Clear();
+        FinishPush(state);
+      });
+}
+
+void GrpcTransport::Pull(int server, const proto::PullRequest& request, absl::Time deadline,
+                         proto::PullResponse* reply_header, ConsumeValues consume_values,
+                         Done done) {
+  struct PullState {
+    std::shared_ptr<grpc::ClientContext> context;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  auto state = std::make_shared<PullState>();
+  state->context = NewContext(deadline);
+  state->request = SerializeToBuffer(request);
+  PullState* s = state.get();
+  generic_stubs_[server]->UnaryCall(
+      s->context.get(), PullMethodPath(), grpc::StubOptions(), &s->request, &s->response,
+      [state = std::move(state), reply_header, consume = std::move(consume_values),
+       done = std::move(done)](grpc::Status grpc_status) {
+        absl::Status status = FromGrpcStatus(grpc_status);
+        if (status.ok()) {
+          std::vector<grpc::Slice> slices;
+          SplitFields fields;
+          if (!state->response.Dump(&slices).ok()) {
+            status = absl::InternalError("pull reply could not be read");
+          } else if (absl::Status split = SplitMessage(slices, {kPullReplyValuesField}, &fields);
+                     !split.ok()) {
+            status = absl::InternalError(absl::StrCat("pull reply: ", split.message()));
+          } else if (!reply_header->ParseFromString(fields.header)) {
+            status = absl::InternalError("pull reply does not parse");
+          } else {
+            status = consume(fields.Raw(kPullReplyValuesField));
+          }
+        }
+        done(std::move(status));
+      });
+}
+
+void GrpcTransport::PushBatch(int server, const proto::PushBatchRequest& request,
+                              absl::Time deadline, proto::PushBatchResponse* reply, Done done) {
+  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs_[server]->async()->PushBatch(ctx, &request, reply, std::move(callback));
+  });
+}
+
+void GrpcTransport::CreateTable(int server, const proto::CreateTableRequest& request,
+                                absl::Time deadline, proto::CreateTableResponse* reply,
+                                Done done) {
+  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs_[server]->async()->CreateTable(ctx, &request, reply, std::move(callback));
+  });
+}
+
+void GrpcTransport::Info(int server, const proto::InfoRequest& request, absl::Time deadline,
+                         bool wait_for_ready, proto::InfoResponse* reply, Done done) {
+  std::shared_ptr<grpc::ClientContext> context = NewContext(deadline);
+  context->set_wait_for_ready(wait_for_ready);
+  TypedCall(std::move(context), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs_[server]->async()->Info(ctx, &request, reply, std::move(callback));
+  });
+}
+
+void GrpcTransport::Heartbeat(int server, const proto::HeartbeatRequest& request,
+                              absl::Time deadline, proto::HeartbeatResponse* reply, Done done) {
+  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs_[server]->async()->Heartbeat(ctx, &request, reply, std::move(callback));
+  });
+}
+
+void GrpcTransport::Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
+                          proto::StatsResponse* reply, Done done) {
+  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs_[server]->async()->Stats(ctx, &request, reply, std::move(callback));
+  });
+}
+
+}  // namespace ps

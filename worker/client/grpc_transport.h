@@ -1,0 +1,71 @@
+// GrpcTransport: the Transport over gRPC, one channel per server, with
+// gRPC's asynchronous callback API (done runs on a gRPC callback thread).
+//
+// Push and Pull use the raw wire path (common/raw_message.h): pushed values
+// are sent straight from the caller's memory (zero-copy; done runs only once
+// the RPC has completed AND gRPC has released every piece), and pulled
+// values are handed to consume_values as views into gRPC's receive buffers
+// (so the caller copies them once, into its own). The other methods use the
+// generated stubs. gRPC's own retries are off: PsClient retries with the
+// same request id. Statuses are converted from gRPC here and nowhere else in
+// the client (common/grpc_status.h).
+//
+// Deadlines are times on `clock`; they are converted to real time when a
+// call starts (so a FakeClock gives the remaining fake time as real time).
+// Thread-safe.
+#ifndef PS_WORKER_CLIENT_GRPC_TRANSPORT_H_
+#define PS_WORKER_CLIENT_GRPC_TRANSPORT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "proto/ps.grpc.pb.h"
+#include "worker/client/transport.h"
+
+namespace ps {
+
+class GrpcTransport final : public Transport {
+ public:
+  // Creates one channel per address (host:port, server i = addresses[i]).
+  // Connects lazily: unreachable servers show at the first call.
+  GrpcTransport(std::vector<std::string> addresses, Clock* clock = Clock::Real());
+
+  int num_servers() const override { return static_cast<int>(addresses_.size()); }
+  std::string ServerName(int server) const override;
+
+  void Push(int server, const proto::PushRequest& header,
+            absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+            proto::PushResponse* reply, Done done) override;
+  void Pull(int server, const proto::PullRequest& request, absl::Time deadline,
+            proto::PullResponse* reply_header, ConsumeValues consume_values,
+            Done done) override;
+  void PushBatch(int server, const proto::PushBatchRequest& request, absl::Time deadline,
+                 proto::PushBatchResponse* reply, Done done) override;
+  void CreateTable(int server, const proto::CreateTableRequest& request, absl::Time deadline,
+                   proto::CreateTableResponse* reply, Done done) override;
+  void Info(int server, const proto::InfoRequest& request, absl::Time deadline,
+            bool wait_for_ready, proto::InfoResponse* reply, Done done) override;
+  void Heartbeat(int server, const proto::HeartbeatRequest& request, absl::Time deadline,
+                 proto::HeartbeatResponse* reply, Done done) override;
+  void Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
+             proto::StatsResponse* reply, Done done) override;
+
+ private:
+  struct PushState;
+  // A fresh context whose deadline is `deadline` (on clock_) in real time.
+  std::shared_ptr<grpc::ClientContext> NewContext(absl::Time deadline) const;
+  static void ReleasePushPiece(void* state);
+  static void FinishPush(PushState* state);
+
+  const std::vector<std::string> addresses_;
+  Clock* const clock_;
+  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
+  std::vector<std::unique_ptr<grpc::GenericStub>> generic_stubs_;
+};
+
+}  // namespace ps
+
+#endif  // PS_WORKER_CLIENT_GRPC_TRANSPORT_H_

@@ -1,0 +1,171 @@
+#include "worker/client/planner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+namespace {
+
+// Values per key of a dense op: 0 for an empty range.
+absl::StatusOr<uint64_t> RangeWidth(absl::string_view what, const DenseOp& op) {
+  if (op.end < op.begin) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " table '", op.table, "': range [",
+                                                   op.begin, ", ", op.end, ") is reversed"));
+  }
+  const uint64_t n = op.end - op.begin;
+  if (n == 0) return 0;
+  if (op.num_values % n != 0 || op.num_values == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " table '", op.table, "': ",
+                                                   op.num_values, " values for ", n,
+                                                   " keys is not a whole number per key"));
+  }
+  return op.num_values / n;
+}
+
+uint64_t KeysPerPart(uint64_t max_values, uint64_t width) {
+  return std::max<uint64_t>(1, max_values / width);
+}
+
+// Sets round_parts of parts[first, end) (all of one op).
+void CountRoundParts(std::vector<Part>& parts, size_t first) {
+  std::vector<uint32_t> per_server;
+  for (size_t i = first; i < parts.size(); ++i) {
+    if (per_server.size() <= static_cast<size_t>(parts[i].server)) {
+      per_server.resize(parts[i].server + 1, 0);
+    }
+    ++per_server[parts[i].server];
+  }
+  for (size_t i = first; i < parts.size(); ++i) parts[i].round_parts = per_server[parts[i].server];
+}
+
+// Appends the parts of one non-empty dense op.
+void PlanOneRange(const Placement& placement, const DenseOp& op, size_t op_index, uint64_t width,
+                  uint64_t max_values, std::vector<Part>& parts) {
+  const uint64_t max_keys = KeysPerPart(max_values, width);
+  std::vector<std::vector<RangePart>> by_server(placement.num_servers());
+  for (const RangePart& r : placement.SplitRange(op.table, op.begin, op.end)) {
+    by_server[r.owner].push_back(r);
+  }
+  const size_t first = parts.size();
+  for (int s = 0; s < placement.num_servers(); ++s) {
+    uint64_t keys_in_part = max_keys;  // forces a new part first
+    for (const RangePart& r : by_server[s]) {
+      uint64_t k = r.begin;
+      while (k < r.end) {
+        if (keys_in_part == max_keys) {
+          Part& part = parts.emplace_back();
+          part.server = s;
+          part.op = op_index;
+          part.table = std::string(op.table);
+          part.width = width;
+          keys_in_part = 0;
+        }
+        const uint64_t e = std::min(r.end, k + (max_keys - keys_in_part));
+        parts.back().ranges.push_back({k, e, (k - op.begin) * width});
+        keys_in_part += e - k;
+        k = e;
+      }
+    }
+  }
+  CountRoundParts(parts, first);
+}
+
+}  // namespace
+
+uint64_t Part::num_keys() const {
+  uint64_t n = positions.size();
+  for (const PlannedRange& r : ranges) n += r.end - r.begin;
+  return n;
+}
+
+absl::StatusOr<std::vector<Part>> PlanDense(const Placement& placement,
+                                            absl::Span<const DenseOp> ops,
+                                            uint64_t max_values_per_request,
+                                            absl::string_view what) {
+  std::vector<uint64_t> widths;
+  widths.reserve(ops.size());
+  for (const DenseOp& op : ops) {
+    absl::StatusOr<uint64_t> width = RangeWidth(what, op);
+    if (!width.ok()) return width.status();
+    widths.push_back(*width);
+  }
+  std::vector<Part> parts;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (widths[i] == 0) continue;
+    PlanOneRange(placement, ops[i], i, widths[i], max_values_per_request, parts);
+  }
+  return parts;
+}
+
+absl::StatusOr<std::vector<Part>> PlanPull(const Placement& placement,
+                                           absl::Span<const PullRange> ops,
+                                           uint64_t max_values_per_request) {
+  std::vector<DenseOp> dense;
+  dense.reserve(ops.size());
+  for (const PullRange& op : ops) dense.push_back({op.table, op.begin, op.end, op.out.size()});
+  return PlanDense(placement, dense, max_values_per_request, "pull of");
+}
+
+absl::StatusOr<std::vector<Part>> PlanPush(const Placement& placement,
+                                           absl::Span<const PushRange> ops,
+                                           uint64_t max_values_per_request) {
+  std::vector<DenseOp> dense;
+  dense.reserve(ops.size());
+  for (const PushRange& op : ops) dense.push_back({op.table, op.begin, op.end, op.grads.size()});
+  return PlanDense(placement, dense, max_values_per_request, "push to");
+}
+
+absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::string_view what,
+                                           absl::string_view table,
+                                           absl::Span<const uint64_t> keys, uint32_t width,
+                                           size_t num_values, uint64_t max_values_per_request) {
+  if (width == 0 || num_values != keys.size() * width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " table '", table, "': ", num_values, " values for ", keys.size(),
+        " keys of width ", width, " (expected ", keys.size() * width, ")"));
+  }
+  const uint64_t max_keys = KeysPerPart(max_values_per_request, width);
+  std::vector<std::vector<size_t>> by_server(placement.num_servers());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    by_server[placement.OwnerOfKey(table, keys[i])].push_back(i);
+  }
+  std::vector<Part> parts;
+  for (int s = 0; s < placement.num_servers(); ++s) {
+    const std::vector<size_t>& idx = by_server[s];
+    for (size_t b = 0; b < idx.size(); b += max_keys) {
+      const size_t e = std::min<size_t>(idx.size(), b + max_keys);
+      Part& part = parts.emplace_back();
+      part.server = s;
+      part.op = 0;
+      part.table = std::string(table);
+      part.width = width;
+      part.positions.assign(idx.begin() + b, idx.begin() + e);
+    }
+  }
+  CountRoundParts(parts, 0);
+  return parts;
+}
+
+std::string PackKeys(absl::Span<const uint64_t> keys, absl::Span<const size_t> positions) {
+  std::string packed(positions.size() * sizeof(uint64_t), '\0');
+  for (size_t j = 0; j < positions.size(); ++j) {
+    std::memcpy(&packed[j * sizeof(uint64_t)], &keys[positions[j]], sizeof(uint64_t));
+  }
+  return packed;
+}
+
+std::string DescribeKeys(const Part& part) {
+  std::string out = absl::StrCat("table '", part.table, "'");
+  if (!part.ranges.empty()) {
+    absl::StrAppend(&out, " keys");
+    for (const PlannedRange& r : part.ranges) absl::StrAppend(&out, " [", r.begin, ", ", r.end, ")");
+  }
+  if (!part.positions.empty()) absl::StrAppend(&out, " ", part.positions.size(), " keys");
+  return out;
+}
+
+}  // namespace ps

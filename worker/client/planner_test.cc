@@ -1,0 +1,200 @@
+// The planner without sockets: every key goes to its owner, parts respect
+// the cap, offsets cover the caller's buffer exactly once, round_parts
+// counts the parts of an op per server, and bad ops are refused.
+#include "worker/client/planner.h"
+
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Checks a plan of one dense op [begin, end) of `width`, capped at
+// `max_values`.
+void CheckDensePlan(const Placement& placement, const std::vector<Part>& parts,
+                    const std::string& table, uint64_t begin, uint64_t end, uint64_t width,
+                    uint64_t max_values) {
+  std::vector<int> covered((end - begin) * width, 0);
+  std::map<int, uint32_t> per_server;
+  for (const Part& part : parts) {
+    EXPECT_EQ(part.table, table);
+    EXPECT_EQ(part.width, width);
+    EXPECT_TRUE(part.positions.empty());
+    EXPECT_FALSE(part.ranges.empty());
+    EXPECT_LE(part.num_values(), std::max(max_values, width)) << "part over the cap";
+    ++per_server[part.server];
+    for (const PlannedRange& r : part.ranges) {
+      ASSERT_LT(r.begin, r.end);
+      ASSERT_GE(r.begin, begin);
+      ASSERT_LE(r.end, end);
+      EXPECT_EQ(r.offset, (r.begin - begin) * width);
+      for (uint64_t k = r.begin; k < r.end; ++k) {
+        EXPECT_EQ(placement.OwnerOfKey(table, k), part.server) << "key " << k;
+      }
+    }
+    part.ForEachRun([&](uint64_t offset, uint64_t count) {
+      ASSERT_LE(offset + count, covered.size());
+      for (uint64_t v = offset; v < offset + count; ++v) ++covered[v];
+    });
+  }
+  for (size_t v = 0; v < covered.size(); ++v) ASSERT_EQ(covered[v], 1) << "value " << v;
+  for (const Part& part : parts) EXPECT_EQ(part.round_parts, per_server[part.server]);
+}
+
+TEST(PlannerTest, DenseRangesGoToTheirOwnersInCappedPartsCoveringTheBuffer) {
+  const Placement placement(3, {/*slice_size=*/5, 64});
+  for (uint64_t width : std::vector<uint64_t>{1, 2, 3, 7}) {
+    for (uint64_t cap : std::vector<uint64_t>{1, 6, 7, 50, 1u << 20}) {
+      std::vector<float> grads(98 * width);
+      PushRange op{"t", 3, 101, grads};
+      auto parts = PlanPush(placement, {&op, 1}, cap);
+      ASSERT_TRUE(parts.ok()) << parts.status();
+      SCOPED_TRACE(testing::Message() << "width " << width << " cap " << cap);
+      CheckDensePlan(placement, *parts, "t", 3, 101, width, cap);
+      // A small cap cuts ranges across parts; a large one gives one part per
+      // server.
+      if (cap >= 98 * width) {
+        std::set<int> servers;
+        for (const Part& p : *parts) EXPECT_TRUE(servers.insert(p.server).second);
+        EXPECT_EQ(servers.size(), 3u);
+      }
+    }
+  }
+}
+
+TEST(PlannerTest, SeveralOpsKeepTheirIndexAndOwnBuffers) {
+  const Placement placement(4, {/*slice_size=*/8, 64});
+  std::vector<float> a(40 * 2), b(0), c(100);
+  const PullRange ops[] = {{"a", 10, 50, absl::MakeSpan(a)},
+                           {"b", 7, 7, absl::MakeSpan(b)},  // empty: no parts
+                           {"c", 0, 100, absl::MakeSpan(c)}};
+  auto parts = PlanPull(placement, ops, 16);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  std::vector<Part> of_a, of_c;
+  size_t last_op = 0;
+  for (const Part& p : *parts) {
+    EXPECT_GE(p.op, last_op) << "parts are ordered by op";
+    last_op = p.op;
+    ASSERT_NE(p.op, 1u);
+    (p.op == 0 ? of_a : of_c).push_back(p);
+  }
+  CheckDensePlan(placement, of_a, "a", 10, 50, 2, 16);
+  CheckDensePlan(placement, of_c, "c", 0, 100, 1, 16);
+}
+
+TEST(PlannerTest, RoundPartsCountsThePartsOfTheOpOnEachServer) {
+  const Placement placement(2, {/*slice_size=*/4, 64});
+  std::vector<float> grads(64);
+  PushRange op{"t", 0, 64, grads};
+  auto parts = PlanPush(placement, {&op, 1}, /*max_values=*/3);
+  ASSERT_TRUE(parts.ok());
+  std::map<int, uint64_t> keys_on;
+  for (const Part& p : *parts) keys_on[p.server] += p.num_keys();
+  for (const Part& p : *parts) {
+    // Parts of a server are full (3 keys) except possibly its last one.
+    EXPECT_EQ(p.round_parts, (keys_on[p.server] + 2) / 3) << "server " << p.server;
+  }
+}
+
+TEST(PlannerTest, BadDenseOpsAreRefusedNamingTheTable) {
+  const Placement placement(2);
+  std::vector<float> values(6);
+  PullRange reversed{"emb", 9, 3, absl::MakeSpan(values)};
+  auto r = PlanPull(placement, {&reversed, 1}, 100);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("pull of table 'emb'"));
+  EXPECT_THAT(r.status().message(), HasSubstr("reversed"));
+
+  PushRange uneven{"w", 0, 4, absl::MakeConstSpan(values)};  // 6 values, 4 keys
+  auto u = PlanPush(placement, {&uneven, 1}, 100);
+  EXPECT_EQ(u.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(u.status().message(), HasSubstr("push to table 'w'"));
+
+  PushRange no_values{"w", 0, 4, {}};
+  EXPECT_EQ(PlanPush(placement, {&no_values, 1}, 100).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // One bad op fails the whole plan, even after a good one.
+  const PushRange ops[] = {{"ok", 0, 3, absl::MakeConstSpan(values).subspan(0, 3)}, uneven};
+  EXPECT_FALSE(PlanPush(placement, ops, 100).ok());
+}
+
+TEST(PlannerTest, KeyListsGoToTheirOwnersInCappedPartsCoveringTheBuffer) {
+  const Placement placement(3, {/*slice_size=*/4, 64});
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 200; ++k) keys.push_back((k * 7919) % 1000);
+  keys.push_back(keys[5]);  // a key listed twice is sent twice
+  for (uint32_t width : {1u, 3u}) {
+    for (uint64_t cap : std::vector<uint64_t>{1, 5, 12, 1u << 20}) {
+      SCOPED_TRACE(testing::Message() << "width " << width << " cap " << cap);
+      auto parts = PlanKeys(placement, "push to", "sparse", keys, width, keys.size() * width, cap);
+      ASSERT_TRUE(parts.ok()) << parts.status();
+      std::vector<int> seen(keys.size(), 0);
+      std::vector<int> covered(keys.size() * width, 0);
+      std::map<int, uint32_t> per_server;
+      for (const Part& p : *parts) {
+        EXPECT_TRUE(p.ranges.empty());
+        EXPECT_EQ(p.table, "sparse");
+        EXPECT_LE(p.num_values(), std::max<uint64_t>(cap, width));
+        ++per_server[p.server];
+        for (size_t pos : p.positions) {
+          ++seen[pos];
+          EXPECT_EQ(placement.OwnerOfKey("sparse", keys[pos]), p.server);
+        }
+        p.ForEachRun([&](uint64_t offset, uint64_t count) {
+          for (uint64_t v = offset; v < offset + count; ++v) ++covered[v];
+        });
+        // Packed keys are the part's keys, in its order.
+        const std::string packed = PackKeys(keys, p.positions);
+        ASSERT_EQ(packed.size(), p.positions.size() * sizeof(uint64_t));
+        for (size_t j = 0; j < p.positions.size(); ++j) {
+          uint64_t k;
+          std::memcpy(&k, packed.data() + j * sizeof(uint64_t), sizeof(k));
+          EXPECT_EQ(k, keys[p.positions[j]]);
+        }
+      }
+      for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "position " << i;
+      for (size_t v = 0; v < covered.size(); ++v) ASSERT_EQ(covered[v], 1) << "value " << v;
+      for (const Part& p : *parts) EXPECT_EQ(p.round_parts, per_server[p.server]);
+    }
+  }
+}
+
+TEST(PlannerTest, BadKeyOpsAreRefusedNamingTheTable) {
+  const Placement placement(2);
+  const std::vector<uint64_t> keys = {1, 2, 3};
+  auto zero_width = PlanKeys(placement, "pull of", "rows", keys, 0, 0, 100);
+  EXPECT_EQ(zero_width.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(zero_width.status().message(), HasSubstr("pull of table 'rows'"));
+  auto short_buffer = PlanKeys(placement, "push to", "rows", keys, 2, 5, 100);
+  EXPECT_EQ(short_buffer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_buffer.status().message(), HasSubstr("push to table 'rows'"));
+  EXPECT_THAT(short_buffer.status().message(), HasSubstr("expected 6"));
+  auto none = PlanKeys(placement, "push to", "rows", {}, 2, 0, 100);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(PlannerTest, DescribeKeysNamesTableAndKeys) {
+  Part dense;
+  dense.table = "t";
+  dense.width = 1;
+  dense.ranges = {{0, 5, 0}, {10, 12, 10}};
+  EXPECT_EQ(DescribeKeys(dense), "table 't' keys [0, 5) [10, 12)");
+  Part list;
+  list.table = "s";
+  list.width = 2;
+  list.positions = {4, 1, 9};
+  EXPECT_EQ(DescribeKeys(list), "table 's' 3 keys");
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,273 @@
+// PsClient: pushes, small-push batching and the report of a push that
+// failed part-way (see ps_client.h).
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/client/ps_client.h"
+
+namespace ps {
+
+namespace {
+
+void AddRange(proto::PushRequest* header, uint64_t begin, uint64_t end) {
+  proto::KeyRange* r = header->add_ranges();
+  r->set_begin(begin);
+  r->set_end(end);
+}
+
+PushPartReport::Outcome OutcomeOf(const absl::Status& status) {
+  if (status.ok()) return PushPartReport::Outcome::kApplied;
+  // Without an answer the request may have been applied; a server's error
+  // means nothing of it was.
+  return IsRetryable(status) ? PushPartReport::Outcome::kUnknown
+                             : PushPartReport::Outcome::kNotApplied;
+}
+
+PushPartReport ReportPart(const Part& part, const absl::Status& status) {
+  PushPartReport r;
+  r.server = part.server;
+  r.table = part.table;
+  r.op = part.op;
+  r.keys = DescribeKeys(part);
+  r.outcome = OutcomeOf(status);
+  r.status = status;
+  return r;
+}
+
+// "<first error>. Of this push's 3 parts, applied: ...; not applied: ...;
+// no answer (may have been applied): ..."
+absl::Status WithPartList(const absl::Status& first_error, const PushReport& report,
+                          const Transport& transport) {
+  std::vector<std::string> applied, refused, unknown;
+  for (const PushPartReport& p : report.parts) {
+    std::string item = absl::StrCat(transport.ServerName(p.server), " ", p.keys);
+    switch (p.outcome) {
+      case PushPartReport::Outcome::kApplied:
+        applied.push_back(std::move(item));
+        break;
+      case PushPartReport::Outcome::kNotApplied:
+        refused.push_back(
+            absl::StrCat(item, " (", absl::StatusCodeToString(p.status.code()), ")"));
+        break;
+      case PushPartReport::Outcome::kUnknown:
+        unknown.push_back(
+            absl::StrCat(item, " (", absl::StatusCodeToString(p.status.code()), ")"));
+        break;
+    }
+  }
+  auto list = [](const std::vector<std::string>& items) {
+    return items.empty() ? std::string("none") : absl::StrJoin(items, "; ");
+  };
+  std::string message = absl::StrCat(first_error.message(), ". Of this push's ",
+                                     report.parts.size(), " parts, applied: ", list(applied),
+                                     ". Not applied: ", list(refused));
+  if (!unknown.empty()) {
+    absl::StrAppend(&message, ". No answer (may have been applied): ", list(unknown));
+  }
+  return absl::Status(first_error.code(), message);
+}
+
+}  // namespace
+
+absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
+  return Push(ops, clock, versions, nullptr);
+}
+
+absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
+                            PushReport* report) {
+  if (report != nullptr) report->parts.clear();
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanPush(placement_, ops, options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  std::vector<proto::PushRequest> requests;
+  std::vector<std::vector<absl::string_view>> pieces;
+  requests.reserve(parts->size());
+  pieces.reserve(parts->size());
+  for (const Part& part : *parts) {
+    proto::PushRequest& header = requests.emplace_back();
+    header.set_table(part.table);
+    header.set_worker_id(options_.worker_id);
+    header.set_clock(clock);
+    header.set_request_id(next_request_id_.fetch_add(1));
+    header.set_consistency(options_.consistency);
+    header.set_staleness(options_.staleness);
+    header.set_round_parts(part.round_parts);
+    std::vector<absl::string_view>& values = pieces.emplace_back();
+    const float* grads = ops[part.op].grads.data();
+    for (const PlannedRange& r : part.ranges) {
+      AddRange(&header, r.begin, r.end);
+      values.emplace_back(reinterpret_cast<const char*>(grads + r.offset),
+                          (r.end - r.begin) * part.width * sizeof(float));
+    }
+  }
+  absl::Status status;
+  if (parts->size() == 1 && options_.consistency == proto::CONSISTENCY_ASYNC &&
+      options_.batch_max_values > 0 && (*parts)[0].num_values() <= options_.batch_max_values) {
+    status = PushBatched((*parts)[0], std::move(requests[0]), pieces[0], ops.size(), versions,
+                         report);
+  } else {
+    status = SendPushParts(*parts, requests, pieces, ops.size(), versions, report);
+  }
+  if (status.ok()) NotePushed(clock);
+  return status;
+}
+
+absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                                uint32_t width, absl::Span<const float> grads, uint64_t clock,
+                                PushReport* report) {
+  if (report != nullptr) report->parts.clear();
+  absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "push to", table, keys, width,
+                                                     grads.size(), options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  std::vector<proto::PushRequest> requests;
+  std::vector<std::vector<float>> gathered(parts->size());
+  std::vector<std::vector<absl::string_view>> pieces;
+  requests.reserve(parts->size());
+  pieces.reserve(parts->size());
+  for (size_t i = 0; i < parts->size(); ++i) {
+    const Part& part = (*parts)[i];
+    proto::PushRequest& header = requests.emplace_back();
+    header.set_round_parts(part.round_parts);
+    header.set_table(table);
+    header.set_key_list(PackKeys(keys, part.positions));
+    header.set_worker_id(options_.worker_id);
+    header.set_clock(clock);
+    header.set_request_id(next_request_id_.fetch_add(1));
+    // This server's rows, gathered into one buffer that is sent as is.
+    std::vector<float>& values = gathered[i];
+    values.resize(part.num_values());
+    for (size_t j = 0; j < part.positions.size(); ++j) {
+      std::memcpy(values.data() + j * width, grads.data() + part.positions[j] * width,
+                  width * sizeof(float));
+    }
+    pieces.push_back(
+        {absl::string_view(reinterpret_cast<const char*>(values.data()),
+                           values.size() * sizeof(float))});
+  }
+  return SendPushParts(*parts, requests, pieces, 1, nullptr, report);
+}
+
+absl::Status PsClient::SendPushParts(const std::vector<Part>& parts,
+                                     const std::vector<proto::PushRequest>& requests,
+                                     const std::vector<std::vector<absl::string_view>>& pieces,
+                                     size_t num_ops, Versions* versions, PushReport* report) {
+  std::vector<int> servers;
+  servers.reserve(parts.size());
+  for (const Part& part : parts) servers.push_back(part.server);
+  std::vector<proto::PushResponse> replies(parts.size());
+  // Every attempt of part i sends requests[i] again: the same request id,
+  // so a part applied on an attempt whose reply was lost is acknowledged as
+  // a duplicate by the next one instead of being applied twice.
+  const std::vector<absl::Status> status = RunCalls(
+      servers, "Push", DataPolicy(), [&](size_t i, absl::Time deadline, Transport::Done done) {
+        replies[i].Clear();
+        transport_->Push(parts[i].server, requests[i], pieces[i], deadline, &replies[i],
+                         std::move(done));
+      });
+  const absl::Status first_error = CallRunner::FirstError(status);
+  PushReport local;
+  PushReport* out = report != nullptr ? report : &local;
+  if (report != nullptr || (!first_error.ok() && parts.size() > 1)) {
+    out->parts.clear();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      out->parts.push_back(ReportPart(parts[i], status[i]));
+    }
+  }
+  if (!first_error.ok()) {
+    return parts.size() > 1 ? WithPartList(first_error, *out, *transport_) : first_error;
+  }
+  if (versions != nullptr) {
+    versions->assign(num_ops * num_servers(), 0);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      uint64_t& slot = (*versions)[parts[i].op * num_servers() + parts[i].server];
+      slot = std::max(slot, replies[i].version());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::PushBatched(const Part& part, proto::PushRequest request,
+                                   absl::Span<const absl::string_view> pieces, size_t num_ops,
+                                   Versions* versions, PushReport* report) {
+  BatchItem item;
+  item.request = std::move(request);
+  uint64_t bytes = 0;
+  for (absl::string_view piece : pieces) bytes += piece.size();
+  std::string* values = item.request.mutable_values();
+  values->reserve(bytes);
+  for (absl::string_view piece : pieces) values->append(piece.data(), piece.size());
+  SubmitBatched(part.server, &item);
+  if (report != nullptr) report->parts.push_back(ReportPart(part, item.status));
+  if (!item.status.ok()) return item.status;
+  if (versions != nullptr) {
+    versions->assign(num_ops * num_servers(), 0);
+    (*versions)[part.op * num_servers() + part.server] = item.response.version();
+  }
+  return absl::OkStatus();
+}
+
+void PsClient::NotePushed(uint64_t clock) {
+  uint64_t seen = clock_value_.load();
+  while (seen < clock + 1 && !clock_value_.compare_exchange_weak(seen, clock + 1)) {
+  }
+}
+
+void PsClient::SubmitBatched(int server, BatchItem* item) {
+  ServerBatcher& b = *batchers_[server];
+  {
+    absl::MutexLock lock(&b.mu);
+    b.queue.push_back(item);
+  }
+  while (true) {
+    std::vector<BatchItem*> batch;
+    {
+      absl::MutexLock lock(&b.mu);
+      auto ready = [item, &b]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu) { return item->done || !b.in_flight; };
+      b.mu.Await(absl::Condition(&ready));
+      if (item->done) return;
+      // Lead: send everything queued, this item included.
+      b.in_flight = true;
+      batch.swap(b.queue);
+    }
+    SendBatch(server, batch);
+    absl::MutexLock lock(&b.mu);
+    for (BatchItem* done : batch) done->done = true;
+    b.in_flight = false;
+  }
+}
+
+void PsClient::SendBatch(int server, const std::vector<BatchItem*>& batch) {
+  proto::PushBatchRequest request;
+  for (BatchItem* item : batch) *request.add_pushes() = item->request;
+  proto::PushBatchResponse reply;
+  const int servers[] = {server};
+  // Retries resend every push with its own request id: each is de-duplicated
+  // on its own.
+  const absl::Status status = CallRunner::FirstError(RunCalls(
+      servers, "PushBatch", DataPolicy(), [&](size_t, absl::Time deadline, Transport::Done done) {
+        reply.Clear();
+        transport_->PushBatch(server, request, deadline, &reply, std::move(done));
+      }));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!status.ok()) {
+      batch[i]->status = status;
+    } else if (i >= static_cast<size_t>(reply.results_size())) {
+      batch[i]->status = absl::InternalError(
+          absl::StrCat(transport_->ServerName(server), ": PushBatch reply has ",
+                       reply.results_size(), " results for ", batch.size(), " pushes"));
+    } else if (reply.results(i).code() != 0) {
+      batch[i]->status = absl::Status(
+          static_cast<absl::StatusCode>(reply.results(i).code()),
+          absl::StrCat(transport_->ServerName(server), ": Push: ", reply.results(i).message()));
+    } else {
+      batch[i]->response = reply.results(i);
+    }
+  }
+}
+
+}  // namespace ps
