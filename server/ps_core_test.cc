@@ -236,6 +236,16 @@ TEST_F(PsCoreTest, ParkedBspPushFailsAtItsDeadlineOnTheInjectedClock) {
   ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
   ASSERT_TRUE(Heartbeat(1, 1, 60'000).ok());
   ASSERT_TRUE(Heartbeat(2, 2, 60'000).ok());
+  // Worker 1 has read round 0; worker 2 has not.
+  proto::PullRequest read;
+  read.set_table("w");
+  read.set_worker_id(1);
+  read.add_ranges()->set_end(1);
+  PullArgs read_args;
+  ASSERT_TRUE(DecodePull(read, &read_args).ok());
+  PullResult read_result;
+  StartPull(&read_args, &read_result);
+  ASSERT_TRUE(read_result.reply.has_value() && read_result.reply->ok());
   proto::PushRequest push = OnePush("w", 0, 1, 9);
   push.set_consistency(proto::CONSISTENCY_BOUNDED);  // staleness 0: BSP
   PushArgs args;

@@ -138,3 +138,25 @@ TEST(PsClientTest, ServerErrorsComeBackWithCodeAndServerName) {
 
 }  // namespace
 }  // namespace ps
+
+namespace ps {
+namespace {
+
+// A client whose retries could outlast the servers' memory of push ids is
+// refused at Connect: a late retry of an applied push would apply it twice.
+TEST(PsClientRetryWindowTest, RetriesLongerThanTheDedupRetentionAreRefused) {
+  auto cluster = InProcessCluster::Start(1);
+  ASSERT_TRUE(cluster.ok());
+  PsClientOptions options = (*cluster)->ClientOptions(1);
+  options.timeout = absl::Seconds(50);  // 3 attempts: 150 s > the default 120 s
+  auto client = PsClient::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(client.status().message(), ::testing::HasSubstr("--dedup_retention_seconds"));
+  EXPECT_THAT(client.status().message(), ::testing::HasSubstr("--timeout_seconds"));
+  options.timeout = absl::Seconds(30);
+  EXPECT_TRUE(PsClient::Connect(options).ok());
+}
+
+}  // namespace
+}  // namespace ps
