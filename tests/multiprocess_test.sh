@@ -61,6 +61,49 @@ grep -q "400 training examples of 8x8 images in 4 classes, model softmax (260 pa
 accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/quadrants.log")
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.95) }' || fail "8x8 test accuracy $accuracy < 0.95"
 
+# A model far over the servers' memory budget (a 784 x 20,000,000 first
+# layer) is refused at CreateTable, naming the table and the bytes; the
+# servers allocate nothing and keep answering.
+if "$worker_bin" --servers="$spec" --model=mlp --hidden=20000000 --table_prefix=huge \
+  --epochs=1 >"$dir/huge.log" 2>&1; then
+  cat "$dir/huge.log"; fail "a 15.7G-parameter model was accepted"
+fi
+cat "$dir/huge.log"
+grep -q "table 'huge/fc0/w' needs [0-9]* bytes on server" "$dir/huge.log" || fail "no clear memory-budget refusal"
+grep -q -- "--memory_budget_mb" "$dir/huge.log" || fail "the refusal does not name the flag"
+for i in 0 1 2; do
+  rss_kb=$(awk '/^VmRSS/ { print $2 }' "/proc/${pids[$i]}/status")
+  echo "server $i resident: ${rss_kb} kB"
+  [ "$rss_kb" -lt 1048576 ] || fail "server $i holds ${rss_kb} kB after refusing the huge model"
+done
+"$worker_bin" --servers="$spec" --model=softmax --eval_only >"$dir/eval2.log" 2>&1 || { cat "$dir/eval2.log"; fail "servers stopped answering after the refusal"; }
+
+# Two live processes claiming the same worker id: the second is refused,
+# naming the first; once the first is dead and its lease has expired on
+# every server, a restarted worker with that id is accepted.
+wait_for_line() {  # FILE PATTERN: waits (at most 30 s) until FILE has a line matching PATTERN
+  local _
+  for _ in $(seq 1 600); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+  fail "no line matching '$2' in $1"
+}
+"$worker_bin" --servers="$spec" --worker_index=1 --num_workers=2 --model=softmax --table_prefix=twin \
+  --epochs=1000 --max_train_examples=2000 --lease_seconds=1 --progress_seconds=100 >"$dir/first.log" 2>&1 &
+first=$!
+all_pids+=($first)
+wait_for_line "$dir/first.log" "training examples"
+if "$worker_bin" --servers="$spec" --worker_index=1 --num_workers=2 --model=softmax --table_prefix=twin \
+  --epochs=1 --max_train_examples=2000 >"$dir/second.log" 2>&1; then
+  fail "a second process with worker id 1 was accepted"
+fi
+cat "$dir/second.log"
+grep -q "worker id 1 is already held by another live process" "$dir/second.log" || fail "no clear message for a duplicate worker id"
+grep -q -- "--worker_index" "$dir/second.log" || fail "the duplicate-id message does not name --worker_index"
+kill -KILL "$first"
+wait "$first" 2>/dev/null || true
+for i in 0 1 2; do wait_for_line "$dir/server$i.log" "worker 1 lease expired"; done
+"$worker_bin" --servers="$spec" --worker_index=1 --num_workers=2 --model=softmax --table_prefix=twin \
+  --epochs=1 --max_train_examples=2000 >"$dir/restarted.log" 2>&1 || { cat "$dir/restarted.log"; fail "a restarted worker 1 was refused after its lease expired"; }
+
 # Every server holds part of the model and logged the tables it created.
 for i in 0 1 2; do
   grep -q "table created: 'softmax/fc0/w'" "$dir/server$i.log" || fail "server $i did not log table creation"

@@ -86,9 +86,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Start(std::unique_ptr<PsClie
     if (!live.ok()) {
       absl::Status status = live.status();
       if (status.code() == absl::StatusCode::kAlreadyExists) {
-        status = absl::AlreadyExistsError(
-            absl::StrCat(status.message(), "; is another worker running with worker id ",
-                         client->options_.worker_id, "? see --worker_index"));
+        // The server's message names the other process and --worker_index.
         // No leaving heartbeat: this worker id belongs to the other process.
         absl::MutexLock lock(&client->heartbeat_mu_);
         client->left_ = true;
