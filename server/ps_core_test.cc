@@ -79,6 +79,20 @@ class PsCoreTest : public ::testing::Test {
         [out](absl::StatusOr<proto::PullResponse> r) { out->reply = std::move(r); });
   }
 
+  // A BSP pull by worker 1 at clock 5 of table "w": parks until every live
+  // worker has completed rounds 0..4.
+  static PullArgs PullThatWaits() {
+    proto::PullRequest pull;
+    pull.set_table("w");
+    pull.set_worker_id(1);
+    pull.set_clock(5);
+    pull.set_consistency(proto::CONSISTENCY_BOUNDED);
+    pull.add_ranges()->set_end(4);
+    PullArgs args;
+    EXPECT_TRUE(DecodePull(pull, &args).ok());
+    return args;
+  }
+
   absl::StatusOr<proto::HeartbeatResponse> Heartbeat(uint32_t worker, uint64_t incarnation,
                                                      uint32_t lease_ms = 1000) {
     proto::HeartbeatRequest req;
@@ -185,14 +199,7 @@ TEST_F(PsCoreTest, ParkedPullIsReleasedAtOnceWhenCancelled) {
   ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
   ASSERT_TRUE(Heartbeat(1, 1).ok());
   ASSERT_TRUE(Heartbeat(2, 2).ok());
-  proto::PullRequest pull;
-  pull.set_table("w");
-  pull.set_worker_id(1);
-  pull.set_clock(5);
-  pull.set_consistency(proto::CONSISTENCY_BOUNDED);
-  pull.add_ranges()->set_end(4);
-  PullArgs args;
-  ASSERT_TRUE(DecodePull(pull, &args).ok());
+  PullArgs args = PullThatWaits();
   PullResult result;
   const PsCore::CallId id = StartPull(&args, &result);
   ASSERT_NE(id, 0u);
@@ -212,14 +219,7 @@ TEST_F(PsCoreTest, ParkedCallsAreCapped) {
   ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
   ASSERT_TRUE(Heartbeat(1, 1).ok());
   ASSERT_TRUE(Heartbeat(2, 2).ok());
-  proto::PullRequest pull;
-  pull.set_table("w");
-  pull.set_worker_id(1);
-  pull.set_clock(5);
-  pull.set_consistency(proto::CONSISTENCY_BOUNDED);
-  pull.add_ranges()->set_end(4);
-  PullArgs args;
-  ASSERT_TRUE(DecodePull(pull, &args).ok());
+  PullArgs args = PullThatWaits();
   PullResult a, b, c;
   EXPECT_NE(StartPull(&args, &a), 0u);
   EXPECT_NE(StartPull(&args, &b), 0u);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/test_tables.h"
 #include "tests/in_process_cluster.h"
 
 namespace ps {
@@ -12,17 +13,6 @@ namespace {
 
 constexpr int kWorkers = 4;
 constexpr int kPushes = 150;
-
-proto::TableDef SumTable(const std::string& name, uint64_t keys, uint32_t width) {
-  proto::TableDef def;
-  def.set_name(name);
-  def.set_num_keys(keys);
-  def.set_width(width);
-  def.set_initializer(proto::INIT_ZEROS);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(1.0f);
-  return def;
-}
 
 template <typename PushFn>
 void RunWorkers(InProcessCluster& cluster, PushFn push) {

@@ -15,6 +15,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_tables.h"
 #include "server/ps_core.h"
 #include "tests/in_memory_transport.h"
 #include "worker/client/ps_client.h"
@@ -29,17 +30,6 @@ constexpr int kWorkers = 4;
 constexpr int kPushes = 100;
 const PlacementConfig kPlacement{/*slice_size=*/8, /*virtual_nodes=*/64};
 
-proto::TableDef SumTable(const std::string& name, uint64_t keys, uint32_t width) {
-  proto::TableDef def;
-  def.set_name(name);
-  def.set_num_keys(keys);
-  def.set_width(width);
-  def.set_initializer(proto::INIT_ZEROS);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(1.0f);
-  return def;
-}
-
 // Three cores behind one in-memory transport.
 class Cluster {
  public:
@@ -51,6 +41,9 @@ class Cluster {
       options.num_servers = kServers;
       options.placement = kPlacement;
       options.clock = clock;
+      // Push ids outlive every retry window used here (the backoff test
+      // retries after hours of fake time).
+      options.limits.dedup_retention = absl::Hours(100);
       cores_.push_back(std::make_unique<PsCore>(options));
       raw.push_back(cores_.back().get());
     }
