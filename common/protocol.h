@@ -15,12 +15,16 @@ constexpr int kPushKeyListField = proto::PushRequest::kKeyListFieldNumber;
 constexpr int kPushValuesField = proto::PushRequest::kValuesFieldNumber;
 constexpr int kPullKeyListField = proto::PullRequest::kKeyListFieldNumber;
 constexpr int kPullReplyValuesField = proto::PullResponse::kValuesFieldNumber;
+constexpr int kPushPullValuesField = proto::PushPullRequest::kValuesFieldNumber;
+constexpr int kPushPullReplyValuesField = proto::PushPullResponse::kValuesFieldNumber;
 
 // "/ps.proto.ParameterServer/<method>" of the unary method of the service
-// that takes PushRequest (resp. PullRequest), found in the service's
-// generated descriptor.
+// with the given request and reply types, found in the service's generated
+// descriptor: Push (PushRequest -> PushResponse), Pull (PullRequest ->
+// PullResponse), PushPull (PushPullRequest -> PushPullResponse).
 const std::string& PushMethodPath();
 const std::string& PullMethodPath();
+const std::string& PushPullMethodPath();
 
 }  // namespace ps
 

@@ -8,6 +8,7 @@ namespace {
 TEST(ProtocolTest, MethodPathsComeFromTheServiceDescriptor) {
   EXPECT_EQ(PushMethodPath(), "/ps.proto.ParameterServer/Push");
   EXPECT_EQ(PullMethodPath(), "/ps.proto.ParameterServer/Pull");
+  EXPECT_EQ(PushPullMethodPath(), "/ps.proto.ParameterServer/PushPull");
 }
 
 TEST(ProtocolTest, RawFieldsAreBytesFields) {
@@ -18,6 +19,11 @@ TEST(ProtocolTest, RawFieldsAreBytesFields) {
             "key_list");
   EXPECT_EQ(proto::PullResponse::descriptor()->FindFieldByNumber(kPullReplyValuesField)->name(),
             "values");
+  EXPECT_EQ(proto::PushPullRequest::descriptor()->FindFieldByNumber(kPushPullValuesField)->name(),
+            "values");
+  EXPECT_EQ(
+      proto::PushPullResponse::descriptor()->FindFieldByNumber(kPushPullReplyValuesField)->name(),
+      "values");
 }
 
 }  // namespace

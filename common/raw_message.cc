@@ -96,6 +96,34 @@ void SegmentedBytes::CopyOut(size_t offset, size_t n, char* dst) const {
   }
 }
 
+void SegmentedBytes::Reader::Skip(size_t n) {
+  while (n > 0 && index_ < pieces_.size()) {
+    const size_t k = std::min(n, pieces_[index_].size() - offset_);
+    n -= k;
+    offset_ += k;
+    if (offset_ == pieces_[index_].size()) {
+      ++index_;
+      offset_ = 0;
+    }
+  }
+}
+
+SegmentedBytes SegmentedBytes::Sub(size_t offset, size_t n) const {
+  SegmentedBytes out;
+  for (absl::string_view p : pieces_) {
+    if (n == 0) break;
+    if (offset >= p.size()) {
+      offset -= p.size();
+      continue;
+    }
+    const size_t k = std::min(n, p.size() - offset);
+    out.Append(p.substr(offset, k));
+    n -= k;
+    offset = 0;
+  }
+  return out;
+}
+
 void SegmentedBytes::Reader::Read(size_t n, char* dst) {
   while (n > 0 && index_ < pieces_.size()) {
     const absl::string_view p = pieces_[index_];

@@ -38,6 +38,9 @@ class SegmentedBytes {
   // Copies `n` bytes starting at byte `offset` into dst. Requires
   // offset + n <= size().
   void CopyOut(size_t offset, size_t n, char* dst) const;
+  // Bytes [offset, offset + n) as views into the same pieces. Requires
+  // offset + n <= size().
+  SegmentedBytes Sub(size_t offset, size_t n) const;
 
   // Copies the bytes out in order, `n` at a time.
   class Reader {
@@ -45,6 +48,8 @@ class SegmentedBytes {
     explicit Reader(const SegmentedBytes& bytes) : pieces_(bytes.pieces_) {}
     // Copies the next n bytes into dst. Requires n <= bytes left.
     void Read(size_t n, char* dst);
+    // Passes over the next n bytes. Requires n <= bytes left.
+    void Skip(size_t n);
 
    private:
     const std::vector<absl::string_view>& pieces_;

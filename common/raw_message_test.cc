@@ -107,5 +107,22 @@ TEST(RawMessageTest, MalformedWireDataIsRejected) {
   EXPECT_FALSE(SplitMessage(Cut(std::string("\x20\x01", 2), 1), {4}, &fields).ok());
 }
 
+
+TEST(SegmentedBytesTest, SubViewsAnyRangeAcrossPieces) {
+  const std::string a = "abc", b = "defgh", c = "ij";
+  SegmentedBytes bytes;
+  bytes.Append(a);
+  bytes.Append(b);
+  bytes.Append(c);
+  for (size_t offset = 0; offset <= 10; ++offset) {
+    for (size_t n = 0; offset + n <= 10; ++n) {
+      SegmentedBytes sub = bytes.Sub(offset, n);
+      ASSERT_EQ(sub.size(), n);
+      std::string flat;
+      EXPECT_EQ(std::string(sub.Flatten(&flat)), std::string("abcdefghij").substr(offset, n));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ps

@@ -11,7 +11,14 @@
 # Writes a Markdown report and a PNG plot to the output directory.
 #
 #   deploy/bench.sh [--out DIR] [--seconds S] [--quick]
+#
+# With --baseline REV it compares instead this tree's data path with commit
+# REV's, alternating, in one run (deploy/bench_compare.sh; see its --help):
+#   deploy/bench.sh --baseline c55ddf1 [--rounds N] [--seconds S] [--out DIR]
 set -euo pipefail
+for arg in "$@"; do
+  if [ "$arg" = --baseline ]; then exec "$(dirname "$0")/bench_compare.sh" "$@"; fi
+done
 
 out="${TMPDIR:-/tmp}/ps_bench_results"
 seconds=2
@@ -21,7 +28,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
     --quick) quick=1; seconds=0.5; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -1,6 +1,7 @@
 #include "server/ps_core.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -12,6 +13,13 @@ namespace ps {
 namespace {
 
 constexpr uint64_t kNoLiveWorkers = std::numeric_limits<uint64_t>::max();
+
+// Bytes viewed in place (they outlive the call).
+SegmentedBytes OnePiece(const std::string& bytes) {
+  SegmentedBytes out;
+  out.Append(bytes);
+  return out;
+}
 
 bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
   return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
@@ -146,7 +154,9 @@ proto::PushBatchResponse PsCore::PushBatch(const proto::PushBatchRequest& reques
       reply = absl::InvalidArgumentError(
           absl::StrCat("push to table '", push.table(),
                        "': BSP pushes wait for other workers and cannot be batched"));
-    } else if (absl::Status s = DecodePush(push, &args); !s.ok()) {
+    } else if (absl::Status s = DecodePush(push, OnePiece(push.key_list()),
+                                           OnePiece(push.values()), &args);
+               !s.ok()) {
       reply = s;
     } else if (absl::Status c = CheckPush(args); !c.ok()) {
       reply = c;
@@ -189,7 +199,9 @@ PsCore::CallId PsCore::Pull(const PullArgs* args, absl::Time deadline, Allocate 
   auto serve = [this, args, arrived, allocate = std::move(allocate), done = std::move(done)](
                    absl::Status status, uint64_t params_clock) {
     proto::PullResponse reply;
-    if (status.ok()) status = Serve(*args, params_clock, arrived, allocate, &reply);
+    if (status.ok()) {
+      status = Serve(args->header, args->keys, params_clock, arrived, allocate, &reply);
+    }
     if (status.ok()) {
       done(std::move(reply));
     } else {
@@ -204,10 +216,100 @@ PsCore::CallId PsCore::Pull(const PullArgs* args, absl::Time deadline, Allocate 
                                std::move(serve));
 }
 
-absl::Status PsCore::Serve(const PullArgs& args, uint64_t params_clock, absl::Time arrived,
-                           const Allocate& allocate, proto::PullResponse* reply) {
-  const proto::PullRequest& h = args.header;
-  auto version = store_.Pull(h.table(), args.keys, [&allocate](size_t n) { return allocate(n); });
+void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
+  const absl::Time arrived = clock_->Now();
+  const proto::PushRequest& h = args->header;
+  if (h.consistency() != proto::CONSISTENCY_ASYNC) {
+    done(absl::InvalidArgumentError(absl::StrCat(
+        "PushPull of table '", h.table(),
+        "' needs async consistency (a bounded or BSP round waits between its push and its "
+        "pull); use Push and Pull")));
+    return;
+  }
+  if (args->clock_only) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("PushPull of table '", h.table(), "' names no keys")));
+    return;
+  }
+  if (absl::Status s = CheckPush(*args); !s.ok()) {
+    done(s);
+    return;
+  }
+  absl::StatusOr<proto::PushResponse> pushed = Apply(*args);
+  if (!pushed.ok()) {
+    done(pushed.status());
+    return;
+  }
+  // The worker has now pushed rounds 0..clock: it reads at clock + 1.
+  proto::PullRequest pull;
+  pull.set_table(h.table());
+  pull.set_worker_id(h.worker_id());
+  pull.set_clock(h.clock() + 1);
+  proto::PullResponse reply;
+  absl::Status served =
+      Serve(pull, args->keys, clocks_.ParamsClock(h.table()), arrived, allocate, &reply);
+  if (!served.ok()) {
+    done(served);
+    return;
+  }
+  reply.set_duplicate(pushed->duplicate());
+  done(std::move(reply));
+}
+
+absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
+    const proto::PushPullRequest& request, const SegmentedBytes& values,
+    const Allocate& allocate) {
+  uint64_t total = 0;
+  for (const proto::PushRequest& push : request.pushes()) {
+    if (push.values_bytes() > values.size() - std::min<uint64_t>(total, values.size())) {
+      total = values.size() + 1;  // does not add up
+      break;
+    }
+    total += push.values_bytes();
+  }
+  if (total != values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushPull of ", request.pushes_size(), " pushes: their values_bytes do not add up to the ",
+        values.size(), " bytes of values sent"));
+  }
+  char* const out = allocate(total);
+  proto::PushPullResponse response;
+  uint64_t offset = 0;
+  for (const proto::PushRequest& push : request.pushes()) {
+    const uint64_t n = push.values_bytes();
+    PushArgs args;
+    absl::StatusOr<proto::PullResponse> result;
+    absl::Status decoded =
+        DecodePush(push, OnePiece(push.key_list()), values.Sub(offset, n), &args);
+    if (!decoded.ok()) {
+      result = decoded;
+    } else {
+      char* const region = out + offset;
+      PushPull(
+          &args,
+          [region, n](size_t bytes) -> char* {
+            // Validation made the values read back as large as those pushed.
+            return bytes == n ? region : nullptr;
+          },
+          [&result](absl::StatusOr<proto::PullResponse> r) { result = std::move(r); });
+    }
+    proto::PullResponse* reply = response.add_results();
+    if (result.ok()) {
+      *reply = *std::move(result);
+    } else {
+      reply->set_code(static_cast<int32_t>(result.status().code()));
+      reply->set_message(std::string(result.status().message()));
+      if (n > 0) std::memset(out + offset, 0, n);
+    }
+    offset += n;
+  }
+  return response;
+}
+
+absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys,
+                           uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
+                           proto::PullResponse* reply) {
+  auto version = store_.Pull(h.table(), keys, [&allocate](size_t n) { return allocate(n); });
   if (!version.ok()) return version.status();
   const absl::Duration waited = clock_->Now() - arrived;
   clocks_.PullServed(h.table(), h.worker_id(), h.clock());

@@ -93,6 +93,26 @@ class PsCore {
   // RESOURCE_EXHAUSTED for a reply over the message limit.
   CallId Pull(const PullArgs* args, absl::Time deadline, Allocate allocate, PullDone done);
 
+  // The Downpour step in one call: applies the push as Push does, then
+  // writes the values of the same keys after it into allocate()'s buffer, as
+  // an async pull by the worker at clock + 1 would. Never parks. Errors (through
+  // done): those of Push, INVALID_ARGUMENT for a consistency other than
+  // async or a push without keys. A retry of an applied push is not applied
+  // again (reply.duplicate()) and still gets the current values. `args` must
+  // stay valid until `done` has run.
+  void PushPull(const PushArgs* args, Allocate allocate, PullDone done);
+
+  // The PushPull RPC: PushPull for each push of `request` (which carries no
+  // values), its values the next values_bytes of `values` (the request's
+  // values field). Writes every push's values after it, concatenated, into
+  // allocate(values.size()) (zeros for a failed push) and returns the
+  // per-push results (a failed push has its code and message). Completes
+  // before returning. Errors: INVALID_ARGUMENT when the pushes' values_bytes
+  // do not add up to values.size().
+  absl::StatusOr<proto::PushPullResponse> PushPullMany(const proto::PushPullRequest& request,
+                                                       const SegmentedBytes& values,
+                                                       const Allocate& allocate);
+
   // Releases a parked call at once: its callback runs with CANCELLED. A no-op
   // for an id that is not parked (done already ran).
   void Cancel(CallId id);
@@ -123,8 +143,9 @@ class PsCore {
   absl::Status CheckPush(const PushArgs& args) const;
   absl::Status CheckPull(const PullArgs& args) const;
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;
-  absl::Status Serve(const PullArgs& args, uint64_t params_clock, absl::Time arrived,
-                     const Allocate& allocate, proto::PullResponse* reply);
+  absl::Status Serve(const proto::PullRequest& header, const KeySpec& keys,
+                     uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
+                     proto::PullResponse* reply);
   std::string LogPrefix() const;
 
   const PsCoreOptions options_;

@@ -139,16 +139,33 @@ grpc::ServerUnaryReactor* PsService::CreateTable(grpc::CallbackServerContext* ct
   return reactor;
 }
 
+namespace {
+
+// Parses a raw push (Push or PushPull) into state->push.
+absl::Status ParsePush(const grpc::ByteBuffer& req, CallState* state) {
+  proto::PushRequest header;
+  absl::Status parsed = ParseRaw(req, {kPushKeyListField, kPushValuesField}, &state->slices,
+                                 &header, &state->fields);
+  if (!parsed.ok()) return parsed;
+  return DecodePush(header, state->fields.Raw(kPushKeyListField),
+                    state->fields.Raw(kPushValuesField), &state->push);
+}
+
+// Where a pull's values go: a slice the reply is then built around.
+PsCore::Allocate AllocatePayload(CallState* s) {
+  return [s](size_t n) {
+    s->payload = grpc::Slice(n);
+    return reinterpret_cast<char*>(const_cast<uint8_t*>(s->payload.begin()));
+  };
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
   auto state = std::make_shared<CallState>();
   auto* reactor = new Reactor(core_, state);
-  absl::Status parsed = ParseRaw(*req, {kPushKeyListField, kPushValuesField}, &state->slices,
-                                 &state->push.header, &state->fields);
-  if (parsed.ok()) {
-    parsed = DecodePush(state->push.header, state->fields.Raw(kPushKeyListField),
-                        state->fields.Raw(kPushValuesField), &state->push);
-  }
+  absl::Status parsed = ParsePush(*req, state.get());
   if (!parsed.ok()) {
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
@@ -175,14 +192,10 @@ grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
-  CallState* s = state.get();
   PsCore::CallId id = core_->Pull(
       &state->pull, WaitDeadline(ctx),
       // The values are copied from the store straight into the reply's slice.
-      [s](size_t n) {
-        s->payload = grpc::Slice(n);
-        return reinterpret_cast<char*>(const_cast<uint8_t*>(s->payload.begin()));
-      },
+      AllocatePayload(state.get()),
       [reactor, resp, state](absl::StatusOr<proto::PullResponse> reply) {
         if (reply.ok()) {
           *resp = BuildMessage(*reply, kPullReplyValuesField, std::move(state->payload));
@@ -191,6 +204,25 @@ grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
       });
   Reactor::Park(core_, *state, id);
   return reactor;
+}
+
+grpc::ServerUnaryReactor* PsService::PushPull(grpc::CallbackServerContext* ctx,
+                                              const grpc::ByteBuffer* req,
+                                              grpc::ByteBuffer* resp) {
+  // Never parks: done before this returns.
+  CallState state;
+  proto::PushPullRequest header;
+  absl::Status status =
+      ParseRaw(*req, {kPushPullValuesField}, &state.slices, &header, &state.fields);
+  if (status.ok()) {
+    absl::StatusOr<proto::PushPullResponse> reply = core_->PushPullMany(
+        header, state.fields.Raw(kPushPullValuesField), AllocatePayload(&state));
+    status = reply.status();
+    if (reply.ok()) {
+      *resp = BuildMessage(*reply, kPushPullReplyValuesField, std::move(state.payload));
+    }
+  }
+  return Finish(ctx, status);
 }
 
 grpc::ServerUnaryReactor* PsService::PushBatch(grpc::CallbackServerContext* ctx,

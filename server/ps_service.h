@@ -1,7 +1,7 @@
 // gRPC adapter for the ParameterServer service: parses each request, calls
 // the transport-free PsCore, and serializes the reply. No logic of its own.
 //
-// Uses the callback (reactor) API. Push and Pull are "raw" methods: they read
+// Uses the callback (reactor) API. Push, Pull and PushPull are "raw" methods: they read
 // the request bytes from gRPC's slices and build the reply from slices (see
 // common/raw_message.h), so the float payload is copied once on each side
 // instead of going through protobuf strings. Handlers never block:
@@ -32,11 +32,12 @@ namespace ps {
 using PsServiceBase = proto::ParameterServer::WithCallbackMethod_CreateTable<
     proto::ParameterServer::WithRawCallbackMethod_Push<
         proto::ParameterServer::WithRawCallbackMethod_Pull<
-            proto::ParameterServer::WithCallbackMethod_PushBatch<
-                proto::ParameterServer::WithCallbackMethod_Info<
-                    proto::ParameterServer::WithCallbackMethod_Heartbeat<
-                        proto::ParameterServer::WithCallbackMethod_Stats<
-                            proto::ParameterServer::Service>>>>>>>;
+            proto::ParameterServer::WithRawCallbackMethod_PushPull<
+                proto::ParameterServer::WithCallbackMethod_PushBatch<
+                    proto::ParameterServer::WithCallbackMethod_Info<
+                        proto::ParameterServer::WithCallbackMethod_Heartbeat<
+                            proto::ParameterServer::WithCallbackMethod_Stats<
+                                proto::ParameterServer::Service>>>>>>>>;
 
 class PsService final : public PsServiceBase {
  public:
@@ -52,6 +53,8 @@ class PsService final : public PsServiceBase {
                                  grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                  grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx,
+                                     const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* PushBatch(grpc::CallbackServerContext* ctx,
                                       const proto::PushBatchRequest* req,
                                       proto::PushBatchResponse* resp) override;

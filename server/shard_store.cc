@@ -341,6 +341,10 @@ absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const Ke
   const uint64_t width = def.width();
   const uint64_t version = table.version().load();
   char* dst = allocate(keys.size() * width * sizeof(float));
+  if (dst == nullptr && keys.size() > 0) {
+    return absl::InternalError(absl::StrCat("table '", def.name(), "': no buffer for the ",
+                                            keys.size() * width, " values pulled"));
+  }
   const uint64_t slice_size = placement_.config().slice_size;
   ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
     Slice* slice = table.slice(s);

@@ -204,6 +204,35 @@ void InMemoryTransport::Push(int server, const proto::PushRequest& header,
   Dispatch("Push", server, std::move(attempt), std::move(done));
 }
 
+namespace {
+
+// The outcome of a pull or push-pull: on success, the reply header without
+// its values, then the values handed to `consume`.
+InMemoryTransport::Outcome PullOutcome(absl::StatusOr<proto::PullResponse> result,
+                                       std::shared_ptr<std::string> values,
+                                       proto::PullResponse* reply_header,
+                                       Transport::ConsumeValues consume) {
+  auto shared = std::make_shared<absl::StatusOr<proto::PullResponse>>(std::move(result));
+  return InMemoryTransport::Outcome{[shared, values, reply_header, consume] {
+    if (!shared->ok()) return shared->status();
+    *reply_header = **shared;
+    reply_header->clear_values();
+    SegmentedBytes bytes;
+    bytes.Append(*values);
+    return consume(bytes);
+  }};
+}
+
+// Where the core writes a pull's values.
+PsCore::Allocate AllocateInto(const std::shared_ptr<std::string>& values) {
+  return [values](size_t bytes) {
+    values->resize(bytes);
+    return values->data();
+  };
+}
+
+}  // namespace
+
 void InMemoryTransport::Pull(int server, const proto::PullRequest& request, absl::Time deadline,
                              proto::PullResponse* reply_header, ConsumeValues consume_values,
                              Done done) {
@@ -218,26 +247,39 @@ void InMemoryTransport::Pull(int server, const proto::PullRequest& request, absl
     }
     auto values = std::make_shared<std::string>();
     PullArgs* raw = args.get();
-    core->Pull(
-        raw, deadline,
-        [values](size_t bytes) {
-          values->resize(bytes);
-          return values->data();
-        },
-        [args = std::move(args), copy, values, reply_header, consume,
-         then](absl::StatusOr<proto::PullResponse> result) {
-          auto shared = std::make_shared<absl::StatusOr<proto::PullResponse>>(std::move(result));
-          then(Outcome{[shared, values, reply_header, consume] {
-            if (!shared->ok()) return shared->status();
-            *reply_header = **shared;
-            reply_header->clear_values();
-            SegmentedBytes bytes;
-            bytes.Append(*values);
-            return consume(bytes);
-          }});
-        });
+    core->Pull(raw, deadline, AllocateInto(values),
+               [args = std::move(args), copy, values, reply_header, consume,
+                then](absl::StatusOr<proto::PullResponse> result) {
+                 then(PullOutcome(std::move(result), values, reply_header, consume));
+               });
   };
   Dispatch("Pull", server, std::move(attempt), std::move(done));
+}
+
+void InMemoryTransport::PushPull(int server, const proto::PushPullRequest& header,
+                                 absl::Span<const absl::string_view> value_pieces, absl::Time,
+                                 proto::PushPullResponse* reply_header,
+                                 ConsumeValues consume_values, Done done) {
+  auto request = std::make_shared<proto::PushPullRequest>(header);
+  auto pushed = std::make_shared<std::string>();
+  for (absl::string_view piece : value_pieces) pushed->append(piece.data(), piece.size());
+  PsCore* core = cores_[server];
+  Attempt attempt = [core, request, pushed, reply_header,
+                     consume = std::move(consume_values)](std::function<void(Outcome)> then) {
+    auto values = std::make_shared<std::string>();
+    SegmentedBytes in;
+    in.Append(*pushed);
+    auto result = std::make_shared<absl::StatusOr<proto::PushPullResponse>>(
+        core->PushPullMany(*request, in, AllocateInto(values)));
+    then(Outcome{[result, values, reply_header, consume] {
+      if (!result->ok()) return result->status();
+      *reply_header = **result;
+      SegmentedBytes bytes;
+      bytes.Append(*values);
+      return consume(bytes);
+    }});
+  };
+  Dispatch("PushPull", server, std::move(attempt), std::move(done));
 }
 
 void InMemoryTransport::PushBatch(int server, const proto::PushBatchRequest& request,

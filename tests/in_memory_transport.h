@@ -52,7 +52,7 @@ enum class FaultAction { kDropRequest, kDropReply, kDelay, kDuplicate, kReorder,
 struct FaultRule {
   FaultAction action = FaultAction::kDropRequest;
   double probability = 1.0;
-  // "Push", "Pull", "PushBatch", "CreateTable", "Info", "Heartbeat",
+  // "Push", "Pull", "PushPull", "PushBatch", "CreateTable", "Info", "Heartbeat",
   // "Stats"; empty: any.
   std::string method;
   int server = -1;  // -1: any
@@ -98,6 +98,10 @@ class InMemoryTransport final : public Transport {
   void Pull(int server, const proto::PullRequest& request, absl::Time deadline,
             proto::PullResponse* reply_header, ConsumeValues consume_values,
             Done done) override;
+  void PushPull(int server, const proto::PushPullRequest& header,
+                absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                proto::PushPullResponse* reply_header, ConsumeValues consume_values,
+                Done done) override;
   void PushBatch(int server, const proto::PushBatchRequest& request, absl::Time deadline,
                  proto::PushBatchResponse* reply, Done done) override;
   void CreateTable(int server, const proto::CreateTableRequest& request, absl::Time deadline,

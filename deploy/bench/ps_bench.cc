@@ -105,6 +105,15 @@ class Runner {
   }
 
   absl::Status Once() {
+    if (case_.op == "pushpull") {
+      // The Downpour step: push the gradient, get the fresh parameters.
+      if (case_.kind == "dense") {
+        PushRange push{table_, 0, case_.keys, grads_};
+        PullRange pull{table_, 0, case_.keys, absl::MakeSpan(values_)};
+        return client_->PushPull({&push, 1}, {&pull, 1}, 0);
+      }
+      return client_->PushPullKeys(table_, keys_, case_.width, grads_, absl::MakeSpan(values_), 0);
+    }
     const bool push = case_.op != "pull", pull = case_.op != "push";
     if (case_.kind == "dense") {
       if (push) {

@@ -69,7 +69,7 @@ struct GrpcTransport::PushState {
   std::shared_ptr<grpc::ClientContext> context;
   grpc::ByteBuffer request;
   grpc::ByteBuffer response;
-  proto::PushResponse* reply = nullptr;
+  std::function<absl::Status(const grpc::ByteBuffer&)> decode;
   Done done;
   absl::Status status;
   std::atomic<int> pending{0};
@@ -86,32 +86,76 @@ void GrpcTransport::FinishPush(PushState* state) {
   done(std::move(status));
 }
 
-void GrpcTransport::Push(int server, const proto::PushRequest& header,
-                         absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
-                         proto::PushResponse* reply, Done done) {
+void GrpcTransport::StartPush(int server, const std::string& method,
+                              const google::protobuf::MessageLite& header, int field,
+                              absl::Span<const absl::string_view> value_pieces,
+                              absl::Time deadline,
+                              std::function<absl::Status(const grpc::ByteBuffer&)> decode,
+                              Done done) {
   auto owned = std::make_unique<PushState>();
   owned->context = NewContext(deadline);
-  owned->reply = reply;
+  owned->decode = std::move(decode);
   owned->done = std::move(done);
   // Set before BuildMessage, which releases empty pieces at once.
   owned->pending.store(static_cast<int>(value_pieces.size()) + 1);
   PushState* state = owned.release();  // owned by `pending` from here on
-  state->request = BuildMessage(header, kPushValuesField, value_pieces, &ReleasePushPiece, state);
+  state->request = BuildMessage(header, field, value_pieces, &ReleasePushPiece, state);
   generic_stubs_[server]->UnaryCall(
-      state->context.get(), PushMethodPath(), grpc::StubOptions(), &state->request, &state->response,
+      state->context.get(), method, grpc::StubOptions(), &state->request, &state->response,
       [state](grpc::Status s) {
         state->status = FromGrpcStatus(s);
-        if (state->status.ok()) {
-          grpc::Slice flat;
-          if (!state->response.DumpToSingleSlice(&flat).ok() ||
-              !state->reply->ParseFromArray(flat.begin(), static_cast<int>(flat.size()))) {
-            state->status = absl::InternalError("push reply does not parse");
-          }
-        }
+        if (state->status.ok()) state->status = state->decode(state->response);
         // Our own references to the pieces; gRPC drops its own when done.
         state->request.Clear();
         FinishPush(state);
       });
+}
+
+namespace {
+
+// Splits a reply into its header and its values (bytes field `field`),
+// handed to `consume`.
+absl::Status DecodeValuesReply(const grpc::ByteBuffer& response, int field,
+                               google::protobuf::MessageLite* header,
+                               const Transport::ConsumeValues& consume) {
+  std::vector<grpc::Slice> slices;
+  SplitFields fields;
+  if (!response.Dump(&slices).ok()) return absl::InternalError("reply could not be read");
+  if (absl::Status split = SplitMessage(slices, {field}, &fields); !split.ok()) {
+    return absl::InternalError(absl::StrCat("reply: ", split.message()));
+  }
+  if (!header->ParseFromString(fields.header)) return absl::InternalError("reply does not parse");
+  return consume(fields.Raw(field));
+}
+
+}  // namespace
+
+void GrpcTransport::Push(int server, const proto::PushRequest& header,
+                         absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                         proto::PushResponse* reply, Done done) {
+  StartPush(
+      server, PushMethodPath(), header, kPushValuesField, value_pieces, deadline,
+      [reply](const grpc::ByteBuffer& response) {
+        grpc::Slice flat;
+        if (!response.DumpToSingleSlice(&flat).ok() ||
+            !reply->ParseFromArray(flat.begin(), static_cast<int>(flat.size()))) {
+          return absl::InternalError("push reply does not parse");
+        }
+        return absl::OkStatus();
+      },
+      std::move(done));
+}
+
+void GrpcTransport::PushPull(int server, const proto::PushPullRequest& header,
+                             absl::Span<const absl::string_view> value_pieces,
+                             absl::Time deadline, proto::PushPullResponse* reply_header,
+                             ConsumeValues consume_values, Done done) {
+  StartPush(
+      server, PushPullMethodPath(), header, kPushPullValuesField, value_pieces, deadline,
+      [reply_header, consume = std::move(consume_values)](const grpc::ByteBuffer& response) {
+        return DecodeValuesReply(response, kPushPullReplyValuesField, reply_header, consume);
+      },
+      std::move(done));
 }
 
 void GrpcTransport::Pull(int server, const proto::PullRequest& request, absl::Time deadline,
@@ -132,18 +176,7 @@ void GrpcTransport::Pull(int server, const proto::PullRequest& request, absl::Ti
        done = std::move(done)](grpc::Status grpc_status) {
         absl::Status status = FromGrpcStatus(grpc_status);
         if (status.ok()) {
-          std::vector<grpc::Slice> slices;
-          SplitFields fields;
-          if (!state->response.Dump(&slices).ok()) {
-            status = absl::InternalError("pull reply could not be read");
-          } else if (absl::Status split = SplitMessage(slices, {kPullReplyValuesField}, &fields);
-                     !split.ok()) {
-            status = absl::InternalError(absl::StrCat("pull reply: ", split.message()));
-          } else if (!reply_header->ParseFromString(fields.header)) {
-            status = absl::InternalError("pull reply does not parse");
-          } else {
-            status = consume(fields.Raw(kPullReplyValuesField));
-          }
+          status = DecodeValuesReply(state->response, kPullReplyValuesField, reply_header, consume);
         }
         done(std::move(status));
       });

@@ -42,6 +42,10 @@ class GrpcTransport final : public Transport {
   void Pull(int server, const proto::PullRequest& request, absl::Time deadline,
             proto::PullResponse* reply_header, ConsumeValues consume_values,
             Done done) override;
+  void PushPull(int server, const proto::PushPullRequest& header,
+                absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                proto::PushPullResponse* reply_header, ConsumeValues consume_values,
+                Done done) override;
   void PushBatch(int server, const proto::PushBatchRequest& request, absl::Time deadline,
                  proto::PushBatchResponse* reply, Done done) override;
   void CreateTable(int server, const proto::CreateTableRequest& request, absl::Time deadline,
@@ -59,6 +63,12 @@ class GrpcTransport final : public Transport {
   std::shared_ptr<grpc::ClientContext> NewContext(absl::Time deadline) const;
   static void ReleasePushPiece(void* state);
   static void FinishPush(PushState* state);
+  // Sends the zero-copy push of Push and PushPull: `header` followed by
+  // bytes field `field` made of the pieces; `decode` reads the reply.
+  void StartPush(int server, const std::string& method,
+                 const google::protobuf::MessageLite& header, int field,
+                 absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                 std::function<absl::Status(const grpc::ByteBuffer&)> decode, Done done);
 
   const std::vector<std::string> addresses_;
   Clock* const clock_;

@@ -59,9 +59,39 @@ class ParamClient {
   // worker's clock.
   virtual absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock,
                             Versions* versions) = 0;
+  // The Downpour step: applies push[i]'s gradients, then reads the same
+  // range (push[i] and pull[i] name the same table and keys) into
+  // pull[i].out, as a worker at clock + 1; info->versions count the push.
+  // The default pushes, then pulls; PsClient does both in one round trip
+  // per server (async consistency). INVALID_ARGUMENT when the ops differ.
+  virtual absl::Status PushPull(absl::Span<const PushRange> push, absl::Span<const PullRange> pull,
+                                uint64_t clock, PullInfo* info);
   // Number of shards the Versions are indexed by.
   virtual int num_servers() const = 0;
 };
+
+// INVALID_ARGUMENT unless push[i] and pull[i] name the same table and keys.
+absl::Status CheckPushPullOps(absl::Span<const PushRange> push, absl::Span<const PullRange> pull);
+
+inline absl::Status CheckPushPullOps(absl::Span<const PushRange> push,
+                                     absl::Span<const PullRange> pull) {
+  bool same = push.size() == pull.size();
+  for (size_t i = 0; same && i < push.size(); ++i) {
+    same = push[i].table == pull[i].table && push[i].begin == pull[i].begin &&
+           push[i].end == pull[i].end;
+  }
+  if (same) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      "PushPull: the pushed and pulled ops must name the same tables and key ranges, in order");
+}
+
+inline absl::Status ParamClient::PushPull(absl::Span<const PushRange> push,
+                                          absl::Span<const PullRange> pull, uint64_t clock,
+                                          PullInfo* info) {
+  if (absl::Status s = CheckPushPullOps(push, pull); !s.ok()) return s;
+  if (absl::Status s = Push(push, clock, nullptr); !s.ok()) return s;
+  return Pull(pull, clock + 1, info);
+}
 
 }  // namespace ps
 

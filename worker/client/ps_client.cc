@@ -191,24 +191,33 @@ absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<floa
         replies[i].Clear();
         const Part& part = parts[i];
         float* out = bases[part.op];
-        transport_->Pull(
-            part.server, requests[i], deadline, &replies[i],
-            [&part, out](const SegmentedBytes& values) {
-              const uint64_t expected = part.num_values() * sizeof(float);
-              if (values.size() != expected) {
-                return absl::InternalError(absl::StrCat("pull reply has ", values.size(),
-                                                        " bytes, expected ", expected));
-              }
-              SegmentedBytes::Reader reader(values);
-              part.ForEachRun([&](uint64_t offset, uint64_t count) {
-                reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
-              });
-              return absl::OkStatus();
-            },
-            std::move(done));
+        transport_->Pull(part.server, requests[i], deadline, &replies[i], ScatterInto(part, out),
+                         std::move(done));
       });
   if (absl::Status s = CallRunner::FirstError(status); !s.ok()) return s;
-  if (info == nullptr) return absl::OkStatus();
+  FillPullInfo(parts, replies, num_ops, info);
+  return absl::OkStatus();
+}
+
+Transport::ConsumeValues PsClient::ScatterInto(const Part& part, float* out) {
+  return [&part, out](const SegmentedBytes& values) {
+    const uint64_t expected = part.num_values() * sizeof(float);
+    if (values.size() != expected) {
+      return absl::InternalError(
+          absl::StrCat("pull reply has ", values.size(), " bytes, expected ", expected));
+    }
+    SegmentedBytes::Reader reader(values);
+    part.ForEachRun([&](uint64_t offset, uint64_t count) {
+      reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
+    });
+    return absl::OkStatus();
+  };
+}
+
+void PsClient::FillPullInfo(const std::vector<Part>& parts,
+                            const std::vector<proto::PullResponse>& replies, size_t num_ops,
+                            PullInfo* info) const {
+  if (info == nullptr) return;
   info->versions.assign(num_ops * num_servers(), 0);
   info->params_clock = std::numeric_limits<uint64_t>::max();
   info->waited = absl::ZeroDuration();
@@ -218,7 +227,6 @@ absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<floa
     info->params_clock = std::min(info->params_clock, replies[i].params_clock());
     info->waited = std::max(info->waited, absl::Microseconds(replies[i].wait_us()));
   }
-  return absl::OkStatus();
 }
 
 absl::Status PsClient::Pull(absl::Span<const PullRange> ops, uint64_t clock, PullInfo* info) {

@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
@@ -139,6 +140,18 @@ class PsClient final : public ParamClient {
                         absl::Span<const float> grads, uint64_t clock,
                         PushReport* report = nullptr);
 
+  // The Downpour step: pushes push[i]'s gradients and reads the same keys
+  // back into pull[i].out, in one round trip per part (the PushPull RPC: the
+  // values include the push). With bounded or BSP consistency it pushes,
+  // then pulls at clock + 1. Errors as for Push (with the part list) and
+  // Pull; INVALID_ARGUMENT when the ops differ or out has the wrong size.
+  absl::Status PushPull(absl::Span<const PushRange> push, absl::Span<const PullRange> pull,
+                        uint64_t clock, PullInfo* info = nullptr) override;
+  // The same for arbitrary keys of a table of the given width.
+  absl::Status PushPullKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                            uint32_t width, absl::Span<const float> grads, absl::Span<float> out,
+                            uint64_t clock);
+
   int num_servers() const override { return transport_->num_servers(); }
 
   // Waits until every server counts at least `n` live workers (heartbeats
@@ -180,6 +193,28 @@ class PsClient final : public ParamClient {
   absl::Status PullParts(const std::vector<Part>& parts, absl::Span<float* const> bases,
                          const proto::PullRequest& base, absl::Span<const uint64_t> keys,
                          size_t num_ops, PullInfo* info);
+  // Where a part's pulled values go: base + the part's offsets.
+  static Transport::ConsumeValues ScatterInto(const Part& part, float* base);
+  // Versions, params clock and wait of the pull replies (info may be null).
+  void FillPullInfo(const std::vector<Part>& parts, const std::vector<proto::PullResponse>& replies,
+                    size_t num_ops, PullInfo* info) const;
+  // The requests of planned push parts: headers[i] and pieces[i] (its values,
+  // in the caller's memory or in gathered[i]) for part i.
+  struct PushRequests {
+    std::vector<proto::PushRequest> headers;
+    std::vector<std::vector<absl::string_view>> pieces;
+    std::vector<std::vector<float>> gathered;
+  };
+  void BuildPushRequests(const std::vector<Part>& parts, absl::Span<const PushRange> ops,
+                         uint64_t clock, PushRequests* out);
+  void BuildKeyPushRequests(const std::vector<Part>& parts, const std::string& table,
+                            absl::Span<const uint64_t> keys, uint32_t width,
+                            absl::Span<const float> grads, uint64_t clock, PushRequests* out);
+  // Sends planned push-pull parts (values scattered to bases[part.op]).
+  absl::Status PushPullParts(const std::vector<Part>& parts,
+                             const std::vector<proto::PushRequest>& requests,
+                             const std::vector<std::vector<absl::string_view>>& pieces,
+                             absl::Span<float* const> bases, size_t num_ops, PullInfo* info);
   // Sends planned push parts: requests[i] is part i's header, pieces[i] its
   // values (into the caller's memory or a buffer of the caller's). Fills
   // versions and report (may be null); adds the applied / not applied
@@ -194,18 +229,26 @@ class PsClient final : public ParamClient {
                            Versions* versions, PushReport* report);
 
   // Small-push batching (see PsClientOptions::batch_max_values): one
-  // batcher per server. The first waiting thread that finds no batch in
-  // flight sends everything queued and hands out the results.
+  // batcher per server, at most kBatchesInFlight batches in flight to it.
+  // A thread whose push finds a free slot leads: it sends everything queued
+  // (its own push included). When a batch returns, its leader hands what
+  // queued meanwhile to one of those pushes' threads, which leads the next
+  // batch, and wakes every thread of its own batch. Each waiting thread is
+  // woken once, through its own item: as a leader or as done.
+  static constexpr int kBatchesInFlight = 2;
   struct BatchItem {
     proto::PushRequest request;
     proto::PushResponse response;
     absl::Status status;
-    bool done = false;
+    // Set before `wake` is notified: the batch this thread is to send
+    // (empty: the push is done).
+    std::vector<BatchItem*> lead;
+    absl::Notification wake;
   };
   struct ServerBatcher {
     absl::Mutex mu;
     std::vector<BatchItem*> queue ABSL_GUARDED_BY(mu);
-    bool in_flight ABSL_GUARDED_BY(mu) = false;
+    int in_flight ABSL_GUARDED_BY(mu) = 0;
   };
   // Sends `item` (to `server`) in a batch; fills its response and status.
   void SubmitBatched(int server, BatchItem* item);

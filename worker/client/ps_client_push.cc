@@ -77,18 +77,12 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
   return Push(ops, clock, versions, nullptr);
 }
 
-absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
-                            PushReport* report) {
-  if (report != nullptr) report->parts.clear();
-  absl::StatusOr<std::vector<Part>> parts =
-      PlanPush(placement_, ops, options_.max_values_per_request);
-  if (!parts.ok()) return parts.status();
-  std::vector<proto::PushRequest> requests;
-  std::vector<std::vector<absl::string_view>> pieces;
-  requests.reserve(parts->size());
-  pieces.reserve(parts->size());
-  for (const Part& part : *parts) {
-    proto::PushRequest& header = requests.emplace_back();
+void PsClient::BuildPushRequests(const std::vector<Part>& parts, absl::Span<const PushRange> ops,
+                                 uint64_t clock, PushRequests* out) {
+  out->headers.reserve(parts.size());
+  out->pieces.reserve(parts.size());
+  for (const Part& part : parts) {
+    proto::PushRequest& header = out->headers.emplace_back();
     header.set_table(part.table);
     header.set_worker_id(options_.worker_id);
     header.set_clock(clock);
@@ -96,7 +90,7 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
     header.set_consistency(options_.consistency);
     header.set_staleness(options_.staleness);
     header.set_round_parts(part.round_parts);
-    std::vector<absl::string_view>& values = pieces.emplace_back();
+    std::vector<absl::string_view>& values = out->pieces.emplace_back();
     const float* grads = ops[part.op].grads.data();
     for (const PlannedRange& r : part.ranges) {
       AddRange(&header, r.begin, r.end);
@@ -104,13 +98,54 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
                           (r.end - r.begin) * part.width * sizeof(float));
     }
   }
+}
+
+void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts, const std::string& table,
+                                    absl::Span<const uint64_t> keys, uint32_t width,
+                                    absl::Span<const float> grads, uint64_t clock,
+                                    PushRequests* out) {
+  out->gathered.resize(parts.size());
+  out->headers.reserve(parts.size());
+  out->pieces.reserve(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Part& part = parts[i];
+    proto::PushRequest& header = out->headers.emplace_back();
+    header.set_round_parts(part.round_parts);
+    header.set_table(table);
+    header.set_key_list(PackKeys(keys, part.positions));
+    header.set_worker_id(options_.worker_id);
+    header.set_clock(clock);
+    header.set_request_id(next_request_id_.fetch_add(1));
+    header.set_consistency(options_.consistency);
+    header.set_staleness(options_.staleness);
+    // This server's rows, gathered into one buffer that is sent as is.
+    std::vector<float>& values = out->gathered[i];
+    values.resize(part.num_values());
+    for (size_t j = 0; j < part.positions.size(); ++j) {
+      std::memcpy(values.data() + j * width, grads.data() + part.positions[j] * width,
+                  width * sizeof(float));
+    }
+    out->pieces.push_back({absl::string_view(reinterpret_cast<const char*>(values.data()),
+                                             values.size() * sizeof(float))});
+  }
+}
+
+absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
+                            PushReport* report) {
+  if (report != nullptr) report->parts.clear();
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanPush(placement_, ops, options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  PushRequests requests;
+  BuildPushRequests(*parts, ops, clock, &requests);
   absl::Status status;
   if (parts->size() == 1 && options_.consistency == proto::CONSISTENCY_ASYNC &&
       options_.batch_max_values > 0 && (*parts)[0].num_values() <= options_.batch_max_values) {
-    status = PushBatched((*parts)[0], std::move(requests[0]), pieces[0], ops.size(), versions,
-                         report);
+    status = PushBatched((*parts)[0], std::move(requests.headers[0]), requests.pieces[0],
+                         ops.size(), versions, report);
   } else {
-    status = SendPushParts(*parts, requests, pieces, ops.size(), versions, report);
+    status = SendPushParts(*parts, requests.headers, requests.pieces, ops.size(), versions,
+                           report);
   }
   if (status.ok()) NotePushed(clock);
   return status;
@@ -123,32 +158,157 @@ absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint6
   absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "push to", table, keys, width,
                                                      grads.size(), options_.max_values_per_request);
   if (!parts.ok()) return parts.status();
-  std::vector<proto::PushRequest> requests;
-  std::vector<std::vector<float>> gathered(parts->size());
-  std::vector<std::vector<absl::string_view>> pieces;
-  requests.reserve(parts->size());
-  pieces.reserve(parts->size());
-  for (size_t i = 0; i < parts->size(); ++i) {
-    const Part& part = (*parts)[i];
-    proto::PushRequest& header = requests.emplace_back();
-    header.set_round_parts(part.round_parts);
-    header.set_table(table);
-    header.set_key_list(PackKeys(keys, part.positions));
-    header.set_worker_id(options_.worker_id);
-    header.set_clock(clock);
-    header.set_request_id(next_request_id_.fetch_add(1));
-    // This server's rows, gathered into one buffer that is sent as is.
-    std::vector<float>& values = gathered[i];
-    values.resize(part.num_values());
-    for (size_t j = 0; j < part.positions.size(); ++j) {
-      std::memcpy(values.data() + j * width, grads.data() + part.positions[j] * width,
-                  width * sizeof(float));
-    }
-    pieces.push_back(
-        {absl::string_view(reinterpret_cast<const char*>(values.data()),
-                           values.size() * sizeof(float))});
+  PushRequests requests;
+  BuildKeyPushRequests(*parts, table, keys, width, grads, clock, &requests);
+  return SendPushParts(*parts, requests.headers, requests.pieces, 1, nullptr, report);
+}
+
+absl::Status PsClient::PushPull(absl::Span<const PushRange> push, absl::Span<const PullRange> pull,
+                                uint64_t clock, PullInfo* info) {
+  if (absl::Status s = CheckPushPullOps(push, pull); !s.ok()) return s;
+  if (options_.consistency != proto::CONSISTENCY_ASYNC) {
+    // A bounded or BSP round waits between its push and its pull.
+    return ParamClient::PushPull(push, pull, clock, info);
   }
-  return SendPushParts(*parts, requests, pieces, 1, nullptr, report);
+  for (size_t i = 0; i < push.size(); ++i) {
+    if (pull[i].out.size() != push[i].grads.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PushPull of table '", push[i].table, "': ", push[i].grads.size(),
+          " gradients but room for ", pull[i].out.size(), " values"));
+    }
+  }
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanPush(placement_, push, options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  PushRequests requests;
+  BuildPushRequests(*parts, push, clock, &requests);
+  std::vector<float*> bases;
+  bases.reserve(pull.size());
+  for (const PullRange& op : pull) bases.push_back(op.out.data());
+  absl::Status status =
+      PushPullParts(*parts, requests.headers, requests.pieces, bases, push.size(), info);
+  if (status.ok()) NotePushed(clock);
+  return status;
+}
+
+absl::Status PsClient::PushPullKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                                    uint32_t width, absl::Span<const float> grads,
+                                    absl::Span<float> out, uint64_t clock) {
+  if (out.size() != grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PushPull of table '", table, "': ",
+                                                   grads.size(), " gradients but room for ",
+                                                   out.size(), " values"));
+  }
+  if (options_.consistency != proto::CONSISTENCY_ASYNC) {
+    if (absl::Status s = PushKeys(table, keys, width, grads, clock); !s.ok()) return s;
+    return PullKeys(table, keys, width, out);
+  }
+  absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "push to", table, keys, width,
+                                                     grads.size(), options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  PushRequests requests;
+  BuildKeyPushRequests(*parts, table, keys, width, grads, clock, &requests);
+  float* const base = out.data();
+  return PushPullParts(*parts, requests.headers, requests.pieces, {&base, 1}, 1, nullptr);
+}
+
+absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
+                                     const std::vector<proto::PushRequest>& requests,
+                                     const std::vector<std::vector<absl::string_view>>& pieces,
+                                     absl::Span<float* const> bases, size_t num_ops,
+                                     PullInfo* info) {
+  // One call per server, carrying its parts (of every op) in order.
+  std::vector<int> servers;                  // call -> server
+  std::vector<std::vector<size_t>> members;  // call -> parts
+  std::vector<int> call_of(num_servers(), -1);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    int& c = call_of[parts[i].server];
+    if (c < 0) {
+      c = static_cast<int>(servers.size());
+      servers.push_back(parts[i].server);
+      members.emplace_back();
+    }
+    members[c].push_back(i);
+  }
+  std::vector<proto::PushPullRequest> calls(servers.size());
+  std::vector<std::vector<absl::string_view>> call_pieces(servers.size());
+  for (size_t c = 0; c < servers.size(); ++c) {
+    for (size_t i : members[c]) {
+      proto::PushRequest* push = calls[c].add_pushes();
+      *push = requests[i];
+      uint64_t bytes = 0;
+      for (absl::string_view piece : pieces[i]) bytes += piece.size();
+      push->set_values_bytes(bytes);
+      call_pieces[c].insert(call_pieces[c].end(), pieces[i].begin(), pieces[i].end());
+    }
+  }
+  std::vector<proto::PushPullResponse> replies(servers.size());
+  // Each part's values go to its op's buffer; a failed part's are passed over.
+  auto scatter = [&](size_t c, const SegmentedBytes& values) -> absl::Status {
+    const proto::PushPullResponse& reply = replies[c];
+    if (reply.results_size() != static_cast<int>(members[c].size())) {
+      return absl::InternalError(absl::StrCat("PushPull reply has ", reply.results_size(),
+                                              " results for ", members[c].size(), " pushes"));
+    }
+    uint64_t expected = 0;
+    for (size_t i : members[c]) expected += parts[i].num_values() * sizeof(float);
+    if (values.size() != expected) {
+      return absl::InternalError(absl::StrCat("PushPull reply has ", values.size(),
+                                              " bytes of values, expected ", expected));
+    }
+    SegmentedBytes::Reader reader(values);
+    for (size_t k = 0; k < members[c].size(); ++k) {
+      const Part& part = parts[members[c][k]];
+      if (reply.results(static_cast<int>(k)).code() != 0) {
+        reader.Skip(part.num_values() * sizeof(float));
+        continue;
+      }
+      float* out = bases[part.op];
+      part.ForEachRun([&](uint64_t offset, uint64_t count) {
+        reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
+      });
+    }
+    return absl::OkStatus();
+  };
+  // As for Push: every attempt resends the same request ids.
+  const std::vector<absl::Status> call_status = RunCalls(
+      servers, "PushPull", DataPolicy(), [&](size_t c, absl::Time deadline, Transport::Done done) {
+        replies[c].Clear();
+        transport_->PushPull(
+            servers[c], calls[c], call_pieces[c], deadline, &replies[c],
+            [&scatter, c](const SegmentedBytes& values) { return scatter(c, values); },
+            std::move(done));
+      });
+  // Each part's own status, and its reply.
+  std::vector<absl::Status> status(parts.size());
+  std::vector<proto::PullResponse> part_replies(parts.size());
+  for (size_t c = 0; c < servers.size(); ++c) {
+    for (size_t k = 0; k < members[c].size(); ++k) {
+      const size_t i = members[c][k];
+      if (!call_status[c].ok()) {
+        status[i] = call_status[c];
+        continue;
+      }
+      part_replies[i] = replies[c].results(static_cast<int>(k));
+      if (part_replies[i].code() != 0) {
+        status[i] = absl::Status(
+            static_cast<absl::StatusCode>(part_replies[i].code()),
+            absl::StrCat(transport_->ServerName(servers[c]), ": PushPull: ",
+                         part_replies[i].message()));
+      }
+    }
+  }
+  const absl::Status first_error = CallRunner::FirstError(status);
+  if (!first_error.ok()) {
+    if (parts.size() == 1) return first_error;
+    PushReport report;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      report.parts.push_back(ReportPart(parts[i], status[i]));
+    }
+    return WithPartList(first_error, report, *transport_);
+  }
+  FillPullInfo(parts, part_replies, num_ops, info);
+  return absl::OkStatus();
 }
 
 absl::Status PsClient::SendPushParts(const std::vector<Part>& parts,
@@ -218,26 +378,38 @@ void PsClient::NotePushed(uint64_t clock) {
 
 void PsClient::SubmitBatched(int server, BatchItem* item) {
   ServerBatcher& b = *batchers_[server];
+  std::vector<BatchItem*> batch;
   {
     absl::MutexLock lock(&b.mu);
     b.queue.push_back(item);
-  }
-  while (true) {
-    std::vector<BatchItem*> batch;
-    {
-      absl::MutexLock lock(&b.mu);
-      auto ready = [item, &b]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu) { return item->done || !b.in_flight; };
-      b.mu.Await(absl::Condition(&ready));
-      if (item->done) return;
-      // Lead: send everything queued, this item included.
-      b.in_flight = true;
+    if (b.in_flight < kBatchesInFlight) {
+      ++b.in_flight;
       batch.swap(b.queue);
     }
-    SendBatch(server, batch);
+  }
+  if (batch.empty()) {
+    item->wake.WaitForNotification();
+    if (item->lead.empty()) return;  // sent in another thread's batch
+    batch.swap(item->lead);
+  }
+  // Lead: `batch` holds this item.
+  SendBatch(server, batch);
+  std::vector<BatchItem*> next;
+  {
     absl::MutexLock lock(&b.mu);
-    for (BatchItem* done : batch) done->done = true;
-    b.in_flight = false;
+    if (b.queue.empty()) {
+      --b.in_flight;
+    } else {
+      next.swap(b.queue);  // this batch's slot passes to the next leader
+    }
+  }
+  if (!next.empty()) {
+    BatchItem* leader = next.front();
+    leader->lead = std::move(next);
+    leader->wake.Notify();
+  }
+  for (BatchItem* done : batch) {
+    if (done != item) done->wake.Notify();
   }
 }
 

@@ -63,6 +63,16 @@ class Transport {
                     proto::PullResponse* reply_header, ConsumeValues consume_values,
                     Done done) = 0;
 
+  // The Downpour step for several pushes (e.g. one per table) to one server
+  // in one round trip: `header` carries the pushes without values (each
+  // with its values_bytes), `value_pieces` their values concatenated (sent
+  // as Push sends them). On success `reply_header` gets the per-push results
+  // and consume_values the values read back, concatenated in push order.
+  virtual void PushPull(int server, const proto::PushPullRequest& header,
+                        absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                        proto::PushPullResponse* reply_header, ConsumeValues consume_values,
+                        Done done) = 0;
+
   virtual void PushBatch(int server, const proto::PushBatchRequest& request, absl::Time deadline,
                          proto::PushBatchResponse* reply, Done done) = 0;
   virtual void CreateTable(int server, const proto::CreateTableRequest& request,

@@ -147,16 +147,10 @@ class DownpourRun {
   // Reads the parameters into buffer b, as a worker that has pushed
   // pushes_done_ rounds. Runs on one thread at a time.
   absl::Status PullInto(Buffer& b) {
-    b.pushes_at_pull = pushes_done_;
     const uint64_t clock = static_cast<uint64_t>(pushes_done_);
     PullInfo info;
     if (absl::Status s = client_.Pull(b.pull_ops, clock, &info); !s.ok()) return s;
-    b.pulled = std::move(info.versions);
-    const uint64_t lag = clock > info.params_clock ? clock - info.params_clock : 0;
-    absl::MutexLock lock(&stats_mu_);
-    ++lag_histogram_[std::min<uint64_t>(lag, lag_histogram_.size() - 1)];
-    max_clock_lag_ = std::max(max_clock_lag_, lag);
-    wait_ += info.waited;
+    RecordPull(b, std::move(info), clock);
     return absl::OkStatus();
   }
 
@@ -165,6 +159,25 @@ class DownpourRun {
   absl::Status PushFrom(Buffer& g, const Buffer& p, uint64_t clock) {
     Versions pushed;
     if (absl::Status s = client_.Push(g.push_ops, clock, &pushed); !s.ok()) return s;
+    RecordPush(g, p, pushed);
+    return absl::OkStatus();
+  }
+
+  // The Downpour step in one call: pushes b's gradients, computed with b's
+  // parameters, and reads the parameters after the push into b.
+  absl::Status PushPullInto(Buffer& b, uint64_t clock) {
+    PullInfo info;
+    if (absl::Status s = client_.PushPull(b.push_ops, b.pull_ops, clock, &info); !s.ok()) {
+      return s;
+    }
+    RecordPush(b, b, info.versions);
+    RecordPull(b, std::move(info), clock + 1);
+    return absl::OkStatus();
+  }
+
+  // Staleness of the push (from the versions it reached, against those b's
+  // parameters were read at); zeroes g's gradients.
+  void RecordPush(Buffer& g, const Buffer& p, const Versions& pushed) {
     ++pushes_done_;
     uint64_t staleness = 0;
     for (size_t e = 0; e < pushed.size() && e < p.pulled.size(); ++e) {
@@ -178,7 +191,17 @@ class DownpourRun {
     staleness_sum_ += staleness;
     max_staleness_ = std::max(max_staleness_, staleness);
     ++pushes_;
-    return absl::OkStatus();
+  }
+
+  // b's parameters were read at `clock` (info from the read).
+  void RecordPull(Buffer& b, PullInfo info, uint64_t clock) {
+    b.pushes_at_pull = pushes_done_;
+    b.pulled = std::move(info.versions);
+    const uint64_t lag = clock > info.params_clock ? clock - info.params_clock : 0;
+    absl::MutexLock lock(&stats_mu_);
+    ++lag_histogram_[std::min<uint64_t>(lag, lag_histogram_.size() - 1)];
+    max_clock_lag_ = std::max(max_clock_lag_, lag);
+    wait_ += info.waited;
   }
 
   std::string ProgressLine(int epoch, int64_t steps, double loss, double examples_per_second,
@@ -244,10 +267,7 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
     if (!comm) return PushFrom(buffers_[0], buffers_[0], clock++);
     Buffer& b = buffers_[cur];
     const uint64_t round_clock = clock++;
-    comm->Submit([this, &b, round_clock]() -> absl::Status {
-      if (absl::Status s = PushFrom(b, b, round_clock); !s.ok()) return s;
-      return PullInto(b);
-    });
+    comm->Submit([this, &b, round_clock]() -> absl::Status { return PushPullInto(b, round_clock); });
     cur = 1 - cur;
     // The previous round must be done: its buffers are the next ones.
     return comm->WaitUntilPending(1);
