@@ -343,5 +343,67 @@ TEST_F(PsCoreTest, BatchedPushesAreDeduplicatedAndValidatedOneByOne) {
   EXPECT_EQ(reply.results(2).code(), static_cast<int>(absl::StatusCode::kNotFound));
 }
 
+
+// The PushPull RPC's core: each push applied once and read back; a failed
+// push fails alone and leaves zeros; values that do not add up are refused.
+TEST_F(PsCoreTest, PushPullAppliesEachPushThenReadsItBack) {
+  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(Table("v", 2)).ok());
+  proto::PushPullRequest request;
+  std::string values;
+  auto add = [&](proto::PushRequest push) {
+    push.set_values_bytes(push.values().size());
+    values += push.values();
+    push.clear_values();
+    *request.add_pushes() = std::move(push);
+  };
+  add(OnePush("w", 1, -2, 50));
+  add(OnePush("nope", 0, -1, 51));
+  add(OnePush("v", 0, -3, 52));
+  SegmentedBytes in;
+  in.Append(values);
+  std::string out;
+  auto allocate = [&out](size_t n) {
+    out.assign(n, '\x7f');
+    return out.data();
+  };
+  auto reply = core_->PushPullMany(request, in, allocate);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->results_size(), 3);
+  EXPECT_EQ(reply->results(0).code(), 0);
+  EXPECT_EQ(reply->results(1).code(), static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_THAT(reply->results(1).message(), HasSubstr("'nope'"));
+  EXPECT_EQ(reply->results(2).code(), 0);
+  std::vector<float> read(3);
+  ASSERT_EQ(out.size(), read.size() * sizeof(float));
+  std::memcpy(read.data(), out.data(), out.size());
+  EXPECT_EQ(read, (std::vector<float>{2, 0, 3})) << "values after each push; zeros for the failed";
+  // The same request again (a retry): duplicates, not applied twice.
+  auto again = core_->PushPullMany(request, in, allocate);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->results(0).duplicate());
+  std::memcpy(read.data(), out.data(), out.size());
+  EXPECT_EQ(read, (std::vector<float>{2, 0, 3}));
+  // Values that do not add up to the pushes' values_bytes.
+  request.mutable_pushes(0)->set_values_bytes(8);
+  EXPECT_EQ(core_->PushPullMany(request, in, allocate).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Bounded consistency waits between a push and its pull: refused.
+  proto::PushPullRequest bounded;
+  proto::PushRequest push = OnePush("w", 1, -1, 60);
+  push.set_consistency(proto::CONSISTENCY_BOUNDED);
+  push.set_staleness(2);
+  push.set_values_bytes(sizeof(float));
+  push.clear_values();
+  *bounded.add_pushes() = push;
+  const float g = -1;
+  SegmentedBytes one;
+  const std::string gbytes(reinterpret_cast<const char*>(&g), sizeof g);
+  one.Append(gbytes);
+  auto refused = core_->PushPullMany(bounded, one, allocate);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->results(0).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+}
+
 }  // namespace
 }  // namespace ps

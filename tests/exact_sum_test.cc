@@ -49,6 +49,33 @@ TEST(ExactSumTest, DenseRangePushesSumExactly) {
   }
 }
 
+// The Downpour step over gRPC: one PushPull call per server for both tables.
+TEST(ExactSumTest, PushPullOfTwoTablesSumsExactly) {
+  auto cluster = InProcessCluster::Start(3, {/*slice_size=*/64, 512});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  constexpr uint64_t kKeys = 3000;
+  auto admin = (*cluster)->Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SumTable("a", kKeys, 1)).ok());
+  ASSERT_TRUE(admin->CreateTable(SumTable("b", 10, 1)).ok());
+  const std::vector<float> minus_one(kKeys, -1.0f);
+  RunWorkers(**cluster, [&](PsClient& c, int k) {
+    std::vector<float> a(kKeys), b(10);
+    const PushRange push[] = {{"a", 0, kKeys, minus_one},
+                              {"b", 0, 10, absl::MakeConstSpan(minus_one).first(10)}};
+    const PullRange pull[] = {{"a", 0, kKeys, absl::MakeSpan(a)}, {"b", 0, 10, absl::MakeSpan(b)}};
+    absl::Status s = c.PushPull(push, pull, static_cast<uint64_t>(k));
+    if (s.ok() && (a[0] < k + 1 || b[9] < k + 1)) {
+      s = absl::InternalError("a PushPull read values without its own push");
+    }
+    return s;
+  });
+  std::vector<float> a(kKeys), b(10);
+  const PullRange pull[] = {{"a", 0, kKeys, absl::MakeSpan(a)}, {"b", 0, 10, absl::MakeSpan(b)}};
+  ASSERT_TRUE(admin->Pull(pull).ok());
+  for (uint64_t k = 0; k < kKeys; ++k) ASSERT_EQ(a[k], kWorkers * kPushes) << "key " << k;
+  for (float v : b) ASSERT_EQ(v, kWorkers * kPushes);
+}
+
 TEST(ExactSumTest, KeyListPushesOfWideRowsSumExactly) {
   auto cluster = InProcessCluster::Start(3, {/*slice_size=*/8, 512});
   ASSERT_TRUE(cluster.ok()) << cluster.status();

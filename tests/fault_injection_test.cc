@@ -188,6 +188,64 @@ TEST(FaultInjectionTest, LostRepliesAfterApplyNeitherLoseNorDoubleKeyListUpdates
   }
 }
 
+// The Downpour step (PushPull, one call per server for both tables) under
+// lost replies, duplicates and reorders: every value ends at exactly W*K,
+// and every read includes the reader's own pushes so far.
+TEST(FaultInjectionTest, PushPullOfTwoTablesAppliesOnceAndReadsItsOwnPush) {
+  Cluster cluster;
+  constexpr uint64_t kKeys = 200;
+  auto admin = cluster.Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SumTable("a", kKeys, 1)).ok());
+  ASSERT_TRUE(admin->CreateTable(SumTable("b", kKeys, 2)).ok());
+  const std::vector<float> minus_one(2 * kKeys, -1.0f);
+  const FaultScript script = Script(13, {Rule(FaultAction::kDropReply, 0.1, "PushPull"),
+                                         Rule(FaultAction::kDuplicate, 0.05, "PushPull"),
+                                         Rule(FaultAction::kReorder, 0.05, "PushPull")});
+  RunWorkers(cluster, script, [&](PsClient& c, int k) {
+    std::vector<float> a(kKeys), b(2 * kKeys);
+    const PushRange push[] = {{"a", 0, kKeys, absl::MakeConstSpan(minus_one).first(kKeys)},
+                              {"b", 0, kKeys, minus_one}};
+    const PullRange pull[] = {{"a", 0, kKeys, absl::MakeSpan(a)}, {"b", 0, kKeys, absl::MakeSpan(b)}};
+    PullInfo info;
+    absl::Status s = c.PushPull(push, pull, static_cast<uint64_t>(k), &info);
+    if (!s.ok()) return s;
+    for (float v : a) {
+      if (v < k + 1) return absl::InternalError(absl::StrCat("read ", v, " after push ", k));
+    }
+    for (float v : b) {
+      if (v < k + 1) return absl::InternalError(absl::StrCat("read ", v, " after push ", k));
+    }
+    return absl::OkStatus();
+  });
+  ExpectEveryFaultHappened(script, cluster.transport().counters());
+  cluster.transport().SetScript({});
+  std::vector<float> a(kKeys), b(2 * kKeys);
+  const PullRange pull[] = {{"a", 0, kKeys, absl::MakeSpan(a)}, {"b", 0, kKeys, absl::MakeSpan(b)}};
+  ASSERT_TRUE(admin->Pull(pull).ok());
+  for (float v : a) ASSERT_EQ(v, kWorkers * kPushes);
+  for (float v : b) ASSERT_EQ(v, kWorkers * kPushes);
+}
+
+TEST(FaultInjectionTest, PushPullOfKeysAppliesOnceUnderLostReplies) {
+  Cluster cluster;
+  constexpr uint32_t kWidth = 2;
+  auto admin = cluster.Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SumTable("rows", 1000, kWidth)).ok());
+  const std::vector<uint64_t> keys = {999, 0, 17, 512, 300, 301, 8, 64, 650, 123, 40};
+  const std::vector<float> minus_one(keys.size() * kWidth, -1.0f);
+  const FaultScript script = Script(17, {Rule(FaultAction::kDropReply, 0.1, "PushPull")});
+  RunWorkers(cluster, script, [&](PsClient& c, int k) {
+    std::vector<float> out(keys.size() * kWidth);
+    return c.PushPullKeys("rows", keys, kWidth, minus_one, absl::MakeSpan(out),
+                          static_cast<uint64_t>(k));
+  });
+  ExpectEveryFaultHappened(script, cluster.transport().counters());
+  cluster.transport().SetScript({});
+  std::vector<float> values(keys.size() * kWidth);
+  ASSERT_TRUE(admin->PullKeys("rows", keys, kWidth, absl::MakeSpan(values)).ok());
+  for (float v : values) ASSERT_EQ(v, kWorkers * kPushes);
+}
+
 TEST(FaultInjectionTest, LostPullRepliesAreRetried) {
   Cluster cluster;
   auto client = cluster.Connect(0);
