@@ -50,6 +50,20 @@ absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& 
   absl::StatusOr<KeySpec> keys = KeysOf(header, key_list, &out->flat_keys, &out->key_storage);
   if (!keys.ok()) return keys.status();
   out->keys = *std::move(keys);
+  if (values.pieces().size() > 1) {
+    // Gathered once, straight from gRPC's pieces (no zero-fill, no view
+    // of a temporary).
+    if (values.size() % sizeof(float) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("push values for table '", header.table(),
+                                                     "' has ", values.size(),
+                                                     " bytes, not a multiple of 4"));
+    }
+    const size_t n = values.size() / sizeof(float);
+    out->gathered_values.reset(new float[n]);
+    values.CopyOut(0, values.size(), reinterpret_cast<char*>(out->gathered_values.get()));
+    out->values = absl::Span<const float>(out->gathered_values.get(), n);
+    return absl::OkStatus();
+  }
   auto decoded = DecodeArray<float>(values.Flatten(&out->flat_values), &out->value_storage,
                                     absl::StrCat("push values for table '", header.table(), "'"));
   if (!decoded.ok()) return decoded.status();

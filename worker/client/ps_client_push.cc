@@ -178,7 +178,7 @@ absl::Status PsClient::PushPull(absl::Span<const PushRange> push, absl::Span<con
     }
   }
   absl::StatusOr<std::vector<Part>> parts =
-      PlanPush(placement_, push, options_.max_values_per_request);
+      PlanPush(placement_, push, PushPullValuesPerCall());
   if (!parts.ok()) return parts.status();
   PushRequests requests;
   BuildPushRequests(*parts, push, clock, &requests);
@@ -204,7 +204,7 @@ absl::Status PsClient::PushPullKeys(const std::string& table, absl::Span<const u
     return PullKeys(table, keys, width, out);
   }
   absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "push to", table, keys, width,
-                                                     grads.size(), options_.max_values_per_request);
+                                                     grads.size(), PushPullValuesPerCall());
   if (!parts.ok()) return parts.status();
   PushRequests requests;
   BuildKeyPushRequests(*parts, table, keys, width, grads, clock, &requests);
@@ -217,18 +217,23 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
                                      const std::vector<std::vector<absl::string_view>>& pieces,
                                      absl::Span<float* const> bases, size_t num_ops,
                                      PullInfo* info) {
-  // One call per server, carrying its parts (of every op) in order.
+  // One call per server, carrying its parts (of every op) in order, up to
+  // PushPullValuesPerCall() values; past that, another call to that server
+  // (they run concurrently).
   std::vector<int> servers;                  // call -> server
   std::vector<std::vector<size_t>> members;  // call -> parts
+  std::vector<uint64_t> call_values;         // call -> values so far
   std::vector<int> call_of(num_servers(), -1);
   for (size_t i = 0; i < parts.size(); ++i) {
     int& c = call_of[parts[i].server];
-    if (c < 0) {
+    if (c < 0 || call_values[c] + parts[i].num_values() > PushPullValuesPerCall()) {
       c = static_cast<int>(servers.size());
       servers.push_back(parts[i].server);
       members.emplace_back();
+      call_values.push_back(0);
     }
     members[c].push_back(i);
+    call_values[c] += parts[i].num_values();
   }
   std::vector<proto::PushPullRequest> calls(servers.size());
   std::vector<std::vector<absl::string_view>> call_pieces(servers.size());

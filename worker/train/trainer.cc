@@ -159,7 +159,7 @@ class DownpourRun {
   absl::Status PushFrom(Buffer& g, const Buffer& p, uint64_t clock) {
     Versions pushed;
     if (absl::Status s = client_.Push(g.push_ops, clock, &pushed); !s.ok()) return s;
-    RecordPush(g, p, pushed);
+    RecordPush(p, pushed);
     return absl::OkStatus();
   }
 
@@ -170,14 +170,15 @@ class DownpourRun {
     if (absl::Status s = client_.PushPull(b.push_ops, b.pull_ops, clock, &info); !s.ok()) {
       return s;
     }
-    RecordPush(b, b, info.versions);
+    RecordPush(b, info.versions);
     RecordPull(b, std::move(info), clock + 1);
     return absl::OkStatus();
   }
 
-  // Staleness of the push (from the versions it reached, against those b's
-  // parameters were read at); zeroes g's gradients.
-  void RecordPush(Buffer& g, const Buffer& p, const Versions& pushed) {
+  // Staleness of the push (from the versions it reached, against those p's
+  // parameters were read at). g's gradients need no zeroing: the next
+  // round's first step overwrites them.
+  void RecordPush(const Buffer& p, const Versions& pushed) {
     ++pushes_done_;
     uint64_t staleness = 0;
     for (size_t e = 0; e < pushed.size() && e < p.pulled.size(); ++e) {
@@ -186,7 +187,6 @@ class DownpourRun {
                              (pushes_done_ - p.pushes_at_pull);
       staleness = std::max<uint64_t>(staleness, others > 0 ? others : 0);
     }
-    std::fill(g.grads.begin(), g.grads.end(), 0.0f);
     absl::MutexLock lock(&stats_mu_);
     staleness_sum_ += staleness;
     max_staleness_ = std::max(max_staleness_, staleness);
@@ -291,12 +291,18 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
         yb[r] = shard_.labels[row];
       }
       const absl::Time compute_start = absl::Now();
-      const float loss =
-          model_.LossAndGradient(b.params, xb.data(), yb.data(), batch, absl::MakeSpan(grad));
+      // The first step of a round writes the round's gradient; later steps
+      // add theirs to it.
+      const bool first_of_round = pending_steps == 0;
+      const float loss = model_.LossAndGradient(
+          b.params, xb.data(), yb.data(), batch,
+          first_of_round ? absl::MakeSpan(b.grads) : absl::MakeSpan(grad));
       if (config_.slowdown > 1.0) {
         absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
       }
-      for (int64_t i = 0; i < n_params; ++i) b.grads[i] += grad[i];
+      if (!first_of_round) {
+        for (int64_t i = 0; i < n_params; ++i) b.grads[i] += grad[i];
+      }
       ++pending_steps;
       ++stats.steps;
       stats.examples += batch;
