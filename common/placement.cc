@@ -12,8 +12,14 @@ Placement::Placement(int num_servers, PlacementConfig config)
 }
 
 int Placement::OwnerOfSlice(absl::string_view table, uint64_t slice) const {
+  return OwnerOfSliceHashed(TableHash(table), slice);
+}
+
+uint64_t Placement::TableHash(absl::string_view table) { return HashString(table); }
+
+int Placement::OwnerOfSliceHashed(uint64_t table_hash, uint64_t slice) const {
   if (ring_.num_members() == 1) return 0;
-  return ring_.Owner(HashCombine(HashString(table), slice));
+  return ring_.Owner(HashCombine(table_hash, slice));
 }
 
 std::vector<RangePart> Placement::SplitRange(absl::string_view table, uint64_t begin,

@@ -38,6 +38,10 @@ class Placement {
   int OwnerOfKey(absl::string_view table, uint64_t key) const {
     return OwnerOfSlice(table, SliceOf(key));
   }
+  // The same with the table's name hashed once (TableHash), for loops over
+  // many keys of one table.
+  static uint64_t TableHash(absl::string_view table);
+  int OwnerOfSliceHashed(uint64_t table_hash, uint64_t slice) const;
 
   // Splits [begin, end) at slice boundaries, each part tagged with its owner.
   // Adjacent slices with the same owner are merged into one part.

@@ -1,6 +1,7 @@
 #include "server/optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
@@ -19,6 +20,9 @@ class Sgd final : public Optimizer {
   void InitState(float*, size_t) const override {}
   void Apply(float* w, float*, const float* g, size_t n) const override {
     Vec(w, n) -= lr_ * ConstVec(g, n);
+  }
+  void ApplySmall(float* w, float*, const float* g, size_t n) const override {
+    for (size_t i = 0; i < n; ++i) w[i] -= lr_ * g[i];
   }
 
  private:
@@ -41,6 +45,12 @@ class Adagrad final : public Optimizer {
       ConstVec grad(g + i, m);
       acc += grad.square();
       Vec(w + i, m) -= lr_ * grad / (acc.sqrt() + eps_);
+    }
+  }
+  void ApplySmall(float* w, float* state, const float* g, size_t n) const override {
+    for (size_t i = 0; i < n; ++i) {
+      state[i] += g[i] * g[i];
+      w[i] -= lr_ * g[i] / (std::sqrt(state[i]) + eps_);
     }
   }
 

@@ -27,6 +27,9 @@ class Optimizer {
 
   // Applies gradient g to weights w (n values) and their state.
   virtual void Apply(float* w, float* state, const float* g, size_t n) const = 0;
+  // The same for a few values (a row of a key list): a plain loop, without
+  // the vector kernel's set-up.
+  virtual void ApplySmall(float* w, float* state, const float* g, size_t n) const = 0;
 };
 
 // Plain SGD: w -= lr * g.

@@ -235,10 +235,16 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
     done(s);
     return;
   }
-  absl::StatusOr<proto::PushResponse> pushed = Apply(*args);
+  // Applied and read back under one lock per run (ShardStore::PushAndRead).
+  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id()); };
+  auto pushed = store_.PushAndRead(h.table(), args->keys, args->values, admit,
+                                   [&allocate](size_t n) { return allocate(n); });
   if (!pushed.ok()) {
     done(pushed.status());
     return;
+  }
+  if (!pushed->duplicate) {
+    clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
   }
   // The worker has now pushed rounds 0..clock: it reads at clock + 1.
   proto::PullRequest pull;
@@ -246,13 +252,8 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   pull.set_worker_id(h.worker_id());
   pull.set_clock(h.clock() + 1);
   proto::PullResponse reply;
-  absl::Status served =
-      Serve(pull, args->keys, clocks_.ParamsClock(h.table()), arrived, allocate, &reply);
-  if (!served.ok()) {
-    done(served);
-    return;
-  }
-  reply.set_duplicate(pushed->duplicate());
+  RecordRead(pull, clocks_.ParamsClock(h.table()), arrived, pushed->version, &reply);
+  reply.set_duplicate(pushed->duplicate);
   done(std::move(reply));
 }
 
@@ -311,6 +312,12 @@ absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys,
                            proto::PullResponse* reply) {
   auto version = store_.Pull(h.table(), keys, [&allocate](size_t n) { return allocate(n); });
   if (!version.ok()) return version.status();
+  RecordRead(h, params_clock, arrived, *version, reply);
+  return absl::OkStatus();
+}
+
+void PsCore::RecordRead(const proto::PullRequest& h, uint64_t params_clock, absl::Time arrived,
+                        uint64_t version, proto::PullResponse* reply) {
   const absl::Duration waited = clock_->Now() - arrived;
   clocks_.PullServed(h.table(), h.worker_id(), h.clock());
   // Without live workers nothing is tracked: the parameters are current.
@@ -320,10 +327,9 @@ absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys,
   const uint64_t clock =
       params_clock == kNoLiveWorkers ? std::max(h.clock(), server_clock) : params_clock;
   stats_.Record(h.table(), server_clock > clock ? server_clock - clock : 0, waited);
-  reply->set_version(*version);
+  reply->set_version(version);
   reply->set_params_clock(clock);
   reply->set_wait_us(static_cast<uint64_t>(absl::ToInt64Microseconds(waited)));
-  return absl::OkStatus();
 }
 
 void PsCore::Cancel(CallId id) { clocks_.Cancel(id); }

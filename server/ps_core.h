@@ -146,6 +146,10 @@ class PsCore {
   absl::Status Serve(const proto::PullRequest& header, const KeySpec& keys,
                      uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
                      proto::PullResponse* reply);
+  // Accounts for a read of the table (clocks, staleness statistics) and
+  // fills the reply's version, params clock and wait.
+  void RecordRead(const proto::PullRequest& header, uint64_t params_clock, absl::Time arrived,
+                  uint64_t version, proto::PullResponse* reply);
   std::string LogPrefix() const;
 
   const PsCoreOptions options_;

@@ -81,6 +81,19 @@ void ForEachRun(const KeySpec& keys, uint64_t slice_size, Fn fn) {
   }
 }
 
+// Runs of at most this many values (rows of key lists) are applied with a
+// plain loop instead of the vector kernel.
+constexpr uint64_t kSmallRun = 16;
+
+// Copies n floats (a single one without a library call: rows of key lists).
+void CopyRun(char* dst, const float* src, uint64_t n) {
+  if (n == 1) {
+    std::memcpy(dst, src, sizeof(float));
+  } else {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+}
+
 // Index of the first NaN or Inf in v, or v.size(). Checks blocks with a
 // vectorized reduction and looks for the culprit only in a bad block.
 size_t FirstNonFinite(absl::Span<const float> v) {
@@ -290,6 +303,18 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_
                                                         const KeySpec& keys,
                                                         absl::Span<const float> grads,
                                                         Admit admit) {
+  return PushImpl(table_name, keys, grads, admit, nullptr);
+}
+
+absl::StatusOr<ShardStore::PushResult> ShardStore::PushAndRead(
+    absl::string_view table, const KeySpec& keys, absl::Span<const float> grads, Admit admit,
+    absl::FunctionRef<char*(size_t bytes)> allocate) {
+  return PushImpl(table, keys, grads, admit, &allocate);
+}
+
+absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
+    absl::string_view table_name, const KeySpec& keys, absl::Span<const float> grads,
+    Admit admit, const absl::FunctionRef<char*(size_t bytes)>* allocate) {
   absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
   if (!found.ok()) return found.status();
   Table& table = **found;
@@ -306,22 +331,51 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_
                                                    key, " column ", i % width, " is not finite (",
                                                    grads[i], "); nothing was applied"));
   }
+  char* dst = nullptr;
+  if (allocate != nullptr) {
+    dst = (*allocate)(grads.size() * sizeof(float));
+    if (dst == nullptr && !grads.empty()) {
+      return absl::InternalError(absl::StrCat("table '", def.name(), "': no buffer for the ",
+                                              grads.size(), " values read back"));
+    }
+  }
+  // Last: once admitted, the push is recorded as applied.
   absl::StatusOr<bool> fresh = admit();
   if (!fresh.ok()) return fresh.status();
-  if (!*fresh) return PushResult{true, table.version().load()};
-
   const uint64_t slice_size = placement_.config().slice_size;
+  if (!*fresh) {
+    // A retry of an applied push: nothing to apply; read back if asked.
+    if (dst != nullptr) CopyValues(table, keys, dst);
+    return PushResult{true, table.version().load()};
+  }
   const Optimizer& opt = table.optimizer();
   const int state_per_value = opt.state_per_value();
   ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
     Slice* slice = table.slice(s);
     const uint64_t at = (first - s * slice_size) * width;
     absl::MutexLock lock(&slice->mu);
-    opt.Apply(slice->values.data() + at,
-              state_per_value ? slice->state.data() + at * state_per_value : nullptr,
-              grads.data() + offset * width, n * width);
+    float* w = slice->values.data() + at;
+    float* state = state_per_value ? slice->state.data() + at * state_per_value : nullptr;
+    if (n * width <= kSmallRun) {
+      opt.ApplySmall(w, state, grads.data() + offset * width, n * width);
+    } else {
+      opt.Apply(w, state, grads.data() + offset * width, n * width);
+    }
+    // Read back while the slice is still locked: one lock for both.
+    if (dst != nullptr) CopyRun(dst + offset * width * sizeof(float), w, n * width);
   });
   return PushResult{false, table.version().fetch_add(1) + 1};
+}
+
+void ShardStore::CopyValues(Table& table, const KeySpec& keys, char* dst) const {
+  const uint64_t width = table.def().width();
+  const uint64_t slice_size = placement_.config().slice_size;
+  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
+    Slice* slice = table.slice(s);
+    const uint64_t at = (first - s * slice_size) * width;
+    absl::ReaderMutexLock lock(&slice->mu);
+    CopyRun(dst + offset * width * sizeof(float), slice->values.data() + at, n * width);
+  });
 }
 
 absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table, const KeySpec& keys,
@@ -345,14 +399,7 @@ absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const Ke
     return absl::InternalError(absl::StrCat("table '", def.name(), "': no buffer for the ",
                                             keys.size() * width, " values pulled"));
   }
-  const uint64_t slice_size = placement_.config().slice_size;
-  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
-    Slice* slice = table.slice(s);
-    const uint64_t at = (first - s * slice_size) * width;
-    absl::ReaderMutexLock lock(&slice->mu);
-    std::memcpy(dst + offset * width * sizeof(float), slice->values.data() + at,
-                n * width * sizeof(float));
-  });
+  CopyValues(table, keys, dst);
   return version;
 }
 

@@ -86,6 +86,13 @@ class ShardStore {
   using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
                                   absl::Span<const float> grads, Admit admit);
+  // Push, then copies the values of the same keys after it into the buffer
+  // that allocate(bytes) returns (as Pull does), each run read while its
+  // slice is still locked for the push. A push that admit() says is a retry
+  // is not applied; its keys are read all the same. Errors as for Push.
+  absl::StatusOr<PushResult> PushAndRead(absl::string_view table, const KeySpec& keys,
+                                         absl::Span<const float> grads, Admit admit,
+                                         absl::FunctionRef<char*(size_t bytes)> allocate);
   // Push with every request admitted.
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
                                   absl::Span<const float> grads);
@@ -108,6 +115,12 @@ class ShardStore {
  private:
   class Table;
 
+  // Push and PushAndRead (allocate null: no read back).
+  absl::StatusOr<PushResult> PushImpl(absl::string_view table, const KeySpec& keys,
+                                      absl::Span<const float> grads, Admit admit,
+                                      const absl::FunctionRef<char*(size_t bytes)>* allocate);
+  // Copies the keys' current values to dst (keys.size() * width floats).
+  void CopyValues(Table& table, const KeySpec& keys, char* dst) const;
   // NOT_FOUND for an unknown table.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;
   // FindTable, then checks that every key exists and is owned here.

@@ -1,6 +1,7 @@
 #include "worker/client/planner.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -130,8 +131,23 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::str
   }
   const uint64_t max_keys = KeysPerPart(max_values_per_request, width);
   std::vector<std::vector<size_t>> by_server(placement.num_servers());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    by_server[placement.OwnerOfKey(table, keys[i])].push_back(i);
+  if (placement.num_servers() == 1) {
+    by_server[0].resize(keys.size());
+    std::iota(by_server[0].begin(), by_server[0].end(), size_t{0});
+  } else {
+    // The table is hashed once; a key in the slice of the key before it
+    // reuses that key's owner.
+    const uint64_t table_hash = Placement::TableHash(table);
+    uint64_t last_slice = ~uint64_t{0};
+    int owner = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint64_t slice = placement.SliceOf(keys[i]);
+      if (slice != last_slice) {
+        owner = placement.OwnerOfSliceHashed(table_hash, slice);
+        last_slice = slice;
+      }
+      by_server[owner].push_back(i);
+    }
   }
   std::vector<Part> parts;
   for (int s = 0; s < placement.num_servers(); ++s) {
@@ -151,11 +167,10 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::str
 }
 
 std::string PackKeys(absl::Span<const uint64_t> keys, absl::Span<const size_t> positions) {
-  std::string packed(positions.size() * sizeof(uint64_t), '\0');
-  for (size_t j = 0; j < positions.size(); ++j) {
-    std::memcpy(&packed[j * sizeof(uint64_t)], &keys[positions[j]], sizeof(uint64_t));
-  }
-  return packed;
+  std::vector<uint64_t> gathered(positions.size());
+  for (size_t j = 0; j < positions.size(); ++j) gathered[j] = keys[positions[j]];
+  return std::string(reinterpret_cast<const char*>(gathered.data()),
+                     gathered.size() * sizeof(uint64_t));
 }
 
 std::string DescribeKeys(const Part& part) {

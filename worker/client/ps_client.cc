@@ -207,11 +207,30 @@ Transport::ConsumeValues PsClient::ScatterInto(const Part& part, float* out) {
           absl::StrCat("pull reply has ", values.size(), " bytes, expected ", expected));
     }
     SegmentedBytes::Reader reader(values);
+    ScatterPart(part, reader, out);
+    return absl::OkStatus();
+  };
+}
+
+void PsClient::ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* out) {
+  if (part.positions.empty()) {
     part.ForEachRun([&](uint64_t offset, uint64_t count) {
       reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
     });
-    return absl::OkStatus();
-  };
+    return;
+  }
+  // Key lists: one bulk copy, then row by row (a copy call per row costs
+  // more than the row).
+  const uint64_t width = part.width;
+  std::unique_ptr<float[]> rows(new float[part.num_values()]);
+  reader.Read(part.num_values() * sizeof(float), reinterpret_cast<char*>(rows.get()));
+  if (width == 1) {
+    for (size_t j = 0; j < part.positions.size(); ++j) out[part.positions[j]] = rows[j];
+  } else {
+    for (size_t j = 0; j < part.positions.size(); ++j) {
+      std::copy_n(rows.get() + j * width, width, out + part.positions[j] * width);
+    }
+  }
 }
 
 void PsClient::FillPullInfo(const std::vector<Part>& parts,

@@ -204,6 +204,8 @@ class PsClient final : public ParamClient {
   }
   // Where a part's pulled values go: base + the part's offsets.
   static Transport::ConsumeValues ScatterInto(const Part& part, float* base);
+  // Reads the part's values from `reader` into base + the part's offsets.
+  static void ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* base);
   // Versions, params clock and wait of the pull replies (info may be null).
   void FillPullInfo(const std::vector<Part>& parts, const std::vector<proto::PullResponse>& replies,
                     size_t num_ops, PullInfo* info) const;

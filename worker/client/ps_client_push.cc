@@ -121,9 +121,12 @@ void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts, const std::s
     // This server's rows, gathered into one buffer that is sent as is.
     std::vector<float>& values = out->gathered[i];
     values.resize(part.num_values());
-    for (size_t j = 0; j < part.positions.size(); ++j) {
-      std::memcpy(values.data() + j * width, grads.data() + part.positions[j] * width,
-                  width * sizeof(float));
+    if (width == 1) {
+      for (size_t j = 0; j < part.positions.size(); ++j) values[j] = grads[part.positions[j]];
+    } else {
+      for (size_t j = 0; j < part.positions.size(); ++j) {
+        std::copy_n(grads.data() + part.positions[j] * width, width, values.data() + j * width);
+      }
     }
     out->pieces.push_back({absl::string_view(reinterpret_cast<const char*>(values.data()),
                                              values.size() * sizeof(float))});
@@ -268,10 +271,7 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
         reader.Skip(part.num_values() * sizeof(float));
         continue;
       }
-      float* out = bases[part.op];
-      part.ForEachRun([&](uint64_t offset, uint64_t count) {
-        reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
-      });
+      ScatterPart(part, reader, bases[part.op]);
     }
     return absl::OkStatus();
   };
