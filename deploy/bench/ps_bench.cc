@@ -46,6 +46,8 @@ ABSL_FLAG(double, seconds, 2.0, "measured time per case");
 ABSL_FLAG(uint64_t, max_values_per_request, 1 << 20,
           "PsClient cuts requests into parts of at most this many values");
 ABSL_FLAG(double, warmup_seconds, 0.3, "unmeasured time per case");
+ABSL_FLAG(double, spin_wait_us, -1,
+          "PsClientOptions::spin_wait in microseconds (negative: the library's default)");
 
 namespace ps {
 namespace {
@@ -241,6 +243,9 @@ int Main() {
     options.servers = addresses;
     options.worker_id = static_cast<uint32_t>(w);
     options.max_values_per_request = absl::GetFlag(FLAGS_max_values_per_request);
+    if (absl::GetFlag(FLAGS_spin_wait_us) >= 0) {
+      options.spin_wait = absl::Microseconds(absl::GetFlag(FLAGS_spin_wait_us));
+    }
     auto client = PsClient::Connect(options);
     if (!client.ok()) {
       std::fprintf(stderr, "ps_bench: %s\n", std::string(client.status().message()).c_str());

@@ -8,6 +8,29 @@
 
 namespace ps {
 
+void CallRunner::Countdown::Done() {
+  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  absl::MutexLock lock(&mu_);
+  done_ = true;
+}
+
+void CallRunner::Countdown::Wait(absl::Duration spin) {
+  // Spinning briefly saves the sleep and wake-up of a call that answers
+  // within `spin` (a small request's round trip), at the cost of that much
+  // CPU when it does not.
+  if (spin > absl::ZeroDuration()) {
+    const absl::Time until = absl::Now() + spin;
+    for (int i = 0; remaining_.load(std::memory_order_acquire) != 0; ++i) {
+      if ((i & 63) == 0 && absl::Now() >= until) break;
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&done_));
+}
+
 bool IsRetryable(const absl::Status& status) {
   return status.code() == absl::StatusCode::kUnavailable ||
          status.code() == absl::StatusCode::kDeadlineExceeded;
@@ -21,17 +44,19 @@ std::vector<absl::Status> CallRunner::Run(absl::Span<const int> servers, absl::s
   std::iota(pending.begin(), pending.end(), 0);
   for (int attempt = 1; !pending.empty(); ++attempt) {
     {
-      // Legal to destroy once Wait() returns, even if a callback is still
-      // leaving DecrementCount.
-      absl::BlockingCounter countdown(static_cast<int>(pending.size()));
+      // Owned by the callbacks too: the last one may still be leaving it
+      // when the wait below returns.
+      auto waiter = std::make_shared<Countdown>(static_cast<int>(pending.size()));
       const absl::Time deadline = clock_->Now() + policy.timeout;
       for (size_t i : pending) {
-        issue(i, deadline, [&countdown, &attempt_status, i](absl::Status s) {
+        issue(i, deadline, [waiter, &attempt_status, i](absl::Status s) {
           attempt_status[i] = std::move(s);
-          countdown.DecrementCount();
+          waiter->Done();
         });
       }
-      countdown.Wait();
+      const bool alone = waiting_.fetch_add(1, std::memory_order_relaxed) == 0;
+      waiter->Wait(alone ? policy.spin : absl::ZeroDuration());
+      waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
     std::vector<size_t> retry;
     for (size_t i : pending) {

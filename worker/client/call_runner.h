@@ -10,12 +10,15 @@
 #ifndef PS_WORKER_CLIENT_CALL_RUNNER_H_
 #define PS_WORKER_CLIENT_CALL_RUNNER_H_
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
@@ -29,6 +32,10 @@ struct CallPolicy {
   absl::Duration timeout;
   int max_attempts = 1;
   absl::Duration backoff;
+  // The caller spins this long for its calls before sleeping, when no other
+  // thread of this runner is waiting (a lone small call's round trip is
+  // shorter than a sleep and a wake-up).
+  absl::Duration spin;
 };
 
 // Whether a failure may be transient (and the request may have been applied
@@ -58,9 +65,23 @@ class CallRunner {
   static absl::Status FirstError(absl::Span<const absl::Status> statuses);
 
  private:
+  // Counts the calls of one attempt down; Wait returns once all are done.
+  class Countdown {
+   public:
+    explicit Countdown(int n) : remaining_(n), done_(n == 0) {}
+    void Done();
+    void Wait(absl::Duration spin);
+
+   private:
+    std::atomic<int> remaining_;
+    absl::Mutex mu_;
+    bool done_ ABSL_GUARDED_BY(mu_);
+  };
+
   const Transport* const transport_;
   Clock* const clock_;
   const std::string log_source_;
+  mutable std::atomic<int> waiting_{0};  // threads waiting in Run
 };
 
 }  // namespace ps

@@ -187,7 +187,8 @@ absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<floa
   }
   std::vector<proto::PullResponse> replies(parts.size());
   std::vector<absl::Status> status = RunCalls(
-      servers, "Pull", DataPolicy(), [&](size_t i, absl::Time deadline, Transport::Done done) {
+      servers, "Pull", DataPolicy(TotalValues(parts)),
+      [&](size_t i, absl::Time deadline, Transport::Done done) {
         replies[i].Clear();
         const Part& part = parts[i];
         float* out = bases[part.op];

@@ -53,6 +53,12 @@ struct PsClientOptions {
   // upload of one overlaps the reply of another (measured: 256K values per
   // call moved 1M-float push+pulls 1.34x faster than one 1M call).
   uint64_t pushpull_values_per_call = 1 << 18;
+  // A thread whose push or pull of at most spin_max_values values is the
+  // only one of this client waiting spins this long for the reply before
+  // sleeping (0: sleeps at once): a lone small round trip is shorter than a
+  // sleep and a wake-up.
+  absl::Duration spin_wait = absl::Microseconds(100);
+  uint64_t spin_max_values = 4096;
   // Async pushes of one request of at most this many values are batched:
   // while one PushBatch to a server is in flight, other threads' small
   // pushes to it wait and go out together in the next. 0 disables.
@@ -179,13 +185,21 @@ class PsClient final : public ParamClient {
   // Checks every server's Info against the options.
   absl::Status CheckServers();
 
-  CallPolicy DataPolicy() const {
-    return {options_.timeout, options_.max_attempts, options_.retry_backoff};
+  // For a data call of `values` values (spinning for small ones).
+  CallPolicy DataPolicy(uint64_t values = ~uint64_t{0}) const {
+    return {options_.timeout, options_.max_attempts, options_.retry_backoff,
+            values <= options_.spin_max_values ? options_.spin_wait : absl::ZeroDuration()};
+  }
+  static uint64_t TotalValues(const std::vector<Part>& parts) {
+    uint64_t n = 0;
+    for (const Part& part : parts) n += part.num_values();
+    return n;
   }
   // Heartbeats must not hold up the renewal of the other servers' leases:
   // one short attempt each.
   CallPolicy HeartbeatPolicy() const {
-    return {std::min(options_.timeout, options_.lease / 2), 1, options_.retry_backoff};
+    return {std::min(options_.timeout, options_.lease / 2), 1, options_.retry_backoff,
+            absl::ZeroDuration()};
   }
   std::vector<absl::Status> RunCalls(absl::Span<const int> servers, absl::string_view rpc,
                                      const CallPolicy& policy, const CallRunner::Issue& issue) {

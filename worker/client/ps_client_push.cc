@@ -277,7 +277,8 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
   };
   // As for Push: every attempt resends the same request ids.
   const std::vector<absl::Status> call_status = RunCalls(
-      servers, "PushPull", DataPolicy(), [&](size_t c, absl::Time deadline, Transport::Done done) {
+      servers, "PushPull", DataPolicy(TotalValues(parts)),
+      [&](size_t c, absl::Time deadline, Transport::Done done) {
         replies[c].Clear();
         transport_->PushPull(
             servers[c], calls[c], call_pieces[c], deadline, &replies[c],
@@ -328,7 +329,8 @@ absl::Status PsClient::SendPushParts(const std::vector<Part>& parts,
   // so a part applied on an attempt whose reply was lost is acknowledged as
   // a duplicate by the next one instead of being applied twice.
   const std::vector<absl::Status> status = RunCalls(
-      servers, "Push", DataPolicy(), [&](size_t i, absl::Time deadline, Transport::Done done) {
+      servers, "Push", DataPolicy(TotalValues(parts)),
+      [&](size_t i, absl::Time deadline, Transport::Done done) {
         replies[i].Clear();
         transport_->Push(parts[i].server, requests[i], pieces[i], deadline, &replies[i],
                          std::move(done));
