@@ -8,6 +8,18 @@
 
 namespace ps {
 
+namespace {
+
+// Threads of this process waiting in CallRunner::Run, whatever the client:
+// spinning is worth it only for a lone waiter, since the cores are the
+// process's (deliberately process-wide state; a count, never a lock).
+std::atomic<int>& ThreadsWaiting() {
+  static std::atomic<int> waiting{0};
+  return waiting;
+}
+
+}  // namespace
+
 void CallRunner::Countdown::Done() {
   if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   absl::MutexLock lock(&mu_);
@@ -54,9 +66,10 @@ std::vector<absl::Status> CallRunner::Run(absl::Span<const int> servers, absl::s
           waiter->Done();
         });
       }
-      const bool alone = waiting_.fetch_add(1, std::memory_order_relaxed) == 0;
+      std::atomic<int>& waiting = ThreadsWaiting();
+      const bool alone = waiting.fetch_add(1, std::memory_order_relaxed) == 0;
       waiter->Wait(alone ? policy.spin : absl::ZeroDuration());
-      waiting_.fetch_sub(1, std::memory_order_relaxed);
+      waiting.fetch_sub(1, std::memory_order_relaxed);
     }
     std::vector<size_t> retry;
     for (size_t i : pending) {

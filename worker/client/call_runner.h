@@ -33,8 +33,9 @@ struct CallPolicy {
   int max_attempts = 1;
   absl::Duration backoff;
   // The caller spins this long for its calls before sleeping, when no other
-  // thread of this runner is waiting (a lone small call's round trip is
-  // shorter than a sleep and a wake-up).
+  // thread of this process is waiting for calls (a lone small call's round
+  // trip is shorter than a sleep and a wake-up; several spinning threads
+  // would take the cores the replies need).
   absl::Duration spin;
 };
 
@@ -81,7 +82,6 @@ class CallRunner {
   const Transport* const transport_;
   Clock* const clock_;
   const std::string log_source_;
-  mutable std::atomic<int> waiting_{0};  // threads waiting in Run
 };
 
 }  // namespace ps
