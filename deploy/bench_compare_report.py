@@ -191,22 +191,27 @@ plot '{out}/compare_targets.dat' using ($1-0.2):3:xtic(2) with boxes title 'meas
 """.format(out=out_dir)
     if scale:
         gp += """
+set terminal pngcairo size 1100,450 noenhanced
 set output '{out}/compare_scaling.png'
-set title 'Aggregate throughput with 1, 2, 4 clients (one thread each)'
+set ylabel ''
+set multiplot layout 1,2 title 'How cost grows: aggregate over 1, 2, 4 clients (one thread each), one run'
 set xtics rotate by 0
 set xlabel 'clients'
 set xrange [0.5:4.5]
-set logscale y
-set ylabel 'ops/s (1K Downpour steps), keys/s (10K-key push+pull)'
-set key outside right
-plot '{out}/compare_scaling.dat' index 0 using 1:2 with linespoints title 'new, 1 server, steps/s', \\
-     '' index 0 using 1:3 with linespoints title 'baseline, 1 server, steps/s', \\
-     '' index 1 using 1:2 with linespoints title 'new, 2 servers, steps/s', \\
-     '' index 1 using 1:3 with linespoints title 'baseline, 2 servers, steps/s', \\
-     '' index 0 using 1:4 with linespoints title 'new, 1 server, keys/s', \\
-     '' index 0 using 1:5 with linespoints title 'baseline, 1 server, keys/s', \\
-     '' index 1 using 1:4 with linespoints title 'new, 2 servers, keys/s', \\
-     '' index 1 using 1:5 with linespoints title 'baseline, 2 servers, keys/s'
+set xtics (1, 2, 4)
+set yrange [0:*]
+set key top left
+set title '1K-float Downpour steps (push+pull) per second'
+plot '{out}/compare_scaling.dat' index 0 using 1:2 with linespoints lw 2 title 'new, 1 server', \\
+     '' index 1 using 1:2 with linespoints lw 2 title 'new, 2 servers', \\
+     '' index 0 using 1:3 with linespoints dt 2 title 'baseline, 1 server', \\
+     '' index 1 using 1:3 with linespoints dt 2 title 'baseline, 2 servers'
+set title 'keys/s of 10,000-key push+pull'
+plot '{out}/compare_scaling.dat' index 0 using 1:4 with linespoints lw 2 title 'new, 1 server', \\
+     '' index 1 using 1:4 with linespoints lw 2 title 'new, 2 servers', \\
+     '' index 0 using 1:5 with linespoints dt 2 title 'baseline, 1 server', \\
+     '' index 1 using 1:5 with linespoints dt 2 title 'baseline, 2 servers'
+unset multiplot
 """.format(out=out_dir)
     subprocess.run(["gnuplot"], input=gp.encode(), check=True)
 
