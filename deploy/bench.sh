@@ -35,6 +35,7 @@ done
 
 cd "$(dirname "$0")/.."
 source deploy/lib/servers.sh
+source deploy/lib/limits.sh
 deploy/setup.sh --bench
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker \
   //server:optimizer_bench //deploy/bench:ps_bench //deploy/bench:train_bench
@@ -47,22 +48,6 @@ stop_on_exit "$work"
 log() { echo "bench.sh: $*" >&2; }
 
 # --- machine limits -------------------------------------------------------
-iperf_gbps() {
-  local port
-  for port in $(shuf -i 20000-60000 -n 20); do
-    iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
-    local server=$!
-    sleep 0.3
-    if kill -0 "$server" 2>/dev/null; then
-      local json
-      json=$(iperf3 -c 127.0.0.1 -p "$port" -t 3 -J 2>/dev/null || true)
-      wait "$server" 2>/dev/null || true
-      echo "$json" | awk '/"sum_received"/ {f=1} f && /"bits_per_second"/ {gsub(/[,]/,""); print $2/8e9; exit}'
-      return
-    fi
-  done
-  echo 0
-}
 log "iperf3 loopback, single stream"
 iperf_start=$(iperf_gbps)
 echo "LIMIT iperf3_start_gbytes_per_s=$iperf_start" | tee -a "$raw"

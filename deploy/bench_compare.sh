@@ -43,6 +43,7 @@ done
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
 source deploy/lib/servers.sh
+source deploy/lib/limits.sh
 deploy/setup.sh --bench
 log() { echo "bench_compare.sh: $*" >&2; }
 
@@ -74,22 +75,6 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ps_bench_compare.XXXXXX")"
 stop_on_exit "$work"
 
 # --- machine limits ------------------------------------------------------------
-iperf_gbps() {
-  local port
-  for port in $(shuf -i 20000-60000 -n 20); do
-    iperf3 -s -1 -p "$port" >/dev/null 2>&1 &
-    local server=$!
-    sleep 0.3
-    if kill -0 "$server" 2>/dev/null; then
-      local json
-      json=$(iperf3 -c 127.0.0.1 -p "$port" -t 3 -J 2>/dev/null || true)
-      wait "$server" 2>/dev/null || true
-      echo "$json" | awk '/"sum_received"/ {f=1} f && /"bits_per_second"/ {gsub(/[,]/,""); print $2/8e9; exit}'
-      return
-    fi
-  done
-  echo 0
-}
 echo "MACHINE cores=$(nproc) mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo) cpu=$(lscpu | sed -n 's/^Model name: *//p' | tr ' ' '_') baseline=$short new=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)" | tee -a "$raw"
 log "iperf3 loopback, single stream"
 echo "LIMIT iperf3_start_gbytes_per_s=$(iperf_gbps)" | tee -a "$raw"
