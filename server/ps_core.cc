@@ -217,7 +217,6 @@ PsCore::CallId PsCore::Pull(const PullArgs* args, absl::Time deadline, Allocate 
 }
 
 void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
-  const absl::Time arrived = clock_->Now();
   const proto::PushRequest& h = args->header;
   if (h.consistency() != proto::CONSISTENCY_ASYNC) {
     done(absl::InvalidArgumentError(absl::StrCat(
@@ -252,7 +251,8 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   pull.set_worker_id(h.worker_id());
   pull.set_clock(h.clock() + 1);
   proto::PullResponse reply;
-  RecordRead(pull, clocks_.ParamsClock(h.table()), arrived, pushed->version, &reply);
+  // An async read never waits: no wait is recorded.
+  RecordRead(pull, clocks_.ParamsClock(h.table()), clock_->Now(), pushed->version, &reply);
   reply.set_duplicate(pushed->duplicate);
   done(std::move(reply));
 }

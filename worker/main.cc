@@ -39,9 +39,11 @@ ABSL_FLAG(int, epochs, 3, "passes over this worker's shard");
 ABSL_FLAG(int, batch_size, 32, "examples per mini-batch");
 ABSL_FLAG(int, n_fetch, 1, "pull parameters every n_fetch steps");
 ABSL_FLAG(int, n_push, 1, "push accumulated gradients every n_push steps");
-ABSL_FLAG(bool, overlap, true,
-          "push and pull in the background while computing the next round "
-          "(needs n_fetch == n_push)");
+ABSL_FLAG(bool, overlap, false,
+          "push and pull in the background while computing the next round (needs n_fetch == "
+          "n_push; one round more stale). Off by default: with PushPull, a round's push and "
+          "its read take one round trip, and in line they trained faster and more accurately "
+          "on a 2-core machine (README, Performance)");
 ABSL_FLAG(std::string, optimizer, "adagrad", "server-side optimizer: adagrad or sgd");
 ABSL_FLAG(double, learning_rate, 0.05, "optimizer learning rate");
 ABSL_FLAG(double, initial_accumulator, 0.1, "AdaGrad initial accumulator");

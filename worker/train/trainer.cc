@@ -254,6 +254,7 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
 
   TrainStats stats;
   int64_t pending_steps = 0;
+  bool fresh_params = false;  // buffers_[0] was just read (no overlap)
   uint64_t clock = 0;
   const absl::Time start = absl::Now();
   absl::Time window_start = start;
@@ -262,9 +263,18 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
 
   // Ends a round: pushes what was accumulated (and, with overlap, reads the
   // parameters for the round after next), then picks the next buffers.
-  auto end_round = [&]() -> absl::Status {
+  // `last`: no step follows (its parameters would never be used).
+  auto end_round = [&](bool last) -> absl::Status {
     pending_steps = 0;
-    if (!comm) return PushFrom(buffers_[0], buffers_[0], clock++);
+    if (!comm) {
+      if (!last && config_.n_fetch == config_.n_push &&
+          config_.consistency == Consistency::kAsync) {
+        // The push and the next round's read in one call (PushPull).
+        fresh_params = true;
+        return PushPullInto(buffers_[0], clock++);
+      }
+      return PushFrom(buffers_[0], buffers_[0], clock++);
+    }
     Buffer& b = buffers_[cur];
     const uint64_t round_clock = clock++;
     comm->Submit([this, &b, round_clock]() -> absl::Status { return PushPullInto(b, round_clock); });
@@ -280,7 +290,11 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
     int64_t epoch_steps = 0;
     for (int64_t first = 0; first < shard_.num_examples && !done; first += config_.batch_size) {
       if (!comm && stats.steps % config_.n_fetch == 0) {
-        if (absl::Status s = PullInto(buffers_[0]); !s.ok()) return s;
+        if (fresh_params) {
+          fresh_params = false;  // read by the round's PushPull
+        } else if (absl::Status s = PullInto(buffers_[0]); !s.ok()) {
+          return s;
+        }
       }
       Buffer& b = buffers_[cur];
       const int batch =
@@ -311,10 +325,12 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
       window_loss += loss;
       ++window_steps;
       window_examples += batch;
-      if (pending_steps == config_.n_push) {
-        if (absl::Status s = end_round(); !s.ok()) return s;
-      }
       if (config_.max_steps > 0 && stats.steps >= config_.max_steps) done = true;
+      if (pending_steps == config_.n_push) {
+        const bool last = done || (epoch == config_.epochs &&
+                                   first + config_.batch_size >= shard_.num_examples);
+        if (absl::Status s = end_round(last); !s.ok()) return s;
+      }
 
       const absl::Time now = absl::Now();
       const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
