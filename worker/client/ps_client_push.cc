@@ -116,8 +116,8 @@ void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts, const std::s
     header.set_worker_id(options_.worker_id);
     header.set_clock(clock);
     header.set_request_id(next_request_id_.fetch_add(1));
-    header.set_consistency(options_.consistency);
-    header.set_staleness(options_.staleness);
+    // Key lists take no part in bounded or BSP waits (README, Consistency):
+    // no consistency is stamped, so a BSP push of keys is never held.
     // This server's rows, gathered into one buffer that is sent as is.
     std::vector<float>& values = out->gathered[i];
     values.resize(part.num_values());
