@@ -27,6 +27,12 @@ namespace ps {
 // The bytes of one field, possibly split across several slices.
 class SegmentedBytes {
  public:
+  // The bytes as one piece, viewed in place (they must outlive the result).
+  static SegmentedBytes Of(absl::string_view bytes) {
+    SegmentedBytes out;
+    out.Append(bytes);
+    return out;
+  }
   void Append(absl::string_view piece) {
     if (!piece.empty()) pieces_.push_back(piece);
     size_ += piece.size();

@@ -14,12 +14,6 @@ namespace {
 
 constexpr uint64_t kNoLiveWorkers = std::numeric_limits<uint64_t>::max();
 
-// Bytes viewed in place (they outlive the call).
-SegmentedBytes OnePiece(const std::string& bytes) {
-  SegmentedBytes out;
-  out.Append(bytes);
-  return out;
-}
 
 bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
   return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
@@ -154,8 +148,8 @@ proto::PushBatchResponse PsCore::PushBatch(const proto::PushBatchRequest& reques
       reply = absl::InvalidArgumentError(
           absl::StrCat("push to table '", push.table(),
                        "': BSP pushes wait for other workers and cannot be batched"));
-    } else if (absl::Status s = DecodePush(push, OnePiece(push.key_list()),
-                                           OnePiece(push.values()), &args);
+    } else if (absl::Status s = DecodePush(push, SegmentedBytes::Of(push.key_list()),
+                                           SegmentedBytes::Of(push.values()), &args);
                !s.ok()) {
       reply = s;
     } else if (absl::Status c = CheckPush(args); !c.ok()) {
@@ -281,7 +275,7 @@ absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
     PushArgs args;
     absl::StatusOr<proto::PullResponse> result;
     absl::Status decoded =
-        DecodePush(push, OnePiece(push.key_list()), values.Sub(offset, n), &args);
+        DecodePush(push, SegmentedBytes::Of(push.key_list()), values.Sub(offset, n), &args);
     if (!decoded.ok()) {
       result = decoded;
     } else {

@@ -32,11 +32,6 @@ absl::StatusOr<KeySpec> KeysOf(const Request& header, const SegmentedBytes& key_
   return KeySpec::Ranges(std::move(ranges));
 }
 
-SegmentedBytes OnePiece(const std::string& bytes) {
-  SegmentedBytes out;
-  out.Append(bytes);
-  return out;
-}
 
 }  // namespace
 
@@ -78,7 +73,7 @@ absl::Status DecodePush(const proto::PushRequest& request, PushArgs* out) {
   proto::PushRequest header = request;
   header.clear_key_list();
   header.clear_values();
-  return DecodePush(header, OnePiece(out->flat_keys), OnePiece(out->flat_values), out);
+  return DecodePush(header, SegmentedBytes::Of(out->flat_keys), SegmentedBytes::Of(out->flat_values), out);
 }
 
 absl::Status DecodePull(const proto::PullRequest& header, const SegmentedBytes& key_list,
@@ -95,7 +90,7 @@ absl::Status DecodePull(const proto::PullRequest& request, PullArgs* out) {
   out->flat_keys = request.key_list();
   proto::PullRequest header = request;
   header.clear_key_list();
-  return DecodePull(header, OnePiece(out->flat_keys), out);
+  return DecodePull(header, SegmentedBytes::Of(out->flat_keys), out);
 }
 
 }  // namespace ps

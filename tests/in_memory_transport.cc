@@ -208,18 +208,16 @@ namespace {
 
 // The outcome of a pull or push-pull: on success, the reply header without
 // its values, then the values handed to `consume`.
-InMemoryTransport::Outcome PullOutcome(absl::StatusOr<proto::PullResponse> result,
-                                       std::shared_ptr<std::string> values,
-                                       proto::PullResponse* reply_header,
-                                       Transport::ConsumeValues consume) {
-  auto shared = std::make_shared<absl::StatusOr<proto::PullResponse>>(std::move(result));
+template <typename Reply>
+InMemoryTransport::Outcome ValuesOutcome(absl::StatusOr<Reply> result,
+                                         std::shared_ptr<std::string> values, Reply* reply_header,
+                                         Transport::ConsumeValues consume) {
+  auto shared = std::make_shared<absl::StatusOr<Reply>>(std::move(result));
   return InMemoryTransport::Outcome{[shared, values, reply_header, consume] {
     if (!shared->ok()) return shared->status();
     *reply_header = **shared;
     reply_header->clear_values();
-    SegmentedBytes bytes;
-    bytes.Append(*values);
-    return consume(bytes);
+    return consume(SegmentedBytes::Of(*values));
   }};
 }
 
@@ -250,7 +248,7 @@ void InMemoryTransport::Pull(int server, const proto::PullRequest& request, absl
     core->Pull(raw, deadline, AllocateInto(values),
                [args = std::move(args), copy, values, reply_header, consume,
                 then](absl::StatusOr<proto::PullResponse> result) {
-                 then(PullOutcome(std::move(result), values, reply_header, consume));
+                 then(ValuesOutcome(std::move(result), values, reply_header, consume));
                });
   };
   Dispatch("Pull", server, std::move(attempt), std::move(done));
@@ -267,17 +265,9 @@ void InMemoryTransport::PushPull(int server, const proto::PushPullRequest& heade
   Attempt attempt = [core, request, pushed, reply_header,
                      consume = std::move(consume_values)](std::function<void(Outcome)> then) {
     auto values = std::make_shared<std::string>();
-    SegmentedBytes in;
-    in.Append(*pushed);
-    auto result = std::make_shared<absl::StatusOr<proto::PushPullResponse>>(
-        core->PushPullMany(*request, in, AllocateInto(values)));
-    then(Outcome{[result, values, reply_header, consume] {
-      if (!result->ok()) return result->status();
-      *reply_header = **result;
-      SegmentedBytes bytes;
-      bytes.Append(*values);
-      return consume(bytes);
-    }});
+    then(ValuesOutcome(
+        core->PushPullMany(*request, SegmentedBytes::Of(*pushed), AllocateInto(values)), values,
+        reply_header, consume));
   };
   Dispatch("PushPull", server, std::move(attempt), std::move(done));
 }

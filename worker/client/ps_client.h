@@ -230,9 +230,12 @@ class PsClient final : public ParamClient {
     std::vector<std::vector<absl::string_view>> pieces;
     std::vector<std::vector<float>> gathered;
   };
+  // Appends the header of part's push to out: table, worker, clock, a new
+  // request id, round parts.
+  proto::PushRequest& NewPushHeader(const Part& part, uint64_t clock, PushRequests* out);
   void BuildPushRequests(const std::vector<Part>& parts, absl::Span<const PushRange> ops,
                          uint64_t clock, PushRequests* out);
-  void BuildKeyPushRequests(const std::vector<Part>& parts, const std::string& table,
+  void BuildKeyPushRequests(const std::vector<Part>& parts,
                             absl::Span<const uint64_t> keys, uint32_t width,
                             absl::Span<const float> grads, uint64_t clock, PushRequests* out);
   // Sends planned push-pull parts (values scattered to bases[part.op]).

@@ -77,19 +77,25 @@ absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Ver
   return Push(ops, clock, versions, nullptr);
 }
 
+proto::PushRequest& PsClient::NewPushHeader(const Part& part, uint64_t clock,
+                                           PushRequests* out) {
+  proto::PushRequest& header = out->headers.emplace_back();
+  header.set_table(part.table);
+  header.set_worker_id(options_.worker_id);
+  header.set_clock(clock);
+  header.set_request_id(next_request_id_.fetch_add(1));
+  header.set_round_parts(part.round_parts);
+  return header;
+}
+
 void PsClient::BuildPushRequests(const std::vector<Part>& parts, absl::Span<const PushRange> ops,
                                  uint64_t clock, PushRequests* out) {
   out->headers.reserve(parts.size());
   out->pieces.reserve(parts.size());
   for (const Part& part : parts) {
-    proto::PushRequest& header = out->headers.emplace_back();
-    header.set_table(part.table);
-    header.set_worker_id(options_.worker_id);
-    header.set_clock(clock);
-    header.set_request_id(next_request_id_.fetch_add(1));
+    proto::PushRequest& header = NewPushHeader(part, clock, out);
     header.set_consistency(options_.consistency);
     header.set_staleness(options_.staleness);
-    header.set_round_parts(part.round_parts);
     std::vector<absl::string_view>& values = out->pieces.emplace_back();
     const float* grads = ops[part.op].grads.data();
     for (const PlannedRange& r : part.ranges) {
@@ -100,7 +106,7 @@ void PsClient::BuildPushRequests(const std::vector<Part>& parts, absl::Span<cons
   }
 }
 
-void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts, const std::string& table,
+void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts,
                                     absl::Span<const uint64_t> keys, uint32_t width,
                                     absl::Span<const float> grads, uint64_t clock,
                                     PushRequests* out) {
@@ -109,13 +115,8 @@ void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts, const std::s
   out->pieces.reserve(parts.size());
   for (size_t i = 0; i < parts.size(); ++i) {
     const Part& part = parts[i];
-    proto::PushRequest& header = out->headers.emplace_back();
-    header.set_round_parts(part.round_parts);
-    header.set_table(table);
+    proto::PushRequest& header = NewPushHeader(part, clock, out);
     header.set_key_list(PackKeys(keys, part.positions));
-    header.set_worker_id(options_.worker_id);
-    header.set_clock(clock);
-    header.set_request_id(next_request_id_.fetch_add(1));
     // Key lists take no part in bounded or BSP waits (README, Consistency):
     // no consistency is stamped, so a BSP push of keys is never held.
     // This server's rows, gathered into one buffer that is sent as is.
@@ -162,7 +163,7 @@ absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint6
                                                      grads.size(), options_.max_values_per_request);
   if (!parts.ok()) return parts.status();
   PushRequests requests;
-  BuildKeyPushRequests(*parts, table, keys, width, grads, clock, &requests);
+  BuildKeyPushRequests(*parts, keys, width, grads, clock, &requests);
   return SendPushParts(*parts, requests.headers, requests.pieces, 1, nullptr, report);
 }
 
@@ -210,7 +211,7 @@ absl::Status PsClient::PushPullKeys(const std::string& table, absl::Span<const u
                                                      grads.size(), PushPullValuesPerCall());
   if (!parts.ok()) return parts.status();
   PushRequests requests;
-  BuildKeyPushRequests(*parts, table, keys, width, grads, clock, &requests);
+  BuildKeyPushRequests(*parts, keys, width, grads, clock, &requests);
   float* const base = out.data();
   return PushPullParts(*parts, requests.headers, requests.pieces, {&base, 1}, 1, nullptr);
 }
