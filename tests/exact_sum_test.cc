@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/test_tables.h"
 #include "tests/in_process_cluster.h"
@@ -130,6 +131,48 @@ TEST(ExactSumTest, SmallPushesFromThreadsSharingOneClientAreBatchedExactly) {
   PullRange pull{"small", 0, kKeys, absl::MakeSpan(values)};
   ASSERT_TRUE(client->Pull({&pull, 1}).ok());
   for (uint64_t k = 0; k < kKeys; ++k) ASSERT_EQ(values[k], kThreads * kEach) << "key " << k;
+}
+
+TEST(ExactSumTest, AsyncPushesKeptInFlightByOneThreadApplyExactly) {
+  // Over gRPC to two servers: small one-part pushes (batched) alternate with
+  // pushes of every key (one part per server), 16 in flight from one thread.
+  auto cluster = InProcessCluster::Start(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto client = (*cluster)->Connect(0);
+  constexpr uint64_t kKeys = 1 << 14, kSmall = 512;
+  constexpr int kPushes = 400, kWindow = 16;
+  ASSERT_TRUE(client->CreateTable(SumTable("async", kKeys, 1)).ok());
+  const std::vector<float> minus_one(kKeys, -1.0f);
+  absl::Mutex mu;
+  int in_flight = 0, failed = 0;
+  absl::Status first_error;
+  for (int k = 0; k < kPushes; ++k) {
+    {
+      absl::MutexLock lock(&mu);
+      auto room = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return in_flight < kWindow; };
+      mu.Await(absl::Condition(&room));
+      ++in_flight;
+    }
+    const uint64_t end = k % 2 == 0 ? kSmall : kKeys;
+    PushRange op{"async", 0, end, absl::MakeConstSpan(minus_one.data(), end)};
+    client->PushAsync({&op, 1}, 0, [&](absl::Status s) {
+      absl::MutexLock lock(&mu);
+      if (!s.ok() && failed++ == 0) first_error = s;
+      --in_flight;
+    });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    auto none = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return in_flight == 0; };
+    mu.Await(absl::Condition(&none));
+    ASSERT_EQ(failed, 0) << first_error;
+  }
+  std::vector<float> values(kKeys);
+  PullRange pull{"async", 0, kKeys, absl::MakeSpan(values)};
+  ASSERT_TRUE(client->Pull({&pull, 1}).ok());
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(values[k], k < kSmall ? kPushes : kPushes / 2) << "key " << k;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // workers adding 1 to the same keys K times must leave exactly W*K), and a
 // push that fails part-way must say exactly which parts were applied.
 // Every test also checks that its faults actually happened.
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -244,6 +247,116 @@ TEST(FaultInjectionTest, PushPullOfKeysAppliesOnceUnderLostReplies) {
   std::vector<float> values(keys.size() * kWidth);
   ASSERT_TRUE(admin->PullKeys("rows", keys, kWidth, absl::MakeSpan(values)).ok());
   for (float v : values) ASSERT_EQ(v, kWorkers * kPushes);
+}
+
+// Starts `total` PushAsync calls from this thread, op_of(k) for the k-th,
+// keeping at most `window` in flight; returns once every done has run, with
+// each push's status.
+std::vector<absl::Status> PushAsyncWindow(PsClient& client, int total, int window,
+                                          const std::function<PushRange(int)>& op_of) {
+  absl::Mutex mu;
+  int in_flight = 0;
+  std::vector<absl::Status> status(total);
+  auto below = [&](int n) {
+    return [&, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return in_flight < n; };
+  };
+  for (int k = 0; k < total; ++k) {
+    {
+      absl::MutexLock lock(&mu);
+      auto room = below(window);
+      mu.Await(absl::Condition(&room));
+      ++in_flight;
+    }
+    const PushRange op = op_of(k);
+    client.PushAsync({&op, 1}, static_cast<uint64_t>(k), [&, k](absl::Status s) {
+      absl::MutexLock lock(&mu);
+      status[k] = std::move(s);
+      --in_flight;
+    });
+  }
+  absl::MutexLock lock(&mu);
+  auto none = below(1);
+  mu.Await(absl::Condition(&none));
+  return status;
+}
+
+// One thread per client keeps 16 asynchronous pushes in flight, alternating
+// a small push of one part (batched with the others) and a push of several
+// parts on every server, under lost replies, duplicates, reorders and
+// delays: every key ends at exactly the number of pushes that covered it.
+TEST(FaultInjectionTest, AsyncPushesKeptInFlightApplyOnceUnderFaults) {
+  Cluster cluster;
+  constexpr uint64_t kKeys = 300, kSmall = 8;  // [0, 8) is one slice, one part
+  constexpr int kClients = 2, kEach = 200;
+  auto admin = cluster.Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SumTable("sum", kKeys, 1)).ok());
+  const std::vector<float> minus_one(kKeys, -1.0f);
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (int w = 0; w < kClients; ++w) clients.push_back(cluster.Connect(w));
+  const FaultScript script = Script(23, {Rule(FaultAction::kDropReply, 0.1),
+                                         Rule(FaultAction::kDuplicate, 0.05),
+                                         Rule(FaultAction::kReorder, 0.05),
+                                         Rule(FaultAction::kDelay, 0.05)});
+  cluster.transport().SetScript(script);
+  std::vector<std::vector<absl::Status>> status(kClients);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kClients; ++w) {
+    threads.emplace_back([&, w] {
+      status[w] = PushAsyncWindow(*clients[w], kEach, 16, [&](int k) {
+        const uint64_t end = k % 2 == 0 ? kSmall : kKeys;
+        return PushRange{"sum", 0, end, absl::MakeConstSpan(minus_one.data(), end)};
+      });
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kClients; ++w) {
+    for (int k = 0; k < kEach; ++k) {
+      ASSERT_TRUE(status[w][k].ok()) << "client " << w << " push " << k << ": " << status[w][k];
+    }
+  }
+  ExpectEveryFaultHappened(script, cluster.transport().counters());
+  cluster.transport().SetScript({});
+  std::vector<float> values(kKeys);
+  PullRange pull{"sum", 0, kKeys, absl::MakeSpan(values)};
+  ASSERT_TRUE(admin->Pull({&pull, 1}).ok());
+  for (uint64_t k = 0; k < kKeys; ++k) {
+    ASSERT_EQ(values[k], k < kSmall ? kClients * kEach : kClients * kEach / 2) << "key " << k;
+  }
+}
+
+TEST(FaultInjectionTest, AsyncPushErrorsReachDoneAndTheDestructorWaitsForEveryDone) {
+  Cluster cluster;
+  auto admin = cluster.Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SumTable("t", 64, 1)).ok());
+  const std::vector<float> minus_one(64, -1.0f);
+  // Refused before anything is sent, and refused by the servers.
+  std::vector<absl::Status> refused = PushAsyncWindow(*admin, 2, 2, [&](int k) {
+    return k == 0 ? PushRange{"t", 10, 5, {}} : PushRange{"nope", 0, 8, minus_one};
+  });
+  EXPECT_EQ(refused[0].code(), absl::StatusCode::kInvalidArgument) << refused[0];
+  EXPECT_EQ(refused[1].code(), absl::StatusCode::kNotFound) << refused[1];
+  EXPECT_THAT(refused[1].message(), HasSubstr("nope"));
+  // Delayed replies arrive from the transport's own thread, after the client
+  // is gone unless its destructor waits for them.
+  cluster.transport().SetScript(Script(2, {Rule(FaultAction::kDelay, 1.0)}));
+  std::atomic<int> done{0};
+  {
+    auto client = cluster.Connect(1);
+    for (int k = 0; k < 50; ++k) {
+      PushRange op{"t", 0, 64, minus_one};
+      client->PushAsync({&op, 1}, 0, [&done](absl::Status s) {
+        EXPECT_TRUE(s.ok()) << s;
+        done.fetch_add(1);
+      });
+    }
+  }
+  EXPECT_EQ(done.load(), 50);
+  EXPECT_GT(cluster.transport().counters().delayed, 0);
+  cluster.transport().SetScript({});
+  std::vector<float> values(64);
+  PullRange pull{"t", 0, 64, absl::MakeSpan(values)};
+  ASSERT_TRUE(admin->Pull({&pull, 1}).ok());
+  for (float v : values) EXPECT_EQ(v, 50.0f);
 }
 
 TEST(FaultInjectionTest, LostPullRepliesAreRetried) {

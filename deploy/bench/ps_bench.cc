@@ -4,7 +4,10 @@
 // shards it starts in this process (--in_process_servers). Each case creates
 // its own table, then W client threads (each with its own PsClient, each
 // keeping --inflight requests outstanding from that client) repeat the
-// operation for --seconds. Prints one RESULT line per case:
+// operation for --seconds. Pushes with several in flight are kept in flight
+// by one thread per client with PsClient::PushAsync (each completion starts
+// the next); other operations use one thread per request in flight.
+// Prints one RESULT line per case:
 //
 //   RESULT kind=dense op=pushpull values=1048576 width=1 servers=1 clients=1 inflight=1
 //          ops_per_s=... values_per_s=... gbytes_per_s=... p50_us=... p99_us=...
@@ -14,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -25,6 +29,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
 #include "common/process_tuning.h"
@@ -46,6 +51,9 @@ ABSL_FLAG(double, seconds, 2.0, "measured time per case");
 ABSL_FLAG(uint64_t, max_values_per_request, 1 << 20,
           "PsClient cuts requests into parts of at most this many values");
 ABSL_FLAG(double, warmup_seconds, 0.3, "unmeasured time per case");
+ABSL_FLAG(bool, async_pushes, true,
+          "keep dense pushes in flight with PushAsync from one thread per client (false: one "
+          "thread per push in flight, each calling Push)");
 ABSL_FLAG(double, spin_wait_us, -1,
           "PsClientOptions::spin_wait in microseconds (negative: the library's default)");
 
@@ -137,6 +145,33 @@ class Runner {
     return absl::OkStatus();
   }
 
+  // Keeps `window` async pushes in flight from this client until `stop`:
+  // each completion starts the next push. Returns once all have ended.
+  void RunAsyncPushes(int window, absl::Time measure_from, absl::Time stop) {
+    absl::Mutex mu;
+    int lanes = window;
+    std::function<void()> start = [&] {
+      const absl::Time t0 = absl::Now();
+      PushRange op{table_, 0, case_.keys, grads_};
+      client_->PushAsync({&op, 1}, 0, [&, t0](absl::Status s) {
+        const absl::Time t1 = absl::Now();
+        bool again = false;
+        {
+          absl::MutexLock lock(&mu);
+          if (!s.ok() && status_.ok()) status_ = s;
+          if (t0 >= measure_from) latencies_us_.push_back(absl::ToDoubleMicroseconds(t1 - t0));
+          again = s.ok() && t1 < stop;
+          if (!again) --lanes;
+        }
+        if (again) start();
+      });
+    };
+    for (int i = 0; i < window; ++i) start();
+    absl::MutexLock lock(&mu);
+    auto ended = [&lanes]() { return lanes == 0; };
+    mu.Await(absl::Condition(&ended));
+  }
+
   void Run(absl::Time measure_from, absl::Time stop) {
     while (true) {
       const absl::Time t0 = absl::Now();
@@ -176,9 +211,12 @@ int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients
     std::fprintf(stderr, "ps_bench: %s\n", std::string(s.message()).c_str());
     return 1;
   }
+  // Dense pushes with several in flight: one thread per client, PushAsync.
+  const bool async =
+      absl::GetFlag(FLAGS_async_pushes) && c.op == "push" && c.kind == "dense" && c.inflight > 1;
   std::vector<std::unique_ptr<Runner>> runners;
   for (size_t w = 0; w < clients.size(); ++w) {
-    for (int i = 0; i < c.inflight; ++i) {
+    for (int i = 0; i < (async ? 1 : c.inflight); ++i) {
       runners.push_back(std::make_unique<Runner>(clients[w].get(), c, table, w * 1000 + i + 1));
     }
   }
@@ -186,8 +224,15 @@ int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients
   const absl::Time measure_from = start + absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
   const absl::Time stop = measure_from + absl::Seconds(absl::GetFlag(FLAGS_seconds));
   std::vector<std::thread> threads;
-  for (auto& r : runners)
-    threads.emplace_back([&r, measure_from, stop] { r->Run(measure_from, stop); });
+  for (auto& r : runners) {
+    threads.emplace_back([&r, &c, async, measure_from, stop] {
+      if (async) {
+        r->RunAsyncPushes(c.inflight, measure_from, stop);
+      } else {
+        r->Run(measure_from, stop);
+      }
+    });
+  }
   for (auto& t : threads) t.join();
   std::vector<double> all;
   for (auto& r : runners) {

@@ -3,7 +3,6 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "common/log.h"
 
 namespace ps {
@@ -48,53 +47,107 @@ bool IsRetryable(const absl::Status& status) {
          status.code() == absl::StatusCode::kDeadlineExceeded;
 }
 
+struct CallRunner::AsyncRun {
+  std::vector<int> servers;
+  std::string rpc;
+  CallPolicy policy;
+  Issue issue;
+  Finish finish;
+  std::vector<absl::Status> final_status;
+  std::vector<absl::Status> attempt_status;
+  std::vector<size_t> pending;  // calls of the current attempt
+  int attempt = 0;
+  std::atomic<size_t> remaining{0};  // of the current attempt's calls
+};
+
+void CallRunner::RunAsync(std::vector<int> servers, std::string rpc, const CallPolicy& policy,
+                          Issue issue, Finish finish) const {
+  auto run = std::make_shared<AsyncRun>();
+  run->final_status.resize(servers.size());
+  run->attempt_status.resize(servers.size());
+  run->pending.resize(servers.size());
+  std::iota(run->pending.begin(), run->pending.end(), 0);
+  run->servers = std::move(servers);
+  run->rpc = std::move(rpc);
+  run->policy = policy;
+  run->issue = std::move(issue);
+  run->finish = std::move(finish);
+  if (run->pending.empty()) {
+    run->finish(std::move(run->final_status));
+    return;
+  }
+  StartAttempt(run);
+}
+
+void CallRunner::StartAttempt(const std::shared_ptr<AsyncRun>& run) const {
+  ++run->attempt;
+  // The last call to answer may end the attempt (and start the next) while
+  // this loop is still issuing: it walks its own copy.
+  const std::vector<size_t> calls = run->pending;
+  run->remaining.store(calls.size(), std::memory_order_relaxed);
+  const absl::Time deadline = clock_->Now() + run->policy.timeout;
+  for (size_t i : calls) {
+    run->issue(i, deadline, [this, run, i](absl::Status s) {
+      run->attempt_status[i] = std::move(s);
+      if (run->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) EndAttempt(run);
+    });
+  }
+}
+
+void CallRunner::EndAttempt(const std::shared_ptr<AsyncRun>& run) const {
+  std::vector<size_t> retry;
+  for (size_t i : run->pending) {
+    const absl::Status& status = run->attempt_status[i];
+    if (status.ok()) continue;
+    const std::string name = transport_->ServerName(run->servers[i]);
+    if (IsRetryable(status) && run->attempt < run->policy.max_attempts) {
+      LogEvent(log_source_, absl::StrCat(run->rpc, " to ", name, " attempt ", run->attempt,
+                                         " failed (", status.message(), "); retrying"));
+      retry.push_back(i);
+    } else if (IsRetryable(status)) {
+      run->final_status[i] = absl::Status(
+          status.code(),
+          absl::StrCat(name, ": ", run->rpc, " failed after ", run->attempt, " attempt(s) of ",
+                       absl::FormatDuration(run->policy.timeout), " each (", status.message(),
+                       "); is it running? see --servers"));
+    } else {
+      run->final_status[i] =
+          absl::Status(status.code(), absl::StrCat(name, ": ", run->rpc, ": ", status.message()));
+    }
+  }
+  run->pending = std::move(retry);
+  if (run->pending.empty()) {
+    // Moved out first: `finish` may release the last reference to the run.
+    Finish finish = std::move(run->finish);
+    finish(std::move(run->final_status));
+    return;
+  }
+  timer_->RunAfter(run->policy.backoff * run->attempt, [this, run] { StartAttempt(run); });
+}
+
+void CallRunner::StartAndWait(absl::Duration spin,
+                              const std::function<void(std::function<void()> done)>& start) {
+  // Owned by the callback too: it may still be leaving Done() when Wait
+  // returns.
+  auto waiter = std::make_shared<Countdown>(1);
+  std::atomic<int>& waiting = ThreadsWaiting();
+  const bool alone = waiting.fetch_add(1, std::memory_order_relaxed) == 0;
+  start([waiter] { waiter->Done(); });
+  waiter->Wait(alone ? spin : absl::ZeroDuration());
+  waiting.fetch_sub(1, std::memory_order_relaxed);
+}
+
 std::vector<absl::Status> CallRunner::Run(absl::Span<const int> servers, absl::string_view rpc,
                                           const CallPolicy& policy, const Issue& issue) const {
-  std::vector<absl::Status> final_status(servers.size());
-  std::vector<absl::Status> attempt_status(servers.size());
-  std::vector<size_t> pending(servers.size());
-  std::iota(pending.begin(), pending.end(), 0);
-  for (int attempt = 1; !pending.empty(); ++attempt) {
-    {
-      // Owned by the callbacks too: the last one may still be leaving it
-      // when the wait below returns.
-      auto waiter = std::make_shared<Countdown>(static_cast<int>(pending.size()));
-      const absl::Time deadline = clock_->Now() + policy.timeout;
-      for (size_t i : pending) {
-        issue(i, deadline, [waiter, &attempt_status, i](absl::Status s) {
-          attempt_status[i] = std::move(s);
-          waiter->Done();
-        });
-      }
-      std::atomic<int>& waiting = ThreadsWaiting();
-      const bool alone = waiting.fetch_add(1, std::memory_order_relaxed) == 0;
-      waiter->Wait(alone ? policy.spin : absl::ZeroDuration());
-      waiting.fetch_sub(1, std::memory_order_relaxed);
-    }
-    std::vector<size_t> retry;
-    for (size_t i : pending) {
-      const absl::Status& status = attempt_status[i];
-      if (status.ok()) continue;
-      const std::string name = transport_->ServerName(servers[i]);
-      if (IsRetryable(status) && attempt < policy.max_attempts) {
-        LogEvent(log_source_, absl::StrCat(rpc, " to ", name, " attempt ", attempt, " failed (",
-                                           status.message(), "); retrying"));
-        retry.push_back(i);
-      } else if (IsRetryable(status)) {
-        final_status[i] = absl::Status(
-            status.code(),
-            absl::StrCat(name, ": ", rpc, " failed after ", attempt, " attempt(s) of ",
-                         absl::FormatDuration(policy.timeout), " each (", status.message(),
-                         "); is it running? see --servers"));
-      } else {
-        final_status[i] =
-            absl::Status(status.code(), absl::StrCat(name, ": ", rpc, ": ", status.message()));
-      }
-    }
-    if (!retry.empty()) clock_->SleepFor(policy.backoff * attempt);
-    pending = std::move(retry);
-  }
-  return final_status;
+  std::vector<absl::Status> result;
+  StartAndWait(policy.spin, [&](std::function<void()> done) {
+    RunAsync(std::vector<int>(servers.begin(), servers.end()), std::string(rpc), policy, issue,
+             [&result, done = std::move(done)](std::vector<absl::Status> statuses) {
+               result = std::move(statuses);
+               done();
+             });
+  });
+  return result;
 }
 
 absl::Status CallRunner::FirstError(absl::Span<const absl::Status> statuses) {

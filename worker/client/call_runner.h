@@ -6,7 +6,11 @@
 // errors are final at once. Every call gets its own final status, so a
 // caller can tell which of its requests were applied.
 //
-// Used by PsClient only. Thread-safe (Run may be called concurrently).
+// RunAsync does it without a waiting thread (backoffs wait on the runner's
+// Timer); Run is RunAsync and a wait.
+//
+// Used by PsClient only. Thread-safe (Run may be called concurrently). The
+// runner must outlive every RunAsync's finish.
 #ifndef PS_WORKER_CLIENT_CALL_RUNNER_H_
 #define PS_WORKER_CLIENT_CALL_RUNNER_H_
 
@@ -22,6 +26,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
+#include "worker/client/timer.h"
 #include "worker/client/transport.h"
 
 namespace ps {
@@ -49,10 +54,15 @@ class CallRunner {
   // for `done` to run exactly once (Transport's contract). It should clear
   // the call's reply first: a retry reuses it.
   using Issue = std::function<void(size_t i, absl::Time deadline, Transport::Done done)>;
+  // Gets one final status per call.
+  using Finish = std::function<void(std::vector<absl::Status> statuses)>;
 
   // `log_source` names the client in retry log lines ("ps_client worker 3").
   CallRunner(const Transport* transport, Clock* clock, std::string log_source)
-      : transport_(transport), clock_(clock), log_source_(std::move(log_source)) {}
+      : transport_(transport),
+        clock_(clock),
+        log_source_(std::move(log_source)),
+        timer_(std::make_unique<Timer>(clock)) {}
 
   // Runs call i to servers[i] for every i. Returns one status per call: OK,
   // or its final error naming the server and `rpc`: "server 1 (addr): Pull:
@@ -62,10 +72,27 @@ class CallRunner {
   std::vector<absl::Status> Run(absl::Span<const int> servers, absl::string_view rpc,
                                 const CallPolicy& policy, const Issue& issue) const;
 
+  // Run without waiting: returns at once, and `finish` runs exactly once
+  // with the statuses Run would return, on a transport thread, the timer's
+  // thread (after a backoff) or this one (when the transport answers at
+  // once). `issue` is kept until then.
+  void RunAsync(std::vector<int> servers, std::string rpc, const CallPolicy& policy, Issue issue,
+                Finish finish) const;
+
+  // Calls start(done) and returns once `done` has run (on any thread). The
+  // caller spins up to `spin` first when no other thread of this process is
+  // waiting here (see CallPolicy::spin), then sleeps.
+  static void StartAndWait(absl::Duration spin,
+                           const std::function<void(std::function<void()> done)>& start);
+
   // The first error of `statuses` (in call order), or OK.
   static absl::Status FirstError(absl::Span<const absl::Status> statuses);
 
  private:
+  struct AsyncRun;
+  void StartAttempt(const std::shared_ptr<AsyncRun>& run) const;
+  void EndAttempt(const std::shared_ptr<AsyncRun>& run) const;
+
   // Counts the calls of one attempt down; Wait returns once all are done.
   class Countdown {
    public:
@@ -82,6 +109,7 @@ class CallRunner {
   const Transport* const transport_;
   Clock* const clock_;
   const std::string log_source_;
+  const std::unique_ptr<Timer> timer_;
 };
 
 }  // namespace ps

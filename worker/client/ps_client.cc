@@ -48,7 +48,16 @@ PsClient::PsClient(const PsClientOptions& options, Transport* transport,
   }
 }
 
-PsClient::~PsClient() { Leave(); }
+PsClient::~PsClient() {
+  {
+    absl::MutexLock lock(&async_mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(async_mu_) {
+      return async_pending_ == 0;
+    };
+    async_mu_.Await(absl::Condition(&drained));
+  }
+  Leave();
+}
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
   if (options.servers.empty()) {

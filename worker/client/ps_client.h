@@ -8,7 +8,8 @@
 // and pulled values are copied once, into the caller's. Every attempt has a
 // deadline; parts that fail with UNAVAILABLE or DEADLINE_EXCEEDED are
 // retried with the same request id, so a retried push is applied once.
-// Small asynchronous pushes from several threads are batched (PushBatch).
+// Small asynchronous pushes (from several threads, or kept in flight by
+// PushAsync) are batched (PushBatch).
 // With a lease, a background thread renews it by heartbeats.
 //
 // Thread-safe: several threads may share one client (the trainer uses one
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,7 +28,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
@@ -142,6 +143,16 @@ class PsClient final : public ParamClient {
   absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
                     PushReport* report);
 
+  // Push without waiting (ps-lite's asynchronous push): returns at once, and
+  // `done` runs exactly once with what Push would have returned, on a
+  // transport or timer thread, or on this one (a refused op list, or a reply
+  // that came at once). One thread can keep many pushes in flight; retries
+  // and de-duplication are those of Push. `done` must not block (it may
+  // start other pushes). The gradients must stay valid and unchanged until
+  // `done` runs. The destructor waits for every pending `done`.
+  using PushDone = std::function<void(absl::Status)>;
+  void PushAsync(absl::Span<const PushRange> ops, uint64_t clock, PushDone done);
+
   // Arbitrary keys of a table of the given width (values key-major). Errors
   // as for Pull / Push; INVALID_ARGUMENT naming the table when width is 0
   // or the number of values is not keys.size() * width.
@@ -238,49 +249,56 @@ class PsClient final : public ParamClient {
   void BuildKeyPushRequests(const std::vector<Part>& parts,
                             absl::Span<const uint64_t> keys, uint32_t width,
                             absl::Span<const float> grads, uint64_t clock, PushRequests* out);
+  // A push in flight: its parts, their requests and replies.
+  struct PushCall {
+    std::vector<Part> parts;
+    PushRequests requests;
+    std::vector<proto::PushResponse> replies;
+  };
+  // Calls start(done) and waits for done's status (spinning up to `spin`
+  // first, see CallRunner::StartAndWait).
+  static absl::Status StartAndWait(absl::Duration spin,
+                                   const std::function<void(PushDone done)>& start);
+  // Plans and sends a push; done gets its status. versions and report (may
+  // be null) are filled before done runs.
+  void StartPush(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
+                 PushReport* report, PushDone done);
   // Sends planned push-pull parts (values scattered to bases[part.op]).
   absl::Status PushPullParts(const std::vector<Part>& parts,
                              const std::vector<proto::PushRequest>& requests,
                              const std::vector<std::vector<absl::string_view>>& pieces,
                              absl::Span<float* const> bases, size_t num_ops, PullInfo* info);
-  // Sends planned push parts: requests[i] is part i's header, pieces[i] its
-  // values (into the caller's memory or a buffer of the caller's). Fills
-  // versions and report (may be null); adds the applied / not applied
-  // lists to the error of a push of several parts.
-  absl::Status SendPushParts(const std::vector<Part>& parts,
-                             const std::vector<proto::PushRequest>& requests,
-                             const std::vector<std::vector<absl::string_view>>& pieces,
-                             size_t num_ops, Versions* versions, PushReport* report);
-  // A push of one small part, async: sent batched with other threads'.
-  absl::Status PushBatched(const Part& part, proto::PushRequest request,
-                           absl::Span<const absl::string_view> pieces, size_t num_ops,
-                           Versions* versions, PushReport* report);
+  // Sends planned push parts (part i's header and values are
+  // call->requests.headers[i] and pieces[i]); done gets FinishPush's status.
+  void SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
+                     PushReport* report, PushDone done);
+  // The outcome of a sent push: fills versions and report (may be null);
+  // adds the applied / not applied lists to the error of a push of several
+  // parts.
+  absl::Status FinishPush(const PushCall& call, const std::vector<absl::Status>& status,
+                          size_t num_ops, Versions* versions, PushReport* report) const;
+  // A push of one small part, async consistency: sent batched with other
+  // pushes to its server.
+  void PushBatched(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
+                   PushReport* report, PushDone done);
 
   // Small-push batching (see PsClientOptions::batch_max_values): one
   // batcher per server, at most kBatchesInFlight batches in flight to it.
-  // A thread whose push finds a free slot leads: it sends everything queued
-  // (its own push included). When a batch returns, its leader hands what
-  // queued meanwhile to one of those pushes' threads, which leads the next
-  // batch, and wakes every thread of its own batch. Each waiting thread is
-  // woken once, through its own item: as a leader or as done.
-  static constexpr int kBatchesInFlight = 2;
+  // A push that finds a free slot goes out at once, with whatever queued;
+  // otherwise it queues, and when a batch returns, its slot passes to what
+  // queued meanwhile. No thread waits for a slot.
+  static constexpr int kBatchesInFlight = 4;
   struct BatchItem {
-    proto::PushRequest request;
-    proto::PushResponse response;
-    absl::Status status;
-    // Set before `wake` is notified: the batch this thread is to send
-    // (empty: the push is done).
-    std::vector<BatchItem*> lead;
-    absl::Notification wake;
+    proto::PushRequest request;  // with its values
+    std::function<void(absl::Status status, uint64_t version)> done;
   };
   struct ServerBatcher {
     absl::Mutex mu;
-    std::vector<BatchItem*> queue ABSL_GUARDED_BY(mu);
+    std::vector<std::unique_ptr<BatchItem>> queue ABSL_GUARDED_BY(mu);
     int in_flight ABSL_GUARDED_BY(mu) = 0;
   };
-  // Sends `item` (to `server`) in a batch; fills its response and status.
-  void SubmitBatched(int server, BatchItem* item);
-  void SendBatch(int server, const std::vector<BatchItem*>& batch);
+  void SubmitBatched(int server, std::unique_ptr<BatchItem> item);
+  void SendBatch(int server, std::vector<std::unique_ptr<BatchItem>> items);
 
   // Round `clock` was pushed: the heartbeat clock becomes at least clock + 1.
   void NotePushed(uint64_t clock);
@@ -301,6 +319,13 @@ class PsClient final : public ParamClient {
   std::vector<std::unique_ptr<ServerBatcher>> batchers_;
   std::atomic<uint64_t> next_request_id_;
   std::atomic<uint64_t> clock_value_{0};  // rounds pushed, sent in heartbeats
+
+  // PushAsync dones still to run and batches in flight: the destructor
+  // waits until none is left.
+  void BeginAsync();
+  void EndAsync();
+  absl::Mutex async_mu_;
+  int async_pending_ ABSL_GUARDED_BY(async_mu_) = 0;
 
   absl::Mutex heartbeat_mu_;
   bool stop_heartbeats_ ABSL_GUARDED_BY(heartbeat_mu_) = false;

@@ -136,23 +136,63 @@ void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts,
 
 absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
                             PushReport* report) {
+  uint64_t values = 0;
+  for (const PushRange& op : ops) values += op.grads.size();
+  return StartAndWait(DataPolicy(values).spin, [&](PushDone done) {
+    StartPush(ops, clock, versions, report, std::move(done));
+  });
+}
+
+void PsClient::PushAsync(absl::Span<const PushRange> ops, uint64_t clock, PushDone done) {
+  BeginAsync();
+  StartPush(ops, clock, nullptr, nullptr, [this, done = std::move(done)](absl::Status status) {
+    done(std::move(status));
+    EndAsync();  // last: the client may be destroyed once none is left
+  });
+}
+
+void PsClient::BeginAsync() {
+  absl::MutexLock lock(&async_mu_);
+  ++async_pending_;
+}
+
+void PsClient::EndAsync() {
+  absl::MutexLock lock(&async_mu_);
+  --async_pending_;
+}
+
+absl::Status PsClient::StartAndWait(absl::Duration spin,
+                                    const std::function<void(PushDone done)>& start) {
+  absl::Status result;
+  CallRunner::StartAndWait(spin, [&](std::function<void()> wake) {
+    start([&result, wake = std::move(wake)](absl::Status status) {
+      result = std::move(status);
+      wake();
+    });
+  });
+  return result;
+}
+
+void PsClient::StartPush(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
+                         PushReport* report, PushDone done) {
   if (report != nullptr) report->parts.clear();
   absl::StatusOr<std::vector<Part>> parts =
       PlanPush(placement_, ops, options_.max_values_per_request);
-  if (!parts.ok()) return parts.status();
-  PushRequests requests;
-  BuildPushRequests(*parts, ops, clock, &requests);
-  absl::Status status;
-  if (parts->size() == 1 && options_.consistency == proto::CONSISTENCY_ASYNC &&
-      options_.batch_max_values > 0 && (*parts)[0].num_values() <= options_.batch_max_values) {
-    status = PushBatched((*parts)[0], std::move(requests.headers[0]), requests.pieces[0],
-                         ops.size(), versions, report);
+  if (!parts.ok()) return done(parts.status());
+  auto call = std::make_shared<PushCall>();
+  call->parts = *std::move(parts);
+  BuildPushRequests(call->parts, ops, clock, &call->requests);
+  PushDone pushed = [this, clock, done = std::move(done)](absl::Status status) {
+    if (status.ok()) NotePushed(clock);
+    done(std::move(status));
+  };
+  if (call->parts.size() == 1 && options_.consistency == proto::CONSISTENCY_ASYNC &&
+      options_.batch_max_values > 0 &&
+      call->parts[0].num_values() <= options_.batch_max_values) {
+    PushBatched(std::move(call), ops.size(), versions, report, std::move(pushed));
   } else {
-    status = SendPushParts(*parts, requests.headers, requests.pieces, ops.size(), versions,
-                           report);
+    SendPushParts(std::move(call), ops.size(), versions, report, std::move(pushed));
   }
-  if (status.ok()) NotePushed(clock);
-  return status;
 }
 
 absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
@@ -162,9 +202,12 @@ absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint6
   absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "push to", table, keys, width,
                                                      grads.size(), options_.max_values_per_request);
   if (!parts.ok()) return parts.status();
-  PushRequests requests;
-  BuildKeyPushRequests(*parts, keys, width, grads, clock, &requests);
-  return SendPushParts(*parts, requests.headers, requests.pieces, 1, nullptr, report);
+  auto call = std::make_shared<PushCall>();
+  call->parts = *std::move(parts);
+  BuildKeyPushRequests(call->parts, keys, width, grads, clock, &call->requests);
+  return StartAndWait(DataPolicy(grads.size()).spin, [&](PushDone done) {
+    SendPushParts(std::move(call), 1, nullptr, report, std::move(done));
+  });
 }
 
 absl::Status PsClient::PushPull(absl::Span<const PushRange> push, absl::Span<const PullRange> pull,
@@ -318,24 +361,33 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
   return absl::OkStatus();
 }
 
-absl::Status PsClient::SendPushParts(const std::vector<Part>& parts,
-                                     const std::vector<proto::PushRequest>& requests,
-                                     const std::vector<std::vector<absl::string_view>>& pieces,
-                                     size_t num_ops, Versions* versions, PushReport* report) {
+void PsClient::SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
+                             PushReport* report, PushDone done) {
   std::vector<int> servers;
-  servers.reserve(parts.size());
-  for (const Part& part : parts) servers.push_back(part.server);
-  std::vector<proto::PushResponse> replies(parts.size());
-  // Every attempt of part i sends requests[i] again: the same request id,
-  // so a part applied on an attempt whose reply was lost is acknowledged as
-  // a duplicate by the next one instead of being applied twice.
-  const std::vector<absl::Status> status = RunCalls(
-      servers, "Push", DataPolicy(TotalValues(parts)),
-      [&](size_t i, absl::Time deadline, Transport::Done done) {
-        replies[i].Clear();
-        transport_->Push(parts[i].server, requests[i], pieces[i], deadline, &replies[i],
-                         std::move(done));
+  servers.reserve(call->parts.size());
+  for (const Part& part : call->parts) servers.push_back(part.server);
+  call->replies.resize(call->parts.size());
+  const CallPolicy policy = DataPolicy(TotalValues(call->parts));
+  // Every attempt of part i sends the same request again: the same request
+  // id, so a part applied on an attempt whose reply was lost is acknowledged
+  // as a duplicate by the next one instead of being applied twice.
+  PushCall* const c = call.get();
+  runner_.RunAsync(
+      std::move(servers), "Push", policy,
+      [this, call](size_t i, absl::Time deadline, Transport::Done d) {
+        call->replies[i].Clear();
+        transport_->Push(call->parts[i].server, call->requests.headers[i],
+                         call->requests.pieces[i], deadline, &call->replies[i], std::move(d));
+      },
+      [this, c, num_ops, versions, report, done = std::move(done)](
+          std::vector<absl::Status> status) {
+        done(FinishPush(*c, status, num_ops, versions, report));
       });
+}
+
+absl::Status PsClient::FinishPush(const PushCall& call, const std::vector<absl::Status>& status,
+                                  size_t num_ops, Versions* versions, PushReport* report) const {
+  const std::vector<Part>& parts = call.parts;
   const absl::Status first_error = CallRunner::FirstError(status);
   PushReport local;
   PushReport* out = report != nullptr ? report : &local;
@@ -349,33 +401,39 @@ absl::Status PsClient::SendPushParts(const std::vector<Part>& parts,
     return parts.size() > 1 ? WithPartList(first_error, *out, *transport_) : first_error;
   }
   if (versions != nullptr) {
-    versions->assign(num_ops * num_servers(), 0);
+    versions->assign(num_ops * transport_->num_servers(), 0);
     for (size_t i = 0; i < parts.size(); ++i) {
-      uint64_t& slot = (*versions)[parts[i].op * num_servers() + parts[i].server];
-      slot = std::max(slot, replies[i].version());
+      uint64_t& slot = (*versions)[parts[i].op * transport_->num_servers() + parts[i].server];
+      slot = std::max(slot, call.replies[i].version());
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status PsClient::PushBatched(const Part& part, proto::PushRequest request,
-                                   absl::Span<const absl::string_view> pieces, size_t num_ops,
-                                   Versions* versions, PushReport* report) {
-  BatchItem item;
-  item.request = std::move(request);
+void PsClient::PushBatched(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
+                           PushReport* report, PushDone done) {
+  auto item = std::make_unique<BatchItem>();
+  const Part& part = call->parts[0];
+  item->request = std::move(call->requests.headers[0]);
   uint64_t bytes = 0;
-  for (absl::string_view piece : pieces) bytes += piece.size();
-  std::string* values = item.request.mutable_values();
+  for (absl::string_view piece : call->requests.pieces[0]) bytes += piece.size();
+  std::string* values = item->request.mutable_values();
   values->reserve(bytes);
-  for (absl::string_view piece : pieces) values->append(piece.data(), piece.size());
-  SubmitBatched(part.server, &item);
-  if (report != nullptr) report->parts.push_back(ReportPart(part, item.status));
-  if (!item.status.ok()) return item.status;
-  if (versions != nullptr) {
-    versions->assign(num_ops * num_servers(), 0);
-    (*versions)[part.op * num_servers() + part.server] = item.response.version();
+  for (absl::string_view piece : call->requests.pieces[0]) {
+    values->append(piece.data(), piece.size());
   }
-  return absl::OkStatus();
+  const int server = part.server;
+  item->done = [this, call, num_ops, versions, report, done = std::move(done)](
+                   absl::Status status, uint64_t version) {
+    const Part& part = call->parts[0];
+    if (report != nullptr) report->parts.push_back(ReportPart(part, status));
+    if (status.ok() && versions != nullptr) {
+      versions->assign(num_ops * transport_->num_servers(), 0);
+      (*versions)[part.op * transport_->num_servers() + part.server] = version;
+    }
+    done(std::move(status));
+  };
+  SubmitBatched(server, std::move(item));
 }
 
 void PsClient::NotePushed(uint64_t clock) {
@@ -384,70 +442,74 @@ void PsClient::NotePushed(uint64_t clock) {
   }
 }
 
-void PsClient::SubmitBatched(int server, BatchItem* item) {
+void PsClient::SubmitBatched(int server, std::unique_ptr<BatchItem> item) {
   ServerBatcher& b = *batchers_[server];
-  std::vector<BatchItem*> batch;
+  std::vector<std::unique_ptr<BatchItem>> batch;
   {
     absl::MutexLock lock(&b.mu);
-    b.queue.push_back(item);
-    if (b.in_flight < kBatchesInFlight) {
-      ++b.in_flight;
-      batch.swap(b.queue);
-    }
+    b.queue.push_back(std::move(item));
+    if (b.in_flight == kBatchesInFlight) return;  // goes out when a batch returns
+    ++b.in_flight;
+    batch.swap(b.queue);
   }
-  if (batch.empty()) {
-    item->wake.WaitForNotification();
-    if (item->lead.empty()) return;  // sent in another thread's batch
-    batch.swap(item->lead);
-  }
-  // Lead: `batch` holds this item.
-  SendBatch(server, batch);
-  std::vector<BatchItem*> next;
-  {
-    absl::MutexLock lock(&b.mu);
-    if (b.queue.empty()) {
-      --b.in_flight;
-    } else {
-      next.swap(b.queue);  // this batch's slot passes to the next leader
-    }
-  }
-  if (!next.empty()) {
-    BatchItem* leader = next.front();
-    leader->lead = std::move(next);
-    leader->wake.Notify();
-  }
-  for (BatchItem* done : batch) {
-    if (done != item) done->wake.Notify();
-  }
+  SendBatch(server, std::move(batch));
 }
 
-void PsClient::SendBatch(int server, const std::vector<BatchItem*>& batch) {
-  proto::PushBatchRequest request;
-  for (BatchItem* item : batch) *request.add_pushes() = item->request;
-  proto::PushBatchResponse reply;
-  const int servers[] = {server};
+void PsClient::SendBatch(int server, std::vector<std::unique_ptr<BatchItem>> items) {
+  struct BatchCall {
+    std::vector<std::unique_ptr<BatchItem>> items;
+    proto::PushBatchRequest request;
+    proto::PushBatchResponse reply;
+  };
+  BeginAsync();
+  auto call = std::make_shared<BatchCall>();
+  call->items = std::move(items);
+  for (auto& item : call->items) call->request.add_pushes()->Swap(&item->request);
   // Retries resend every push with its own request id: each is de-duplicated
   // on its own.
-  const absl::Status status = CallRunner::FirstError(RunCalls(
-      servers, "PushBatch", DataPolicy(), [&](size_t, absl::Time deadline, Transport::Done done) {
-        reply.Clear();
-        transport_->PushBatch(server, request, deadline, &reply, std::move(done));
-      }));
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (!status.ok()) {
-      batch[i]->status = status;
-    } else if (i >= static_cast<size_t>(reply.results_size())) {
-      batch[i]->status = absl::InternalError(
-          absl::StrCat(transport_->ServerName(server), ": PushBatch reply has ",
-                       reply.results_size(), " results for ", batch.size(), " pushes"));
-    } else if (reply.results(i).code() != 0) {
-      batch[i]->status = absl::Status(
-          static_cast<absl::StatusCode>(reply.results(i).code()),
-          absl::StrCat(transport_->ServerName(server), ": Push: ", reply.results(i).message()));
-    } else {
-      batch[i]->response = reply.results(i);
-    }
-  }
+  runner_.RunAsync(
+      {server}, "PushBatch", DataPolicy(),
+      [this, server, call](size_t, absl::Time deadline, Transport::Done d) {
+        call->reply.Clear();
+        transport_->PushBatch(server, call->request, deadline, &call->reply, std::move(d));
+      },
+      [this, server, call](std::vector<absl::Status> statuses) {
+        const absl::Status& status = statuses[0];
+        std::vector<absl::Status> results(call->items.size());
+        for (size_t i = 0; i < results.size(); ++i) {
+          if (!status.ok()) {
+            results[i] = status;
+          } else if (i >= static_cast<size_t>(call->reply.results_size())) {
+            results[i] = absl::InternalError(absl::StrCat(
+                transport_->ServerName(server), ": PushBatch reply has ",
+                call->reply.results_size(), " results for ", call->items.size(), " pushes"));
+          } else if (call->reply.results(i).code() != 0) {
+            results[i] = absl::Status(
+                static_cast<absl::StatusCode>(call->reply.results(i).code()),
+                absl::StrCat(transport_->ServerName(server), ": Push: ",
+                             call->reply.results(i).message()));
+          }
+        }
+        // The dones first: pushes they start queue behind this batch's slot
+        // and go out together in the next batch.
+        for (size_t i = 0; i < results.size(); ++i) {
+          const uint64_t version = results[i].ok() ? call->reply.results(i).version() : 0;
+          call->items[i]->done(std::move(results[i]), version);
+        }
+        // This batch's slot passes to what queued meanwhile, or is freed.
+        ServerBatcher& b = *batchers_[server];
+        std::vector<std::unique_ptr<BatchItem>> next;
+        {
+          absl::MutexLock lock(&b.mu);
+          if (b.queue.empty()) {
+            --b.in_flight;
+          } else {
+            next.swap(b.queue);
+          }
+        }
+        if (!next.empty()) SendBatch(server, std::move(next));
+        EndAsync();  // last: the client may be destroyed once none is left
+      });
 }
 
 }  // namespace ps
