@@ -9,6 +9,9 @@ namespace ps {
 Placement::Placement(int num_servers, PlacementConfig config)
     : config_(config), ring_(num_servers, config.virtual_nodes) {
   if (config_.slice_size == 0) config_.slice_size = 1;
+  if ((config_.slice_size & (config_.slice_size - 1)) == 0) {
+    slice_shift_ = __builtin_ctzll(config_.slice_size);
+  }
 }
 
 int Placement::OwnerOfSlice(absl::string_view table, uint64_t slice) const {

@@ -33,7 +33,11 @@ class Placement {
  public:
   Placement(int num_servers, PlacementConfig config = {});
 
-  uint64_t SliceOf(uint64_t key) const { return key / config_.slice_size; }
+  // A shift for a power-of-two slice size (the default): a 64-bit division
+  // per key was a tenth of a 10,000-key request's planning.
+  uint64_t SliceOf(uint64_t key) const {
+    return slice_shift_ >= 0 ? key >> slice_shift_ : key / config_.slice_size;
+  }
   int OwnerOfSlice(absl::string_view table, uint64_t slice) const;
   int OwnerOfKey(absl::string_view table, uint64_t key) const {
     return OwnerOfSlice(table, SliceOf(key));
@@ -52,6 +56,7 @@ class Placement {
 
  private:
   PlacementConfig config_;
+  int slice_shift_ = -1;  // log2(slice_size) when it is a power of two
   HashRing ring_;
 };
 

@@ -8,6 +8,7 @@
 #define PS_SERVER_OPTIMIZER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -30,6 +31,13 @@ class Optimizer {
   // The same for a few values (a row of a key list): a plain loop, without
   // the vector kernel's set-up.
   virtual void ApplySmall(float* w, float* state, const float* g, size_t n) const = 0;
+  // Rows of a key list that lie in one slice, whose values start at w (its
+  // state at `state`): row r is key keys[r], at (keys[r] - first_key) *
+  // width, and gets gradient g + r * width; a key listed twice is updated
+  // twice, in order. With `out`, row r's new values are copied to out + r *
+  // width floats (bytes, any alignment). Upcoming rows are prefetched, since they are scattered.
+  virtual void ApplyRows(float* w, float* state, const uint64_t* keys, size_t num_rows,
+                         uint64_t first_key, size_t width, const float* g, char* out) const = 0;
 };
 
 // Plain SGD: w -= lr * g.

@@ -1,5 +1,6 @@
 #include "server/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -69,6 +70,37 @@ TEST(OptimizerTest, LongVectorsMatchScalarLoop) {
   for (size_t i = 0; i < n; ++i) {
     const float a = 0.1f + g[i] * g[i];
     EXPECT_NEAR(w[i], w_ref[i] - 0.05f * g[i] / (std::sqrt(a) + 1e-6f), 1e-6f) << i;
+  }
+}
+
+TEST(OptimizerTest, ApplyRowsMatchesApplySmallRowByRowWithRepeatsAndReadBack) {
+  constexpr uint64_t kFirst = 4096, kRows = 64;
+  const std::vector<uint64_t> keys = {4100, 4096, 4159, 4100, 4120, 4101, 4100, 4150, 4099,
+                                      4130, 4131, 4132, 4097};
+  for (size_t width : {1u, 3u}) {
+    for (int rule = 0; rule < 2; ++rule) {
+      SCOPED_TRACE(testing::Message() << "width " << width << " rule " << rule);
+      auto opt = rule == 0 ? MakeSgd(0.25f) : MakeAdagrad(0.1f, 0.5f, 1e-3f);
+      const int spv = opt->state_per_value();
+      std::vector<float> w(kRows * width), state(kRows * width * spv);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i);
+      if (spv) opt->InitState(state.data(), w.size());
+      std::vector<float> g(keys.size() * width);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = 0.5f - 0.07f * static_cast<float>(i);
+      std::vector<float> w_ref = w, state_ref = state, out_ref(g.size());
+      for (size_t r = 0; r < keys.size(); ++r) {
+        const size_t at = (keys[r] - kFirst) * width;
+        opt->ApplySmall(w_ref.data() + at, spv ? state_ref.data() + at : nullptr,
+                        g.data() + r * width, width);
+        std::copy_n(w_ref.data() + at, width, out_ref.data() + r * width);
+      }
+      std::vector<float> out(g.size(), -1.0f);
+      opt->ApplyRows(w.data(), spv ? state.data() : nullptr, keys.data(), keys.size(), kFirst,
+                     width, g.data(), reinterpret_cast<char*>(out.data()));
+      EXPECT_EQ(w, w_ref);
+      EXPECT_EQ(state, state_ref);
+      EXPECT_EQ(out, out_ref);  // key 4100 reads back each of its three updates
+    }
   }
 }
 

@@ -58,14 +58,39 @@ class ShardStore::Table {
 
 namespace {
 
-// Calls fn(slice_index, first_key, num_keys, value_offset) for each maximal
-// run of keys that lies in one slice, in request order.
+// Calls fn(slice_index, b, e) for each maximal group of consecutive keys
+// keys[b, e) of a key list that lie in one slice.
+// (ForEachListGroup, below.)
+//
+// Calls fn(slice_index, runs) for each group of keys of the request that
+// lie in one slice, in request order; runs(f) calls f(first_key, num_keys,
+// value_offset) for each run of consecutive keys of the group. A dense range
+// gives one group per slice it crosses, with one run. Consecutive keys of a
+// key list that lie in one slice form one group (PsClient sends key lists
+// grouped by slice), each key a run of its own: the slice is locked and its
+// ownership checked once per group, not once per key.
 template <typename Fn>
-void ForEachRun(const KeySpec& keys, uint64_t slice_size, Fn fn) {
+void ForEachListGroup(absl::Span<const uint64_t> keys, uint64_t slice_size, Fn fn) {
+  size_t b = 0;
+  while (b < keys.size()) {
+    const uint64_t s = keys[b] / slice_size;
+    const uint64_t lo = s * slice_size, hi = lo + slice_size;
+    size_t e = b + 1;
+    while (e < keys.size() && keys[e] >= lo && keys[e] < hi) ++e;
+    fn(s, b, e);
+    b = e;
+  }
+}
+
+template <typename Fn>
+void ForEachSliceGroup(const KeySpec& keys, uint64_t slice_size, Fn fn) {
   if (keys.is_list) {
-    for (uint64_t i = 0; i < keys.keys.size(); ++i) {
-      fn(keys.keys[i] / slice_size, keys.keys[i], 1, i);
-    }
+    const absl::Span<const uint64_t> k = keys.keys;
+    ForEachListGroup(k, slice_size, [&](uint64_t s, size_t b, size_t e) {
+      fn(s, [k, b, e](auto f) {
+        for (size_t i = b; i < e; ++i) f(k[i], uint64_t{1}, uint64_t{i});
+      });
+    });
     return;
   }
   uint64_t offset = 0;
@@ -74,7 +99,7 @@ void ForEachRun(const KeySpec& keys, uint64_t slice_size, Fn fn) {
     while (k < r.end) {
       const uint64_t s = k / slice_size;
       const uint64_t run_end = std::min(r.end, (s + 1) * slice_size);
-      fn(s, k, run_end - k, offset);
+      fn(s, [k, n = run_end - k, offset](auto f) { f(k, n, offset); });
       offset += run_end - k;
       k = run_end;
     }
@@ -268,19 +293,27 @@ absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys, const Pl
   }
   absl::Status status;
   const uint64_t slice_size = placement.config().slice_size;
-  uint64_t last_checked = ~uint64_t{0};
-  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t, uint64_t) {
+  const uint64_t num_keys = def.num_keys();
+  ForEachSliceGroup(keys, slice_size, [&](uint64_t s, auto runs) {
     if (!status.ok()) return;
-    if (first >= def.num_keys()) {
+    uint64_t bad = num_keys;  // a key of the group out of the table, if any
+    runs([&](uint64_t first, uint64_t, uint64_t) {
+      if (first >= num_keys && bad == num_keys) bad = first;
+    });
+    if (bad != num_keys) {
       status = absl::InvalidArgumentError(
-          absl::StrCat("table '", def.name(), "': key ", first, " >= num_keys ", def.num_keys()));
+          absl::StrCat("table '", def.name(), "': key ", bad, " >= num_keys ", num_keys));
       return;
     }
-    if (s == last_checked) return;
-    last_checked = s;
     if (!owned(s)) {
+      uint64_t first_key = 0;
+      bool seen = false;
+      runs([&](uint64_t first, uint64_t, uint64_t) {
+        if (!seen) first_key = first;
+        seen = true;
+      });
       status = absl::FailedPreconditionError(absl::StrCat(
-          "table '", def.name(), "': key ", first, " (slice ", s, ") is owned by server ",
+          "table '", def.name(), "': key ", first_key, " (slice ", s, ") is owned by server ",
           placement.OwnerOfSlice(def.name(), s), ", not server ", server_index,
           "; is the client's cluster spec the same as the servers'?"));
     }
@@ -358,19 +391,34 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
   }
   const Optimizer& opt = table.optimizer();
   const int state_per_value = opt.state_per_value();
-  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
+  if (keys.is_list && width <= kSmallRun) {
+    // Rows of a key list, one slice's at a time, in one call.
+    ForEachListGroup(keys.keys, slice_size, [&](uint64_t s, size_t b, size_t e) {
+      Slice* slice = table.slice(s);
+      absl::MutexLock lock(&slice->mu);
+      opt.ApplyRows(slice->values.data(), state_per_value ? slice->state.data() : nullptr,
+                    keys.keys.data() + b, e - b, s * slice_size, width,
+                    grads.data() + b * width,
+                    dst != nullptr ? dst + b * width * sizeof(float) : nullptr);
+    });
+    return PushResult{false, table.version().fetch_add(1) + 1};
+  }
+  ForEachSliceGroup(keys, slice_size, [&](uint64_t s, auto runs) {
     Slice* slice = table.slice(s);
-    const uint64_t at = (first - s * slice_size) * width;
+    const uint64_t slice_first = s * slice_size;
     absl::MutexLock lock(&slice->mu);
-    float* w = slice->values.data() + at;
-    float* state = state_per_value ? slice->state.data() + at * state_per_value : nullptr;
-    if (n * width <= kSmallRun) {
-      opt.ApplySmall(w, state, grads.data() + offset * width, n * width);
-    } else {
-      opt.Apply(w, state, grads.data() + offset * width, n * width);
-    }
-    // Read back while the slice is still locked: one lock for both.
-    if (dst != nullptr) CopyRun(dst + offset * width * sizeof(float), w, n * width);
+    runs([&](uint64_t first, uint64_t n, uint64_t offset) {
+      const uint64_t at = (first - slice_first) * width;
+      float* w = slice->values.data() + at;
+      float* state = state_per_value ? slice->state.data() + at * state_per_value : nullptr;
+      if (n * width <= kSmallRun) {
+        opt.ApplySmall(w, state, grads.data() + offset * width, n * width);
+      } else {
+        opt.Apply(w, state, grads.data() + offset * width, n * width);
+      }
+      // Read back while the slice is still locked: one lock for both.
+      if (dst != nullptr) CopyRun(dst + offset * width * sizeof(float), w, n * width);
+    });
   });
   return PushResult{false, table.version().fetch_add(1) + 1};
 }
@@ -378,11 +426,14 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
 void ShardStore::CopyValues(Table& table, const KeySpec& keys, char* dst) const {
   const uint64_t width = table.def().width();
   const uint64_t slice_size = placement_.config().slice_size;
-  ForEachRun(keys, slice_size, [&](uint64_t s, uint64_t first, uint64_t n, uint64_t offset) {
+  ForEachSliceGroup(keys, slice_size, [&](uint64_t s, auto runs) {
     Slice* slice = table.slice(s);
-    const uint64_t at = (first - s * slice_size) * width;
+    const uint64_t slice_first = s * slice_size;
     absl::ReaderMutexLock lock(&slice->mu);
-    CopyRun(dst + offset * width * sizeof(float), slice->values.data() + at, n * width);
+    runs([&](uint64_t first, uint64_t n, uint64_t offset) {
+      CopyRun(dst + offset * width * sizeof(float),
+              slice->values.data() + (first - slice_first) * width, n * width);
+    });
   });
 }
 

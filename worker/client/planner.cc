@@ -120,6 +120,28 @@ absl::StatusOr<std::vector<Part>> PlanPush(const Placement& placement,
   return PlanDense(placement, dense, max_values_per_request, "push to");
 }
 
+std::vector<size_t> GroupBySlice(const Placement& placement, absl::Span<const uint64_t> keys) {
+  std::vector<size_t> order(keys.size());
+  // A short list is not worth the histogram: in request order.
+  constexpr size_t kMinKeys = 64;
+  if (keys.size() < kMinKeys) {
+    std::iota(order.begin(), order.end(), size_t{0});
+    return order;
+  }
+  // A stable counting sort on the slice's low bits: keys of one slice end up
+  // together, in request order (a duplicate key is applied in order);
+  // slices equal in their low bits may share a bucket, which only costs a
+  // server an extra lock.
+  constexpr uint64_t kBuckets = 1024;
+  std::vector<uint32_t> start(kBuckets + 1, 0);
+  for (uint64_t key : keys) ++start[(placement.SliceOf(key) & (kBuckets - 1)) + 1];
+  for (uint64_t b = 1; b <= kBuckets; ++b) start[b] += start[b - 1];
+  for (size_t i = 0; i < keys.size(); ++i) {
+    order[start[placement.SliceOf(keys[i]) & (kBuckets - 1)]++] = i;
+  }
+  return order;
+}
+
 absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::string_view what,
                                            absl::string_view table,
                                            absl::Span<const uint64_t> keys, uint32_t width,
@@ -130,17 +152,19 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::str
         " keys of width ", width, " (expected ", keys.size() * width, ")"));
   }
   const uint64_t max_keys = KeysPerPart(max_values_per_request, width);
+  // Keys grouped by slice, so that a server takes each slice's lock once
+  // (and this loop looks up each slice's owner once).
+  const std::vector<size_t> order = GroupBySlice(placement, keys);
   std::vector<std::vector<size_t>> by_server(placement.num_servers());
   if (placement.num_servers() == 1) {
-    by_server[0].resize(keys.size());
-    std::iota(by_server[0].begin(), by_server[0].end(), size_t{0});
+    by_server[0] = order;
   } else {
     // The table is hashed once; a key in the slice of the key before it
     // reuses that key's owner.
     const uint64_t table_hash = Placement::TableHash(table);
     uint64_t last_slice = ~uint64_t{0};
     int owner = 0;
-    for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t i : order) {
       const uint64_t slice = placement.SliceOf(keys[i]);
       if (slice != last_slice) {
         owner = placement.OwnerOfSliceHashed(table_hash, slice);

@@ -168,6 +168,43 @@ TEST(PlannerTest, KeyListsGoToTheirOwnersInCappedPartsCoveringTheBuffer) {
   }
 }
 
+TEST(PlannerTest, GroupBySlicePutsASlicesKeysTogetherInRequestOrder) {
+  // Slice size 8 (a shift) and 6 (a division); slices 0 .. 999 of the first
+  // placement stay under 1024, so each slice's keys must be contiguous.
+  for (uint64_t slice_size : {8u, 6u}) {
+    SCOPED_TRACE(testing::Message() << "slice size " << slice_size);
+    const Placement placement(2, {slice_size, 64});
+    std::vector<uint64_t> keys;
+    for (uint64_t k = 0; k < 3000; ++k) keys.push_back((k * 7919) % 6000);
+    keys.push_back(keys[10]);  // listed twice: both kept, in order
+    const std::vector<size_t> order = GroupBySlice(placement, keys);
+    ASSERT_EQ(order.size(), keys.size());
+    std::vector<int> seen(keys.size(), 0);
+    std::map<uint64_t, size_t> last_position;  // slice -> last position seen
+    std::set<uint64_t> finished;               // slices whose group has ended
+    uint64_t current = ~uint64_t{0};
+    for (size_t pos : order) {
+      ASSERT_LT(pos, keys.size());
+      ++seen[pos];
+      const uint64_t slice = placement.SliceOf(keys[pos]);
+      ASSERT_EQ(slice, keys[pos] / slice_size);
+      if (slice != current) {
+        ASSERT_EQ(finished.count(slice), 0u) << "slice " << slice << " split in two groups";
+        if (current != ~uint64_t{0}) finished.insert(current);
+        current = slice;
+      } else {
+        ASSERT_GT(pos, last_position[slice]) << "slice " << slice << " out of request order";
+      }
+      last_position[slice] = pos;
+    }
+    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "position " << i;
+  }
+  // A short list keeps request order.
+  const Placement placement(1, {4, 64});
+  const std::vector<uint64_t> few = {40, 3, 17, 2};
+  EXPECT_EQ(GroupBySlice(placement, few), (std::vector<size_t>{0, 1, 2, 3}));
+}
+
 TEST(PlannerTest, BadKeyOpsAreRefusedNamingTheTable) {
   const Placement placement(2);
   const std::vector<uint64_t> keys = {1, 2, 3};
