@@ -407,10 +407,13 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
     Slice* slice = table.slice(s);
     const uint64_t slice_first = s * slice_size;
     absl::MutexLock lock(&slice->mu);
+    // Taken under the lock (the analysis does not follow it into `runs`).
+    float* const values = slice->values.data();
+    float* const states = slice->state.data();
     runs([&](uint64_t first, uint64_t n, uint64_t offset) {
       const uint64_t at = (first - slice_first) * width;
-      float* w = slice->values.data() + at;
-      float* state = state_per_value ? slice->state.data() + at * state_per_value : nullptr;
+      float* w = values + at;
+      float* state = state_per_value ? states + at * state_per_value : nullptr;
       if (n * width <= kSmallRun) {
         opt.ApplySmall(w, state, grads.data() + offset * width, n * width);
       } else {
@@ -430,9 +433,10 @@ void ShardStore::CopyValues(Table& table, const KeySpec& keys, char* dst) const 
     Slice* slice = table.slice(s);
     const uint64_t slice_first = s * slice_size;
     absl::ReaderMutexLock lock(&slice->mu);
+    const float* const values = slice->values.data();
     runs([&](uint64_t first, uint64_t n, uint64_t offset) {
-      CopyRun(dst + offset * width * sizeof(float),
-              slice->values.data() + (first - slice_first) * width, n * width);
+      CopyRun(dst + offset * width * sizeof(float), values + (first - slice_first) * width,
+              n * width);
     });
   });
 }
