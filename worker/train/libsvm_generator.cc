@@ -1,0 +1,570 @@
+#include "worker/train/libsvm_generator.h"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "worker/train/auc.h"
+
+namespace ps {
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586;
+
+// Domain separators: the ids, the weights and the examples use independent
+// hashes of the seed.
+constexpr uint64_t kIdDomain = 0x6c696273766d6964ULL;       // "libsvmid"
+constexpr uint64_t kWeightDomain = 0x6c696273766d7774ULL;   // "libsvmwt"
+constexpr uint64_t kExampleDomain = 0x6c696273766d6578ULL;  // "libsvmex"
+
+// Ranks whose weights are precomputed: with s = 1.1 over 10^7 features the
+// top 2^16 ranks take ~85% of all draws, in 256 KiB.
+constexpr uint64_t kHeadWeightRanks = uint64_t{1} << 16;
+
+// Above this mean, Poisson counts use a normal approximation: the
+// sequential-search inversion below costs O(mean) and e^-mean underflows
+// near 745.
+constexpr double kMaxExactPoissonMean = 500;
+
+// (e^t - 1) / t and log(1 + t) / t, continuous at t = 0 (where a direct
+// evaluation would divide 0 by 0): they keep H and HInverse accurate for
+// exponents near 1.
+double Expm1OverX(double t) { return std::abs(t) > 1e-8 ? std::expm1(t) / t : 1 + t / 2; }
+double Log1pOverX(double t) { return std::abs(t) > 1e-8 ? std::log1p(t) / t : 1 - t / 2; }
+
+// Poisson(mean) by inversion: the smallest x with CDF(x) >= u.
+int64_t Poisson(double mean, SplitMix64& rng) {
+  if (mean <= 0) return 0;
+  if (mean > kMaxExactPoissonMean) {
+    // Box-Muller; Uniform01 < 1, so 1 - u is in (0, 1] and the log finite.
+    const double u1 = 1.0 - rng.Uniform01();
+    const double u2 = rng.Uniform01();
+    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+    return std::max<int64_t>(0, std::llround(mean + std::sqrt(mean) * z));
+  }
+  const double u = rng.Uniform01();
+  double p = std::exp(-mean);
+  double cdf = p;
+  int64_t x = 0;
+  // The cap stops the search should rounding keep the CDF just below u.
+  const int64_t cap = static_cast<int64_t>(10 * mean) + 100;
+  while (u > cdf && x < cap) {
+    ++x;
+    p *= mean / static_cast<double>(x);
+    cdf += p;
+  }
+  return x;
+}
+
+double Sigmoid(double z) {
+  // Both branches avoid exp overflow for large |z|.
+  if (z >= 0) return 1.0 / (1.0 + std::exp(-z));
+  const double e = std::exp(z);
+  return e / (1.0 + e);
+}
+
+// -log P(label | p), clamped so that a confident wrong prediction costs a
+// large but finite amount.
+double LogLoss(double p, float label) {
+  constexpr double kMin = 1e-15;
+  const double q = label > 0 ? p : 1.0 - p;
+  return -std::log(std::max(q, kMin));
+}
+
+absl::Status CheckFinite(const char* name, double v) {
+  if (std::isfinite(v)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(name, " is ", v, "; expected a finite number"));
+}
+
+}  // namespace
+
+// --- ZipfSampler ---
+//
+// Rejection-inversion: with h(x) = x^-s and H its integral, each rank k >= 2
+// owns [H(k - 1/2), H(k + 1/2)] on the H axis, of length >= h(k) because h is
+// convex; rank 1 owns [H(3/2) - h(1), H(3/2)], of length exactly h(1). A
+// uniform y over the union is mapped back to x = H^-1(y) and rounded to k;
+// it is accepted when it falls in the top h(k) of k's interval, so each k is
+// accepted with probability proportional to h(k). The squeeze accepts most
+// samples by comparing x with k, without evaluating H: every x in
+// [k - squeeze, k + 1/2] lies in k's accepted part (the width is smallest at
+// k = 2, where the squeeze is computed). ZipfSampler runs this only for
+// the ranks beyond its alias table (see the header).
+
+ZipfSampler::ZipfSampler(uint64_t n, double exponent, uint32_t head_size)
+    : n_(n), exponent_(exponent) {
+  if (n < 1 || !(exponent > 0)) {
+    std::fprintf(stderr, "ZipfSampler: need n >= 1 and exponent > 0, got n=%llu exponent=%g\n",
+                 static_cast<unsigned long long>(n), exponent);
+    std::abort();
+  }
+  h_integral_x1_ = H(1.5) - 1.0;
+  hat_area_ = H(static_cast<double>(n) + 0.5) - h_integral_x1_;
+  squeeze_ = 2.0 - HInverse(H(2.5) - h(2.0));
+
+  const uint32_t head = static_cast<uint32_t>(std::min<uint64_t>(n, head_size));
+  if (head == 0) return;
+  head_hat_ = H(head + 0.5) - h_integral_x1_;
+  // Vose's construction: scale the probabilities to mean 1, then pair each
+  // slot below 1 with one above 1 that tops it up.
+  std::vector<double> weight(head);
+  for (uint32_t k = 1; k <= head; ++k) {
+    weight[k - 1] = h(k);
+    head_mass_ += weight[k - 1];
+  }
+  head_.resize(head);
+  std::vector<uint32_t> small, large;
+  for (uint32_t i = 0; i < head; ++i) {
+    weight[i] *= head / head_mass_;
+    (weight[i] < 1.0 ? small : large).push_back(i);
+  }
+  while (!small.empty() && !large.empty()) {
+    const uint32_t lo = small.back(), hi = large.back();
+    small.pop_back();
+    head_[lo] = {weight[lo], hi};
+    weight[hi] -= 1.0 - weight[lo];
+    if (weight[hi] < 1.0) {
+      large.pop_back();
+      small.push_back(hi);
+    }
+  }
+  // What is left is 1 up to rounding.
+  for (uint32_t i : small) head_[i] = {1.0, i};
+  for (uint32_t i : large) head_[i] = {1.0, i};
+}
+
+double ZipfSampler::H(double x) const {
+  const double log_x = std::log(x);
+  return log_x * Expm1OverX((1.0 - exponent_) * log_x);
+}
+
+double ZipfSampler::HInverse(double y) const {
+  return std::exp(y * Log1pOverX((1.0 - exponent_) * y));
+}
+
+double ZipfSampler::h(double x) const { return std::exp(-exponent_ * std::log(x)); }
+
+uint64_t ZipfSampler::Sample(SplitMix64& rng) const {
+  const double max_k = static_cast<double>(n_);
+  const double min_tail_k = static_cast<double>(head_.size() + 1);
+  const uint32_t last_head_slot = head_.empty() ? 0 : static_cast<uint32_t>(head_.size() - 1);
+  for (;;) {
+    // u is the position on the hat, measured from its low end.
+    const double u = rng.Uniform01() * hat_area_;
+    if (u < head_hat_) {
+      // Rejection-inversion accepts this part of the head's hat with
+      // probability head_mass_ / head_hat_ and then yields rank k with
+      // probability k^-exponent / head_mass_: the table does the latter.
+      if (u >= head_mass_) continue;
+      const double v = u / head_mass_ * static_cast<double>(head_.size());
+      // The min guards against v rounding up to the table size.
+      const uint32_t slot = std::min(static_cast<uint32_t>(v), last_head_slot);
+      const AliasSlot& a = head_[slot];
+      return (v - slot < a.keep ? slot : a.alias) + 1;
+    }
+    const double y = h_integral_x1_ + u;
+    const double x = HInverse(y);
+    // Rounding and the clamp guard against x a hair outside the tail's
+    // [head + 0.5, n + 0.5].
+    const double k = std::min(max_k, std::max(min_tail_k, std::floor(x + 0.5)));
+    if (k - x <= squeeze_ || y >= H(k + 0.5) - h(k)) return static_cast<uint64_t>(k);
+  }
+}
+
+// --- LibsvmGenerator ---
+
+absl::StatusOr<LibsvmGenerator> LibsvmGenerator::Create(const LibsvmGeneratorOptions& options) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"features_per_example", options.features_per_example},
+        {"zipf_exponent", options.zipf_exponent},
+        {"weight_stddev", options.weight_stddev},
+        {"bias", options.bias}}) {
+    absl::Status s = CheckFinite(name, value);
+    if (!s.ok()) return s;
+  }
+  if (options.num_examples < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_examples is ", options.num_examples, "; expected >= 0"));
+  }
+  if (options.num_features < 1) {
+    return absl::InvalidArgumentError("num_features is 0; expected >= 1");
+  }
+  if (options.features_per_example < 1 ||
+      options.features_per_example > static_cast<double>(options.num_features)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("features_per_example is ", options.features_per_example, "; expected in [1, ",
+                     options.num_features, "] (num_features: an example's features are distinct)"));
+  }
+  if (!(options.zipf_exponent > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("zipf_exponent is ", options.zipf_exponent, "; expected > 0"));
+  }
+  if (options.weight_stddev < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("weight_stddev is ", options.weight_stddev, "; expected >= 0"));
+  }
+  if (options.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads is ", options.threads, "; expected >= 1"));
+  }
+  return LibsvmGenerator(options);
+}
+
+LibsvmGenerator::LibsvmGenerator(const LibsvmGeneratorOptions& options)
+    : options_(options),
+      zipf_(options.num_features, options.zipf_exponent),
+      id_key_(Mix64(options.seed ^ kIdDomain)),
+      weight_key_(Mix64(options.seed ^ kWeightDomain)),
+      example_key_(Mix64(options.seed ^ kExampleDomain)) {
+  // Cheap to fill (a few ms), so done even for small runs.
+  const uint64_t head = std::min(options.num_features, kHeadWeightRanks);
+  head_weights_.resize(head);
+  for (uint64_t r = 1; r <= head; ++r) head_weights_[r - 1] = Weight(FeatureId(r));
+}
+
+float LibsvmGenerator::Weight(uint64_t id) const {
+  // Two uniforms from a hash of (seed, id), then Box-Muller. 1 - u is in
+  // (0, 1], so its log is finite.
+  const uint64_t h = HashCombine(weight_key_, id);
+  const double u1 = 1.0 - static_cast<double>(Mix64(h) >> 11) * 0x1.0p-53;
+  const double u2 = static_cast<double>(Mix64(h ^ kWeightDomain) >> 11) * 0x1.0p-53;
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+  return static_cast<float>(options_.weight_stddev * z);
+}
+
+float LibsvmGenerator::RankWeight(uint64_t rank) const {
+  if (rank <= head_weights_.size()) return head_weights_[rank - 1];
+  return Weight(FeatureId(rank));
+}
+
+void LibsvmGenerator::Example(int64_t i, GeneratedExample* out) const {
+  SplitMix64 rng(HashCombine(example_key_, static_cast<uint64_t>(i)));
+  const double k = options_.features_per_example;
+  int64_t count = options_.fixed_features_per_example ? std::llround(k) : 1 + Poisson(k - 1, rng);
+  count = std::min<int64_t>(
+      count, static_cast<int64_t>(std::min<uint64_t>(options_.num_features, INT64_MAX)));
+
+  // Distinct ranks: a draw that repeats an earlier one is drawn again (the
+  // sorted vector doubles as the membership test).
+  std::vector<uint64_t>& ranks = out->ranks;
+  ranks.clear();
+  while (static_cast<int64_t>(ranks.size()) < count) {
+    const uint64_t r = zipf_.Sample(rng);
+    auto it = std::lower_bound(ranks.begin(), ranks.end(), r);
+    if (it == ranks.end() || *it != r) ranks.insert(it, r);
+  }
+
+  double logit = options_.bias;
+  out->ids.resize(ranks.size());
+  for (size_t j = 0; j < ranks.size(); ++j) {
+    out->ids[j] = FeatureId(ranks[j]);
+    logit += RankWeight(ranks[j]);
+  }
+  std::sort(out->ids.begin(), out->ids.end());
+  out->logit = logit;
+  out->probability = Sigmoid(logit);
+  out->label = rng.Uniform01() < out->probability ? 1.0f : 0.0f;
+}
+
+// --- GenerateLibsvmFile ---
+
+namespace {
+
+// Examples per unit of work. Fixed (not derived from the thread count) so
+// that the per-chunk floating-point sums, and thus the sidecar, do not
+// depend on the number of threads.
+constexpr int64_t kChunkExamples = 4096;
+
+// The LibSVM output: plain (stdio) or gzip. Level 1, because on this text
+// (random-looking 19-digit ids) the default level 6 is ~4x slower for files
+// only ~20% smaller.
+class OutputFile {
+ public:
+  ~OutputFile() {
+    if (plain_ != nullptr) std::fclose(plain_);
+    if (gz_ != nullptr) gzclose(gz_);
+  }
+
+  absl::Status Open(const std::string& path, bool gzip) {
+    path_ = path;
+    if (gzip) {
+      gz_ = gzopen(path.c_str(), "wb1");
+      if (gz_ != nullptr) gzbuffer(gz_, 1 << 20);
+    } else {
+      plain_ = std::fopen(path.c_str(), "wb");
+    }
+    if (gz_ == nullptr && plain_ == nullptr) {
+      return absl::InternalError(
+          absl::StrCat(path, ": cannot create (", std::strerror(errno), ")"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Write(const std::string& data) {
+    if (data.empty()) return absl::OkStatus();
+    bool ok;
+    if (gz_ != nullptr) {
+      ok = gzwrite(gz_, data.data(), static_cast<unsigned>(data.size())) ==
+           static_cast<int>(data.size());
+    } else {
+      ok = std::fwrite(data.data(), 1, data.size(), plain_) == data.size();
+    }
+    if (!ok) return WriteError();
+    return absl::OkStatus();
+  }
+
+  absl::Status Close() {
+    bool ok = true;
+    if (gz_ != nullptr) ok = gzclose(gz_) == Z_OK;
+    if (plain_ != nullptr) ok = std::fclose(plain_) == 0;
+    gz_ = nullptr;
+    plain_ = nullptr;
+    if (!ok) return WriteError();
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status WriteError() const {
+    return absl::InternalError(
+        absl::StrCat(path_, ": write failed (", std::strerror(errno), "); is the disk full?"));
+  }
+
+  std::string path_;
+  std::FILE* plain_ = nullptr;
+  gzFile gz_ = nullptr;
+};
+
+// A bitset of feature ranks shared by the generating threads.
+class RankSet {
+ public:
+  explicit RankSet(uint64_t n) : words_((n + 64) / 64), bits_(new std::atomic<uint64_t>[words_]) {
+    for (uint64_t w = 0; w < words_; ++w) bits_[w].store(0, std::memory_order_relaxed);
+  }
+
+  void Insert(uint64_t r) {
+    std::atomic<uint64_t>& word = bits_[r / 64];
+    const uint64_t bit = uint64_t{1} << (r % 64);
+    // Frequent ranks are set already: skip the locked read-modify-write.
+    if ((word.load(std::memory_order_relaxed) & bit) == 0) {
+      word.fetch_or(bit, std::memory_order_relaxed);
+    }
+  }
+
+  int64_t Count() const {
+    int64_t n = 0;
+    for (uint64_t w = 0; w < words_; ++w) {
+      n += __builtin_popcountll(bits_[w].load(std::memory_order_relaxed));
+    }
+    return n;
+  }
+
+ private:
+  uint64_t words_;
+  std::unique_ptr<std::atomic<uint64_t>[]> bits_;
+};
+
+// One chunk's text and sums, in example order.
+struct Chunk {
+  std::string text;
+  int64_t examples = 0;
+  int64_t positives = 0;
+  int64_t feature_occurrences = 0;
+  double probability_sum = 0;
+  double logloss_sum = 0;
+};
+
+// Appends "label id:1 id:1 ...\n".
+void AppendExample(const GeneratedExample& ex, std::string* text) {
+  constexpr size_t kMaxFeatureChars = 1 + 20 + 2;  // " " id ":1"
+  const size_t old = text->size();
+  text->resize(old + 2 + ex.ids.size() * kMaxFeatureChars);
+  char* p = text->data() + old;
+  char* const end = text->data() + text->size();
+  *p++ = ex.label > 0 ? '1' : '0';
+  for (uint64_t id : ex.ids) {
+    *p++ = ' ';
+    p = std::to_chars(p, end, id).ptr;
+    *p++ = ':';
+    *p++ = '1';
+  }
+  *p++ = '\n';
+  text->resize(p - text->data());
+}
+
+// Generates examples [first, first + n) into *chunk.
+void GenerateChunk(const LibsvmGenerator& gen, int64_t first, int64_t n, Chunk* chunk,
+                   AucAccumulator* auc, RankSet* used) {
+  chunk->text.clear();
+  chunk->examples = n;
+  chunk->positives = chunk->feature_occurrences = 0;
+  chunk->probability_sum = chunk->logloss_sum = 0;
+  GeneratedExample ex;
+  for (int64_t i = first; i < first + n; ++i) {
+    gen.Example(i, &ex);
+    AppendExample(ex, &chunk->text);
+    chunk->positives += ex.label > 0 ? 1 : 0;
+    chunk->feature_occurrences += static_cast<int64_t>(ex.ids.size());
+    chunk->probability_sum += ex.probability;
+    chunk->logloss_sum += LogLoss(ex.probability, ex.label);
+    auc->Add(ex.probability, ex.label);
+    if (used != nullptr) {
+      for (uint64_t r : ex.ranks) used->Insert(r);
+    }
+  }
+}
+
+// The shortest decimal that reads back as exactly v ("1.1", not
+// "1.1000000000000001"), so the sidecar states the options as given.
+std::string Shortest(double v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof(buf), v).ptr);
+}
+
+// Chunks generated together, one per thread.
+struct Round {
+  std::vector<Chunk> chunks;
+  std::vector<std::thread> workers;
+  int size = 0;  // chunks in use
+
+  ~Round() { Join(); }  // an early return must not leave threads running
+  void Join() {
+    for (std::thread& t : workers) t.join();
+    workers.clear();
+  }
+};
+
+bool EndsWithGz(const std::string& path) { return absl::EndsWith(path, ".gz"); }
+
+absl::Status WriteSidecar(const std::string& data_path, const LibsvmGeneratorOptions& o,
+                          const PlantedModelStats& s) {
+  const std::string path = PlantedModelPath(data_path);
+  std::string text = absl::StrCat(
+      "# Planted logistic model of ", data_path,
+      " (worker/train/libsvm_generator.h): label ~ Bernoulli(sigmoid(bias + sum of "
+      "weight(id))).\n"
+      "# planted_auc and planted_logloss are the best a model can expect on this data; "
+      "planted_auc comes from a 10^5-bin histogram (accurate to ~1e-4).\n");
+  absl::StrAppend(&text, "seed=", o.seed, "\nexamples=", o.num_examples,
+                  "\nfeatures=", o.num_features,
+                  "\nfeatures_per_example=", Shortest(o.features_per_example),
+                  "\nfixed_features_per_example=", o.fixed_features_per_example ? 1 : 0,
+                  "\nzipf_exponent=", Shortest(o.zipf_exponent),
+                  "\nweight_stddev=", Shortest(o.weight_stddev), "\nbias=", Shortest(o.bias), "\n");
+  absl::StrAppendFormat(&text,
+                        "positives=%d\npositive_rate=%.6f\nmean_probability=%.6f\n"
+                        "feature_occurrences=%d\nfeatures_used=%d\nplanted_auc=%.6f\n"
+                        "planted_logloss=%.6f\ntext_bytes=%d\nfile_bytes=%d\n",
+                        s.positives,
+                        s.examples > 0 ? static_cast<double>(s.positives) / s.examples : 0.0,
+                        s.mean_probability, s.feature_occurrences, s.features_used, s.auc,
+                        s.logloss, s.text_bytes, s.file_bytes);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::InternalError(absl::StrCat(path, ": cannot create (", std::strerror(errno), ")"));
+  }
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !wrote) {
+    return absl::InternalError(absl::StrCat(path, ": write failed (", std::strerror(errno), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string PlantedModelPath(const std::string& data_path) { return data_path + ".planted.txt"; }
+
+absl::StatusOr<PlantedModelStats> GenerateLibsvmFile(const std::string& path,
+                                                     const LibsvmGeneratorOptions& options) {
+  absl::StatusOr<LibsvmGenerator> gen = LibsvmGenerator::Create(options);
+  if (!gen.ok()) return gen.status();
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto elapsed = [start] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+
+  OutputFile out;
+  absl::Status s = out.Open(path, options.gzip || EndsWithGz(path));
+  if (!s.ok()) return s;
+
+  const int threads = options.threads;
+  std::unique_ptr<RankSet> used;
+  if (options.count_features_used && options.num_features <= kMaxCountedFeatures) {
+    used = std::make_unique<RankSet>(options.num_features);
+  }
+  // Worker t of every round adds to aucs[t]; one round generates at a time.
+  std::vector<AucAccumulator> aucs(threads);
+  PlantedModelStats stats;
+  double probability_sum = 0, logloss_sum = 0;
+  double last_progress = 0;
+
+  // Rounds of `threads` consecutive chunks, one per worker thread. While a
+  // round is being generated, this thread writes the previous one (writing
+  // is a fifth of the work), then sums its chunks in order.
+  Round rounds[2];
+  for (Round& r : rounds) r.chunks.resize(threads);
+  int64_t next = 0;
+  auto launch = [&](Round& round) {
+    round.workers.clear();
+    round.size = 0;
+    for (; round.size < threads && next < options.num_examples; ++round.size) {
+      const int64_t n = std::min(kChunkExamples, options.num_examples - next);
+      round.workers.emplace_back(GenerateChunk, std::cref(*gen), next, n, &round.chunks[round.size],
+                                 &aucs[round.size], used.get());
+      next += n;
+    }
+  };
+  launch(rounds[0]);
+  for (int cur = 0; rounds[cur].size > 0; cur ^= 1) {
+    Round& round = rounds[cur];
+    round.Join();
+    launch(rounds[cur ^ 1]);
+    for (int c = 0; c < round.size; ++c) {
+      const Chunk& chunk = round.chunks[c];
+      s = out.Write(chunk.text);
+      if (!s.ok()) return s;
+      stats.examples += chunk.examples;
+      stats.positives += chunk.positives;
+      stats.feature_occurrences += chunk.feature_occurrences;
+      stats.text_bytes += static_cast<int64_t>(chunk.text.size());
+      probability_sum += chunk.probability_sum;
+      logloss_sum += chunk.logloss_sum;
+    }
+    round.size = 0;
+    if (options.progress && options.progress_seconds > 0 &&
+        elapsed() - last_progress >= options.progress_seconds) {
+      last_progress = elapsed();
+      options.progress({stats.examples, stats.text_bytes, last_progress});
+    }
+  }
+  s = out.Close();
+  if (!s.ok()) return s;
+
+  for (int t = 1; t < threads; ++t) aucs[0].Merge(aucs[t]);
+  if (stats.examples > 0) {
+    stats.mean_probability = probability_sum / static_cast<double>(stats.examples);
+    stats.logloss = logloss_sum / static_cast<double>(stats.examples);
+  }
+  stats.auc = aucs[0].Auc();
+  if (used != nullptr) stats.features_used = used->Count();
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) stats.file_bytes = static_cast<int64_t>(st.st_size);
+  stats.seconds = elapsed();
+  s = WriteSidecar(path, options, stats);
+  if (!s.ok()) return s;
+  return stats;
+}
+
+}  // namespace ps

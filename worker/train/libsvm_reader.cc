@@ -1,0 +1,542 @@
+#include "worker/train/libsvm_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace ps {
+namespace libsvm_internal {
+
+// Bytes of one file in order, decompressed if need be.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Reads up to n >= 1 bytes into buf; returns how many, 0 only at the end.
+  virtual absl::StatusOr<size_t> Read(char* buf, size_t n) = 0;
+};
+
+}  // namespace libsvm_internal
+
+namespace {
+
+using libsvm_internal::ByteSource;
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+// A file descriptor closed on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// read(2) until n bytes or the end, retrying on EINTR; INTERNAL on error.
+absl::StatusOr<size_t> ReadFd(int fd, const std::string& path, char* buf, size_t n) {
+  for (;;) {
+    const ssize_t got = read(fd, buf, n);
+    if (got >= 0) return static_cast<size_t>(got);
+    if (errno == EINTR) continue;
+    const int err = errno;
+    if (err == EISDIR) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": is a directory; expected a LibSVM file"));
+    }
+    return absl::InternalError(absl::StrCat(path, ": read failed (", ErrnoText(err), ")"));
+  }
+}
+
+// A plain file: the bytes peeked at by Open, then the rest of the file.
+class PlainSource final : public ByteSource {
+ public:
+  PlainSource(std::string path, std::unique_ptr<Fd> fd, std::string peeked)
+      : path_(std::move(path)), fd_(std::move(fd)), peeked_(std::move(peeked)) {}
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    if (peeked_pos_ < peeked_.size()) {
+      const size_t take = std::min(n, peeked_.size() - peeked_pos_);
+      std::memcpy(buf, peeked_.data() + peeked_pos_, take);
+      peeked_pos_ += take;
+      return take;
+    }
+    return ReadFd(fd_->get(), path_, buf, n);
+  }
+
+ private:
+  const std::string path_;
+  std::unique_ptr<Fd> fd_;
+  std::string peeked_;
+  size_t peeked_pos_ = 0;
+};
+
+// A gzip file, inflated with zlib. Concatenated gzip members (as written by
+// `cat a.gz b.gz` or pigz) are read one after another.
+class GzipSource final : public ByteSource {
+ public:
+  GzipSource(std::string path, std::unique_ptr<Fd> fd, std::string peeked, size_t in_size)
+      : path_(std::move(path)),
+        fd_(std::move(fd)),
+        in_(std::max(in_size, peeked.size())),
+        compressed_read_(static_cast<int64_t>(peeked.size())) {
+    std::memcpy(in_.data(), peeked.data(), peeked.size());
+    stream_.next_in = reinterpret_cast<Bytef*>(in_.data());
+    stream_.avail_in = static_cast<uInt>(peeked.size());
+  }
+
+  ~GzipSource() override {
+    if (initialized_) inflateEnd(&stream_);
+  }
+
+  absl::Status Init() {
+    // 15 + 16: the largest window, gzip wrapper only.
+    const int rc = inflateInit2(&stream_, 15 + 16);
+    if (rc != Z_OK) {
+      return absl::InternalError(
+          absl::StrCat(path_, ": cannot start gzip decompression (zlib error ", rc, ")"));
+    }
+    initialized_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<size_t> Read(char* buf, size_t n) override {
+    // Caps the output of one call so avail_out fits zlib's 32-bit counter.
+    n = std::min<size_t>(n, 1u << 30);
+    stream_.next_out = reinterpret_cast<Bytef*>(buf);
+    stream_.avail_out = static_cast<uInt>(n);
+    while (stream_.avail_out == n) {
+      if (stream_.avail_in == 0) {
+        absl::StatusOr<size_t> got = ReadFd(fd_->get(), path_, in_.data(), in_.size());
+        if (!got.ok()) return got.status();
+        if (*got == 0) {
+          if (member_done_) return 0;
+          return absl::DataLossError(absl::StrCat(
+              path_, ": truncated gzip stream: the file ends after ", compressed_read_,
+              " compressed bytes in the middle of a gzip member; was it copied completely?"));
+        }
+        compressed_read_ += *got;
+        stream_.next_in = reinterpret_cast<Bytef*>(in_.data());
+        stream_.avail_in = static_cast<uInt>(*got);
+      }
+      if (member_done_) {
+        // More bytes after a complete member: the next member starts here.
+        inflateReset(&stream_);
+        member_done_ = false;
+      }
+      const int rc = inflate(&stream_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        member_done_ = true;
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        return absl::DataLossError(absl::StrCat(
+            path_, ": corrupt gzip data near compressed byte ", compressed_read_ - stream_.avail_in,
+            " (zlib: ", stream_.msg != nullptr ? stream_.msg : "error", " ", rc, ")"));
+      }
+    }
+    return n - stream_.avail_out;
+  }
+
+ private:
+  const std::string path_;
+  std::unique_ptr<Fd> fd_;
+  std::vector<char> in_;
+  z_stream stream_{};
+  bool initialized_ = false;
+  bool member_done_ = false;
+  int64_t compressed_read_;  // compressed bytes read from the file so far
+};
+
+constexpr unsigned char kGzipMagic0 = 0x1f;
+constexpr unsigned char kGzipMagic1 = 0x8b;
+
+absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& path, size_t block_size,
+                                                       bool* is_gzip) {
+  int raw;
+  do {
+    raw = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (raw < 0 && errno == EINTR);
+  if (raw < 0) {
+    const int err = errno;
+    const std::string msg = absl::StrCat(path, ": cannot open (", ErrnoText(err), ")");
+    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(msg);
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
+    return absl::InternalError(msg);
+  }
+  auto fd = std::make_unique<Fd>(raw);
+  // Peek with read() rather than pread() so that pipes work too; the peeked
+  // bytes are handed to the source, which returns them first.
+  std::string peeked(2, '\0');
+  size_t have = 0;
+  while (have < 2) {
+    absl::StatusOr<size_t> got = ReadFd(fd->get(), path, &peeked[have], 2 - have);
+    if (!got.ok()) return got.status();
+    if (*got == 0) break;
+    have += *got;
+  }
+  peeked.resize(have);
+  *is_gzip = have == 2 && static_cast<unsigned char>(peeked[0]) == kGzipMagic0 &&
+             static_cast<unsigned char>(peeked[1]) == kGzipMagic1;
+  if (!*is_gzip) return std::make_unique<PlainSource>(path, std::move(fd), std::move(peeked));
+  auto gzip = std::make_unique<GzipSource>(path, std::move(fd), std::move(peeked), block_size);
+  absl::Status s = gzip->Init();
+  if (!s.ok()) return s;
+  return std::unique_ptr<ByteSource>(std::move(gzip));
+}
+
+// --- Parsing one line ---
+
+enum class LineKind { kExample, kBlank, kBad };
+
+// What is wrong with a bad line: where (0-based byte offset in the line) and
+// the message after "PATH:LINE:COLUMN: ".
+struct LineError {
+  size_t offset = 0;
+  std::string message;
+};
+
+inline bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+inline bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+const char* TokenEnd(const char* p, const char* end) {
+  while (p < end && !IsBlank(*p)) ++p;
+  return p;
+}
+
+// A token for an error message: quoted, non-printable bytes escaped, and cut
+// after 40 bytes (a binary file can make a "token" of megabytes).
+std::string Quote(const char* b, const char* e) {
+  constexpr size_t kMax = 40;
+  const size_t n = static_cast<size_t>(e - b);
+  std::string out = absl::StrCat("'", absl::CHexEscape(absl::string_view(b, std::min(n, kMax))));
+  if (n > kMax) absl::StrAppend(&out, "...");
+  out += "'";
+  return out;
+}
+
+// Parses the decimal digits [b, e) into *v; false when empty, not all
+// digits, or above 2^64 - 1 (*overflow then says which).
+bool ParseUint64(const char* b, const char* e, uint64_t* v, bool* overflow) {
+  constexpr uint64_t kMaxDiv10 = UINT64_MAX / 10;
+  constexpr uint64_t kMaxMod10 = UINT64_MAX % 10;
+  *overflow = false;
+  if (b == e) return false;
+  uint64_t x = 0;
+  for (const char* p = b; p < e; ++p) {
+    if (!IsDigit(*p)) return false;
+    const uint64_t d = static_cast<uint64_t>(*p - '0');
+    if (x > kMaxDiv10 || (x == kMaxDiv10 && d > kMaxMod10)) *overflow = true;
+    x = x * 10 + d;
+  }
+  if (*overflow) return false;
+  *v = x;
+  return true;
+}
+
+// A finite decimal number, with an optional leading '+' (from_chars takes
+// only '-'). Values beyond float's range fail; tiny ones round towards 0.
+bool ParseFloat(const char* b, const char* e, float* v) {
+  if (b < e && *b == '+') {
+    ++b;
+    if (b < e && (*b == '-' || *b == '+')) return false;
+  }
+  if (b == e) return false;
+  const std::from_chars_result r = std::from_chars(b, e, *v);
+  if (r.ptr != e) return false;
+  if (r.ec == std::errc::result_out_of_range) {
+    // float under- or overflow: decide through double, whose range is wider.
+    double d;
+    const std::from_chars_result rd = std::from_chars(b, e, d);
+    if (rd.ec != std::errc() || rd.ptr != e) return false;
+    *v = static_cast<float>(d);
+  } else if (r.ec != std::errc()) {
+    return false;
+  }
+  return std::isfinite(*v);
+}
+
+// A label: a number equal to -1, 0 or 1. The common spellings are matched
+// without a float parse.
+bool ParseLabel(const char* b, const char* e, float* label) {
+  const size_t n = static_cast<size_t>(e - b);
+  if (n == 1 && (*b == '0' || *b == '1')) {
+    *label = *b == '1' ? 1.0f : 0.0f;
+    return true;
+  }
+  if (n == 2 && b[1] == '1' && (*b == '-' || *b == '+')) {
+    *label = *b == '+' ? 1.0f : 0.0f;
+    return true;
+  }
+  float v;
+  if (!ParseFloat(b, e, &v)) return false;
+  if (v == 1.0f) {
+    *label = 1.0f;
+    return true;
+  }
+  if (v == 0.0f || v == -1.0f) {
+    *label = 0.0f;
+    return true;
+  }
+  return false;
+}
+
+constexpr char kLabelExpectation[] = "expected a label (0, 1, -1 or +1)";
+
+// Explains why [tok, tok_end), where a feature was expected, is not one.
+LineError FeatureError(const char* line, const char* tok, const char* tok_end) {
+  LineError error;
+  error.offset = static_cast<size_t>(tok - line);
+  const char* colon = static_cast<const char*>(std::memchr(tok, ':', tok_end - tok));
+  const std::string got = Quote(tok, tok_end);
+  if (colon == nullptr) {
+    error.message = absl::StrCat("expected index:value, got ", got);
+    return error;
+  }
+  if (colon - tok == 3 && std::memcmp(tok, "qid", 3) == 0) {
+    error.message =
+        absl::StrCat("expected index:value, got ", got, " (qid:N must directly follow the label)");
+    return error;
+  }
+  uint64_t index;
+  bool overflow;
+  if (!ParseUint64(tok, colon, &index, &overflow)) {
+    error.message =
+        overflow ? absl::StrCat(
+                       "expected index:value with index <= 18446744073709551615 (2^64-1), "
+                       "got ",
+                       got)
+                 : absl::StrCat("expected index:value with an unsigned integer index, got ", got);
+    return error;
+  }
+  error.offset = static_cast<size_t>(colon + 1 - line);
+  error.message = absl::StrCat("expected index:value with a finite number as value, got ", got);
+  return error;
+}
+
+// Parses one line (without '\n') into *out, which the caller has cleared.
+LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError* error) {
+  const char* end = line + size;
+  if (end > line && end[-1] == '\r') --end;
+  if (const void* hash = std::memchr(line, '#', end - line)) end = static_cast<const char*>(hash);
+  const char* p = line;
+  while (p < end && IsBlank(*p)) ++p;
+  if (p == end) return LineKind::kBlank;
+
+  const char* tok_end = TokenEnd(p, end);
+  if (!ParseLabel(p, tok_end, &out->label)) {
+    error->offset = static_cast<size_t>(p - line);
+    const bool looks_like_feature = std::memchr(p, ':', tok_end - p) != nullptr;
+    error->message =
+        absl::StrCat(kLabelExpectation, looks_like_feature ? " first" : "", ", got ",
+                     Quote(p, tok_end), looks_like_feature ? "; is the label missing?" : "");
+    return LineKind::kBad;
+  }
+  p = tok_end;
+  while (p < end && IsBlank(*p)) ++p;
+
+  if (end - p >= 4 && std::memcmp(p, "qid:", 4) == 0) {
+    tok_end = TokenEnd(p, end);
+    bool overflow;
+    if (!ParseUint64(p + 4, tok_end, &out->qid, &overflow)) {
+      error->offset = static_cast<size_t>(p - line);
+      error->message =
+          absl::StrCat("expected qid:N with N an unsigned 64-bit integer, got ", Quote(p, tok_end));
+      return LineKind::kBad;
+    }
+    out->has_qid = true;
+    p = tok_end;
+  }
+
+  constexpr uint64_t kMaxDiv10 = UINT64_MAX / 10;
+  constexpr uint64_t kMaxMod10 = UINT64_MAX % 10;
+  for (;;) {
+    while (p < end && IsBlank(*p)) ++p;
+    if (p == end) return LineKind::kExample;
+    const char* tok = p;
+    uint64_t index = 0;
+    bool overflow = false;
+    while (p < end && IsDigit(*p)) {
+      const uint64_t d = static_cast<uint64_t>(*p - '0');
+      if (index > kMaxDiv10 || (index == kMaxDiv10 && d > kMaxMod10)) overflow = true;
+      index = index * 10 + d;
+      ++p;
+    }
+    if (p == tok || p == end || *p != ':' || overflow) {
+      *error = FeatureError(line, tok, TokenEnd(tok, end));
+      return LineKind::kBad;
+    }
+    ++p;  // ':'
+    float value;
+    // Binary features ("index:1") are the common case: skip the float parse.
+    if (p < end && *p == '1' && (p + 1 == end || IsBlank(p[1]))) {
+      value = 1.0f;
+      ++p;
+    } else {
+      const char* value_begin = p;
+      p = TokenEnd(p, end);
+      if (!ParseFloat(value_begin, p, &value)) {
+        *error = FeatureError(line, tok, p);
+        return LineKind::kBad;
+      }
+    }
+    out->indices.push_back(index);
+    out->values.push_back(value);
+  }
+}
+
+}  // namespace
+
+LibsvmReader::LibsvmReader(std::string path, const LibsvmOptions& options)
+    : path_(std::move(path)), options_(options) {}
+
+LibsvmReader::~LibsvmReader() = default;
+
+absl::StatusOr<std::unique_ptr<LibsvmReader>> LibsvmReader::Open(const std::string& path,
+                                                                 const LibsvmOptions& options) {
+  if (options.block_size == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": LibsvmOptions.block_size is 0; expected at least 1 byte"));
+  }
+  std::unique_ptr<LibsvmReader> reader(new LibsvmReader(path, options));
+  absl::Status s = reader->Reset();
+  if (!s.ok()) return s;
+  return reader;
+}
+
+absl::Status LibsvmReader::Reset() {
+  source_.reset();
+  begin_ = end_ = scanned_ = 0;
+  at_eof_ = false;
+  sticky_error_ = absl::OkStatus();
+  lines_read_ = examples_read_ = bytes_read_ = bad_lines_ = 0;
+  bad_line_messages_.clear();
+  absl::StatusOr<std::unique_ptr<libsvm_internal::ByteSource>> source =
+      OpenSource(path_, options_.block_size, &is_gzip_);
+  if (!source.ok()) {
+    // Later calls report the failure instead of reading a closed source.
+    sticky_error_ = source.status();
+    return source.status();
+  }
+  source_ = std::move(*source);
+  return absl::OkStatus();
+}
+
+absl::Status LibsvmReader::Rewind() { return Reset(); }
+
+absl::Status LibsvmReader::Fill() {
+  const size_t pending = end_ - begin_;
+  if (pending >= options_.max_line_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ":", lines_read_ + 1, ": line is longer than ", options_.max_line_bytes,
+                     " bytes (LibsvmOptions.max_line_bytes); is this a LibSVM text file?"));
+  }
+  if (begin_ > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + begin_, pending);
+    scanned_ -= begin_;
+    begin_ = 0;
+    end_ = pending;
+  }
+  const size_t block = options_.block_size;
+  if (buffer_.size() < end_ + block) buffer_.resize(end_ + block);
+  absl::StatusOr<size_t> got = source_->Read(buffer_.data() + end_, block);
+  if (!got.ok()) return got.status();
+  if (*got == 0) at_eof_ = true;
+  end_ += *got;
+  bytes_read_ += static_cast<int64_t>(*got);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> LibsvmReader::NextLine(const char** line, size_t* size) {
+  for (;;) {
+    const char* base = buffer_.data();
+    if (const void* found = std::memchr(base + scanned_, '\n', end_ - scanned_)) {
+      const char* newline = static_cast<const char*>(found);
+      *line = base + begin_;
+      *size = static_cast<size_t>(newline - *line);
+      begin_ = scanned_ = static_cast<size_t>(newline - base) + 1;
+      return true;
+    }
+    scanned_ = end_;
+    if (at_eof_) {
+      if (begin_ == end_) return false;
+      // The last line has no '\n'.
+      *line = base + begin_;
+      *size = end_ - begin_;
+      begin_ = end_;
+      return true;
+    }
+    absl::Status s = Fill();
+    if (!s.ok()) return s;
+  }
+}
+
+absl::StatusOr<bool> LibsvmReader::Next(SparseExample* out) {
+  if (!sticky_error_.ok()) return sticky_error_;
+  for (;;) {
+    const char* line;
+    size_t size;
+    absl::StatusOr<bool> got = NextLine(&line, &size);
+    if (!got.ok()) {
+      sticky_error_ = got.status();
+      return sticky_error_;
+    }
+    if (!*got) return false;
+    ++lines_read_;
+    out->Clear();
+    LineError error;
+    switch (ParseLine(line, size, out, &error)) {
+      case LineKind::kExample:
+        ++examples_read_;
+        return true;
+      case LineKind::kBlank:
+        continue;
+      case LineKind::kBad:
+        break;
+    }
+    absl::Status bad = absl::InvalidArgumentError(
+        absl::StrCat(path_, ":", lines_read_, ":", error.offset + 1, ": ", error.message));
+    if (!options_.skip_bad_lines) {
+      sticky_error_ = bad;
+      return bad;
+    }
+    ++bad_lines_;
+    if (bad_line_messages_.size() < options_.max_bad_line_messages) {
+      bad_line_messages_.emplace_back(bad.message());
+    }
+  }
+}
+
+absl::Status LibsvmReader::NextBatch(size_t max, std::vector<SparseExample>* out) {
+  size_t n = 0;
+  absl::Status status;
+  while (n < max) {
+    if (n == out->size()) out->emplace_back();
+    absl::StatusOr<bool> got = Next(&(*out)[n]);
+    if (!got.ok()) {
+      status = got.status();
+      break;
+    }
+    if (!*got) break;
+    ++n;
+  }
+  out->resize(n);
+  return status;
+}
+
+}  // namespace ps
