@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/hash.h"
 #include "common/hash_ring.h"
 
 namespace ps {
@@ -20,6 +21,14 @@ namespace ps {
 struct PlacementConfig {
   uint64_t slice_size = 4096;  // keys per slice, >= 1
   int virtual_nodes = HashRing::kDefaultVirtualNodes;
+};
+
+// How a table's keys map to slices: dense tables by runs of slice_size
+// consecutive keys (Placement::SliceOf), sparse tables by hash into
+// num_buckets slices (Placement::SparseSliceOf).
+struct TableLayout {
+  bool sparse = false;
+  uint64_t num_buckets = 0;  // sparse tables only
 };
 
 // A run of consecutive keys [begin, end) inside one slice.
@@ -41,6 +50,18 @@ class Placement {
   int OwnerOfSlice(absl::string_view table, uint64_t slice) const;
   int OwnerOfKey(absl::string_view table, uint64_t key) const {
     return OwnerOfSlice(table, SliceOf(key));
+  }
+  uint64_t SliceOf(const TableLayout& layout, uint64_t key) const {
+    return layout.sparse ? SparseSliceOf(key, layout.num_buckets) : SliceOf(key);
+  }
+  // Sparse tables: the slice of a key is hash(key) mod num_buckets (mapped
+  // by a multiply, not a division, from the hash's high bits).
+  static uint64_t SparseSliceOf(uint64_t key, uint64_t num_buckets) {
+    return SparseSliceOfHash(Mix64(key), num_buckets);
+  }
+  // The same from Mix64(key), for callers that need the hash too.
+  static uint64_t SparseSliceOfHash(uint64_t hash, uint64_t num_buckets) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(hash) * num_buckets) >> 64);
   }
   // The same with the table's name hashed once (TableHash), for loops over
   // many keys of one table.

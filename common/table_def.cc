@@ -1,6 +1,7 @@
 #include "common/table_def.h"
 
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -12,14 +13,112 @@ absl::Status Bad(const proto::TableDef& def, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("table '", def.name(), "': ", what));
 }
 
+// OK when value is in [0, 1) (a decay rate), else names the field.
+absl::Status CheckDecay(const proto::TableDef& def, absl::string_view field, float value) {
+  if (value >= 0 && value < 1) return absl::OkStatus();
+  return Bad(def, absl::StrCat(field, " must be in [0, 1), got ", value));
+}
+
+// OK when value >= 0, else names the field.
+absl::Status CheckNonNegative(const proto::TableDef& def, absl::string_view field, float value) {
+  if (value >= 0) return absl::OkStatus();
+  return Bad(def, absl::StrCat(field, " must be >= 0, got ", value));
+}
+
+// The optimizer's hyper-parameters, the schedule's and the gradient
+// transform's. Each range is checked whichever optimizer and schedule the
+// table uses (the defaults, 0, are in range), so that a value meant for
+// another rule cannot hide a typo; what only one rule needs is checked for
+// that rule.
+absl::Status ValidateOptimizer(const proto::TableDef& def) {
+  if (def.learning_rate() <= 0) {
+    return Bad(def, absl::StrCat("learning_rate must be > 0, got ", def.learning_rate()));
+  }
+  const std::pair<absl::string_view, float> decays[] = {
+      {"momentum", def.momentum()}, {"beta1", def.beta1()}, {"beta2", def.beta2()},
+      {"rho", def.rho()}};
+  for (const auto& [field, value] : decays) {
+    if (absl::Status s = CheckDecay(def, field, value); !s.ok()) return s;
+  }
+  const std::pair<absl::string_view, float> non_negative[] = {
+      {"initial_accumulator", def.initial_accumulator()},
+      {"epsilon", def.epsilon()},
+      {"ftrl_beta", def.ftrl_beta()},
+      {"l1", def.l1()},
+      {"l2", def.l2()},
+      {"weight_decay", def.weight_decay()},
+      {"clip_value", def.clip_value()},
+      {"clip_norm", def.clip_norm()}};
+  for (const auto& [field, value] : non_negative) {
+    if (absl::Status s = CheckNonNegative(def, field, value); !s.ok()) return s;
+  }
+  switch (def.optimizer()) {
+    case proto::OPT_ADAGRAD:
+      if (def.initial_accumulator() == 0 && def.epsilon() == 0) {
+        return Bad(def,
+                   "AdaGrad needs initial_accumulator > 0 or epsilon > 0 "
+                   "(else the first step divides by zero)");
+      }
+      break;
+    case proto::OPT_RMSPROP:
+    case proto::OPT_ADAM:
+      if (def.epsilon() == 0) {
+        return Bad(def, absl::StrCat(proto::OptimizerKind_Name(def.optimizer()),
+                                     " needs epsilon > 0 (else a value whose gradients "
+                                     "were all 0 divides 0 by 0)"));
+      }
+      break;
+    default:
+      break;
+  }
+  switch (def.lr_schedule()) {
+    case proto::LR_STEP:
+      if (def.lr_step_clocks() == 0) return Bad(def, "LR_STEP needs lr_step_clocks >= 1, got 0");
+      if (!(def.lr_gamma() > 0 && def.lr_gamma() <= 1)) {
+        return Bad(def, absl::StrCat("LR_STEP needs lr_gamma in (0, 1], got ", def.lr_gamma()));
+      }
+      break;
+    case proto::LR_INV_SQRT:
+      if (!(def.lr_decay_offset() > 0)) {
+        return Bad(def, absl::StrCat("LR_INV_SQRT needs lr_decay_offset > 0, got ",
+                                     def.lr_decay_offset()));
+      }
+      break;
+    default:
+      break;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateTableDef(const proto::TableDef& def) {
   if (def.name().empty()) return Bad(def, "name is empty");
   if (def.name().size() > 256) return Bad(def, "name longer than 256 bytes");
+  if (!proto::TableKind_IsValid(def.kind())) {
+    return Bad(def, absl::StrCat("unknown kind ", def.kind()));
+  }
   if (def.width() == 0) return Bad(def, "width must be >= 1");
-  if (def.num_keys() == 0) return Bad(def, "num_keys must be >= 1");
-  if (def.num_keys() > kMaxTableValues / def.width()) {
+  if (def.kind() == proto::TABLE_SPARSE) {
+    if (def.num_keys() != 0) {
+      return Bad(def, absl::StrCat("a sparse table takes any uint64 key: leave num_keys 0, got ",
+                                   def.num_keys()));
+    }
+    if (def.width() > kMaxSparseWidth) {
+      return Bad(def, absl::StrCat("width must be <= ", kMaxSparseWidth,
+                                   " for a sparse table, got ", def.width()));
+    }
+    if (def.num_buckets() > kMaxSparseBuckets) {
+      return Bad(def, absl::StrCat("num_buckets must be <= ", kMaxSparseBuckets, ", got ",
+                                   def.num_buckets()));
+    }
+  } else if (def.num_buckets() != 0) {
+    return Bad(def, absl::StrCat("num_buckets is for sparse tables (kind TABLE_SPARSE), got ",
+                                 def.num_buckets(), " on a dense table"));
+  } else if (def.num_keys() == 0) {
+    return Bad(def, "num_keys must be >= 1");
+  }
+  if (def.kind() == proto::TABLE_DENSE && def.num_keys() > kMaxTableValues / def.width()) {
     return Bad(def, absl::StrCat("num_keys * width = ", def.num_keys(), " * ", def.width(),
                                  " exceeds the limit of ", kMaxTableValues, " values"));
   }
@@ -29,9 +128,31 @@ absl::Status ValidateTableDef(const proto::TableDef& def) {
   if (!proto::OptimizerKind_IsValid(def.optimizer())) {
     return Bad(def, absl::StrCat("unknown optimizer ", def.optimizer()));
   }
-  for (float v : {def.init_low(), def.init_high(), def.init_mean(), def.init_stddev(),
-                  def.learning_rate(), def.initial_accumulator(), def.epsilon()}) {
-    if (!std::isfinite(v)) return Bad(def, "a hyper-parameter is not finite");
+  if (!proto::LrSchedule_IsValid(def.lr_schedule())) {
+    return Bad(def, absl::StrCat("unknown lr_schedule ", def.lr_schedule()));
+  }
+  const std::pair<absl::string_view, float> floats[] = {
+      {"init_low", def.init_low()},
+      {"init_high", def.init_high()},
+      {"init_mean", def.init_mean()},
+      {"init_stddev", def.init_stddev()},
+      {"learning_rate", def.learning_rate()},
+      {"initial_accumulator", def.initial_accumulator()},
+      {"epsilon", def.epsilon()},
+      {"momentum", def.momentum()},
+      {"beta1", def.beta1()},
+      {"beta2", def.beta2()},
+      {"rho", def.rho()},
+      {"ftrl_beta", def.ftrl_beta()},
+      {"l1", def.l1()},
+      {"l2", def.l2()},
+      {"weight_decay", def.weight_decay()},
+      {"clip_value", def.clip_value()},
+      {"clip_norm", def.clip_norm()},
+      {"lr_gamma", def.lr_gamma()},
+      {"lr_decay_offset", def.lr_decay_offset()}};
+  for (const auto& [field, value] : floats) {
+    if (!std::isfinite(value)) return Bad(def, absl::StrCat(field, " must be finite, got ", value));
   }
   if (def.initializer() == proto::INIT_UNIFORM && !(def.init_low() <= def.init_high())) {
     return Bad(def, absl::StrCat("uniform initializer needs init_low <= init_high, got [",
@@ -41,24 +162,7 @@ absl::Status ValidateTableDef(const proto::TableDef& def) {
     return Bad(def,
                absl::StrCat("normal initializer needs init_stddev >= 0, got ", def.init_stddev()));
   }
-  if (def.learning_rate() <= 0) {
-    return Bad(def, absl::StrCat("learning_rate must be > 0, got ", def.learning_rate()));
-  }
-  if (def.optimizer() == proto::OPT_ADAGRAD) {
-    if (def.initial_accumulator() < 0) {
-      return Bad(def,
-                 absl::StrCat("initial_accumulator must be >= 0, got ", def.initial_accumulator()));
-    }
-    if (def.epsilon() < 0) {
-      return Bad(def, absl::StrCat("epsilon must be >= 0, got ", def.epsilon()));
-    }
-    if (def.initial_accumulator() == 0 && def.epsilon() == 0) {
-      return Bad(def,
-                 "AdaGrad needs initial_accumulator > 0 or epsilon > 0 "
-                 "(else the first step divides by zero)");
-    }
-  }
-  return absl::OkStatus();
+  return ValidateOptimizer(def);
 }
 
 bool SameTableDef(const proto::TableDef& a, const proto::TableDef& b) {
@@ -66,10 +170,47 @@ bool SameTableDef(const proto::TableDef& a, const proto::TableDef& b) {
 }
 
 std::string TableDefSummary(const proto::TableDef& def) {
-  return absl::StrCat("'", def.name(), "' keys=", def.num_keys(), " width=", def.width(),
-                      " init=", proto::Initializer_Name(def.initializer()),
-                      " opt=", proto::OptimizerKind_Name(def.optimizer()),
-                      " lr=", def.learning_rate());
+  std::string s = absl::StrCat("'", def.name(), "' keys=", def.num_keys(), " width=", def.width(),
+                               " init=", proto::Initializer_Name(def.initializer()),
+                               " opt=", proto::OptimizerKind_Name(def.optimizer()),
+                               " lr=", def.learning_rate());
+  // The rule's own hyper-parameters, then whatever else is not the default.
+  switch (def.optimizer()) {
+    case proto::OPT_ADAGRAD:
+      absl::StrAppend(&s, " initial_accumulator=", def.initial_accumulator(),
+                      " epsilon=", def.epsilon());
+      break;
+    case proto::OPT_MOMENTUM:
+    case proto::OPT_NESTEROV:
+      absl::StrAppend(&s, " momentum=", def.momentum());
+      break;
+    case proto::OPT_RMSPROP:
+      absl::StrAppend(&s, " rho=", def.rho(), " epsilon=", def.epsilon());
+      break;
+    case proto::OPT_ADAM:
+      absl::StrAppend(&s, " beta1=", def.beta1(), " beta2=", def.beta2(),
+                      " epsilon=", def.epsilon());
+      break;
+    case proto::OPT_FTRL:
+      absl::StrAppend(&s, " ftrl_beta=", def.ftrl_beta(), " l1=", def.l1(), " l2=", def.l2());
+      break;
+    default:
+      break;
+  }
+  if (def.lr_schedule() == proto::LR_STEP) {
+    absl::StrAppend(&s, " schedule=LR_STEP(gamma=", def.lr_gamma(),
+                    " every=", def.lr_step_clocks(), ")");
+  } else if (def.lr_schedule() == proto::LR_INV_SQRT) {
+    absl::StrAppend(&s, " schedule=LR_INV_SQRT(offset=", def.lr_decay_offset(), ")");
+  }
+  if (def.warmup_clocks() != 0) absl::StrAppend(&s, " warmup=", def.warmup_clocks());
+  if (def.clip_value() != 0) absl::StrAppend(&s, " clip_value=", def.clip_value());
+  if (def.clip_norm() != 0) absl::StrAppend(&s, " clip_norm=", def.clip_norm());
+  if (def.weight_decay() != 0) absl::StrAppend(&s, " weight_decay=", def.weight_decay());
+  if (def.kind() != proto::TABLE_DENSE) {
+    absl::StrAppend(&s, " kind=", proto::TableKind_Name(def.kind()));
+  }
+  return s;
 }
 
 }  // namespace ps

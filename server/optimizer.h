@@ -1,9 +1,48 @@
-// Server-side update rules, applied to contiguous runs of a slice.
+// Server-side update rules (proto::OptimizerKind) with gradient clipping,
+// weight decay and a learning-rate schedule, applied to the rows of a table.
 //
 // An Optimizer is built once per table from its definition and is immutable;
-// Apply is thread-safe as long as callers do not share the memory it writes
-// (the store holds the slice lock). Kernels are Eigen maps over contiguous
-// floats, so they vectorize.
+// Apply and ApplyRows are thread-safe as long as callers do not share the
+// memory they write (the store holds the slice lock). The caller owns the
+// values and the state; the optimizer only says how much state it needs.
+//
+// One call applies one push, stamped with the worker's clock t:
+//   1. lr = learning_rate, scheduled by lr_schedule:
+//        LR_CONSTANT  lr
+//        LR_STEP      lr * lr_gamma ^ floor(t / lr_step_clocks)
+//        LR_INV_SQRT  lr / sqrt(lr_decay_offset + t)
+//      then, for t < warmup_clocks, lr *= (t + 1) / warmup_clocks.
+//   2. Per row (width values) of the gradient g, each step off when its
+//      parameter is 0: every value clipped to [-clip_value, clip_value]; the
+//      row scaled by clip_norm / ||g|| when its L2 norm ||g|| > clip_norm;
+//      g += weight_decay * w (w before this update).
+//   3. The rule, per value:
+//        SGD       w -= lr * g
+//        AdaGrad   acc += g^2; w -= lr * g / (sqrt(acc) + epsilon)
+//        Momentum  v = momentum * v + g; w -= lr * v
+//        Nesterov  v = momentum * v + g; w -= lr * (g + momentum * v)
+//        RMSProp   s = rho * s + (1 - rho) * g^2; w -= lr * g / (sqrt(s) + epsilon)
+//        Adam      m = beta1 * m + (1 - beta1) * g; v = beta2 * v + (1 - beta2) * g^2;
+//                  with n = t + 1, w -= lr * (m / (1 - beta1^n))
+//                                    / (sqrt(v / (1 - beta2^n)) + epsilon)
+//        FTRL      (FTRL-Proximal, McMahan et al. 2013; alpha = lr)
+//                  sigma = (sqrt(n + g^2) - sqrt(n)) / alpha;
+//                  z += g - sigma * w; n += g^2;
+//                  w = 0 when |z| <= l1 (exactly zero), else
+//                  w = -(z - sign(z) * l1) / ((ftrl_beta + sqrt(n)) / alpha + l2)
+//      All state starts at 0 except AdaGrad's acc (initial_accumulator).
+//
+// State layout: state_per_value() floats per value, interleaved: the state of
+// value i of a run is state[i * state_per_value() + j], j in [0,
+// state_per_value()), the slots being AdaGrad {acc}, Momentum and Nesterov
+// {v}, RMSProp {s}, Adam {m, v}, FTRL {z, n}. So the state of the values
+// starting at offset `at` starts at state + at * state_per_value(), and a
+// row's state is self-contained (width * state_per_value() floats).
+//
+// Runs go through a vector kernel 16 values at a time, whose square root is
+// Eigen's fast one (within a few ulps), and a scalar loop for what is left
+// (all of a row shorter than 16, a long run's head up to a 64-byte boundary
+// and its tail): the last bits of a result may depend on which one it took.
 #ifndef PS_SERVER_OPTIMIZER_H_
 #define PS_SERVER_OPTIMIZER_H_
 
@@ -23,33 +62,31 @@ class Optimizer {
   // Floats of optimizer state kept per parameter value (0 for SGD).
   virtual int state_per_value() const = 0;
 
-  // Initial state for n values (n * state_per_value() floats).
+  // Writes the initial state to n floats at `state`: the state of n /
+  // state_per_value() values (n is a float count, a multiple of
+  // state_per_value(), as callers size state buffers: 0 for SGD).
   virtual void InitState(float* state, size_t n) const = 0;
 
-  // Applies gradient g to weights w (n values) and their state.
-  virtual void Apply(float* w, float* state, const float* g, size_t n) const = 0;
-  // The same for a few values (a row of a key list): a plain loop, without
-  // the vector kernel's set-up.
-  virtual void ApplySmall(float* w, float* state, const float* g, size_t n) const = 0;
-  // Rows of a key list that lie in one slice, whose values start at w (its
-  // state at `state`): row r is key keys[r], at (keys[r] - first_key) *
-  // width, and gets gradient g + r * width; a key listed twice is updated
-  // twice, in order. With `out`, row r's new values are copied to out + r *
-  // width floats (bytes, any alignment). Upcoming rows are prefetched, since they are scattered.
-  virtual void ApplyRows(float* w, float* state, const uint64_t* keys, size_t num_rows,
-                         uint64_t first_key, size_t width, const float* g, char* out) const = 0;
+  // Applies gradients g to `rows` consecutive rows of `width` values at w
+  // (their state at `state`, rows * width * state_per_value() floats in the
+  // layout above; may be null when state_per_value() is 0), for a push
+  // stamped with worker clock `clock`. g is not modified.
+  virtual void Apply(float* w, float* state, const float* g, size_t rows, size_t width,
+                     uint64_t clock) const = 0;
+
+  // Rows scattered in memory (rows of a key list, or of a sparse table): row r
+  // is at w_rows[r] (its state at state_rows[r], width * state_per_value()
+  // floats; state_rows may be null when state_per_value() is 0) and gets
+  // gradient g + r * width. A row may be listed twice: updated twice, in
+  // order. With `out`, row r's new values are copied to out + r * width *
+  // sizeof(float) (bytes, any alignment). Upcoming rows are prefetched (they
+  // are scattered in memory).
+  virtual void ApplyRows(float* const* w_rows, float* const* state_rows, const float* g,
+                         size_t num_rows, size_t width, uint64_t clock, char* out) const = 0;
 };
 
-// Plain SGD: w -= lr * g.
-std::unique_ptr<Optimizer> MakeSgd(float learning_rate);
-
-// AdaGrad (Duchi et al.; DistBelief's per-parameter learning rate):
-//   acc += g * g;  w -= lr * g / (sqrt(acc) + epsilon), acc starting at
-//   initial_accumulator.
-std::unique_ptr<Optimizer> MakeAdagrad(float learning_rate, float initial_accumulator,
-                                       float epsilon);
-
-// From a table definition. Errors: INVALID_ARGUMENT for an unknown kind.
+// From a table definition (validated by ValidateTableDef). Errors:
+// INVALID_ARGUMENT naming the table for an unknown optimizer or lr_schedule.
 absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const proto::TableDef& def);
 
 }  // namespace ps

@@ -108,7 +108,7 @@ absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
     if (!fresh.ok()) return fresh.status();
     reply.set_duplicate(!*fresh);
   } else {
-    auto result = store_.Push(h.table(), args.keys, args.values, admit);
+    auto result = store_.Push(h.table(), args.keys, args.values, h.clock(), admit);
     if (!result.ok()) return result.status();
     reply.set_duplicate(result->duplicate);
     reply.set_version(result->version);
@@ -230,7 +230,7 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   }
   // Applied and read back under one lock per run (ShardStore::PushAndRead).
   auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id()); };
-  auto pushed = store_.PushAndRead(h.table(), args->keys, args->values, admit,
+  auto pushed = store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit,
                                    [&allocate](size_t n) { return allocate(n); });
   if (!pushed.ok()) {
     done(pushed.status());
@@ -354,8 +354,13 @@ absl::StatusOr<proto::HeartbeatResponse> PsCore::Heartbeat(const proto::Heartbea
   return reply;
 }
 
-proto::InfoResponse PsCore::Info() const {
+absl::StatusOr<proto::InfoResponse> PsCore::Info(const proto::InfoRequest& request) const {
   proto::InfoResponse info;
+  if (!request.table().empty()) {
+    absl::StatusOr<proto::TableDef> def = store_.GetTableDef(request.table());
+    if (!def.ok()) return def.status();
+    *info.mutable_table() = *std::move(def);
+  }
   info.set_server_index(options_.server_index);
   info.set_num_servers(options_.num_servers);
   info.set_virtual_nodes(options_.placement.virtual_nodes);

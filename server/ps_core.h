@@ -122,7 +122,9 @@ class PsCore {
   // ALREADY_EXISTS (another live process holds this worker id: names it).
   absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request);
 
-  proto::InfoResponse Info() const;
+  // This server's place in the cluster; with request.table, also that
+  // table's definition (NOT_FOUND naming it when absent).
+  absl::StatusOr<proto::InfoResponse> Info(const proto::InfoRequest& request) const;
   proto::StatsResponse Stats();
 
   // Expires leases and fails parked calls past their deadline, as of the

@@ -233,9 +233,11 @@ grpc::ServerUnaryReactor* PsService::PushBatch(grpc::CallbackServerContext* ctx,
 }
 
 grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
-                                          const proto::InfoRequest*, proto::InfoResponse* resp) {
-  *resp = core_->Info();
-  return Finish(ctx, absl::OkStatus());
+                                          const proto::InfoRequest* req,
+                                          proto::InfoResponse* resp) {
+  absl::StatusOr<proto::InfoResponse> reply = core_->Info(*req);
+  if (reply.ok()) *resp = *std::move(reply);
+  return Finish(ctx, reply.status());
 }
 
 grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/table_def.h"
+#include "common/table_layout.h"
 #include "server/initializer.h"
 
 namespace ps {
@@ -21,12 +22,19 @@ struct Slice {
 
 // A table's definition, optimizer and owned slices. The slice vector is built
 // in the constructor and never resized, so it is read without a lock; each
-// slice guards its own memory.
+// slice guards its own memory. A sparse table keeps its rows in a
+// SparseTable instead (and no dense slices).
 class ShardStore::Table {
  public:
   Table(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
-        const Placement& placement)
+        const Placement& placement, MemoryBudget* budget)
       : def_(def), optimizer_(std::move(optimizer)) {
+    if (def.kind() == proto::TABLE_SPARSE) {
+      absl::StatusOr<std::unique_ptr<Optimizer>> own = MakeOptimizer(def);
+      sparse_ = std::make_unique<SparseTable>(def, *std::move(own), server_index, placement,
+                                              budget);
+      return;
+    }
     const uint64_t slice_size = placement.config().slice_size;
     const uint64_t num_slices = (def.num_keys() + slice_size - 1) / slice_size;
     slices_.resize(num_slices);
@@ -47,12 +55,15 @@ class ShardStore::Table {
   const proto::TableDef& def() const { return def_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   Slice* slice(uint64_t s) const { return slices_[s].get(); }
-  std::atomic<uint64_t>& version() { return version_; }
+  // Null for a dense table.
+  SparseTable* sparse() const { return sparse_.get(); }
+  std::atomic<uint64_t>& version() { return sparse_ ? sparse_->version() : version_; }
 
  private:
   const proto::TableDef def_;
   const std::unique_ptr<Optimizer> optimizer_;
   std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
+  std::unique_ptr<SparseTable> sparse_;
   std::atomic<uint64_t> version_{0};
 };
 
@@ -106,9 +117,6 @@ void ForEachSliceGroup(const KeySpec& keys, uint64_t slice_size, Fn fn) {
   }
 }
 
-// Runs of at most this many values (rows of key lists) are applied with a
-// plain loop instead of the vector kernel.
-constexpr uint64_t kSmallRun = 16;
 
 // Copies n floats (a single one without a library call: rows of key lists).
 void CopyRun(char* dst, const float* src, uint64_t n) {
@@ -162,7 +170,10 @@ uint64_t KeySpec::size() const {
 }
 
 ShardStore::ShardStore(int server_index, const Placement& placement, StoreLimits limits)
-    : server_index_(server_index), placement_(placement), limits_(limits) {}
+    : server_index_(server_index),
+      placement_(placement),
+      limits_(limits),
+      budget_(limits.memory_budget_bytes) {}
 
 ShardStore::~ShardStore() = default;
 
@@ -182,6 +193,12 @@ constexpr uint64_t kSliceOverheadBytes = 128;
 absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) const {
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
   if (!optimizer.ok()) return optimizer.status();
+  if (def.kind() == proto::TABLE_SPARSE) {
+    // Empty at creation: slice pointers, and the owned slices' locks and
+    // maps; rows are charged as pushes create them.
+    const uint64_t buckets = LayoutOf(def).num_buckets;
+    return buckets * (sizeof(void*) + kSliceOverheadBytes);
+  }
   const uint64_t slice_size = placement_.config().slice_size;
   const uint64_t num_slices = def.num_keys() / slice_size + (def.num_keys() % slice_size != 0);
   const uint64_t floats_per_key = uint64_t{def.width()} * (1 + (*optimizer)->state_per_value());
@@ -209,10 +226,7 @@ absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) cons
   return bytes >= 0x1p63L ? uint64_t{1} << 63 : static_cast<uint64_t>(bytes);
 }
 
-uint64_t ShardStore::bytes_used() const {
-  absl::ReaderMutexLock lock(&tables_mu_);
-  return bytes_used_;
-}
+uint64_t ShardStore::bytes_used() const { return budget_.used(); }
 
 absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   if (absl::Status s = ValidateTableDef(def); !s.ok()) return s;
@@ -232,26 +246,25 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
           " on server ", server_index_, ", over the limit of ", limits_.max_tables,
           " tables (ps_server --max_tables)"));
     }
-    const uint64_t left = limits_.memory_budget_bytes - std::min(bytes_used_, limits_.memory_budget_bytes);
-    if (*bytes > left) {
+    if (!budget_.TryCharge(*bytes)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "table '", def.name(), "' needs ", *bytes, " bytes on server ", server_index_,
-          " (its slices here with optimizer state), but only ", left, " of the memory budget of ",
-          limits_.memory_budget_bytes,
+          " (its slices here with optimizer state), but only ", budget_.left(),
+          " of the memory budget of ", budget_.limit(),
           " bytes are left (ps_server --memory_budget_mb); use fewer keys or more servers"));
     }
-    bytes_used_ += *bytes;
     ++tables_pending_;
   }
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
   // Build outside the lock (initialization touches every value), then insert;
   // a concurrent creator of the same table may win the race.
-  auto table = std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_);
+  auto table =
+      std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_, &budget_);
   absl::MutexLock lock(&tables_mu_);
   --tables_pending_;
   auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
   if (inserted) return true;
-  bytes_used_ -= *bytes;
+  budget_.Release(*bytes);
   if (SameTableDef(it->second->def(), def)) return false;
   return Conflict(it->second->def(), def);
 }
@@ -328,6 +341,14 @@ absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTableForKeys(
   absl::StatusOr<std::shared_ptr<Table>> table = FindTable(table_name);
   if (!table.ok()) return table.status();
   const Table* t = table->get();
+  if (t->sparse() != nullptr) {
+    if (!keys.is_list) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table '", table_name, "' is sparse: it takes key lists, not ranges"));
+    }
+    if (absl::Status s = t->sparse()->CheckOwned(keys.keys); !s.ok()) return s;
+    return table;
+  }
   absl::Status s = CheckKeys(t->def(), keys, placement_, server_index_,
                              [t](uint64_t slice) { return t->slice(slice) != nullptr; });
   if (!s.ok()) return s;
@@ -337,25 +358,25 @@ absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTableForKeys(
 absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table,
                                                         const KeySpec& keys,
                                                         absl::Span<const float> grads) {
-  return Push(table, keys, grads, [] { return absl::StatusOr<bool>(true); });
+  return Push(table, keys, grads, 0, [] { return absl::StatusOr<bool>(true); });
 }
 
 absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_name,
                                                         const KeySpec& keys,
                                                         absl::Span<const float> grads,
-                                                        Admit admit) {
-  return PushImpl(table_name, keys, grads, admit, nullptr);
+                                                        uint64_t clock, Admit admit) {
+  return PushImpl(table_name, keys, grads, clock, admit, nullptr);
 }
 
 absl::StatusOr<ShardStore::PushResult> ShardStore::PushAndRead(
-    absl::string_view table, const KeySpec& keys, absl::Span<const float> grads, Admit admit,
-    absl::FunctionRef<char*(size_t bytes)> allocate) {
-  return PushImpl(table, keys, grads, admit, &allocate);
+    absl::string_view table, const KeySpec& keys, absl::Span<const float> grads, uint64_t clock,
+    Admit admit, absl::FunctionRef<char*(size_t bytes)> allocate) {
+  return PushImpl(table, keys, grads, clock, admit, &allocate);
 }
 
 absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
     absl::string_view table_name, const KeySpec& keys, absl::Span<const float> grads,
-    Admit admit, const absl::FunctionRef<char*(size_t bytes)>* allocate) {
+    uint64_t clock, Admit admit, const absl::FunctionRef<char*(size_t bytes)>* allocate) {
   absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
   if (!found.ok()) return found.status();
   Table& table = **found;
@@ -380,6 +401,12 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
                                               grads.size(), " values read back"));
     }
   }
+  if (SparseTable* sparse = table.sparse()) {
+    // Creates missing rows (charging the budget), then admits and applies.
+    absl::StatusOr<bool> applied = sparse->Push(keys.keys, grads, clock, admit, dst);
+    if (!applied.ok()) return applied.status();
+    return PushResult{!*applied, table.version().load()};
+  }
   // Last: once admitted, the push is recorded as applied.
   absl::StatusOr<bool> fresh = admit();
   if (!fresh.ok()) return fresh.status();
@@ -391,14 +418,22 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
   }
   const Optimizer& opt = table.optimizer();
   const int state_per_value = opt.state_per_value();
-  if (keys.is_list && width <= kSmallRun) {
+  if (keys.is_list) {
     // Rows of a key list, one slice's at a time, in one call.
+    std::vector<float*> rows, row_states;
     ForEachListGroup(keys.keys, slice_size, [&](uint64_t s, size_t b, size_t e) {
       Slice* slice = table.slice(s);
+      const uint64_t slice_first = s * slice_size;
       absl::MutexLock lock(&slice->mu);
-      opt.ApplyRows(slice->values.data(), state_per_value ? slice->state.data() : nullptr,
-                    keys.keys.data() + b, e - b, s * slice_size, width,
-                    grads.data() + b * width,
+      rows.resize(e - b);
+      row_states.resize(state_per_value ? e - b : 0);
+      for (size_t i = b; i < e; ++i) {
+        const uint64_t at = (keys.keys[i] - slice_first) * width;
+        rows[i - b] = slice->values.data() + at;
+        if (state_per_value) row_states[i - b] = slice->state.data() + at * state_per_value;
+      }
+      opt.ApplyRows(rows.data(), state_per_value ? row_states.data() : nullptr,
+                    grads.data() + b * width, e - b, width, clock,
                     dst != nullptr ? dst + b * width * sizeof(float) : nullptr);
     });
     return PushResult{false, table.version().fetch_add(1) + 1};
@@ -414,11 +449,7 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
       const uint64_t at = (first - slice_first) * width;
       float* w = values + at;
       float* state = state_per_value ? states + at * state_per_value : nullptr;
-      if (n * width <= kSmallRun) {
-        opt.ApplySmall(w, state, grads.data() + offset * width, n * width);
-      } else {
-        opt.Apply(w, state, grads.data() + offset * width, n * width);
-      }
+      opt.Apply(w, state, grads.data() + offset * width, n, width, clock);
       // Read back while the slice is still locked: one lock for both.
       if (dst != nullptr) CopyRun(dst + offset * width * sizeof(float), w, n * width);
     });
@@ -427,6 +458,7 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
 }
 
 void ShardStore::CopyValues(Table& table, const KeySpec& keys, char* dst) const {
+  if (const SparseTable* sparse = table.sparse()) return sparse->Read(keys.keys, dst);
   const uint64_t width = table.def().width();
   const uint64_t slice_size = placement_.config().slice_size;
   ForEachSliceGroup(keys, slice_size, [&](uint64_t s, auto runs) {

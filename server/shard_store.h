@@ -7,6 +7,8 @@
 // completely before anything is changed: a rejected push changes nothing.
 // Memory: every table is charged, before it is allocated, against a budget
 // (its values and optimizer state); a table that does not fit is refused.
+// Sparse tables (server/sparse_table.h) are charged as their rows are
+// created; a push whose new rows do not fit is refused.
 // Tables are initialized outside every lock, so creating a large one does
 // not hold up other calls. Knows nothing of gRPC.
 #ifndef PS_SERVER_SHARD_STORE_H_
@@ -26,7 +28,9 @@
 #include "absl/types/span.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
+#include "server/memory_budget.h"
 #include "server/optimizer.h"
+#include "server/sparse_table.h"
 
 namespace ps {
 
@@ -76,31 +80,36 @@ class ShardStore {
     uint64_t version = 0;    // pushes applied to this table here, after this one
   };
   // Applies `grads` (keys.size() * width floats, key-major) with the table's
-  // optimizer. Once the request is valid, `admit` decides: true applies it,
+  // optimizer, for a push stamped with the worker's `clock` (it drives the
+  // learning-rate schedule). Once the request is valid, `admit` decides: true
+  // applies it,
   // false skips it (a retry already applied: the result says duplicate), an
   // error is returned as is. Errors, with nothing applied: NOT_FOUND
   // (unknown table), INVALID_ARGUMENT (empty or reversed range, key >=
   // num_keys, wrong number of values, NaN/Inf value: the message names the
-  // key), FAILED_PRECONDITION (a key owned by another server: names key,
-  // slice and owner), and admit's errors.
+  // key; ranges on a sparse table), FAILED_PRECONDITION (a key owned by
+  // another server: names key, slice and owner), RESOURCE_EXHAUSTED (new
+  // rows of a sparse table over the memory budget), and admit's errors.
   using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
-                                  absl::Span<const float> grads, Admit admit);
+                                  absl::Span<const float> grads, uint64_t clock, Admit admit);
   // Push, then copies the values of the same keys after it into the buffer
   // that allocate(bytes) returns (as Pull does), each run read while its
   // slice is still locked for the push. A push that admit() says is a retry
   // is not applied; its keys are read all the same. Errors as for Push.
   absl::StatusOr<PushResult> PushAndRead(absl::string_view table, const KeySpec& keys,
-                                         absl::Span<const float> grads, Admit admit,
+                                         absl::Span<const float> grads, uint64_t clock,
+                                         Admit admit,
                                          absl::FunctionRef<char*(size_t bytes)> allocate);
-  // Push with every request admitted.
+  // Push with every request admitted, at clock 0.
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
                                   absl::Span<const float> grads);
 
   // Copies the current values (keys.size() * width floats, key-major) into
   // the buffer that allocate(bytes) returns (called once, after validation)
   // and returns the table's version: every push applied before the copy
-  // started. Errors as for Push (minus the value checks).
+  // started. A key of a sparse table without a row reads as its initial
+  // values (no row is created). Errors as for Push (minus the value checks).
   absl::StatusOr<uint64_t> Pull(absl::string_view table, const KeySpec& keys,
                                 absl::FunctionRef<char*(size_t bytes)> allocate);
   // The same, into a string.
@@ -117,7 +126,8 @@ class ShardStore {
 
   // Push and PushAndRead (allocate null: no read back).
   absl::StatusOr<PushResult> PushImpl(absl::string_view table, const KeySpec& keys,
-                                      absl::Span<const float> grads, Admit admit,
+                                      absl::Span<const float> grads, uint64_t clock,
+                                      Admit admit,
                                       const absl::FunctionRef<char*(size_t bytes)>* allocate);
   // Copies the keys' current values to dst (keys.size() * width floats).
   void CopyValues(Table& table, const KeySpec& keys, char* dst) const;
@@ -131,10 +141,11 @@ class ShardStore {
   const Placement placement_;
   const StoreLimits limits_;
 
+  // Charged: created tables, those being initialized, sparse tables' rows.
+  // Declared before the tables, which give their bytes back when destroyed.
+  MemoryBudget budget_;
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
-  // Charged to the budget: created tables and those being initialized.
-  uint64_t bytes_used_ ABSL_GUARDED_BY(tables_mu_) = 0;
   uint32_t tables_pending_ ABSL_GUARDED_BY(tables_mu_) = 0;
 };
 

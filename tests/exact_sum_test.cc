@@ -6,8 +6,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
-#include "tests/test_tables.h"
 #include "tests/in_process_cluster.h"
+#include "tests/test_tables.h"
 
 namespace ps {
 namespace {
@@ -102,6 +102,45 @@ TEST(ExactSumTest, KeyListPushesOfWideRowsSumExactly) {
   std::vector<float> zeros(untouched.size() * kWidth, 7.0f);
   ASSERT_TRUE(admin->PullKeys("rows", untouched, kWidth, absl::MakeSpan(zeros)).ok());
   for (float v : zeros) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(ExactSumTest, KeyListsOnASparseTableSumExactlyAndReadMissingKeysAsZero) {
+  auto cluster = InProcessCluster::Start(3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  constexpr uint32_t kWidth = 2;
+  auto admin = (*cluster)->Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SparseSumTable("hashed", kWidth)).ok());
+  // Hashed-looking ids over all of uint64, one listed twice; the workers did
+  // not create the table: their clients learn its layout from a server.
+  std::vector<uint64_t> keys = {0, ~uint64_t{0}, (uint64_t{1} << 63) + 17, 42, 42};
+  for (uint64_t k = 1; k <= 200; ++k) keys.push_back(k * 0x9e3779b97f4a7c15ULL);
+  const std::vector<float> minus_one(keys.size() * kWidth, -1.0f);
+  RunWorkers(**cluster, [&](PsClient& c, int k) {
+    if (k % 2 == 0) return c.PushKeys("hashed", keys, kWidth, minus_one, static_cast<uint64_t>(k));
+    std::vector<float> out(keys.size() * kWidth);
+    absl::Status s = c.PushPullKeys("hashed", keys, kWidth, minus_one, absl::MakeSpan(out), k);
+    if (s.ok() && out[0] < 1) s = absl::InternalError("a PushPull read without its own push");
+    return s;
+  });
+  std::vector<float> values(keys.size() * kWidth);
+  ASSERT_TRUE(admin->PullKeys("hashed", keys, kWidth, absl::MakeSpan(values)).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const float expected = (keys[i] == 42 ? 2 : 1) * kWorkers * kPushes;
+    ASSERT_EQ(values[i * kWidth], expected) << "key " << keys[i];
+    ASSERT_EQ(values[i * kWidth + 1], expected) << "key " << keys[i];
+  }
+  // Keys never pushed read as their initial values (zeros) and create no row.
+  const std::vector<uint64_t> untouched = {1, 2, uint64_t{1} << 62};
+  std::vector<float> zeros(untouched.size() * kWidth, 7.0f);
+  ASSERT_TRUE(admin->PullKeys("hashed", untouched, kWidth, absl::MakeSpan(zeros)).ok());
+  for (float v : zeros) EXPECT_EQ(v, 0.0f);
+  // Ranges are refused on a sparse table.
+  std::vector<float> range(4);
+  const PullRange pull{"hashed", 0, 2, absl::MakeSpan(range)};
+  const absl::Status refused = admin->Pull({&pull, 1});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("is sparse: it takes key lists"), absl::string_view::npos)
+      << refused;
 }
 
 TEST(ExactSumTest, SmallPushesFromThreadsSharingOneClientAreBatchedExactly) {

@@ -191,6 +191,34 @@ TEST(FaultInjectionTest, LostRepliesAfterApplyNeitherLoseNorDoubleKeyListUpdates
   }
 }
 
+TEST(FaultInjectionTest, LostAndDuplicatedPushesToASparseTableApplyOnce) {
+  Cluster cluster;
+  constexpr uint32_t kWidth = 2;
+  auto admin = cluster.Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SparseSumTable("hashed", kWidth)).ok());
+  std::vector<uint64_t> keys = {~uint64_t{0}, 5, 5};  // 5 twice: applied twice
+  for (uint64_t k = 1; k <= 40; ++k) keys.push_back(k * 0x9e3779b97f4a7c15ULL);
+  const std::vector<float> minus_one(keys.size() * kWidth, -1.0f);
+  const FaultScript script = Script(29, {Rule(FaultAction::kDropReply, 0.1),
+                                         Rule(FaultAction::kDuplicate, 0.05),
+                                         Rule(FaultAction::kReorder, 0.05)});
+  RunWorkers(cluster, script, [&](PsClient& c, int k) {
+    if (k % 2 == 0) return c.PushKeys("hashed", keys, kWidth, minus_one, static_cast<uint64_t>(k));
+    std::vector<float> out(keys.size() * kWidth);
+    return c.PushPullKeys("hashed", keys, kWidth, minus_one, absl::MakeSpan(out),
+                          static_cast<uint64_t>(k));
+  });
+  ExpectEveryFaultHappened(script, cluster.transport().counters());
+  cluster.transport().SetScript({});
+  std::vector<float> values(keys.size() * kWidth);
+  ASSERT_TRUE(admin->PullKeys("hashed", keys, kWidth, absl::MakeSpan(values)).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const float expected = (keys[i] == 5 ? 2 : 1) * kWorkers * kPushes;
+    ASSERT_EQ(values[i * kWidth], expected) << "key " << keys[i];
+    ASSERT_EQ(values[i * kWidth + 1], expected) << "key " << keys[i];
+  }
+}
+
 // The Downpour step (PushPull, one call per server for both tables) under
 // lost replies, duplicates and reorders: every value ends at exactly W*K,
 // and every read includes the reader's own pushes so far.

@@ -300,7 +300,9 @@ void InMemoryTransport::Info(int server, const proto::InfoRequest& request, absl
   PsCore* core = cores_[server];
   Dispatch("Info", server,
            SyncAttempt(reply,
-                       [core]() -> absl::StatusOr<proto::InfoResponse> { return core->Info(); }),
+                       [core, request]() -> absl::StatusOr<proto::InfoResponse> {
+                         return core->Info(request);
+                       }),
            std::move(done));
 }
 

@@ -22,6 +22,15 @@ inline proto::TableDef SumTable(const std::string& name, uint64_t keys, uint32_t
   return def;
 }
 
+// The same as a sparse table (any uint64 key, rows created by pushes).
+inline proto::TableDef SparseSumTable(const std::string& name, uint32_t width,
+                                      uint32_t num_buckets = 16) {
+  proto::TableDef def = SumTable(name, 0, width);
+  def.set_kind(proto::TABLE_SPARSE);
+  def.set_num_buckets(num_buckets);
+  return def;
+}
+
 }  // namespace ps
 
 #endif  // PS_TESTS_TEST_TABLES_H_

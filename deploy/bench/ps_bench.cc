@@ -46,6 +46,9 @@ ABSL_FLAG(int, small_inflight, 16, "extra case: 1K-float pushes with this many i
 ABSL_FLAG(int64_t, sparse_keys, 10000, "keys per sparse request (0: no sparse cases)");
 ABSL_FLAG(std::string, sparse_widths, "1,16", "widths of the sparse tables");
 ABSL_FLAG(uint64_t, sparse_key_space, 1000000, "keys in a sparse table");
+ABSL_FLAG(bool, sparse_tables, true,
+          "also run the key-list cases on a sparse table (kind=hashed: the same number of "
+          "distinct keys, spread over uint64 like hashed feature ids)");
 ABSL_FLAG(std::string, optimizer, "adagrad", "adagrad or sgd");
 ABSL_FLAG(double, seconds, 2.0, "measured time per case");
 ABSL_FLAG(uint64_t, max_values_per_request, 1 << 20,
@@ -61,7 +64,9 @@ namespace ps {
 namespace {
 
 struct Case {
-  std::string kind;  // dense or sparse
+  // dense: ranges; sparse: key lists on a dense table; hashed: key lists on
+  // a sparse table (TABLE_SPARSE).
+  std::string kind;
   std::string op;    // push, pull, pushpull
   uint64_t keys = 0;
   uint32_t width = 1;
@@ -82,10 +87,15 @@ std::vector<int64_t> ParseList(const std::string& flag, const std::string& text)
   return out;
 }
 
-proto::TableDef BenchTable(const std::string& name, uint64_t keys, uint32_t width) {
+proto::TableDef BenchTable(const std::string& name, const std::string& kind, uint64_t keys,
+                           uint32_t width) {
   proto::TableDef def;
   def.set_name(name);
-  def.set_num_keys(keys);
+  if (kind == "hashed") {
+    def.set_kind(proto::TABLE_SPARSE);
+  } else {
+    def.set_num_keys(keys);
+  }
   def.set_width(width);
   def.set_initializer(proto::INIT_ZEROS);
   if (absl::GetFlag(FLAGS_optimizer) == "sgd") {
@@ -107,10 +117,15 @@ class Runner {
     const uint64_t n = c.keys * c.width;
     grads_.assign(n, 1e-3f);
     values_.assign(n, 0.0f);
-    if (c.kind == "sparse") {
+    if (c.kind != "dense") {
       std::mt19937_64 rng(seed);
       keys_.resize(c.keys);
       for (auto& k : keys_) k = rng() % absl::GetFlag(FLAGS_sparse_key_space);
+      // An odd multiplier is a bijection of uint64: as many distinct keys,
+      // spread like hashed ids.
+      if (c.kind == "hashed") {
+        for (auto& k : keys_) k *= 0x9e3779b97f4a7c15ULL;
+      }
     }
   }
 
@@ -207,7 +222,7 @@ double Percentile(std::vector<double>& v, double p) {
 int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients, int index) {
   const std::string table = absl::StrCat("bench", index, "_", c.kind, "_", c.op);
   const uint64_t table_keys = c.kind == "dense" ? c.keys : absl::GetFlag(FLAGS_sparse_key_space);
-  if (absl::Status s = clients[0]->CreateTable(BenchTable(table, table_keys, c.width)); !s.ok()) {
+  if (absl::Status s = clients[0]->CreateTable(BenchTable(table, c.kind, table_keys, c.width)); !s.ok()) {
     std::fprintf(stderr, "ps_bench: %s\n", std::string(s.message()).c_str());
     return 1;
   }
@@ -315,8 +330,11 @@ int Main() {
   if (absl::GetFlag(FLAGS_sparse_keys) > 0) {
     for (int64_t w : ParseList("sparse_widths", absl::GetFlag(FLAGS_sparse_widths))) {
       for (const std::string& op : ops) {
-        cases.push_back({"sparse", op, static_cast<uint64_t>(absl::GetFlag(FLAGS_sparse_keys)),
-                         static_cast<uint32_t>(w), 1});
+        for (const char* kind : {"sparse", "hashed"}) {
+          if (std::string(kind) == "hashed" && !absl::GetFlag(FLAGS_sparse_tables)) continue;
+          cases.push_back({kind, op, static_cast<uint64_t>(absl::GetFlag(FLAGS_sparse_keys)),
+                           static_cast<uint32_t>(w), 1});
+        }
       }
     }
   }

@@ -120,11 +120,11 @@ absl::StatusOr<std::vector<Part>> PlanPush(const Placement& placement,
   return PlanDense(placement, dense, max_values_per_request, "push to");
 }
 
-std::vector<size_t> GroupBySlice(const Placement& placement, absl::Span<const uint64_t> keys) {
-  std::vector<size_t> order(keys.size());
+std::vector<size_t> GroupBySlice(absl::Span<const uint64_t> slices) {
+  std::vector<size_t> order(slices.size());
   // A short list is not worth the histogram: in request order.
   constexpr size_t kMinKeys = 64;
-  if (keys.size() < kMinKeys) {
+  if (slices.size() < kMinKeys) {
     std::iota(order.begin(), order.end(), size_t{0});
     return order;
   }
@@ -134,15 +134,14 @@ std::vector<size_t> GroupBySlice(const Placement& placement, absl::Span<const ui
   // server an extra lock.
   constexpr uint64_t kBuckets = 1024;
   std::vector<uint32_t> start(kBuckets + 1, 0);
-  for (uint64_t key : keys) ++start[(placement.SliceOf(key) & (kBuckets - 1)) + 1];
+  for (uint64_t s : slices) ++start[(s & (kBuckets - 1)) + 1];
   for (uint64_t b = 1; b <= kBuckets; ++b) start[b] += start[b - 1];
-  for (size_t i = 0; i < keys.size(); ++i) {
-    order[start[placement.SliceOf(keys[i]) & (kBuckets - 1)]++] = i;
-  }
+  for (size_t i = 0; i < slices.size(); ++i) order[start[slices[i] & (kBuckets - 1)]++] = i;
   return order;
 }
 
-absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::string_view what,
+absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const TableLayout& layout,
+                                           absl::string_view what,
                                            absl::string_view table,
                                            absl::Span<const uint64_t> keys, uint32_t width,
                                            size_t num_values, uint64_t max_values_per_request) {
@@ -154,7 +153,9 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::str
   const uint64_t max_keys = KeysPerPart(max_values_per_request, width);
   // Keys grouped by slice, so that a server takes each slice's lock once
   // (and this loop looks up each slice's owner once).
-  const std::vector<size_t> order = GroupBySlice(placement, keys);
+  std::vector<uint64_t> slices(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) slices[i] = placement.SliceOf(layout, keys[i]);
+  const std::vector<size_t> order = GroupBySlice(slices);
   std::vector<std::vector<size_t>> by_server(placement.num_servers());
   if (placement.num_servers() == 1) {
     by_server[0] = order;
@@ -165,7 +166,7 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::str
     uint64_t last_slice = ~uint64_t{0};
     int owner = 0;
     for (size_t i : order) {
-      const uint64_t slice = placement.SliceOf(keys[i]);
+      const uint64_t slice = slices[i];
       if (slice != last_slice) {
         owner = placement.OwnerOfSliceHashed(table_hash, slice);
         last_slice = slice;

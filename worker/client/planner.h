@@ -81,19 +81,21 @@ absl::StatusOr<std::vector<Part>> PlanPush(const Placement& placement,
                                            absl::Span<const PushRange> ops,
                                            uint64_t max_values_per_request);
 
-// Positions 0 .. keys.size() - 1 in an order that puts the keys of a slice
-// together: a stable counting sort on the slice's low 10 bits, so keys of
-// one slice keep their request order, and the keys of slices that share
-// those bits (1024 slices apart) are mixed. Lists of under 64 keys keep
-// request order.
-std::vector<size_t> GroupBySlice(const Placement& placement, absl::Span<const uint64_t> keys);
+// Positions 0 .. slices.size() - 1 (slices[i]: key i's slice) in an order
+// that puts the keys of a slice together: a stable counting sort on the
+// slice's low 10 bits, so keys of one slice keep their request order, and
+// the keys of slices that share those bits (1024 slices apart) are mixed.
+// Lists of under 64 keys keep request order.
+std::vector<size_t> GroupBySlice(absl::Span<const uint64_t> slices);
 
-// Plans a key-list op (op index 0): key positions grouped by owning server,
+// Plans a key-list op (op index 0) on a table of the given layout (dense or
+// sparse slices): key positions grouped by owning server,
 // in GroupBySlice's order within a server, each group cut into parts of at
 // most max(1, max_values_per_request / width) keys. A key listed twice is
 // sent twice. No keys: no parts. Errors: INVALID_ARGUMENT naming the table
 // when width is 0 or num_values != keys.size() * width.
-absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, absl::string_view what,
+absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const TableLayout& layout,
+                                           absl::string_view what,
                                            absl::string_view table,
                                            absl::Span<const uint64_t> keys, uint32_t width,
                                            size_t num_values, uint64_t max_values_per_request);

@@ -132,38 +132,44 @@ TEST(PlannerTest, KeyListsGoToTheirOwnersInCappedPartsCoveringTheBuffer) {
   std::vector<uint64_t> keys;
   for (uint64_t k = 0; k < 200; ++k) keys.push_back((k * 7919) % 1000);
   keys.push_back(keys[5]);  // a key listed twice is sent twice
-  for (uint32_t width : {1u, 3u}) {
-    for (uint64_t cap : std::vector<uint64_t>{1, 5, 12, 1u << 20}) {
-      SCOPED_TRACE(testing::Message() << "width " << width << " cap " << cap);
-      auto parts = PlanKeys(placement, "push to", "sparse", keys, width, keys.size() * width, cap);
-      ASSERT_TRUE(parts.ok()) << parts.status();
-      std::vector<int> seen(keys.size(), 0);
-      std::vector<int> covered(keys.size() * width, 0);
-      std::map<int, uint32_t> per_server;
-      for (const Part& p : *parts) {
-        EXPECT_TRUE(p.ranges.empty());
-        EXPECT_EQ(p.table, "sparse");
-        EXPECT_LE(p.num_values(), std::max<uint64_t>(cap, width));
-        ++per_server[p.server];
-        for (size_t pos : p.positions) {
-          ++seen[pos];
-          EXPECT_EQ(placement.OwnerOfKey("sparse", keys[pos]), p.server);
+  // Dense slices (runs of 4 keys) and sparse ones (a hash into 64 buckets).
+  for (const TableLayout layout : {TableLayout{}, TableLayout{true, 64}}) {
+    for (uint32_t width : {1u, 3u}) {
+      for (uint64_t cap : std::vector<uint64_t>{1, 5, 12, 1u << 20}) {
+        SCOPED_TRACE(testing::Message()
+                     << "sparse " << layout.sparse << " width " << width << " cap " << cap);
+        auto parts =
+            PlanKeys(placement, layout, "push to", "sparse", keys, width, keys.size() * width, cap);
+        ASSERT_TRUE(parts.ok()) << parts.status();
+        std::vector<int> seen(keys.size(), 0);
+        std::vector<int> covered(keys.size() * width, 0);
+        std::map<int, uint32_t> per_server;
+        for (const Part& p : *parts) {
+          EXPECT_TRUE(p.ranges.empty());
+          EXPECT_EQ(p.table, "sparse");
+          EXPECT_LE(p.num_values(), std::max<uint64_t>(cap, width));
+          ++per_server[p.server];
+          for (size_t pos : p.positions) {
+            ++seen[pos];
+            EXPECT_EQ(placement.OwnerOfSlice("sparse", placement.SliceOf(layout, keys[pos])),
+                      p.server);
+          }
+          p.ForEachRun([&](uint64_t offset, uint64_t count) {
+            for (uint64_t v = offset; v < offset + count; ++v) ++covered[v];
+          });
+          // Packed keys are the part's keys, in its order.
+          const std::string packed = PackKeys(keys, p.positions);
+          ASSERT_EQ(packed.size(), p.positions.size() * sizeof(uint64_t));
+          for (size_t j = 0; j < p.positions.size(); ++j) {
+            uint64_t k;
+            std::memcpy(&k, packed.data() + j * sizeof(uint64_t), sizeof(k));
+            EXPECT_EQ(k, keys[p.positions[j]]);
+          }
         }
-        p.ForEachRun([&](uint64_t offset, uint64_t count) {
-          for (uint64_t v = offset; v < offset + count; ++v) ++covered[v];
-        });
-        // Packed keys are the part's keys, in its order.
-        const std::string packed = PackKeys(keys, p.positions);
-        ASSERT_EQ(packed.size(), p.positions.size() * sizeof(uint64_t));
-        for (size_t j = 0; j < p.positions.size(); ++j) {
-          uint64_t k;
-          std::memcpy(&k, packed.data() + j * sizeof(uint64_t), sizeof(k));
-          EXPECT_EQ(k, keys[p.positions[j]]);
-        }
+        for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "position " << i;
+        for (size_t v = 0; v < covered.size(); ++v) ASSERT_EQ(covered[v], 1) << "value " << v;
+        for (const Part& p : *parts) EXPECT_EQ(p.round_parts, per_server[p.server]);
       }
-      for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << "position " << i;
-      for (size_t v = 0; v < covered.size(); ++v) ASSERT_EQ(covered[v], 1) << "value " << v;
-      for (const Part& p : *parts) EXPECT_EQ(p.round_parts, per_server[p.server]);
     }
   }
 }
@@ -177,7 +183,9 @@ TEST(PlannerTest, GroupBySlicePutsASlicesKeysTogetherInRequestOrder) {
     std::vector<uint64_t> keys;
     for (uint64_t k = 0; k < 3000; ++k) keys.push_back((k * 7919) % 6000);
     keys.push_back(keys[10]);  // listed twice: both kept, in order
-    const std::vector<size_t> order = GroupBySlice(placement, keys);
+    std::vector<uint64_t> slices;
+    for (uint64_t key : keys) slices.push_back(placement.SliceOf(key));
+    const std::vector<size_t> order = GroupBySlice(slices);
     ASSERT_EQ(order.size(), keys.size());
     std::vector<int> seen(keys.size(), 0);
     std::map<uint64_t, size_t> last_position;  // slice -> last position seen
@@ -202,20 +210,22 @@ TEST(PlannerTest, GroupBySlicePutsASlicesKeysTogetherInRequestOrder) {
   // A short list keeps request order.
   const Placement placement(1, {4, 64});
   const std::vector<uint64_t> few = {40, 3, 17, 2};
-  EXPECT_EQ(GroupBySlice(placement, few), (std::vector<size_t>{0, 1, 2, 3}));
+  std::vector<uint64_t> few_slices;
+  for (uint64_t key : few) few_slices.push_back(placement.SliceOf(key));
+  EXPECT_EQ(GroupBySlice(few_slices), (std::vector<size_t>{0, 1, 2, 3}));
 }
 
 TEST(PlannerTest, BadKeyOpsAreRefusedNamingTheTable) {
   const Placement placement(2);
   const std::vector<uint64_t> keys = {1, 2, 3};
-  auto zero_width = PlanKeys(placement, "pull of", "rows", keys, 0, 0, 100);
+  auto zero_width = PlanKeys(placement, TableLayout{}, "pull of", "rows", keys, 0, 0, 100);
   EXPECT_EQ(zero_width.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(zero_width.status().message(), HasSubstr("pull of table 'rows'"));
-  auto short_buffer = PlanKeys(placement, "push to", "rows", keys, 2, 5, 100);
+  auto short_buffer = PlanKeys(placement, TableLayout{}, "push to", "rows", keys, 2, 5, 100);
   EXPECT_EQ(short_buffer.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(short_buffer.status().message(), HasSubstr("push to table 'rows'"));
   EXPECT_THAT(short_buffer.status().message(), HasSubstr("expected 6"));
-  auto none = PlanKeys(placement, "push to", "rows", {}, 2, 0, 100);
+  auto none = PlanKeys(placement, TableLayout{}, "push to", "rows", {}, 2, 0, 100);
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
 }

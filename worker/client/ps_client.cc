@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "common/table_layout.h"
 #include "worker/client/grpc_transport.h"
 
 namespace ps {
@@ -51,9 +52,8 @@ PsClient::PsClient(const PsClientOptions& options, Transport* transport,
 PsClient::~PsClient() {
   {
     absl::MutexLock lock(&async_mu_);
-    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(async_mu_) {
-      return async_pending_ == 0;
-    };
+    auto drained = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(async_mu_) { return async_pending_ == 0; };
     async_mu_.Await(absl::Condition(&drained));
   }
   Leave();
@@ -63,9 +63,9 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
   if (options.servers.empty()) {
     return absl::InvalidArgumentError("no servers given; see --servers");
   }
-  return Connect(options, std::make_unique<GrpcTransport>(
-                              options.servers, options.clock != nullptr ? options.clock
-                                                                        : Clock::Real()));
+  return Connect(options,
+                 std::make_unique<GrpcTransport>(
+                     options.servers, options.clock != nullptr ? options.clock : Clock::Real()));
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options,
@@ -140,8 +140,8 @@ absl::Status PsClient::CheckServers() {
         info.slice_size() != options_.placement.slice_size ||
         info.virtual_nodes() != static_cast<uint32_t>(options_.placement.virtual_nodes)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          name, " reports shard ", info.server_index(), " of ", info.num_servers(),
-          " (slice_size ", info.slice_size(), ", virtual_nodes ", info.virtual_nodes(),
+          name, " reports shard ", info.server_index(), " of ", info.num_servers(), " (slice_size ",
+          info.slice_size(), ", virtual_nodes ", info.virtual_nodes(),
           ") but this worker expects shard ", s, " of ", n, " (slice_size ",
           options_.placement.slice_size, ", virtual_nodes ", options_.placement.virtual_nodes,
           "); start every process with the same --servers"));
@@ -150,8 +150,8 @@ absl::Status PsClient::CheckServers() {
     // the push's id, or a retry of an applied push would apply it twice.
     const absl::Duration retention = absl::Milliseconds(info.dedup_retention_ms());
     const int attempts = std::max(1, options_.max_attempts);
-    const absl::Duration window = options_.timeout * attempts +
-                                  options_.retry_backoff * (attempts * (attempts - 1) / 2);
+    const absl::Duration window =
+        options_.timeout * attempts + options_.retry_backoff * (attempts * (attempts - 1) / 2);
     if (info.dedup_retention_ms() > 0 && window >= retention) {
       return absl::FailedPreconditionError(absl::StrCat(
           name, " remembers push ids for ", absl::FormatDuration(retention),
@@ -172,12 +172,52 @@ absl::Status PsClient::CreateTable(const proto::TableDef& def) {
   proto::CreateTableRequest request;
   *request.mutable_table() = def;
   for (int s = 0; s < n; ++s) servers[s] = s;
-  return CallRunner::FirstError(RunCalls(
+  absl::Status status = CallRunner::FirstError(RunCalls(
       servers, "CreateTable", DataPolicy(),
       [&](size_t i, absl::Time deadline, Transport::Done done) {
         replies[i].Clear();
         transport_->CreateTable(servers[i], request, deadline, &replies[i], std::move(done));
       }));
+  if (status.ok()) {
+    absl::MutexLock lock(&layouts_mu_);
+    layouts_[def.name()] = LayoutOf(def);
+  }
+  return status;
+}
+
+absl::StatusOr<TableLayout> PsClient::TableLayoutFor(const std::string& table) {
+  {
+    absl::MutexLock lock(&layouts_mu_);
+    auto it = layouts_.find(table);
+    if (it != layouts_.end()) return it->second;
+  }
+  // A table this client did not create: its definition from server 0 (every
+  // server holds the same one).
+  proto::InfoRequest request;
+  request.set_table(table);
+  proto::InfoResponse reply;
+  const int servers[] = {0};
+  absl::Status status = CallRunner::FirstError(RunCalls(
+      servers, "Info", DataPolicy(), [&](size_t, absl::Time deadline, Transport::Done done) {
+        reply.Clear();
+        transport_->Info(0, request, deadline, /*wait_for_ready=*/false, &reply, std::move(done));
+      }));
+  if (!status.ok()) return status;
+  const TableLayout layout = LayoutOf(reply.table());
+  absl::MutexLock lock(&layouts_mu_);
+  layouts_[table] = layout;
+  return layout;
+}
+
+absl::StatusOr<std::vector<Part>> PsClient::PlanKeyOp(absl::string_view what,
+                                                      const std::string& table,
+                                                      absl::Span<const uint64_t> keys,
+                                                      uint32_t width, size_t num_values,
+                                                      uint64_t max_values_per_request) {
+  absl::StatusOr<TableLayout> layout = TableLayoutFor(table);
+  if (!layout.ok()) return layout.status();
+  return PlanKeys(placement_, *layout, what, table, keys, width, num_values,
+                  max_values_per_request);
 }
 
 absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<float* const> bases,
@@ -195,15 +235,15 @@ absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<floa
     if (!part.positions.empty()) header.set_key_list(PackKeys(keys, part.positions));
   }
   std::vector<proto::PullResponse> replies(parts.size());
-  std::vector<absl::Status> status = RunCalls(
-      servers, "Pull", DataPolicy(TotalValues(parts)),
-      [&](size_t i, absl::Time deadline, Transport::Done done) {
-        replies[i].Clear();
-        const Part& part = parts[i];
-        float* out = bases[part.op];
-        transport_->Pull(part.server, requests[i], deadline, &replies[i], ScatterInto(part, out),
-                         std::move(done));
-      });
+  std::vector<absl::Status> status =
+      RunCalls(servers, "Pull", DataPolicy(TotalValues(parts)),
+               [&](size_t i, absl::Time deadline, Transport::Done done) {
+                 replies[i].Clear();
+                 const Part& part = parts[i];
+                 float* out = bases[part.op];
+                 transport_->Pull(part.server, requests[i], deadline, &replies[i],
+                                  ScatterInto(part, out), std::move(done));
+               });
   if (absl::Status s = CallRunner::FirstError(status); !s.ok()) return s;
   FillPullInfo(parts, replies, num_ops, info);
   return absl::OkStatus();
@@ -275,8 +315,8 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, uint64_t clock, Pul
 
 absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint64_t> keys,
                                 uint32_t width, absl::Span<float> out) {
-  absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "pull of", table, keys, width,
-                                                     out.size(), options_.max_values_per_request);
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanKeyOp("pull of", table, keys, width, out.size(), options_.max_values_per_request);
   if (!parts.ok()) return parts.status();
   float* const base_ptr = out.data();
   proto::PullRequest base;

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -195,6 +196,14 @@ class PsClient final : public ParamClient {
   static absl::StatusOr<std::unique_ptr<PsClient>> Start(std::unique_ptr<PsClient> client);
   // Checks every server's Info against the options.
   absl::Status CheckServers();
+  // The layout (dense or sparse slices) of `table`: recorded by this
+  // client's CreateTable, else asked of server 0 once (Info naming the
+  // table). Errors: NOT_FOUND naming the table, or the Info call's.
+  absl::StatusOr<TableLayout> TableLayoutFor(const std::string& table);
+  // PlanKeys with the table's layout.
+  absl::StatusOr<std::vector<Part>> PlanKeyOp(absl::string_view what, const std::string& table,
+                                              absl::Span<const uint64_t> keys, uint32_t width,
+                                              size_t num_values, uint64_t max_values_per_request);
 
   // For a data call of `values` values (spinning for small ones).
   CallPolicy DataPolicy(uint64_t values = ~uint64_t{0}) const {
@@ -324,6 +333,9 @@ class PsClient final : public ParamClient {
   // waits until none is left.
   void BeginAsync();
   void EndAsync();
+  absl::Mutex layouts_mu_;
+  absl::flat_hash_map<std::string, TableLayout> layouts_ ABSL_GUARDED_BY(layouts_mu_);
+
   absl::Mutex async_mu_;
   int async_pending_ ABSL_GUARDED_BY(async_mu_) = 0;
 

@@ -199,8 +199,8 @@ absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint6
                                 uint32_t width, absl::Span<const float> grads, uint64_t clock,
                                 PushReport* report) {
   if (report != nullptr) report->parts.clear();
-  absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "push to", table, keys, width,
-                                                     grads.size(), options_.max_values_per_request);
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanKeyOp("push to", table, keys, width, grads.size(), options_.max_values_per_request);
   if (!parts.ok()) return parts.status();
   auto call = std::make_shared<PushCall>();
   call->parts = *std::move(parts);
@@ -250,8 +250,8 @@ absl::Status PsClient::PushPullKeys(const std::string& table, absl::Span<const u
     if (absl::Status s = PushKeys(table, keys, width, grads, clock); !s.ok()) return s;
     return PullKeys(table, keys, width, out);
   }
-  absl::StatusOr<std::vector<Part>> parts = PlanKeys(placement_, "push to", table, keys, width,
-                                                     grads.size(), PushPullValuesPerCall());
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanKeyOp("push to", table, keys, width, grads.size(), PushPullValuesPerCall());
   if (!parts.ok()) return parts.status();
   PushRequests requests;
   BuildKeyPushRequests(*parts, keys, width, grads, clock, &requests);

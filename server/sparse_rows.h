@@ -1,0 +1,99 @@
+// SparseRows: the rows of one slice of a sparse table, built for very many
+// small rows.
+//
+// A flat open-addressing hash map (linear probing over 12-byte slots of key
+// and row number, at most 7/8 full, so a lookup usually touches one cache
+// line) points into rows kept in fixed-size chunks.
+// A row is `floats_per_row` contiguous floats (a table's values for the key
+// followed by their optimizer state), so a row costs its floats plus 12 bytes
+// per map slot, about 14-27 bytes with the map between 7/16 and 7/8 full,
+// and nothing per key on the heap. Rows never move once created (chunks are
+// not reallocated), so a row's address stays valid while the SparseRows
+// lives; growing the map only moves keys and row numbers.
+//
+// Not thread-safe: the slice's lock guards it. Every allocation is reported
+// to a byte counter the caller passes, so the store can charge its memory
+// budget.
+#ifndef PS_SERVER_SPARSE_ROWS_H_
+#define PS_SERVER_SPARSE_ROWS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/hash.h"
+
+namespace ps {
+
+class SparseRows {
+ public:
+  explicit SparseRows(size_t floats_per_row);
+  SparseRows(const SparseRows&) = delete;
+  SparseRows& operator=(const SparseRows&) = delete;
+
+  // The hash the map (and the slice choice, Placement::SparseSliceOfHash)
+  // uses; callers that look up many keys compute it once per key.
+  static uint64_t Hash(uint64_t key) { return Mix64(key); }
+
+  // The row of `key` (whose Hash is `hash`), or null.
+  float* Find(uint64_t key, uint64_t hash) const;
+  float* Find(uint64_t key) const { return Find(key, Hash(key)); }
+  // The row of `key`; when absent, a new row (its floats unset: the caller
+  // initializes them) and *created = true.
+  float* Insert(uint64_t key, uint64_t hash, bool* created);
+  float* Insert(uint64_t key, bool* created) { return Insert(key, Hash(key), created); }
+  // Starts loading the map slot a key of this hash starts probing at.
+  void Prefetch(uint64_t hash) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+  }
+  // Removes `key` (the undo of an Insert; its row is not reused). False when
+  // absent.
+  bool Erase(uint64_t key);
+
+  size_t size() const { return size_; }
+  // Bytes held by the map and the chunks.
+  uint64_t bytes() const;
+  // What Insert of `n` new keys allocates at most (map and chunks; the
+  // chunk table's own growth is approximated by two pointers a chunk).
+  uint64_t BytesToInsert(size_t n) const;
+
+  // Calls f(key, row) for every row, in no particular order.
+  template <typename F>
+  void ForEach(F f) const {
+    for (const Slot& slot : slots_) {
+      if (slot.row != kEmpty) f(uint64_t{slot.key}, RowAt(slot.row));
+    }
+  }
+
+  size_t floats_per_row() const { return floats_per_row_; }
+
+ private:
+  static constexpr uint32_t kEmpty = ~uint32_t{0};
+
+  float* RowAt(uint32_t row) const {
+    return chunks_[row >> chunk_shift_].get() +
+           static_cast<size_t>(row & (chunk_rows_ - 1)) * floats_per_row_;
+  }
+  struct Slot {
+    uint64_t key;
+    uint32_t row;  // or kEmpty
+  } __attribute__((packed));
+
+  // Doubles the map (or creates it) and re-inserts every key.
+  void Grow();
+  // Index of key's slot, or of the empty slot where it would go.
+  size_t Probe(uint64_t key, uint64_t hash) const;
+
+  const size_t floats_per_row_;
+  uint32_t chunk_shift_;  // rows per chunk = 1 << chunk_shift_
+  uint32_t chunk_rows_;
+  std::vector<Slot> slots_;  // size a power of two, or empty
+  size_t size_ = 0;
+  uint32_t next_row_ = 0;  // rows handed out (erased ones are not reused)
+  std::vector<std::unique_ptr<float[]>> chunks_;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SPARSE_ROWS_H_

@@ -1,0 +1,114 @@
+// SparseTable: one server's part of a sparse table (TableDef kind
+// TABLE_SPARSE): keys are any uint64 (hashed feature ids), slice =
+// hash(key) mod num_buckets, and a row is created by the first push of its
+// key, initialized from (table seed, key), so whichever server creates it
+// gets the same values. A read of a key without a row returns those initial
+// values without creating the row.
+//
+// Each owned slice is a SparseRows (flat hash map, rows in chunks: value
+// floats then optimizer state) under its own reader/writer lock. Memory is
+// charged to the server's MemoryBudget as slices grow, before rows are
+// created.
+//
+// Thread-safe. Knows nothing of gRPC, clocks of workers or de-duplication:
+// the store's caller decides whether a push is applied (Admit).
+#ifndef PS_SERVER_SPARSE_TABLE_H_
+#define PS_SERVER_SPARSE_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/placement.h"
+#include "proto/ps.pb.h"
+#include "server/memory_budget.h"
+#include "server/optimizer.h"
+#include "server/sparse_rows.h"
+
+namespace ps {
+
+class SparseTable {
+ public:
+  // The slices `placement` gives server `server_index`, empty. `budget`
+  // must outlive the table.
+  SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
+              const Placement& placement, MemoryBudget* budget);
+  // Returns the table's bytes to the budget.
+  ~SparseTable();
+
+  const proto::TableDef& def() const { return def_; }
+  uint64_t num_buckets() const { return num_buckets_; }
+  uint64_t SliceOf(uint64_t key) const { return Placement::SparseSliceOf(key, num_buckets_); }
+  // OK, or FAILED_PRECONDITION naming the first key whose slice another
+  // server owns (its slice and owner).
+  absl::Status CheckOwned(absl::Span<const uint64_t> keys) const;
+
+  // A push of `grads` (keys.size() * width floats, key-major) stamped with
+  // the worker's `clock`, keys already checked (CheckOwned, values finite):
+  //  1. creates the rows that do not exist yet, charging the budget first;
+  //     RESOURCE_EXHAUSTED naming the table and the bytes needed and left
+  //     when they do not fit (no gradient is applied; rows created before
+  //     hold their initial values, which a read returns anyway);
+  //  2. asks admit(): false skips the update (a retry that was applied);
+  //     an error is returned as is;
+  //  3. applies the table's optimizer to every row, in order (a key listed
+  //     twice is updated twice).
+  // With `dst`, the rows' values after the push (or now, when skipped) are
+  // copied there (keys.size() * width floats, any alignment). Returns
+  // whether the update was applied.
+  using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
+  absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, absl::Span<const float> grads,
+                            uint64_t clock, Admit admit, char* dst);
+  // Copies the keys' values to dst (keys.size() * width floats); a key
+  // without a row reads as its initial values.
+  void Read(absl::Span<const uint64_t> keys, char* dst) const;
+
+  // Rows and bytes (maps and chunks) held here.
+  uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  std::atomic<uint64_t>& version() { return version_; }
+
+ private:
+  struct Slice {
+    explicit Slice(size_t floats_per_row) : rows(floats_per_row) {}
+    mutable absl::Mutex mu;
+    SparseRows rows ABSL_GUARDED_BY(mu);
+  };
+  // Keys [begin, end) of a request that lie in one slice.
+  struct Group {
+    uint64_t slice;
+    size_t begin, end;
+  };
+  // The keys' hashes (SparseRows::Hash, computed once per key: they choose
+  // the slice and the map slot) and the maximal runs of consecutive keys in
+  // one slice (the client sends keys grouped by slice, so normally one run
+  // per slice).
+  std::vector<Group> GroupsOf(absl::Span<const uint64_t> keys, std::vector<uint64_t>* hashes) const;
+  // Step 1 of Push for one group: the rows of keys[g], created if missing
+  // (initialized), into rows[i].
+  absl::Status CreateRows(const Group& g, absl::Span<const uint64_t> keys,
+                          absl::Span<const uint64_t> hashes, float** rows);
+  void InitRow(uint64_t key, float* row) const;
+
+  const proto::TableDef def_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  const uint64_t num_buckets_;
+  const size_t width_;
+  const size_t floats_per_row_;  // width * (1 + state_per_value)
+  const int server_index_;
+  const Placement placement_;
+  MemoryBudget* const budget_;
+  std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
+  std::atomic<uint64_t> rows_{0};
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> version_{0};
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SPARSE_TABLE_H_
