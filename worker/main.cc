@@ -27,6 +27,7 @@
 #include "worker/train/dataset.h"
 #include "worker/train/idx_reader.h"
 #include "worker/train/model.h"
+#include "worker/train/optimizer_spec.h"
 #include "worker/client/ps_client.h"
 #include "worker/train/trainer.h"
 
@@ -44,10 +45,28 @@ ABSL_FLAG(bool, overlap, false,
           "n_push; one round more stale). Off by default: with PushPull, a round's push and "
           "its read take one round trip, and in line they trained faster and more accurately "
           "on a 2-core machine (README, Performance)");
-ABSL_FLAG(std::string, optimizer, "adagrad", "server-side optimizer: adagrad or sgd");
-ABSL_FLAG(double, learning_rate, 0.05, "optimizer learning rate");
+ABSL_FLAG(std::string, optimizer, "adagrad",
+          "server-side optimizer: sgd, adagrad, momentum, nesterov, rmsprop, adam or ftrl");
+ABSL_FLAG(double, learning_rate, 0.05, "optimizer learning rate (FTRL's alpha)");
 ABSL_FLAG(double, initial_accumulator, 0.1, "AdaGrad initial accumulator");
-ABSL_FLAG(double, epsilon, 1e-8, "AdaGrad epsilon");
+ABSL_FLAG(double, epsilon, 1e-8, "AdaGrad, RMSProp and Adam epsilon");
+ABSL_FLAG(double, momentum, 0.9, "momentum and nesterov: the momentum");
+ABSL_FLAG(double, beta1, 0.9, "adam: decay of the first moment");
+ABSL_FLAG(double, beta2, 0.999, "adam: decay of the second moment");
+ABSL_FLAG(double, rho, 0.9, "rmsprop: decay of the mean square");
+ABSL_FLAG(double, ftrl_beta, 1.0, "ftrl: beta");
+ABSL_FLAG(double, l1, 0, "ftrl: L1 strength");
+ABSL_FLAG(double, l2, 0, "ftrl: L2 strength");
+ABSL_FLAG(double, weight_decay, 0, "any optimizer: g += weight_decay * w");
+ABSL_FLAG(double, clip_value, 0, "clip each gradient value to [-c, c] (0: off)");
+ABSL_FLAG(double, clip_norm, 0, "clip each row's gradient to L2 norm <= c (0: off)");
+ABSL_FLAG(std::string, lr_schedule, "constant",
+          "learning rate by the push's clock t: constant, step (lr * lr_gamma^floor(t / "
+          "lr_step_clocks)) or inv_sqrt (lr / sqrt(lr_decay_offset + t))");
+ABSL_FLAG(uint64_t, lr_step_clocks, 1000, "step schedule: clocks per step");
+ABSL_FLAG(double, lr_gamma, 0.5, "step schedule: factor per step");
+ABSL_FLAG(double, lr_decay_offset, 1, "inv_sqrt schedule: b of lr / sqrt(b + t)");
+ABSL_FLAG(uint64_t, warmup_clocks, 0, "any schedule: ramp the rate up over the first N clocks");
 ABSL_FLAG(uint64_t, seed, 1, "seed for initialization and shuffling");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "directory with the IDX files train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
@@ -175,20 +194,28 @@ int main(int argc, char** argv) {
     return Fail(absl::StrCat("flags: ", s.message()));
   }
 
-  ps::proto::TableDef optimizer;
-  const std::string opt = absl::GetFlag(FLAGS_optimizer);
-  if (opt == "adagrad") {
-    optimizer.set_optimizer(ps::proto::OPT_ADAGRAD);
-  } else if (opt == "sgd") {
-    optimizer.set_optimizer(ps::proto::OPT_SGD);
-  } else {
-    return Fail(absl::StrCat("--optimizer=", opt, ": expected adagrad or sgd"));
-  }
-  optimizer.set_learning_rate(absl::GetFlag(FLAGS_learning_rate));
-  if (opt == "adagrad") {
-    optimizer.set_initial_accumulator(absl::GetFlag(FLAGS_initial_accumulator));
-    optimizer.set_epsilon(absl::GetFlag(FLAGS_epsilon));
-  }
+  ps::OptimizerSpec opt_spec;
+  opt_spec.optimizer = absl::GetFlag(FLAGS_optimizer);
+  opt_spec.learning_rate = absl::GetFlag(FLAGS_learning_rate);
+  opt_spec.initial_accumulator = absl::GetFlag(FLAGS_initial_accumulator);
+  opt_spec.epsilon = absl::GetFlag(FLAGS_epsilon);
+  opt_spec.momentum = absl::GetFlag(FLAGS_momentum);
+  opt_spec.beta1 = absl::GetFlag(FLAGS_beta1);
+  opt_spec.beta2 = absl::GetFlag(FLAGS_beta2);
+  opt_spec.rho = absl::GetFlag(FLAGS_rho);
+  opt_spec.ftrl_beta = absl::GetFlag(FLAGS_ftrl_beta);
+  opt_spec.l1 = absl::GetFlag(FLAGS_l1);
+  opt_spec.l2 = absl::GetFlag(FLAGS_l2);
+  opt_spec.weight_decay = absl::GetFlag(FLAGS_weight_decay);
+  opt_spec.clip_value = absl::GetFlag(FLAGS_clip_value);
+  opt_spec.clip_norm = absl::GetFlag(FLAGS_clip_norm);
+  opt_spec.lr_schedule = absl::GetFlag(FLAGS_lr_schedule);
+  opt_spec.lr_step_clocks = absl::GetFlag(FLAGS_lr_step_clocks);
+  opt_spec.lr_gamma = absl::GetFlag(FLAGS_lr_gamma);
+  opt_spec.lr_decay_offset = absl::GetFlag(FLAGS_lr_decay_offset);
+  opt_spec.warmup_clocks = absl::GetFlag(FLAGS_warmup_clocks);
+  absl::StatusOr<ps::proto::TableDef> optimizer = ps::OptimizerFields(opt_spec);
+  if (!optimizer.ok()) return Fail(std::string(optimizer.status().message()));
 
   // Both sets, even to only evaluate: the class count (1 + the largest label
   // in either) fixes the model's shape, which every worker must agree on.
@@ -214,7 +241,7 @@ int main(int argc, char** argv) {
   auto client = ps::PsClient::Connect(client_options);
   if (!client.ok()) return Fail(std::string(client.status().message()));
 
-  const auto tables = ps::ModelTables(**model, config.table_prefix, optimizer, config.seed);
+  const auto tables = ps::ModelTables(**model, config.table_prefix, *optimizer, config.seed);
   for (const auto& def : tables) {
     if (absl::Status s = (*client)->CreateTable(def); !s.ok()) {
       return Fail(absl::StrCat("creating table '", def.name(), "': ", s.message()));
