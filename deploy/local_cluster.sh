@@ -5,8 +5,12 @@
 # and prints the test accuracy and the wall time. Every process it started is
 # stopped when it exits, fails or is interrupted (Ctrl-C).
 #
-#   deploy/local_cluster.sh [--servers S] [--workers W] [--model mlp|softmax]
+#   deploy/local_cluster.sh [--servers S] [--workers W] [--model mlp|softmax|sparse_lr]
 #                           [--epochs N] [--keep_logs] [-- extra ps_worker flags]
+#
+# --model sparse_lr trains on LibSVM files, given as worker flags:
+#   deploy/local_cluster.sh --model sparse_lr --epochs 1 -- \
+#     --train_data=train.svm --test_data=test.svm --optimizer=ftrl --learning_rate=0.5
 set -euo pipefail
 
 servers=2
@@ -23,7 +27,7 @@ while [ $# -gt 0 ]; do
     --epochs) epochs="$2"; shift 2 ;;
     --keep_logs) keep_logs=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -85,9 +89,10 @@ echo "local_cluster.sh: all workers done; evaluating the final parameters"
 "$bin/worker/ps_worker" --servers="$spec" --worker_index=0 --num_workers="$workers" \
   --model="$model" "${extra[@]}" --eval_only > "$run_dir/eval.log" 2>&1 ||
   { cat "$run_dir/eval.log" >&2; exit 1; }
-accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$run_dir/eval.log")
+accuracy=$(sed -n 's/^RESULT .*test_accuracy=\([0-9.]*\).*/\1/p' "$run_dir/eval.log")
+auc=$(sed -n 's/^RESULT .*test_auc=\([0-9.]*\).*/\1/p' "$run_dir/eval.log")
 end=$(date +%s.%N)
-awk -v s="$servers" -v w="$workers" -v m="$model" -v e="$epochs" -v a="$accuracy" \
+awk -v s="$servers" -v w="$workers" -v m="$model" -v e="$epochs" -v a="$accuracy" -v u="$auc" \
   -v t0="$start" -v t1="$train_end" -v t2="$end" 'BEGIN {
-    printf "local_cluster.sh: RESULT servers=%d workers=%d model=%s epochs=%d test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
-      s, w, m, e, a, t1 - t0, t2 - t0 }'
+    printf "local_cluster.sh: RESULT servers=%d workers=%d model=%s epochs=%d%s test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
+      s, w, m, e, (u != "" ? " test_auc=" u : ""), a, t1 - t0, t2 - t0 }'

@@ -61,6 +61,37 @@ grep -q "400 training examples of 8x8 images in 4 classes, model softmax (260 pa
 accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/quadrants.log")
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.95) }' || fail "8x8 test accuracy $accuracy < 0.95"
 
+# Sparse logistic regression on LibSVM files written by ps_gen_libsvm (a
+# test set from the same planted model), FTRL on a sparse table, two
+# workers; then a malformed training file is named with its line and column.
+gen_bin="$root/worker/ps_gen_libsvm"
+"$gen_bin" --out="$dir/train.svm" --examples=40000 --features=3000 --features_per_example=8 \
+  --weight_stddev=1 --bias=-0.5 --progress_seconds=0 >"$dir/gen.log" 2>&1 || { cat "$dir/gen.log"; fail "ps_gen_libsvm failed"; }
+"$gen_bin" --out="$dir/test.svm.gz" --examples=5000 --first_example=40000 --features=3000 \
+  --features_per_example=8 --weight_stddev=1 --bias=-0.5 --progress_seconds=0 >"$dir/gen_test.log" 2>&1 ||
+  { cat "$dir/gen_test.log"; fail "ps_gen_libsvm failed on the test set"; }
+planted=$(sed -n 's/^planted_auc=//p' "$dir/test.svm.gz.planted.txt")
+sparse_flags=(--servers="$spec" --num_workers=2 --model=sparse_lr --train_data="$dir/train.svm"
+  --test_data="$dir/test.svm.gz" --optimizer=ftrl --learning_rate=0.5 --l1=0.1 --l2=1
+  --batch_size=64 --epochs=2 --progress_seconds=100)
+for w in 0 1; do
+  "$worker_bin" "${sparse_flags[@]}" --worker_index=$w >"$dir/sparse$w.log" 2>&1 &
+  sparse_pids[$w]=$!
+done
+for w in 0 1; do
+  wait "${sparse_pids[$w]}" || { cat "$dir/sparse$w.log"; fail "sparse_lr worker $w failed"; }
+done
+auc=$(sed -n 's/^test auc \([0-9.]*\) accuracy.*/\1/p' "$dir/sparse0.log")
+echo "sparse_lr: test auc $auc, planted model's $planted"
+awk -v a="$auc" -v p="$planted" 'BEGIN { exit !(a >= p - 0.03) }' ||
+  fail "sparse_lr test auc $auc is not within 0.03 of the planted model's $planted"
+printf '1 3:1 7:1\n0 5:abc\n' >"$dir/bad.svm"
+if "$worker_bin" "${sparse_flags[@]}" --worker_index=0 --num_workers=1 --train_data="$dir/bad.svm" \
+  >"$dir/bad_svm.log" 2>&1; then
+  fail "a malformed LibSVM file was accepted"
+fi
+grep -q "bad.svm:2:5: expected index:value with a finite number as value, got '5:abc'" "$dir/bad_svm.log" || { cat "$dir/bad_svm.log"; fail "no file:line:column for a malformed LibSVM line"; }
+
 # A model far over the servers' memory budget (a 784 x 20,000,000 first
 # layer) is refused at CreateTable, naming the table and the bytes; the
 # servers allocate nothing and keep answering.

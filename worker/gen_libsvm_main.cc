@@ -27,6 +27,9 @@
 
 ABSL_FLAG(std::string, out, "", "output path; gzip-compressed when it ends in .gz");
 ABSL_FLAG(int64_t, examples, 1000000, "number of examples");
+ABSL_FLAG(int64_t, first_example, 0,
+          "index of the first example: a test set from the same planted model as a training "
+          "set of N examples uses --first_example=N");
 ABSL_FLAG(uint64_t, features, 10000000,
           "feature space size: popularity ranks 1..N, each mapped to a distinct 64-bit id");
 ABSL_FLAG(double, features_per_example, 20,
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
   ps::LibsvmGeneratorOptions options;
   options.seed = absl::GetFlag(FLAGS_seed);
   options.num_examples = absl::GetFlag(FLAGS_examples);
+  options.first_example = absl::GetFlag(FLAGS_first_example);
   options.num_features = absl::GetFlag(FLAGS_features);
   options.features_per_example = absl::GetFlag(FLAGS_features_per_example);
   options.fixed_features_per_example = absl::GetFlag(FLAGS_fixed_features_per_example);

@@ -28,13 +28,21 @@
 #include "worker/train/idx_reader.h"
 #include "worker/train/model.h"
 #include "worker/train/optimizer_spec.h"
+#include "worker/train/sparse_trainer.h"
 #include "worker/client/ps_client.h"
 #include "worker/train/trainer.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
 ABSL_FLAG(int, worker_index, 0, "this worker's index in [0, num_workers)");
 ABSL_FLAG(int, num_workers, 1, "number of workers sharing the data");
-ABSL_FLAG(std::string, model, "mlp", "mlp or softmax");
+ABSL_FLAG(std::string, model, "mlp",
+          "mlp or softmax (IDX images, --data_dir), or sparse_lr (LibSVM, --train_data and "
+          "--test_data)");
+ABSL_FLAG(std::string, train_data, "", "sparse_lr: LibSVM training file (plain or gzip)");
+ABSL_FLAG(std::string, test_data, "", "sparse_lr: LibSVM test file (plain or gzip)");
+ABSL_FLAG(int, num_buckets, 1024, "sparse_lr: slices of the sparse weight table");
+ABSL_FLAG(bool, skip_bad_lines, false,
+          "sparse_lr: skip (and count) malformed training lines instead of failing");
 ABSL_FLAG(std::string, hidden, "256,128", "MLP hidden layer widths, comma-separated");
 ABSL_FLAG(int, epochs, 3, "passes over this worker's shard");
 ABSL_FLAG(int, batch_size, 32, "examples per mini-batch");
@@ -138,6 +146,73 @@ void PrintServerStats(ps::PsClient& client, const std::string& prefix) {
       wait_us / 1e6, wait_max / 1e6);
 }
 
+// --model=sparse_lr: sparse logistic regression on LibSVM data
+// (worker/train/sparse_trainer.h), asynchronous.
+int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
+                const ps::proto::TableDef& optimizer, bool eval_only) {
+  const std::string who = absl::StrCat("worker ", config.worker_index, "/", config.num_workers);
+  const std::string train = absl::GetFlag(FLAGS_train_data);
+  const std::string test = absl::GetFlag(FLAGS_test_data);
+  if (test.empty()) return Fail("--model=sparse_lr needs --test_data (a LibSVM file)");
+  if (train.empty() && !eval_only) {
+    return Fail("--model=sparse_lr needs --train_data (a LibSVM file), or --eval_only");
+  }
+  if (config.consistency != ps::Consistency::kAsync) {
+    return Fail("--model=sparse_lr trains asynchronously: use --consistency=async");
+  }
+  const int buckets = absl::GetFlag(FLAGS_num_buckets);
+  ps::PsClientOptions options;
+  options.servers = spec.servers;
+  options.worker_id = static_cast<uint32_t>(config.worker_index);
+  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
+  options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
+  options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  auto client = ps::PsClient::Connect(options);
+  if (!client.ok()) return Fail(std::string(client.status().message()));
+  const std::string prefix =
+      absl::GetFlag(FLAGS_table_prefix).empty() ? "sparse_lr" : absl::GetFlag(FLAGS_table_prefix);
+  const ps::proto::TableDef table =
+      ps::SparseLrTable(prefix + "/w", optimizer, static_cast<uint32_t>(std::max(0, buckets)));
+  if (absl::Status s = (*client)->CreateTable(table); !s.ok()) {
+    return Fail(absl::StrCat("creating table '", table.name(), "': ", s.message()));
+  }
+  if (!eval_only) {
+    ps::SparseTrainerConfig sc;
+    sc.table = table.name();
+    sc.worker_index = config.worker_index;
+    sc.num_workers = config.num_workers;
+    sc.epochs = config.epochs;
+    sc.batch_size = config.batch_size;
+    sc.max_train_examples = absl::GetFlag(FLAGS_max_train_examples);
+    sc.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
+    sc.progress_interval = config.progress_interval;
+    auto stats = ps::TrainSparseLr(**client, train, sc, [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    });
+    if (!stats.ok()) {
+      return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
+    }
+    (*client)->Leave();
+    std::printf(
+        "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s, %.0f keys/s), last-epoch "
+        "log-loss %.4f, %lld bad lines skipped\n",
+        who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
+        stats->seconds, stats->examples_per_second, stats->keys_per_second,
+        stats->mean_loss_last_epoch, static_cast<long long>(stats->bad_lines));
+    std::printf("RESULT worker=%d seconds=%.3f examples=%lld keys=%lld\n", config.worker_index,
+                stats->seconds, static_cast<long long>(stats->examples),
+                static_cast<long long>(stats->keys));
+  }
+  auto eval = ps::EvaluateSparseLr(**client, test, table.name(), 4096);
+  if (!eval.ok()) return Fail(absl::StrCat(who, ": evaluating: ", eval.status().message()));
+  std::printf("%s: test auc %.4f accuracy %.4f logloss %.4f (%lld test examples)\n", who.c_str(),
+              eval->auc, eval->accuracy, eval->logloss, static_cast<long long>(eval->examples));
+  std::printf("test auc %.4f accuracy %.4f\n", eval->auc, eval->accuracy);
+  std::printf("RESULT test_auc=%.4f test_accuracy=%.4f\n", eval->auc, eval->accuracy);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,6 +291,10 @@ int main(int argc, char** argv) {
   opt_spec.warmup_clocks = absl::GetFlag(FLAGS_warmup_clocks);
   absl::StatusOr<ps::proto::TableDef> optimizer = ps::OptimizerFields(opt_spec);
   if (!optimizer.ok()) return Fail(std::string(optimizer.status().message()));
+
+  if (absl::GetFlag(FLAGS_model) == "sparse_lr") {
+    return RunSparseLr(*spec, config, *optimizer, eval_only);
+  }
 
   // Both sets, even to only evaluate: the class count (1 + the largest label
   // in either) fixes the model's shape, which every worker must agree on.

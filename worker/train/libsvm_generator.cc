@@ -196,6 +196,10 @@ absl::StatusOr<LibsvmGenerator> LibsvmGenerator::Create(const LibsvmGeneratorOpt
     absl::Status s = CheckFinite(name, value);
     if (!s.ok()) return s;
   }
+  if (options.first_example < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("first_example is ", options.first_example, "; expected >= 0"));
+  }
   if (options.num_examples < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_examples is ", options.num_examples, "; expected >= 0"));
@@ -458,7 +462,8 @@ absl::Status WriteSidecar(const std::string& data_path, const LibsvmGeneratorOpt
       "weight(id))).\n"
       "# planted_auc and planted_logloss are the best a model can expect on this data; "
       "planted_auc comes from a 10^5-bin histogram (accurate to ~1e-4).\n");
-  absl::StrAppend(&text, "seed=", o.seed, "\nexamples=", o.num_examples,
+  absl::StrAppend(&text, "seed=", o.seed, "\nfirst_example=", o.first_example,
+                  "\nexamples=", o.num_examples,
                   "\nfeatures=", o.num_features,
                   "\nfeatures_per_example=", Shortest(o.features_per_example),
                   "\nfixed_features_per_example=", o.fixed_features_per_example ? 1 : 0,
@@ -515,12 +520,13 @@ absl::StatusOr<PlantedModelStats> GenerateLibsvmFile(const std::string& path,
   // is a fifth of the work), then sums its chunks in order.
   Round rounds[2];
   for (Round& r : rounds) r.chunks.resize(threads);
-  int64_t next = 0;
+  int64_t next = options.first_example;
+  const int64_t end = options.first_example + options.num_examples;
   auto launch = [&](Round& round) {
     round.workers.clear();
     round.size = 0;
-    for (; round.size < threads && next < options.num_examples; ++round.size) {
-      const int64_t n = std::min(kChunkExamples, options.num_examples - next);
+    for (; round.size < threads && next < end; ++round.size) {
+      const int64_t n = std::min(kChunkExamples, end - next);
       round.workers.emplace_back(GenerateChunk, std::cref(*gen), next, n, &round.chunks[round.size],
                                  &aucs[round.size], used.get());
       next += n;

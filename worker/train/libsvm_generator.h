@@ -99,6 +99,10 @@ class ZipfSampler {
 struct LibsvmGeneratorOptions {
   uint64_t seed = 1;
   int64_t num_examples = 1000000;
+  // GenerateLibsvmFile writes examples first_example .. first_example +
+  // num_examples - 1: a test set from the same planted model as a training
+  // set is the same options with first_example past the training examples.
+  int64_t first_example = 0;
   // Feature space size F: ranks (and thus distinct feature ids) 1..F.
   uint64_t num_features = 10000000;
   // Mean number of (distinct) features per example, k >= 1: an example has

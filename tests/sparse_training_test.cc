@@ -1,0 +1,89 @@
+// Sparse logistic regression end to end: data written by the generator with
+// a planted model, two workers training one sparse table with FTRL on two
+// in-process servers over gRPC, and the test AUC against the planted
+// model's on the same examples.
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/in_process_cluster.h"
+#include "worker/train/libsvm_generator.h"
+#include "worker/train/optimizer_spec.h"
+#include "worker/train/sparse_trainer.h"
+
+namespace ps {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
+  LibsvmGeneratorOptions gen;
+  gen.seed = 5;
+  gen.num_features = 2000;
+  gen.features_per_example = 8;
+  gen.weight_stddev = 1.0;
+  gen.bias = -0.5;
+  gen.progress_seconds = 0;
+  gen.num_examples = 60000;
+  const std::string train = TempPath("train.svm");
+  ASSERT_TRUE(GenerateLibsvmFile(train, gen).ok());
+  gen.first_example = gen.num_examples;  // the same planted model, new examples
+  gen.num_examples = 10000;
+  const std::string test = TempPath("test.svm.gz");
+  auto planted = GenerateLibsvmFile(test, gen);
+  ASSERT_TRUE(planted.ok()) << planted.status();
+
+  auto cluster = InProcessCluster::Start(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  OptimizerSpec spec;
+  spec.optimizer = "ftrl";
+  spec.learning_rate = 0.5;
+  spec.ftrl_beta = 1;
+  spec.l1 = 0.1;
+  spec.l2 = 1;
+  auto fields = OptimizerFields(spec);
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  auto admin = (*cluster)->Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SparseLrTable("lr/w", *fields, 64)).ok());
+
+  const auto untrained = EvaluateSparseLr(*admin, test, "lr/w", 1000);
+  ASSERT_TRUE(untrained.ok()) << untrained.status();
+  EXPECT_NEAR(untrained->auc, 0.5, 1e-9);  // every prediction is 0.5
+
+  constexpr int kWorkers = 2;
+  std::vector<absl::StatusOr<SparseTrainStats>> stats(kWorkers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto client = (*cluster)->Connect(w);
+      SparseTrainerConfig config;
+      config.table = "lr/w";
+      config.worker_index = w;
+      config.num_workers = kWorkers;
+      config.epochs = 2;
+      config.batch_size = 64;
+      stats[w] = TrainSparseLr(*client, train, config, [](const std::string&) {});
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
+    EXPECT_EQ(stats[w]->examples, 60000);  // half the file, twice
+    EXPECT_GT(stats[w]->keys, 0);
+  }
+  const auto trained = EvaluateSparseLr(*admin, test, "lr/w", 1000);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  EXPECT_EQ(trained->examples, 10000);
+  std::printf("planted auc %.4f logloss %.4f; trained auc %.4f logloss %.4f accuracy %.4f\n",
+              planted->auc, planted->logloss, trained->auc, trained->logloss, trained->accuracy);
+  EXPECT_GT(trained->auc, planted->auc - 0.02);
+  EXPECT_LT(trained->logloss, planted->logloss + 0.05);
+}
+
+}  // namespace
+}  // namespace ps

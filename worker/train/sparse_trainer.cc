@@ -1,0 +1,203 @@
+#include "worker/train/sparse_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "worker/train/auc.h"
+#include "worker/train/libsvm_reader.h"
+
+namespace ps {
+
+namespace {
+
+// The keys a minibatch uses (sorted, distinct, the bias's included) and,
+// for each example, the index into them of each of its features.
+struct BatchKeys {
+  std::vector<uint64_t> keys;
+  std::vector<std::vector<uint32_t>> index;  // per example, per feature
+  uint32_t bias = 0;
+
+  void Build(const std::vector<SparseExample>& batch) {
+    keys.clear();
+    for (const SparseExample& e : batch)
+      keys.insert(keys.end(), e.indices.begin(), e.indices.end());
+    keys.push_back(kBiasKey);
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    index.resize(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      index[i].resize(batch[i].indices.size());
+      for (size_t j = 0; j < batch[i].indices.size(); ++j) {
+        index[i][j] = static_cast<uint32_t>(
+            std::lower_bound(keys.begin(), keys.end(), batch[i].indices[j]) - keys.begin());
+      }
+    }
+    bias = static_cast<uint32_t>(keys.size() - 1);  // ~0 sorts last
+  }
+};
+
+double Sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+
+// The log-loss of probability p for label y, with p kept off 0 and 1.
+double LogLoss(double p, float y) {
+  p = std::min(std::max(p, 1e-15), 1.0 - 1e-15);
+  return y > 0.5f ? -std::log(p) : -std::log(1.0 - p);
+}
+
+// Predicted probabilities of the batch's examples from the keys' weights.
+void Predict(const std::vector<SparseExample>& batch, const BatchKeys& bk,
+             const std::vector<float>& w, std::vector<double>* p) {
+  p->resize(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    double z = w[bk.bias];
+    for (size_t j = 0; j < batch[i].values.size(); ++j) {
+      z += static_cast<double>(w[bk.index[i][j]]) * batch[i].values[j];
+    }
+    (*p)[i] = Sigmoid(z);
+  }
+}
+
+}  // namespace
+
+proto::TableDef SparseLrTable(const std::string& name, const proto::TableDef& optimizer,
+                              uint32_t num_buckets) {
+  proto::TableDef def = optimizer;
+  def.set_name(name);
+  def.set_kind(proto::TABLE_SPARSE);
+  def.set_num_buckets(num_buckets);
+  def.set_width(1);
+  def.set_initializer(proto::INIT_ZEROS);
+  return def;
+}
+
+absl::StatusOr<SparseTrainStats> TrainSparseLr(
+    PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
+    const std::function<void(const std::string&)>& progress) {
+  LibsvmOptions options;
+  options.skip_bad_lines = config.skip_bad_lines;
+  auto reader = LibsvmReader::Open(train_path, options);
+  if (!reader.ok()) return reader.status();
+  SparseTrainStats stats;
+  const absl::Time start = absl::Now();
+  absl::Time next_progress = start + config.progress_interval;
+  std::vector<SparseExample> batch, read;
+  BatchKeys bk;
+  std::vector<float> w, grad;
+  std::vector<double> p;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    if (epoch > 0) {
+      if (absl::Status s = (*reader)->Rewind(); !s.ok()) return s;
+    }
+    int64_t file_index = 0;  // of the examples read, over all workers
+    double epoch_loss = 0;
+    int64_t epoch_examples = 0;
+    bool more = true;
+    while (more) {
+      // This worker's next minibatch.
+      batch.clear();
+      while (static_cast<int>(batch.size()) < config.batch_size) {
+        if (config.max_train_examples > 0 && file_index >= config.max_train_examples) {
+          more = false;
+          break;
+        }
+        SparseExample e;
+        absl::StatusOr<bool> got = (*reader)->Next(&e);
+        if (!got.ok()) return got.status();
+        if (!*got) {
+          more = false;
+          break;
+        }
+        if (file_index++ % config.num_workers == config.worker_index) batch.push_back(std::move(e));
+      }
+      if (batch.empty()) break;
+      bk.Build(batch);
+      w.assign(bk.keys.size(), 0.0f);
+      if (absl::Status s = client.PullKeys(config.table, bk.keys, 1, absl::MakeSpan(w)); !s.ok()) {
+        return s;
+      }
+      Predict(batch, bk, w, &p);
+      grad.assign(bk.keys.size(), 0.0f);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        epoch_loss += LogLoss(p[i], batch[i].label);
+        const float g = static_cast<float>(p[i] - batch[i].label);
+        grad[bk.bias] += g;
+        for (size_t j = 0; j < batch[i].values.size(); ++j) {
+          grad[bk.index[i][j]] += g * batch[i].values[j];
+        }
+      }
+      if (absl::Status s =
+              client.PushKeys(config.table, bk.keys, 1, grad, static_cast<uint64_t>(stats.steps));
+          !s.ok()) {
+        return s;
+      }
+      ++stats.steps;
+      stats.examples += static_cast<int64_t>(batch.size());
+      stats.keys += static_cast<int64_t>(bk.keys.size());
+      epoch_examples += static_cast<int64_t>(batch.size());
+      const absl::Time now = absl::Now();
+      if (now >= next_progress) {
+        const double secs = absl::ToDoubleSeconds(now - start);
+        progress(absl::StrFormat(
+            "worker %d/%d: epoch %d step %d: %d examples, %.0f examples/s, %.0f keys/s, "
+            "log-loss %.4f",
+            config.worker_index, config.num_workers, epoch + 1, stats.steps, stats.examples,
+            stats.examples / secs, stats.keys / secs,
+            epoch_loss / std::max<int64_t>(1, epoch_examples)));
+        next_progress = now + config.progress_interval;
+      }
+    }
+    stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_examples);
+  }
+  stats.bad_lines = (*reader)->bad_lines();
+  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (stats.seconds > 0) {
+    stats.examples_per_second = stats.examples / stats.seconds;
+    stats.keys_per_second = stats.keys / stats.seconds;
+  }
+  return stats;
+}
+
+absl::StatusOr<SparseEvaluation> EvaluateSparseLr(PsClient& client, const std::string& test_path,
+                                                  const std::string& table, int batch_size) {
+  auto reader = LibsvmReader::Open(test_path);
+  if (!reader.ok()) return reader.status();
+  SparseEvaluation eval;
+  AucAccumulator auc;
+  int64_t correct = 0;
+  double loss = 0;
+  std::vector<SparseExample> batch;
+  BatchKeys bk;
+  std::vector<float> w;
+  std::vector<double> p;
+  while (true) {
+    batch.clear();
+    if (absl::Status s = (*reader)->NextBatch(static_cast<size_t>(batch_size), &batch); !s.ok()) {
+      return s;
+    }
+    if (batch.empty()) break;
+    bk.Build(batch);
+    w.assign(bk.keys.size(), 0.0f);
+    if (absl::Status s = client.PullKeys(table, bk.keys, 1, absl::MakeSpan(w)); !s.ok()) return s;
+    Predict(batch, bk, w, &p);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auc.Add(p[i], batch[i].label);
+      correct += (p[i] > 0.5) == (batch[i].label > 0.5f);
+      loss += LogLoss(p[i], batch[i].label);
+    }
+    eval.examples += static_cast<int64_t>(batch.size());
+  }
+  if (eval.examples == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(test_path, ": no test examples"));
+  }
+  eval.auc = auc.Auc();
+  eval.accuracy = static_cast<double>(correct) / eval.examples;
+  eval.logloss = loss / eval.examples;
+  return eval;
+}
+
+}  // namespace ps

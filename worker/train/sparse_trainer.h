@@ -1,0 +1,78 @@
+// Sparse logistic regression on a parameter server (the PS paper's sparse
+// LR): one weight per feature id in a sparse table, plus a bias (the
+// reserved key kBiasKey). Each step a worker reads a minibatch of LibSVM
+// examples (its share: example i goes to worker i mod num_workers), pulls
+// the weights of only the keys the minibatch uses, computes the gradient of
+// the log-loss, and pushes it for those keys only (summed over the batch:
+// each key's gradient is that of the examples that have it, so rare features
+// are not diluted). Asynchronous (Downpour): the push is stamped with the
+// step number as the worker's clock, which drives the table's schedule.
+#ifndef PS_WORKER_TRAIN_SPARSE_TRAINER_H_
+#define PS_WORKER_TRAIN_SPARSE_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/ps.pb.h"
+#include "worker/client/ps_client.h"
+
+namespace ps {
+
+// The bias's key in the weight table (a hashed feature id equal to it would
+// share the bias's weight: one chance in 2^64 per feature).
+inline constexpr uint64_t kBiasKey = ~uint64_t{0};
+
+// The weight table: sparse, width 1, zeros, with the optimizer fields of
+// `optimizer` (see worker/train/optimizer_spec.h) and `num_buckets` slices.
+proto::TableDef SparseLrTable(const std::string& name, const proto::TableDef& optimizer,
+                              uint32_t num_buckets);
+
+struct SparseTrainerConfig {
+  std::string table = "sparse_lr/w";
+  int worker_index = 0;
+  int num_workers = 1;
+  int epochs = 1;
+  int batch_size = 256;
+  // Examples of the whole file (before sharding) read per epoch; 0: all.
+  int64_t max_train_examples = 0;
+  // Skip malformed lines (counted) instead of failing.
+  bool skip_bad_lines = false;
+  absl::Duration progress_interval = absl::Seconds(5);
+};
+
+struct SparseTrainStats {
+  int64_t steps = 0;
+  int64_t examples = 0;
+  int64_t keys = 0;  // keys pulled (and pushed), summed over steps
+  int64_t bad_lines = 0;
+  double seconds = 0;
+  double examples_per_second = 0;
+  double keys_per_second = 0;
+  double mean_loss_last_epoch = 0;  // log-loss of the examples as trained on
+};
+
+// Trains on `train_path` (LibSVM, plain or gzip). Errors: the reader's
+// (naming file, line and column), the client's (naming server and table).
+// `progress` gets a line every progress_interval.
+absl::StatusOr<SparseTrainStats> TrainSparseLr(
+    PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
+    const std::function<void(const std::string&)>& progress);
+
+struct SparseEvaluation {
+  int64_t examples = 0;
+  double auc = 0;
+  double accuracy = 0;  // predicted probability > 0.5 against the label
+  double logloss = 0;
+};
+
+// The current model's AUC, accuracy and log-loss on every example of
+// `test_path` (pulled in batches of batch_size examples).
+absl::StatusOr<SparseEvaluation> EvaluateSparseLr(PsClient& client, const std::string& test_path,
+                                                  const std::string& table, int batch_size);
+
+}  // namespace ps
+
+#endif  // PS_WORKER_TRAIN_SPARSE_TRAINER_H_
