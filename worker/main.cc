@@ -41,6 +41,8 @@ ABSL_FLAG(std::string, model, "mlp",
 ABSL_FLAG(std::string, train_data, "", "sparse_lr: LibSVM training file (plain or gzip)");
 ABSL_FLAG(std::string, test_data, "", "sparse_lr: LibSVM test file (plain or gzip)");
 ABSL_FLAG(int, num_buckets, 1024, "sparse_lr: slices of the sparse weight table");
+ABSL_FLAG(bool, evaluate, true,
+          "sparse_lr: evaluate on --test_data after training (false: train only)");
 ABSL_FLAG(bool, skip_bad_lines, false,
           "sparse_lr: skip (and count) malformed training lines instead of failing");
 ABSL_FLAG(std::string, hidden, "256,128", "MLP hidden layer widths, comma-separated");
@@ -153,7 +155,10 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
   const std::string who = absl::StrCat("worker ", config.worker_index, "/", config.num_workers);
   const std::string train = absl::GetFlag(FLAGS_train_data);
   const std::string test = absl::GetFlag(FLAGS_test_data);
-  if (test.empty()) return Fail("--model=sparse_lr needs --test_data (a LibSVM file)");
+  const bool evaluate = absl::GetFlag(FLAGS_evaluate) || eval_only;
+  if (test.empty() && evaluate) {
+    return Fail("--model=sparse_lr needs --test_data (a LibSVM file), or --evaluate=false");
+  }
   if (train.empty() && !eval_only) {
     return Fail("--model=sparse_lr needs --train_data (a LibSVM file), or --eval_only");
   }
@@ -204,6 +209,7 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
                 stats->seconds, static_cast<long long>(stats->examples),
                 static_cast<long long>(stats->keys));
   }
+  if (!evaluate) return 0;
   auto eval = ps::EvaluateSparseLr(**client, test, table.name(), 4096);
   if (!eval.ok()) return Fail(absl::StrCat(who, ": evaluating: ", eval.status().message()));
   std::printf("%s: test auc %.4f accuracy %.4f logloss %.4f (%lld test examples)\n", who.c_str(),

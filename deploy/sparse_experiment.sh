@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Sparse logistic regression at scale, epoch by epoch: generates (or reuses)
+# LibSVM data with a planted model (ps_gen_libsvm), starts S servers, runs W
+# ps_worker --model=sparse_lr processes one epoch at a time and evaluates the
+# weights after each epoch. Reports examples/s, keys/s, payload bytes, peak
+# server memory and the test AUC against the planted model's, and plots AUC
+# against training time.
+#
+#   deploy/sparse_experiment.sh [--examples N] [--features F] [--test_examples N]
+#       [--epochs E] [--servers S] [--workers W] [--batch_size B] [--out DIR]
+#       [--data DIR] [-- extra ps_worker flags (optimizer)]
+#
+# Defaults are the acceptance run of issue 9: 5M examples over 10^8 feature
+# ranks (about 10M distinct ids used), FTRL, 2 servers and 4 workers.
+set -euo pipefail
+examples=5000000
+features=100000000
+test_examples=500000
+epochs=3
+servers=2
+workers=4
+batch=256
+out="${TMPDIR:-/tmp}/ps_sparse_experiment"
+data="${TMPDIR:-/tmp}/ps_sparse_data"
+extra=(--optimizer=ftrl --learning_rate=0.5 --l1=0.1 --l2=1)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --examples) examples="$2"; shift 2 ;;
+    --features) features="$2"; shift 2 ;;
+    --test_examples) test_examples="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --servers) servers="$2"; shift 2 ;;
+    --workers) workers="$2"; shift 2 ;;
+    --batch_size) batch="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --data) data="$2"; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "sparse_experiment.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+source deploy/lib/servers.sh
+bazel build -c opt --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker \
+  //worker:ps_gen_libsvm
+bin="$(bazel info -c opt bazel-bin 2>/dev/null)"
+mkdir -p "$out" "$data"
+work="$(mktemp -d "${TMPDIR:-/tmp}/ps_sparse.XXXXXX")"
+stop_on_exit "$work"
+log() { echo "sparse_experiment.sh: $*" >&2; }
+
+# --- data (reused when present with the same parameters) ---------------------------
+tag="e${examples}_f${features}"
+train="$data/train_$tag.svm"
+test="$data/test_${tag}_t${test_examples}.svm"
+if [ ! -s "$train.planted.txt" ]; then
+  log "generating $train"
+  "$bin/worker/ps_gen_libsvm" --out="$train" --examples="$examples" --features="$features" \
+    --progress_seconds=0 | tail -1
+fi
+if [ ! -s "$test.planted.txt" ]; then
+  log "generating $test"
+  "$bin/worker/ps_gen_libsvm" --out="$test" --examples="$test_examples" \
+    --first_example="$examples" --features="$features" --progress_seconds=0 | tail -1
+fi
+planted=$(sed -n 's/^planted_auc=//p' "$test.planted.txt")
+features_used=$(sed -n 's/^features_used=//p' "$train.planted.txt")
+log "planted model's test AUC $planted; $features_used distinct features in the training set"
+
+# --- training, epoch by epoch ------------------------------------------------------
+start_servers "$bin" "$work" "$servers"
+flags=(--servers="$spec" --num_workers="$workers" --model=sparse_lr --train_data="$train"
+  --test_data="$test" --batch_size="$batch" --epochs=1 --progress_seconds=10 "${extra[@]}")
+raw="$out/sparse_raw.txt"
+: >"$raw"
+echo "0 0.5" >"$work/auc.dat"
+trained=0
+keys_total=0
+examples_total=0
+for ((e = 1; e <= epochs; e++)); do
+  t0=$(date +%s.%N)
+  wpids=()
+  for ((w = 0; w < workers; w++)); do
+    "$bin/worker/ps_worker" "${flags[@]}" --worker_index=$w --evaluate=false \
+      >"$work/worker$w.epoch$e.log" 2>&1 &
+    wpids+=($!)
+  done
+  for ((w = 0; w < workers; w++)); do
+    wait "${wpids[$w]}" || { cat "$work/worker$w.epoch$e.log" >&2; exit 1; }
+    line=$(grep '^RESULT worker=' "$work/worker$w.epoch$e.log")
+    examples_total=$((examples_total + $(echo "$line" | sed 's/.* examples=\([0-9]*\).*/\1/')))
+    keys_total=$((keys_total + $(echo "$line" | sed 's/.* keys=\([0-9]*\).*/\1/')))
+  done
+  t1=$(date +%s.%N)
+  trained=$(awk -v a="$trained" -v b="$t0" -v c="$t1" 'BEGIN { printf "%.2f", a + c - b }')
+  "$bin/worker/ps_worker" "${flags[@]}" --worker_index=0 --eval_only >"$work/eval$e.log" 2>&1 ||
+    { cat "$work/eval$e.log" >&2; exit 1; }
+  auc=$(sed -n 's/^RESULT test_auc=\([0-9.]*\).*/\1/p' "$work/eval$e.log")
+  accuracy=$(sed -n 's/^RESULT .*test_accuracy=\([0-9.]*\).*/\1/p' "$work/eval$e.log")
+  echo "$trained $auc" >>"$work/auc.dat"
+  echo "EPOCH epoch=$e train_seconds=$trained test_auc=$auc test_accuracy=$accuracy" | tee -a "$raw"
+done
+peak_kb=0
+for p in "${server_pids[@]}"; do
+  kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status")
+  [ "$kb" -gt "$peak_kb" ] && peak_kb=$kb
+done
+# Payload per key and step: the key in the pull and the push (8 + 8 bytes),
+# the value back and the gradient out (4 + 4).
+echo "RESULT examples=$examples features_used=$features_used epochs=$epochs servers=$servers workers=$workers \
+train_seconds=$trained examples_per_second=$(awk -v n="$examples_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
+keys_per_second=$(awk -v n="$keys_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
+payload_gbytes=$(awk -v n="$keys_total" 'BEGIN { printf "%.2f", n * 24 / 1e9 }') \
+peak_server_rss_mb=$((peak_kb / 1024)) test_auc=$auc planted_auc=$planted" | tee -a "$raw"
+cp "$work/auc.dat" "$out/sparse_auc.dat"
+gnuplot <<PLOT
+set terminal pngcairo size 800,450
+set output "$out/sparse_auc.png"
+set title "Sparse LR, FTRL: test AUC against training time ($servers servers, $workers workers)"
+set xlabel "training seconds"
+set ylabel "test AUC"
+set key bottom right
+plot "$out/sparse_auc.dat" using 1:2 with linespoints title "trained", \
+     $planted title "planted model" with lines dashtype 2
+PLOT
+log "results: $raw, $out/sparse_auc.png"
