@@ -96,14 +96,16 @@ uint64_t SparseRows::bytes() const {
          chunks_.size() * (uint64_t{chunk_rows_} * floats_per_row_ * sizeof(float));
 }
 
-uint64_t SparseRows::BytesToInsert(size_t n) const {
+uint64_t SparseRows::BytesToInsert(size_t floats_per_row, const Shape& shape, size_t n) {
   uint64_t bytes = 0;
-  const size_t cap = CapacityFor(size_ + n);
-  if (cap > slots_.size()) bytes += cap * sizeof(Slot);
-  const uint64_t chunks_needed = (uint64_t{next_row_} + n + chunk_rows_ - 1) >> chunk_shift_;
-  if (chunks_needed > chunks_.size()) {
-    bytes += (chunks_needed - chunks_.size()) *
-             (uint64_t{chunk_rows_} * floats_per_row_ * sizeof(float) + 2 * sizeof(chunks_[0]));
+  const size_t cap = CapacityFor(shape.size + n);
+  if (cap > shape.slots) bytes += cap * sizeof(Slot);
+  const uint32_t shift = ChunkShift(floats_per_row);
+  const uint64_t chunk_rows = uint64_t{1} << shift;
+  const uint64_t chunks_needed = (shape.next_row + n + chunk_rows - 1) >> shift;
+  if (chunks_needed > shape.chunks) {
+    bytes += (chunks_needed - shape.chunks) *
+             (chunk_rows * floats_per_row * sizeof(float) + 2 * sizeof(std::unique_ptr<float[]>));
   }
   return bytes;
 }

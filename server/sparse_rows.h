@@ -56,7 +56,19 @@ class SparseRows {
   uint64_t bytes() const;
   // What Insert of `n` new keys allocates at most (map and chunks; the
   // chunk table's own growth is approximated by two pointers a chunk).
-  uint64_t BytesToInsert(size_t n) const;
+  uint64_t BytesToInsert(size_t n) const { return BytesToInsert(floats_per_row_, shape(), n); }
+
+  // What BytesToInsert depends on, so that an owner can publish it and
+  // estimate without the lock (the estimate is then only as fresh as the
+  // published shape).
+  struct Shape {
+    uint64_t size = 0;      // keys
+    uint64_t next_row = 0;  // rows handed out
+    uint64_t slots = 0;     // map capacity
+    uint64_t chunks = 0;
+  };
+  Shape shape() const { return {size_, next_row_, slots_.size(), chunks_.size()}; }
+  static uint64_t BytesToInsert(size_t floats_per_row, const Shape& shape, size_t n);
 
   // Calls f(key, row) for every row, in no particular order.
   template <typename F>

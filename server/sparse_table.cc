@@ -70,54 +70,38 @@ void SparseTable::InitRow(uint64_t key, float* row) const {
   if (floats_per_row_ > width_) optimizer_->InitState(row + width_, floats_per_row_ - width_);
 }
 
-absl::Status SparseTable::CreateRows(const Group& g, absl::Span<const uint64_t> keys,
-                                     absl::Span<const uint64_t> hashes, float** rows) {
-  Slice& slice = *slices_[g.slice];
-  absl::MutexLock lock(&slice.mu);
-  // Charge before allocating: first as if every key were new (no lookups);
-  // near the limit, exactly what the missing keys need.
-  uint64_t reserved = slice.rows.BytesToInsert(g.end - g.begin);
-  if (!budget_->TryCharge(reserved)) {
-    size_t missing = 0;
-    for (size_t i = g.begin; i < g.end; ++i) {
-      missing += slice.rows.Find(keys[i], hashes[i]) == nullptr;
-    }
-    reserved = slice.rows.BytesToInsert(missing);
-    if (!budget_->TryCharge(reserved)) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "table '", def_.name(), "': ", missing, " new rows need ", reserved, " bytes on server ",
-          server_index_, ", but only ", budget_->left(), " of the memory budget of ",
-          budget_->limit(),
-          " bytes are left (ps_server --memory_budget_mb); nothing of this push was applied"));
-    }
+uint64_t SparseTable::Reserve(absl::Span<const Group> groups, absl::Span<const uint64_t> keys,
+                              absl::Span<const uint64_t> hashes, absl::Status* status) {
+  // First without locks, as if every key were new, from each slice's
+  // published shape.
+  uint64_t bound = 0;
+  for (const Group& g : groups) {
+    const Slice& slice = *slices_[g.slice];
+    SparseRows::Shape shape;
+    shape.size = slice.size.load(std::memory_order_relaxed);
+    shape.next_row = slice.next_row.load(std::memory_order_relaxed);
+    shape.slots = slice.slots.load(std::memory_order_relaxed);
+    shape.chunks = slice.chunks.load(std::memory_order_relaxed);
+    bound += SparseRows::BytesToInsert(floats_per_row_, shape, g.end - g.begin);
   }
-  const uint64_t before = slice.rows.bytes();
-  size_t created_rows = 0;
-  // Map slots are scattered: each is requested a few keys ahead.
-  constexpr size_t kAhead = 8;
-  for (size_t i = g.begin; i < std::min(g.end, g.begin + kAhead); ++i) {
-    slice.rows.Prefetch(hashes[i]);
+  if (budget_->TryCharge(bound)) return bound;
+  // Near the limit: exactly what the missing keys need.
+  uint64_t exact = 0;
+  size_t missing = 0;
+  for (const Group& g : groups) {
+    const Slice& slice = *slices_[g.slice];
+    absl::ReaderMutexLock lock(&slice.mu);
+    size_t m = 0;
+    for (size_t i = g.begin; i < g.end; ++i) m += slice.rows.Find(keys[i], hashes[i]) == nullptr;
+    exact += slice.rows.BytesToInsert(m);
+    missing += m;
   }
-  for (size_t i = g.begin; i < g.end; ++i) {
-    if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
-    bool created = false;
-    rows[i] = slice.rows.Insert(keys[i], hashes[i], &created);
-    if (created) {
-      InitRow(keys[i], rows[i]);
-      ++created_rows;
-    }
-  }
-  const uint64_t grown = slice.rows.bytes() - before;
-  // What was reserved beyond what was allocated goes back (and the rare
-  // excess of a bound that proved low is charged: it is allocated).
-  if (grown <= reserved) {
-    budget_->Release(reserved - grown);
-  } else {
-    budget_->Charge(grown - reserved);
-  }
-  bytes_.fetch_add(grown, std::memory_order_relaxed);
-  rows_.fetch_add(created_rows, std::memory_order_relaxed);
-  return absl::OkStatus();
+  if (budget_->TryCharge(exact)) return exact;
+  *status = absl::ResourceExhaustedError(absl::StrCat(
+      "table '", def_.name(), "': ", missing, " new rows need ", exact, " bytes on server ",
+      server_index_, ", but only ", budget_->left(), " of the memory budget of ", budget_->limit(),
+      " bytes are left (ps_server --memory_budget_mb); nothing of this push was applied"));
+  return 0;
 }
 
 absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
@@ -125,30 +109,60 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
                                        char* dst) {
   std::vector<uint64_t> hashes;
   const std::vector<Group> groups = GroupsOf(keys, &hashes);
-  // Rows never move once created (SparseRows), so their addresses stay
-  // valid from step 1 to step 3.
-  std::vector<float*> rows(keys.size());
-  for (const Group& g : groups) {
-    if (absl::Status s = CreateRows(g, keys, hashes, rows.data()); !s.ok()) return s;
-  }
+  // Memory for the rows this push may create is charged before anything
+  // changes, so that once admitted the push is applied whole.
+  absl::Status status;
+  const uint64_t reserved = Reserve(groups, keys, hashes, &status);
+  if (!status.ok()) return status;
   absl::StatusOr<bool> fresh = admit();
-  if (!fresh.ok()) return fresh.status();
-  if (!*fresh) {
+  if (!fresh.ok() || !*fresh) {
+    budget_->Release(reserved);
+    if (!fresh.ok()) return fresh.status();
     if (dst != nullptr) Read(keys, dst);
     return false;
   }
-  std::vector<float*> states;
-  if (floats_per_row_ > width_) {
-    states.resize(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) states[i] = rows[i] + width_;
-  }
+  std::vector<float*> rows(keys.size()), states;
+  if (floats_per_row_ > width_) states.resize(keys.size());
+  uint64_t grown = 0, created_rows = 0;
+  // Map slots are scattered: each is requested a few keys ahead.
+  constexpr size_t kAhead = 8;
   for (const Group& g : groups) {
     Slice& slice = *slices_[g.slice];
     absl::MutexLock lock(&slice.mu);
+    const uint64_t before = slice.rows.bytes();
+    for (size_t i = g.begin; i < std::min(g.end, g.begin + kAhead); ++i) {
+      slice.rows.Prefetch(hashes[i]);
+    }
+    for (size_t i = g.begin; i < g.end; ++i) {
+      if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
+      bool created = false;
+      rows[i] = slice.rows.Insert(keys[i], hashes[i], &created);
+      if (created) {
+        InitRow(keys[i], rows[i]);
+        ++created_rows;
+      }
+      if (!states.empty()) states[i] = rows[i] + width_;
+    }
     optimizer_->ApplyRows(rows.data() + g.begin, states.empty() ? nullptr : states.data() + g.begin,
                           grads.data() + g.begin * width_, g.end - g.begin, width_, clock,
                           dst != nullptr ? dst + g.begin * width_ * sizeof(float) : nullptr);
+    grown += slice.rows.bytes() - before;
+    const SparseRows::Shape shape = slice.rows.shape();
+    slice.size.store(shape.size, std::memory_order_relaxed);
+    slice.next_row.store(shape.next_row, std::memory_order_relaxed);
+    slice.slots.store(shape.slots, std::memory_order_relaxed);
+    slice.chunks.store(shape.chunks, std::memory_order_relaxed);
   }
+  // What was reserved beyond what was allocated goes back. A bound read from
+  // shapes that concurrent pushes then grew may prove low: the excess is
+  // allocated, so it is charged.
+  if (grown <= reserved) {
+    budget_->Release(reserved - grown);
+  } else {
+    budget_->Charge(grown - reserved);
+  }
+  bytes_.fetch_add(grown, std::memory_order_relaxed);
+  rows_.fetch_add(created_rows, std::memory_order_relaxed);
   version_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -50,14 +50,16 @@ class SparseTable {
 
   // A push of `grads` (keys.size() * width floats, key-major) stamped with
   // the worker's `clock`, keys already checked (CheckOwned, values finite):
-  //  1. creates the rows that do not exist yet, charging the budget first;
-  //     RESOURCE_EXHAUSTED naming the table and the bytes needed and left
-  //     when they do not fit (no gradient is applied; rows created before
-  //     hold their initial values, which a read returns anyway);
+  //  1. charges the budget for the rows it may create (an upper bound from
+  //     each slice's published shape; near the limit, exactly what the
+  //     missing keys need); RESOURCE_EXHAUSTED naming the table and the
+  //     bytes needed and left when they do not fit, with nothing changed;
   //  2. asks admit(): false skips the update (a retry that was applied);
   //     an error is returned as is;
-  //  3. applies the table's optimizer to every row, in order (a key listed
-  //     twice is updated twice).
+  //  3. under each slice's lock once: creates the missing rows (initialized)
+  //     and applies the table's optimizer to every row, in order (a key
+  //     listed twice is updated twice); then gives back what was charged
+  //     beyond what was allocated.
   // With `dst`, the rows' values after the push (or now, when skipped) are
   // copied there (keys.size() * width floats, any alignment). Returns
   // whether the update was applied.
@@ -78,6 +80,9 @@ class SparseTable {
     explicit Slice(size_t floats_per_row) : rows(floats_per_row) {}
     mutable absl::Mutex mu;
     SparseRows rows ABSL_GUARDED_BY(mu);
+    // rows.shape(), published under mu after each push for the lock-free
+    // budget estimate of the next ones.
+    std::atomic<uint64_t> size{0}, next_row{0}, slots{0}, chunks{0};
   };
   // Keys [begin, end) of a request that lie in one slice.
   struct Group {
@@ -89,10 +94,10 @@ class SparseTable {
   // one slice (the client sends keys grouped by slice, so normally one run
   // per slice).
   std::vector<Group> GroupsOf(absl::Span<const uint64_t> keys, std::vector<uint64_t>* hashes) const;
-  // Step 1 of Push for one group: the rows of keys[g], created if missing
-  // (initialized), into rows[i].
-  absl::Status CreateRows(const Group& g, absl::Span<const uint64_t> keys,
-                          absl::Span<const uint64_t> hashes, float** rows);
+  // Step 1 of Push: charges the budget for the rows the push may create;
+  // returns the bytes charged, or sets *status to RESOURCE_EXHAUSTED.
+  uint64_t Reserve(absl::Span<const Group> groups, absl::Span<const uint64_t> keys,
+                   absl::Span<const uint64_t> hashes, absl::Status* status);
   void InitRow(uint64_t key, float* row) const;
 
   const proto::TableDef def_;

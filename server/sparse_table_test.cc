@@ -138,8 +138,7 @@ TEST(SparseTableTest, APushOverTheBudgetAppliesNothingAndTheBytesReturnAtTheEnd)
     EXPECT_EQ(Read(*table, keys), std::vector<float>(ones.size(), 0.0f));
     EXPECT_LE(budget.used(), budget.limit());
     EXPECT_EQ(budget.used(), table->bytes());
-    // A push of a row that exists (created, with its initial values, before
-    // the budget ran out) still fits.
+    // A smaller push still fits.
     const std::vector<uint64_t> first = {keys[0]};
     ASSERT_TRUE(table->Push(first, {ones.data(), 16}, 0, Admitted, nullptr).ok());
     EXPECT_NE(Read(*table, first)[0], 0.0f);
