@@ -112,9 +112,26 @@ absl::Status ValidateTableDef(const proto::TableDef& def) {
       return Bad(def, absl::StrCat("num_buckets must be <= ", kMaxSparseBuckets, ", got ",
                                    def.num_buckets()));
     }
-  } else if (def.num_buckets() != 0) {
-    return Bad(def, absl::StrCat("num_buckets is for sparse tables (kind TABLE_SPARSE), got ",
-                                 def.num_buckets(), " on a dense table"));
+    if (def.admit_after_pushes() > kMaxAdmitAfterPushes) {
+      return Bad(def, absl::StrCat("admit_after_pushes must be <= ", kMaxAdmitAfterPushes,
+                                   ", got ", def.admit_after_pushes()));
+    }
+    if (!(def.admit_probability() >= 0 && def.admit_probability() <= 1)) {
+      return Bad(def, absl::StrCat("admit_probability must be in [0, 1], got ",
+                                   def.admit_probability()));
+    }
+    if (!proto::EvictionPolicy_IsValid(def.eviction())) {
+      return Bad(def, absl::StrCat("unknown eviction ", def.eviction()));
+    }
+    if (def.evict_after_clocks() > 0 && def.evict_after_seconds() > 0) {
+      return Bad(def, "set evict_after_clocks or evict_after_seconds, not both");
+    }
+  } else if (def.num_buckets() != 0 || def.admit_after_pushes() != 0 ||
+             def.admit_probability() != 0 || def.evict_after_clocks() != 0 ||
+             def.evict_after_seconds() != 0 || def.max_rows() != 0) {
+    return Bad(def,
+               "num_buckets, admission (admit_*) and eviction (evict_*, max_rows) are for sparse "
+               "tables (kind TABLE_SPARSE), not dense ones");
   } else if (def.num_keys() == 0) {
     return Bad(def, "num_keys must be >= 1");
   }

@@ -18,6 +18,8 @@ inline constexpr uint64_t kMaxTableValues = uint64_t{1} << 34;
 // and values per row.
 inline constexpr uint32_t kMaxSparseBuckets = uint32_t{1} << 20;
 inline constexpr uint32_t kMaxSparseWidth = uint32_t{1} << 16;
+// admit_after_pushes counts saturate there (8-bit counters).
+inline constexpr uint32_t kMaxAdmitAfterPushes = 255;
 
 // OK, or INVALID_ARGUMENT naming the table and the offending field: empty or
 // over-long name, unknown kind, width 0, num_keys 0 (dense) or not 0

@@ -92,9 +92,26 @@ TEST(TableDefTest, SparseAndDenseTablesKeepToTheirOwnFields) {
                 d->set_width(kMaxSparseWidth + 1);
               }),
               HasSubstr("width must be <= 65536 for a sparse table"));
-  EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_num_buckets(8); }),
-            "table 't': num_buckets is for sparse tables (kind TABLE_SPARSE), got 8 on a dense "
-            "table");
+  EXPECT_THAT(Refusal([](proto::TableDef* d) { d->set_num_buckets(8); }),
+              HasSubstr("are for sparse tables (kind TABLE_SPARSE), not dense ones"));
+  EXPECT_THAT(Refusal([](proto::TableDef* d) { d->set_max_rows(8); }),
+              HasSubstr("are for sparse tables"));
+  EXPECT_THAT(Refusal([&](proto::TableDef* d) {
+                sparse(d);
+                d->set_admit_after_pushes(300);
+              }),
+              HasSubstr("admit_after_pushes must be <= 255, got 300"));
+  EXPECT_THAT(Refusal([&](proto::TableDef* d) {
+                sparse(d);
+                d->set_admit_probability(1.5f);
+              }),
+              HasSubstr("admit_probability must be in [0, 1], got 1.5"));
+  EXPECT_THAT(Refusal([&](proto::TableDef* d) {
+                sparse(d);
+                d->set_evict_after_clocks(5);
+                d->set_evict_after_seconds(5);
+              }),
+              HasSubstr("not both"));
 }
 
 TEST(TableDefTest, NamesTheFieldOfANonFiniteHyperParameter) {
@@ -154,10 +171,9 @@ TEST(TableDefTest, AdamAndRmsPropNeedPositiveEpsilon) {
 }
 
 TEST(TableDefTest, SchedulesNeedTheirParameters) {
-  EXPECT_EQ(Refusal([](proto::TableDef* d) {
-              d->set_lr_schedule(static_cast<proto::LrSchedule>(9));
-            }),
-            "table 't': unknown lr_schedule 9");
+  EXPECT_EQ(
+      Refusal([](proto::TableDef* d) { d->set_lr_schedule(static_cast<proto::LrSchedule>(9)); }),
+      "table 't': unknown lr_schedule 9");
   EXPECT_EQ(Refusal([](proto::TableDef* d) {
               d->set_lr_schedule(proto::LR_STEP);
               d->set_lr_gamma(0.5f);
@@ -184,14 +200,12 @@ TEST(TableDefTest, SchedulesNeedTheirParameters) {
 
 TEST(TableDefTest, KeepsTheExistingChecks) {
   EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_name(""); }), "table '': name is empty");
-  EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_width(0); }),
-            "table 't': width must be >= 1");
+  EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_width(0); }), "table 't': width must be >= 1");
   EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_learning_rate(0); }),
             "table 't': learning_rate must be > 0, got 0");
-  EXPECT_EQ(Refusal([](proto::TableDef* d) {
-              d->set_optimizer(static_cast<proto::OptimizerKind>(42));
-            }),
-            "table 't': unknown optimizer 42");
+  EXPECT_EQ(
+      Refusal([](proto::TableDef* d) { d->set_optimizer(static_cast<proto::OptimizerKind>(42)); }),
+      "table 't': unknown optimizer 42");
 }
 
 TEST(TableDefTest, SummaryShowsTheRulesHyperParameters) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/table_def.h"
@@ -25,7 +26,8 @@ PsCore::PsCore(const PsCoreOptions& options)
     : options_(options),
       clock_(options.clock),
       store_(options.server_index, Placement(options.num_servers, options.placement),
-             StoreLimits{options.limits.memory_budget_bytes, options.limits.max_tables}),
+             StoreLimits{options.limits.memory_budget_bytes, options.limits.max_tables},
+             options.clock),
       clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls),
       dedup_(options.clock, options.limits.dedup_retention),
       address_(options.address) {}
@@ -374,9 +376,20 @@ absl::StatusOr<proto::InfoResponse> PsCore::Info(const proto::InfoRequest& reque
 
 proto::StatsResponse PsCore::Stats() {
   proto::StatsResponse reply;
+  absl::flat_hash_set<std::string> listed;
   for (proto::TableStats& t : stats_.Snapshot()) {
     t.set_server_clock(clocks_.ServerClock(t.table()));
+    store_.FillSparseStats(&t);
+    listed.insert(t.table());
     *reply.add_tables() = std::move(t);
+  }
+  // Sparse tables nobody has pulled from yet still report their rows.
+  for (const std::string& name : store_.SparseTableNames()) {
+    if (listed.contains(name)) continue;
+    proto::TableStats* t = reply.add_tables();
+    t->set_table(name);
+    t->set_server_clock(clocks_.ServerClock(name));
+    store_.FillSparseStats(t);
   }
   return reply;
 }
@@ -384,6 +397,7 @@ proto::StatsResponse PsCore::Stats() {
 std::vector<std::string> PsCore::Tick() {
   clocks_.Tick();
   dedup_.Expire();
+  store_.Sweep();
   return clocks_.TakeEvents();
 }
 

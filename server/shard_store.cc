@@ -27,12 +27,12 @@ struct Slice {
 class ShardStore::Table {
  public:
   Table(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
-        const Placement& placement, MemoryBudget* budget)
+        const Placement& placement, MemoryBudget* budget, Clock* clock)
       : def_(def), optimizer_(std::move(optimizer)) {
     if (def.kind() == proto::TABLE_SPARSE) {
       absl::StatusOr<std::unique_ptr<Optimizer>> own = MakeOptimizer(def);
-      sparse_ = std::make_unique<SparseTable>(def, *std::move(own), server_index, placement,
-                                              budget);
+      sparse_ = std::make_unique<SparseTable>(def, *std::move(own), server_index, placement, budget,
+                                              clock);
       return;
     }
     const uint64_t slice_size = placement.config().slice_size;
@@ -117,7 +117,6 @@ void ForEachSliceGroup(const KeySpec& keys, uint64_t slice_size, Fn fn) {
   }
 }
 
-
 // Copies n floats (a single one without a library call: rows of key lists).
 void CopyRun(char* dst, const float* src, uint64_t n) {
   if (n == 1) {
@@ -169,10 +168,12 @@ uint64_t KeySpec::size() const {
   return n;
 }
 
-ShardStore::ShardStore(int server_index, const Placement& placement, StoreLimits limits)
+ShardStore::ShardStore(int server_index, const Placement& placement, StoreLimits limits,
+                       Clock* clock)
     : server_index_(server_index),
       placement_(placement),
       limits_(limits),
+      clock_(clock),
       budget_(limits.memory_budget_bytes) {}
 
 ShardStore::~ShardStore() = default;
@@ -197,7 +198,10 @@ absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) cons
     // Empty at creation: slice pointers, and the owned slices' locks and
     // maps; rows are charged as pushes create them.
     const uint64_t buckets = LayoutOf(def).num_buckets;
-    return buckets * (sizeof(void*) + kSliceOverheadBytes);
+    // Admission counters: every bucket's are counted, owned or not (an upper
+    // bound; a fraction of them are this server's).
+    const uint64_t sketch = def.admit_after_pushes() > 1 ? SparseTable::kSketchBytes : 0;
+    return buckets * (sizeof(void*) + kSliceOverheadBytes + sketch);
   }
   const uint64_t slice_size = placement_.config().slice_size;
   const uint64_t num_slices = def.num_keys() / slice_size + (def.num_keys() % slice_size != 0);
@@ -258,8 +262,8 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
   // Build outside the lock (initialization touches every value), then insert;
   // a concurrent creator of the same table may win the race.
-  auto table =
-      std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_, &budget_);
+  auto table = std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_,
+                                       &budget_, clock_);
   absl::MutexLock lock(&tables_mu_);
   --tables_pending_;
   auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
@@ -278,6 +282,42 @@ absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTable(
                                             server_index_, "; create it first"));
   }
   return it->second;
+}
+
+uint64_t ShardStore::Sweep() {
+  const absl::Time now = clock_->Now();
+  std::vector<std::shared_ptr<Table>> sparse;
+  {
+    absl::MutexLock lock(&tables_mu_);
+    if (now - last_sweep_ < absl::Seconds(1)) return 0;
+    last_sweep_ = now;
+    for (const auto& [name, table] : tables_) {
+      if (table->sparse() != nullptr) sparse.push_back(table);
+    }
+  }
+  uint64_t evicted = 0;
+  for (const auto& table : sparse) evicted += table->sparse()->Sweep();
+  return evicted;
+}
+
+bool ShardStore::FillSparseStats(proto::TableStats* stats) const {
+  absl::StatusOr<std::shared_ptr<Table>> table = FindTable(stats->table());
+  if (!table.ok() || (*table)->sparse() == nullptr) return false;
+  const SparseTable& sparse = *(*table)->sparse();
+  stats->set_rows(sparse.rows());
+  stats->set_admitted(sparse.admitted());
+  stats->set_refused(sparse.refused());
+  stats->set_evicted(sparse.evicted());
+  return true;
+}
+
+std::vector<std::string> ShardStore::SparseTableNames() const {
+  std::vector<std::string> names;
+  absl::ReaderMutexLock lock(&tables_mu_);
+  for (const auto& [name, table] : tables_) {
+    if (table->sparse() != nullptr) names.push_back(name);
+  }
+  return names;
 }
 
 absl::StatusOr<proto::TableDef> ShardStore::GetTableDef(absl::string_view table) const {

@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/clock.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "server/memory_budget.h"
@@ -59,7 +60,10 @@ struct StoreLimits {
 
 class ShardStore {
  public:
-  ShardStore(int server_index, const Placement& placement, StoreLimits limits = {});
+  // `clock` (the time of sparse tables' evict_after_seconds) must outlive
+  // the store.
+  ShardStore(int server_index, const Placement& placement, StoreLimits limits = {},
+             Clock* clock = Clock::Real());
   ~ShardStore();
 
   // Creates the table's slices owned by this server, initialized from the
@@ -118,6 +122,15 @@ class ShardStore {
   // Definition of a table, or NOT_FOUND.
   absl::StatusOr<proto::TableDef> GetTableDef(absl::string_view table) const;
 
+  // Evicts aged rows of sparse tables (SparseTable::Sweep), at most once a
+  // second of the store's clock. Returns the rows evicted.
+  uint64_t Sweep();
+  // Sets the sparse-table fields (rows, admitted, refused, evicted) of
+  // stats->table()'s statistics; false when that is not a sparse table here.
+  bool FillSparseStats(proto::TableStats* stats) const;
+  // Names of the sparse tables.
+  std::vector<std::string> SparseTableNames() const;
+
   int server_index() const { return server_index_; }
   const Placement& placement() const { return placement_; }
 
@@ -140,6 +153,7 @@ class ShardStore {
   const int server_index_;
   const Placement placement_;
   const StoreLimits limits_;
+  Clock* const clock_;
 
   // Charged: created tables, those being initialized, sparse tables' rows.
   // Declared before the tables, which give their bytes back when destroyed.
@@ -147,6 +161,7 @@ class ShardStore {
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
   uint32_t tables_pending_ ABSL_GUARDED_BY(tables_mu_) = 0;
+  absl::Time last_sweep_ ABSL_GUARDED_BY(tables_mu_) = absl::InfinitePast();
 };
 
 }  // namespace ps

@@ -49,7 +49,13 @@ float* SparseRows::Insert(uint64_t key, uint64_t hash, bool* created) {
     *created = false;
     return RowAt(slot.row);
   }
-  const uint32_t row = next_row_++;
+  uint32_t row;
+  if (!free_rows_.empty()) {
+    row = free_rows_.back();
+    free_rows_.pop_back();
+  } else {
+    row = next_row_++;
+  }
   if ((row >> chunk_shift_) >= chunks_.size()) {
     chunks_.push_back(std::make_unique<float[]>(size_t{chunk_rows_} * floats_per_row_));
   }
@@ -65,6 +71,7 @@ bool SparseRows::Erase(uint64_t key) {
   const size_t mask = slots_.size() - 1;
   size_t hole = Probe(key, Hash(key));
   if (slots_[hole].row == kEmpty) return false;
+  free_rows_.push_back(slots_[hole].row);
   slots_[hole].row = kEmpty;
   --size_;
   // Backward shift: later keys of the cluster that may not sit past the
@@ -81,6 +88,15 @@ bool SparseRows::Erase(uint64_t key) {
   return true;
 }
 
+bool SparseRows::SampleKey(uint64_t r, uint64_t* key) const {
+  if (size_ == 0) return false;
+  const size_t mask = slots_.size() - 1;
+  size_t i = r & mask;
+  while (slots_[i].row == kEmpty) i = (i + 1) & mask;
+  *key = slots_[i].key;
+  return true;
+}
+
 void SparseRows::Grow() {
   std::vector<Slot> old = std::move(slots_);
   const size_t cap = std::max<size_t>(16, old.size() * 2);
@@ -92,7 +108,8 @@ void SparseRows::Grow() {
 }
 
 uint64_t SparseRows::bytes() const {
-  return slots_.capacity() * sizeof(Slot) + chunks_.capacity() * sizeof(chunks_[0]) +
+  return slots_.capacity() * sizeof(Slot) + free_rows_.capacity() * sizeof(uint32_t) +
+         chunks_.capacity() * sizeof(chunks_[0]) +
          chunks_.size() * (uint64_t{chunk_rows_} * floats_per_row_ * sizeof(float));
 }
 

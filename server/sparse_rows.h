@@ -8,8 +8,9 @@
 // followed by their optimizer state), so a row costs its floats plus 12 bytes
 // per map slot, about 14-27 bytes with the map between 7/16 and 7/8 full,
 // and nothing per key on the heap. Rows never move once created (chunks are
-// not reallocated), so a row's address stays valid while the SparseRows
-// lives; growing the map only moves keys and row numbers.
+// not reallocated), so a row's address stays valid until its key is erased
+// (its row then goes to the next new key); growing the map only moves keys
+// and row numbers.
 //
 // Not thread-safe: the slice's lock guards it. Every allocation is reported
 // to a byte counter the caller passes, so the store can charge its memory
@@ -47,9 +48,12 @@ class SparseRows {
   void Prefetch(uint64_t hash) const {
     if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
   }
-  // Removes `key` (the undo of an Insert; its row is not reused). False when
-  // absent.
+  // Removes `key`; its row is reused by a later Insert. False when absent.
   bool Erase(uint64_t key);
+  // A key with a row, from the map slot `r` picks (the first occupied one
+  // from r mod capacity on): a cheap random pick for sampled eviction.
+  // False when there are no rows.
+  bool SampleKey(uint64_t r, uint64_t* key) const;
 
   size_t size() const { return size_; }
   // Bytes held by the map and the chunks.
@@ -102,7 +106,8 @@ class SparseRows {
   uint32_t chunk_rows_;
   std::vector<Slot> slots_;  // size a power of two, or empty
   size_t size_ = 0;
-  uint32_t next_row_ = 0;  // rows handed out (erased ones are not reused)
+  uint32_t next_row_ = 0;            // rows handed out
+  std::vector<uint32_t> free_rows_;  // rows of erased keys, reused first
   std::vector<std::unique_ptr<float[]>> chunks_;
 };
 

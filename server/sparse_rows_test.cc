@@ -63,6 +63,27 @@ TEST(SparseRowsTest, RowsKeepTheirAddressWhileTheMapGrows) {
   EXPECT_EQ(rows.Find(100000), nullptr);
 }
 
+TEST(SparseRowsTest, ErasedRowsAreReusedAndSamplesAreKeysWithRows) {
+  SparseRows rows(4);
+  bool created = false;
+  for (uint64_t k = 0; k < 1000; ++k) rows.Insert(k, &created);
+  const uint64_t bytes = rows.bytes();
+  float* freed = rows.Find(10);
+  ASSERT_TRUE(rows.Erase(10));
+  EXPECT_EQ(rows.Find(10), nullptr);
+  EXPECT_EQ(rows.Insert(5000, &created), freed);  // the erased key's row
+  EXPECT_TRUE(created);
+  EXPECT_LE(rows.bytes(), bytes + 64);  // the free list's few bytes at most
+  for (uint64_t r = 0; r < 100; ++r) {
+    uint64_t key = 0;
+    ASSERT_TRUE(rows.SampleKey(r * 7919, &key));
+    EXPECT_NE(rows.Find(key), nullptr);
+  }
+  SparseRows empty(4);
+  uint64_t key = 0;
+  EXPECT_FALSE(empty.SampleKey(3, &key));
+}
+
 TEST(SparseRowsTest, BytesPerRowStayCloseToTheRowsFloats) {
   // Width 16 with AdaGrad: 32 floats, 128 bytes of raw data per row.
   for (size_t n : {100000u, 150000u, 229000u}) {  // map 1/2, 3/4 and 7/8 full

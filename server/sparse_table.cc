@@ -5,27 +5,146 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/hash.h"
 #include "common/table_layout.h"
 #include "server/initializer.h"
 
 namespace ps {
 
 SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer,
-                         int server_index, const Placement& placement, MemoryBudget* budget)
+                         int server_index, const Placement& placement, MemoryBudget* budget,
+                         Clock* clock)
     : def_(def),
       optimizer_(std::move(optimizer)),
       num_buckets_(LayoutOf(def).num_buckets),
       width_(def.width()),
-      floats_per_row_(def.width() * (1 + optimizer_->state_per_value())),
+      state_floats_(def.width() * optimizer_->state_per_value()),
+      meta_(def.evict_after_clocks() > 0 || def.evict_after_seconds() > 0 || def.max_rows() > 0),
+      floats_per_row_(width_ + state_floats_ + (meta_ ? 2 : 0)),
+      slice_cap_(def.max_rows() == 0 ? 0 : (def.max_rows() + num_buckets_ - 1) / num_buckets_),
+      clock_(clock),
+      created_(clock->Now()),
       server_index_(server_index),
       placement_(placement),
       budget_(budget) {
   slices_.resize(num_buckets_);
   for (uint64_t s = 0; s < num_buckets_; ++s) {
     if (placement_.OwnerOfSlice(def_.name(), s) == server_index_) {
-      slices_[s] = std::make_unique<Slice>(floats_per_row_);
+      slices_[s] = std::make_unique<Slice>(floats_per_row_, HashCombine(def_.seed(), s));
+      if (def_.admit_after_pushes() > 1) {
+        absl::MutexLock lock(&slices_[s]->mu);
+        slices_[s]->sketch.assign(kSketchDepth * kSketchWidth, 0);
+      }
     }
   }
+}
+
+uint64_t SparseTable::NextRandom(uint64_t* state) {
+  *state += 0x9e3779b97f4a7c15ULL;
+  return Mix64(*state);
+}
+
+bool SparseTable::Admits(Slice& slice, uint64_t hash) {
+  if (!slice.sketch.empty()) {
+    // Count the push in each row of the sketch; the key's count is the
+    // smallest of its counters (overstated by collisions, never less).
+    uint32_t count = 255;
+    for (int d = 0; d < kSketchDepth; ++d) {
+      uint8_t& c = slice.sketch[d * kSketchWidth + (HashCombine(hash, d) & (kSketchWidth - 1))];
+      if (c < 255) ++c;
+      count = std::min<uint32_t>(count, c);
+    }
+    if (count < def_.admit_after_pushes()) return false;
+  }
+  const float p = def_.admit_probability();
+  if (p > 0 && p < 1) {
+    return static_cast<double>(NextRandom(&slice.rng) >> 11) * 0x1.0p-53 < p;
+  }
+  return true;
+}
+
+void SparseTable::Touch(float* row, uint64_t clock) const {
+  const uint64_t now = def_.evict_after_seconds() > 0
+                           ? static_cast<uint64_t>(absl::ToInt64Seconds(clock_->Now() - created_))
+                           : clock;
+  const uint32_t last = static_cast<uint32_t>(std::min<uint64_t>(now, ~uint32_t{0}));
+  uint32_t count = TouchCount(row);
+  if (count < ~uint32_t{0}) ++count;
+  float* meta = row + width_ + state_floats_;
+  std::memcpy(meta, &last, sizeof last);
+  std::memcpy(meta + 1, &count, sizeof count);
+}
+
+uint32_t SparseTable::LastTouch(const float* row) const {
+  uint32_t last;
+  std::memcpy(&last, row + width_ + state_floats_, sizeof last);
+  return last;
+}
+
+uint32_t SparseTable::TouchCount(const float* row) const {
+  uint32_t count;
+  std::memcpy(&count, row + width_ + state_floats_ + 1, sizeof count);
+  return count;
+}
+
+void SparseTable::EvictRow(Slice& slice, uint64_t key) {
+  if (slice.rows.Erase(key)) {
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+    rows_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void SparseTable::EvictOverCap(Slice& slice) {
+  const bool lfu = def_.eviction() == proto::EVICT_LFU;
+  while (slice.rows.size() > slice_cap_) {
+    // Of a few sampled rows, the least recently (LRU) or least often (LFU)
+    // updated.
+    uint64_t victim = 0;
+    uint64_t best = ~uint64_t{0};
+    for (int i = 0; i < kEvictionSamples; ++i) {
+      uint64_t key;
+      if (!slice.rows.SampleKey(NextRandom(&slice.rng), &key)) return;
+      const float* row = slice.rows.Find(key);
+      const uint64_t score = lfu ? TouchCount(row) : LastTouch(row);
+      if (score < best) {
+        best = score;
+        victim = key;
+      }
+    }
+    EvictRow(slice, victim);
+  }
+}
+
+uint64_t SparseTable::Sweep() {
+  const absl::Time now = clock_->Now();
+  const uint64_t by_clocks = def_.evict_after_clocks(), by_seconds = def_.evict_after_seconds();
+  if (by_clocks == 0 && by_seconds == 0) return 0;
+  // The age of a row in the unit of its metadata.
+  const uint64_t current =
+      by_seconds > 0
+          ? static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Seconds(now - created_)))
+          : max_clock_.load(std::memory_order_relaxed);
+  const uint64_t limit = by_seconds > 0 ? by_seconds : by_clocks;
+  if (current <= limit) return 0;
+  const uint64_t oldest = current - limit;  // rows last updated before it go
+  uint64_t evicted = 0;
+  std::vector<uint64_t> expired;
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    expired.clear();
+    slice->rows.ForEach([&](uint64_t key, const float* row) {
+      if (LastTouch(row) < oldest) expired.push_back(key);
+    });
+    const uint64_t before = slice->rows.bytes();
+    for (uint64_t key : expired) EvictRow(*slice, key);
+    // Erased rows go to a free list, which may grow.
+    const uint64_t grown = slice->rows.bytes() - before;
+    budget_->Charge(grown);
+    bytes_.fetch_add(grown, std::memory_order_relaxed);
+    evicted += expired.size();
+  }
+  return evicted;
 }
 
 SparseTable::~SparseTable() { budget_->Release(bytes()); }
@@ -67,7 +186,8 @@ std::vector<SparseTable::Group> SparseTable::GroupsOf(absl::Span<const uint64_t>
 
 void SparseTable::InitRow(uint64_t key, float* row) const {
   InitializeValues(def_, key, 1, row);
-  if (floats_per_row_ > width_) optimizer_->InitState(row + width_, floats_per_row_ - width_);
+  if (state_floats_ > 0) optimizer_->InitState(row + width_, state_floats_);
+  if (meta_) std::memset(row + width_ + state_floats_, 0, 2 * sizeof(float));
 }
 
 uint64_t SparseTable::Reserve(absl::Span<const Group> groups, absl::Span<const uint64_t> keys,
@@ -122,8 +242,13 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
     return false;
   }
   std::vector<float*> rows(keys.size()), states;
-  if (floats_per_row_ > width_) states.resize(keys.size());
-  uint64_t grown = 0, created_rows = 0;
+  if (state_floats_ > 0) states.resize(keys.size());
+  const bool admission = def_.admit_after_pushes() > 1 ||
+                         (def_.admit_probability() > 0 && def_.admit_probability() < 1);
+  uint64_t grown = 0, created_rows = 0, refused = 0;
+  uint64_t max_clock = max_clock_.load(std::memory_order_relaxed);
+  while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
+  }
   // Map slots are scattered: each is requested a few keys ahead.
   constexpr size_t kAhead = 8;
   for (const Group& g : groups) {
@@ -133,19 +258,49 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
     for (size_t i = g.begin; i < std::min(g.end, g.begin + kAhead); ++i) {
       slice.rows.Prefetch(hashes[i]);
     }
+    bool all_rows = true;
     for (size_t i = g.begin; i < g.end; ++i) {
       if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
-      bool created = false;
-      rows[i] = slice.rows.Insert(keys[i], hashes[i], &created);
-      if (created) {
-        InitRow(keys[i], rows[i]);
-        ++created_rows;
+      rows[i] = admission ? slice.rows.Find(keys[i], hashes[i]) : nullptr;
+      if (rows[i] == nullptr) {
+        if (admission && !Admits(slice, hashes[i])) {
+          // Not admitted: no row, the gradient is dropped, and the read
+          // back gives the initial values.
+          ++refused;
+          all_rows = false;
+          if (dst != nullptr) {
+            InitializeValues(def_, keys[i], 1,
+                             reinterpret_cast<float*>(dst + i * width_ * sizeof(float)));
+          }
+          continue;
+        }
+        bool created = false;
+        rows[i] = slice.rows.Insert(keys[i], hashes[i], &created);
+        if (created) {
+          InitRow(keys[i], rows[i]);
+          ++created_rows;
+        }
       }
       if (!states.empty()) states[i] = rows[i] + width_;
     }
-    optimizer_->ApplyRows(rows.data() + g.begin, states.empty() ? nullptr : states.data() + g.begin,
-                          grads.data() + g.begin * width_, g.end - g.begin, width_, clock,
-                          dst != nullptr ? dst + g.begin * width_ * sizeof(float) : nullptr);
+    // The rows of the group, in runs without refused keys.
+    for (size_t b = g.begin; b < g.end;) {
+      if (rows[b] == nullptr) {
+        ++b;
+        continue;
+      }
+      size_t e = b + 1;
+      while (!all_rows && e < g.end && rows[e] != nullptr) ++e;
+      if (all_rows) e = g.end;
+      optimizer_->ApplyRows(rows.data() + b, states.empty() ? nullptr : states.data() + b,
+                            grads.data() + b * width_, e - b, width_, clock,
+                            dst != nullptr ? dst + b * width_ * sizeof(float) : nullptr);
+      if (meta_) {
+        for (size_t i = b; i < e; ++i) Touch(rows[i], clock);
+      }
+      b = e;
+    }
+    if (slice_cap_ > 0) EvictOverCap(slice);
     grown += slice.rows.bytes() - before;
     const SparseRows::Shape shape = slice.rows.shape();
     slice.size.store(shape.size, std::memory_order_relaxed);
@@ -153,6 +308,8 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
     slice.slots.store(shape.slots, std::memory_order_relaxed);
     slice.chunks.store(shape.chunks, std::memory_order_relaxed);
   }
+  admitted_.fetch_add(created_rows, std::memory_order_relaxed);
+  refused_.fetch_add(refused, std::memory_order_relaxed);
   // What was reserved beyond what was allocated goes back. A bound read from
   // shapes that concurrent pushes then grew may prove low: the excess is
   // allocated, so it is charged.

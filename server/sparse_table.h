@@ -23,7 +23,9 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/clock.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "server/memory_budget.h"
@@ -35,9 +37,9 @@ namespace ps {
 class SparseTable {
  public:
   // The slices `placement` gives server `server_index`, empty. `budget`
-  // must outlive the table.
+  // and `clock` (the time of evict_after_seconds) must outlive the table.
   SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
-              const Placement& placement, MemoryBudget* budget);
+              const Placement& placement, MemoryBudget* budget, Clock* clock = Clock::Real());
   // Returns the table's bytes to the budget.
   ~SparseTable();
 
@@ -70,6 +72,19 @@ class SparseTable {
   // without a row reads as its initial values.
   void Read(absl::Span<const uint64_t> keys, char* dst) const;
 
+  // Evicts the rows not updated for evict_after_clocks (behind the largest
+  // clock pushed here) or evict_after_seconds (on the clock); a no-op when
+  // neither is set. Returns the rows evicted.
+  uint64_t Sweep();
+
+  // Admission and eviction counts (proto::TableStats fields).
+  uint64_t admitted() const { return admitted_.load(std::memory_order_relaxed); }
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+  uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
+
+  // Admission counters of one slice (admit_after_pushes > 1).
+  static constexpr uint64_t kSketchBytes = 4 * 2048;
+
   // Rows and bytes (maps and chunks) held here.
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -77,9 +92,14 @@ class SparseTable {
 
  private:
   struct Slice {
-    explicit Slice(size_t floats_per_row) : rows(floats_per_row) {}
+    explicit Slice(size_t floats_per_row, uint64_t seed) : rows(floats_per_row), rng(seed) {}
     mutable absl::Mutex mu;
     SparseRows rows ABSL_GUARDED_BY(mu);
+    // Admission counts (admit_after_pushes): a count-min sketch of
+    // kSketchDepth rows of kSketchWidth saturating counters; empty when off.
+    std::vector<uint8_t> sketch ABSL_GUARDED_BY(mu);
+    // State of the slice's random draws (admit_probability, eviction samples).
+    uint64_t rng ABSL_GUARDED_BY(mu);
     // rows.shape(), published under mu after each push for the lock-free
     // budget estimate of the next ones.
     std::atomic<uint64_t> size{0}, next_row{0}, slots{0}, chunks{0};
@@ -94,6 +114,26 @@ class SparseTable {
   // one slice (the client sends keys grouped by slice, so normally one run
   // per slice).
   std::vector<Group> GroupsOf(absl::Span<const uint64_t> keys, std::vector<uint64_t>* hashes) const;
+  static constexpr int kSketchDepth = 4;
+  static constexpr int kSketchWidth = 2048;
+  static_assert(kSketchBytes == kSketchDepth * kSketchWidth, "one byte per counter");
+  // Rows sampled for one eviction at the row cap.
+  static constexpr int kEvictionSamples = 8;
+
+  // Whether a key without a row may have one now (counts the push in the
+  // sketch; draws for admit_probability).
+  bool Admits(Slice& slice, uint64_t hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Row metadata (when eviction is on: the last two floats of a row hold,
+  // as uint32 bits, the last update's clock or second and the update count).
+  void Touch(float* row, uint64_t clock) const;
+  uint32_t LastTouch(const float* row) const;
+  uint32_t TouchCount(const float* row) const;
+  // Evicts sampled rows of the slice until it is under its cap.
+  void EvictOverCap(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Erases `key`'s row, counting it and its bytes.
+  void EvictRow(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  static uint64_t NextRandom(uint64_t* state);
+
   // Step 1 of Push: charges the budget for the rows the push may create;
   // returns the bytes charged, or sets *status to RESOURCE_EXHAUSTED.
   uint64_t Reserve(absl::Span<const Group> groups, absl::Span<const uint64_t> keys,
@@ -104,11 +144,18 @@ class SparseTable {
   const std::unique_ptr<Optimizer> optimizer_;
   const uint64_t num_buckets_;
   const size_t width_;
-  const size_t floats_per_row_;  // width * (1 + state_per_value)
+  const size_t state_floats_;    // width * state_per_value
+  const bool meta_;              // rows end with 2 floats of metadata
+  const size_t floats_per_row_;  // width * (1 + state_per_value), + 2 with meta_
+  const uint64_t slice_cap_;     // rows per slice (max_rows), 0: none
+  Clock* const clock_;
+  const absl::Time created_;  // origin of evict_after_seconds' clock
   const int server_index_;
   const Placement placement_;
   MemoryBudget* const budget_;
   std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
+  std::atomic<uint64_t> max_clock_{0};          // largest clock pushed here
+  std::atomic<uint64_t> admitted_{0}, refused_{0}, evicted_{0};
   std::atomic<uint64_t> rows_{0};
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> version_{0};

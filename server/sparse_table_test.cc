@@ -38,11 +38,11 @@ proto::TableDef SparseDef(const std::string& name, uint32_t width, proto::Optimi
 }
 
 std::unique_ptr<SparseTable> Make(const proto::TableDef& def, MemoryBudget* budget, int server = 0,
-                                  int servers = 1) {
+                                  int servers = 1, Clock* clock = Clock::Real()) {
   auto optimizer = MakeOptimizer(def);
   EXPECT_TRUE(optimizer.ok()) << optimizer.status();
   return std::make_unique<SparseTable>(def, *std::move(optimizer), server, Placement(servers),
-                                       budget);
+                                       budget, clock);
 }
 
 absl::StatusOr<bool> Admitted() { return true; }
@@ -161,6 +161,111 @@ TEST(SparseTableTest, ARetryIsNotAppliedButReadsBack) {
   ASSERT_TRUE(retry.ok());
   EXPECT_FALSE(*retry);
   EXPECT_EQ(out, (std::vector<float>{1.0f, 1.0f}));
+}
+
+// Pushes -1 to each key once at `clock` (SGD at rate 1: +1 per applied push).
+void PushOnce(SparseTable& table, const std::vector<uint64_t>& keys, uint64_t clock) {
+  const std::vector<float> minus_one(keys.size() * table.def().width(), -1.0f);
+  auto pushed = table.Push(keys, minus_one, clock, Admitted, nullptr);
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+}
+
+TEST(SparseTableTest, AKeyIsAdmittedOnlyAfterItsNthPush) {
+  MemoryBudget budget(~uint64_t{0});
+  proto::TableDef def = SparseDef("a", 1, proto::OPT_SGD);
+  def.set_admit_after_pushes(3);
+  auto table = Make(def, &budget);
+  const std::vector<uint64_t> key = {77};
+  for (int k = 0; k < 2; ++k) PushOnce(*table, key, k);
+  EXPECT_EQ(table->rows(), 0u);
+  EXPECT_EQ(table->refused(), 2u);
+  EXPECT_EQ(Read(*table, key)[0], 0.0f);  // the initial value: nothing applied
+  PushOnce(*table, key, 2);               // the third push creates the row and is applied
+  EXPECT_EQ(table->rows(), 1u);
+  EXPECT_EQ(table->admitted(), 1u);
+  EXPECT_EQ(Read(*table, key)[0], 1.0f);
+  PushOnce(*table, key, 3);
+  EXPECT_EQ(Read(*table, key)[0], 2.0f);
+  EXPECT_EQ(table->refused(), 2u);
+}
+
+TEST(SparseTableTest, KeysAreAdmittedWithTheGivenProbability) {
+  MemoryBudget budget(~uint64_t{0});
+  proto::TableDef def = SparseDef("p", 1, proto::OPT_SGD);
+  def.set_admit_probability(0.25f);
+  auto table = Make(def, &budget);
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 20000; ++k) keys.push_back(k * 0x9e3779b97f4a7c15ULL);
+  PushOnce(*table, keys, 0);
+  // Binomial(20000, 0.25): mean 5000, standard deviation 61.
+  EXPECT_NEAR(static_cast<double>(table->admitted()), 5000, 5 * 61);
+  EXPECT_EQ(table->admitted() + table->refused(), keys.size());
+  EXPECT_EQ(table->rows(), table->admitted());
+  // Admitted keys got their push; refused ones read as initial values.
+  const std::vector<float> values = Read(*table, keys);
+  uint64_t ones = 0;
+  for (float v : values) ones += v == 1.0f;
+  EXPECT_EQ(ones, table->admitted());
+}
+
+TEST(SparseTableTest, RowsNotUpdatedForTClocksAreEvictedBySweeps) {
+  MemoryBudget budget(~uint64_t{0});
+  proto::TableDef def = SparseDef("c", 1, proto::OPT_SGD);
+  def.set_evict_after_clocks(5);
+  auto table = Make(def, &budget);
+  PushOnce(*table, {1}, 0);
+  PushOnce(*table, {2}, 4);
+  EXPECT_EQ(table->Sweep(), 0u);  // clock 4: nothing 5 clocks old
+  PushOnce(*table, {3}, 10);
+  EXPECT_EQ(table->Sweep(), 2u);  // keys 1 (clock 0) and 2 (clock 4) are older than 10 - 5
+  EXPECT_EQ(table->evicted(), 2u);
+  EXPECT_EQ(table->rows(), 1u);
+  EXPECT_EQ(Read(*table, {1, 2, 3}), (std::vector<float>{0.0f, 0.0f, 1.0f}));
+  // An evicted key comes back fresh, on the free row.
+  const uint64_t bytes = table->bytes();
+  PushOnce(*table, {1}, 11);
+  EXPECT_EQ(Read(*table, {1})[0], 1.0f);
+  EXPECT_EQ(table->bytes(), bytes);
+}
+
+TEST(SparseTableTest, RowsNotUpdatedForTSecondsAreEvictedOnTheClock) {
+  MemoryBudget budget(~uint64_t{0});
+  FakeClock clock;
+  proto::TableDef def = SparseDef("s", 1, proto::OPT_SGD);
+  def.set_evict_after_seconds(10);
+  auto table = Make(def, &budget, 0, 1, &clock);
+  PushOnce(*table, {1}, 0);
+  clock.Advance(absl::Seconds(8));
+  PushOnce(*table, {2}, 0);
+  clock.Advance(absl::Seconds(5));  // key 1: 13 s old, key 2: 5 s
+  EXPECT_EQ(table->Sweep(), 1u);
+  EXPECT_EQ(Read(*table, {1, 2}), (std::vector<float>{0.0f, 1.0f}));
+}
+
+TEST(SparseTableTest, TheRowCapEvictsTheLeastRecentlyOrLeastOftenUpdated) {
+  for (proto::EvictionPolicy policy : {proto::EVICT_LRU, proto::EVICT_LFU}) {
+    SCOPED_TRACE(proto::EvictionPolicy_Name(policy));
+    MemoryBudget budget(~uint64_t{0});
+    proto::TableDef def = SparseDef("cap", 1, proto::OPT_SGD);
+    def.set_num_buckets(1);
+    def.set_max_rows(100);
+    def.set_eviction(policy);
+    auto table = Make(def, &budget);
+    // 20 hot keys pushed at every clock, 1000 cold keys once each.
+    std::vector<uint64_t> hot;
+    for (uint64_t k = 0; k < 20; ++k) hot.push_back(1000000 + k);
+    for (uint64_t c = 0; c < 1000; ++c) {
+      PushOnce(*table, {c}, c);
+      PushOnce(*table, hot, c);
+    }
+    EXPECT_EQ(table->rows(), 100u);
+    EXPECT_EQ(table->evicted(), 1020u - 100u);
+    // The hot keys were updated at every clock (LRU: recently; LFU: often):
+    // sampled eviction keeps nearly all of them.
+    int kept = 0;
+    for (float v : Read(*table, hot)) kept += v > 0;
+    EXPECT_GE(kept, 18);
+  }
 }
 
 // Bytes per row, printed for the README, and the target for width 16 with

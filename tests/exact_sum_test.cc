@@ -129,6 +129,19 @@ TEST(ExactSumTest, KeyListsOnASparseTableSumExactlyAndReadMissingKeysAsZero) {
     ASSERT_EQ(values[i * kWidth], expected) << "key " << keys[i];
     ASSERT_EQ(values[i * kWidth + 1], expected) << "key " << keys[i];
   }
+  // The servers' statistics count one row per distinct key, all admitted.
+  auto stats = admin->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  uint64_t rows = 0, admitted = 0;
+  for (const ServerStats& server : *stats) {
+    for (const proto::TableStats& t : server.stats.tables()) {
+      if (t.table() != "hashed") continue;
+      rows += t.rows();
+      admitted += t.admitted();
+    }
+  }
+  EXPECT_EQ(rows, keys.size() - 1);  // 42 is listed twice
+  EXPECT_EQ(admitted, rows);
   // Keys never pushed read as their initial values (zeros) and create no row.
   const std::vector<uint64_t> untouched = {1, 2, uint64_t{1} << 62};
   std::vector<float> zeros(untouched.size() * kWidth, 7.0f);
