@@ -76,6 +76,7 @@ raw="$out/sparse_raw.txt"
 echo "0 0.5" >"$work/auc.dat"
 trained=0
 keys_total=0
+pulled_total=0
 examples_total=0
 for ((e = 1; e <= epochs; e++)); do
   t0=$(date +%s.%N)
@@ -90,6 +91,7 @@ for ((e = 1; e <= epochs; e++)); do
     line=$(grep '^RESULT worker=' "$work/worker$w.epoch$e.log")
     examples_total=$((examples_total + $(echo "$line" | sed 's/.* examples=\([0-9]*\).*/\1/')))
     keys_total=$((keys_total + $(echo "$line" | sed 's/.* keys=\([0-9]*\).*/\1/')))
+    pulled_total=$((pulled_total + $(echo "$line" | sed 's/.* keys_pulled=\([0-9]*\).*/\1/')))
   done
   t1=$(date +%s.%N)
   trained=$(awk -v a="$trained" -v b="$t0" -v c="$t1" 'BEGIN { printf "%.2f", a + c - b }')
@@ -105,12 +107,12 @@ for p in "${server_pids[@]}"; do
   kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status")
   [ "$kb" -gt "$peak_kb" ] && peak_kb=$kb
 done
-# Payload per key and step: the key in the pull and the push (8 + 8 bytes),
-# the value back and the gradient out (4 + 4).
+# Payload: a key and its gradient per key pushed (8 + 4 bytes), a key and its
+# value per key pulled (8 + 4; keys served by the row cache are not pulled).
 echo "RESULT examples=$examples features_used=$features_used epochs=$epochs servers=$servers workers=$workers \
 train_seconds=$trained examples_per_second=$(awk -v n="$examples_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
 keys_per_second=$(awk -v n="$keys_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
-payload_gbytes=$(awk -v n="$keys_total" 'BEGIN { printf "%.2f", n * 24 / 1e9 }') \
+keys_pulled=$pulled_total payload_gbytes=$(awk -v n="$keys_total" -v p="$pulled_total" 'BEGIN { printf "%.2f", (n + p) * 12 / 1e9 }') \
 peak_server_rss_mb=$((peak_kb / 1024)) test_auc=$auc planted_auc=$planted" | tee -a "$raw"
 cp "$work/auc.dat" "$out/sparse_auc.dat"
 gnuplot <<PLOT

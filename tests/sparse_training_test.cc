@@ -21,7 +21,8 @@ std::string TempPath(const std::string& name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
 }
 
-TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
+// Trains with the row cache's staleness bound `staleness` (0: off).
+void TrainAndCompareWithThePlantedModel(uint64_t staleness) {
   LibsvmGeneratorOptions gen;
   gen.seed = 5;
   gen.num_features = 2000;
@@ -67,6 +68,7 @@ TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
       config.num_workers = kWorkers;
       config.epochs = 2;
       config.batch_size = 64;
+      config.row_cache_staleness = staleness;
       stats[w] = TrainSparseLr(*client, train, config, [](const std::string&) {});
     });
   }
@@ -75,6 +77,16 @@ TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
     ASSERT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
     EXPECT_EQ(stats[w]->examples, 60000);  // half the file, twice
     EXPECT_GT(stats[w]->keys, 0);
+    if (staleness == 0) {
+      EXPECT_EQ(stats[w]->keys_pulled, stats[w]->keys);
+    } else {
+      // The hot rows (the bias, the most frequent features) come from the
+      // cache most of the time.
+      EXPECT_LT(stats[w]->keys_pulled, stats[w]->keys * 3 / 4);
+      std::printf("worker %d pulled %lld of %lld keys\n", w,
+                  static_cast<long long>(stats[w]->keys_pulled),
+                  static_cast<long long>(stats[w]->keys));
+    }
   }
   const auto trained = EvaluateSparseLr(*admin, test, "lr/w", 1000);
   ASSERT_TRUE(trained.ok()) << trained.status();
@@ -83,6 +95,14 @@ TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
               planted->auc, planted->logloss, trained->auc, trained->logloss, trained->accuracy);
   EXPECT_GT(trained->auc, planted->auc - 0.02);
   EXPECT_LT(trained->logloss, planted->logloss + 0.05);
+}
+
+TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
+  TrainAndCompareWithThePlantedModel(0);
+}
+
+TEST(SparseTrainingTest, RowsCachedForFourStepsCutThePullsAndKeepTheAuc) {
+  TrainAndCompareWithThePlantedModel(4);
 }
 
 }  // namespace

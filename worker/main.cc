@@ -43,6 +43,9 @@ ABSL_FLAG(std::string, test_data, "", "sparse_lr: LibSVM test file (plain or gzi
 ABSL_FLAG(int, num_buckets, 1024, "sparse_lr: slices of the sparse weight table");
 ABSL_FLAG(bool, evaluate, true,
           "sparse_lr: evaluate on --test_data after training (false: train only)");
+ABSL_FLAG(uint64_t, row_cache_staleness, 0,
+          "sparse_lr: reuse a pulled row for this many steps (0: pull every row every step)");
+ABSL_FLAG(uint64_t, row_cache_rows, 1 << 20, "sparse_lr: rows the row cache holds at most");
 ABSL_FLAG(bool, skip_bad_lines, false,
           "sparse_lr: skip (and count) malformed training lines instead of failing");
 ABSL_FLAG(std::string, hidden, "256,128", "MLP hidden layer widths, comma-separated");
@@ -190,6 +193,8 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
     sc.batch_size = config.batch_size;
     sc.max_train_examples = absl::GetFlag(FLAGS_max_train_examples);
     sc.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
+    sc.row_cache_staleness = absl::GetFlag(FLAGS_row_cache_staleness);
+    sc.row_cache_rows = absl::GetFlag(FLAGS_row_cache_rows);
     sc.progress_interval = config.progress_interval;
     auto stats = ps::TrainSparseLr(**client, train, sc, [](const std::string& line) {
       std::printf("%s\n", line.c_str());
@@ -200,14 +205,15 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
     }
     (*client)->Leave();
     std::printf(
-        "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s, %.0f keys/s), last-epoch "
-        "log-loss %.4f, %lld bad lines skipped\n",
+        "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s, %.0f keys/s, %lld keys "
+        "pulled), last-epoch log-loss %.4f, %lld bad lines skipped\n",
         who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
         stats->seconds, stats->examples_per_second, stats->keys_per_second,
-        stats->mean_loss_last_epoch, static_cast<long long>(stats->bad_lines));
-    std::printf("RESULT worker=%d seconds=%.3f examples=%lld keys=%lld\n", config.worker_index,
-                stats->seconds, static_cast<long long>(stats->examples),
-                static_cast<long long>(stats->keys));
+        static_cast<long long>(stats->keys_pulled), stats->mean_loss_last_epoch,
+        static_cast<long long>(stats->bad_lines));
+    std::printf("RESULT worker=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld\n",
+                config.worker_index, stats->seconds, static_cast<long long>(stats->examples),
+                static_cast<long long>(stats->keys), static_cast<long long>(stats->keys_pulled));
   }
   if (!evaluate) return 0;
   auto eval = ps::EvaluateSparseLr(**client, test, table.name(), 4096);

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "worker/train/auc.h"
 #include "worker/train/libsvm_reader.h"
+#include "worker/train/row_cache.h"
 
 namespace ps {
 
@@ -87,8 +88,12 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
   absl::Time next_progress = start + config.progress_interval;
   std::vector<SparseExample> batch, read;
   BatchKeys bk;
-  std::vector<float> w, grad;
+  std::vector<float> w, grad, pulled;
   std::vector<double> p;
+  std::vector<uint64_t> to_pull;
+  std::vector<size_t> to_pull_at;
+  RowCache cache(1, config.row_cache_staleness,
+                 config.row_cache_staleness > 0 ? config.row_cache_rows : 0);
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     if (epoch > 0) {
       if (absl::Status s = (*reader)->Rewind(); !s.ok()) return s;
@@ -117,9 +122,27 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
       if (batch.empty()) break;
       bk.Build(batch);
       w.assign(bk.keys.size(), 0.0f);
-      if (absl::Status s = client.PullKeys(config.table, bk.keys, 1, absl::MakeSpan(w)); !s.ok()) {
-        return s;
+      const uint64_t step = static_cast<uint64_t>(stats.steps);
+      // Rows cached recently enough come from the cache; the rest are pulled.
+      to_pull.clear();
+      to_pull_at.clear();
+      for (size_t j = 0; j < bk.keys.size(); ++j) {
+        if (config.row_cache_staleness > 0 && cache.Lookup(bk.keys[j], step, &w[j])) continue;
+        to_pull.push_back(bk.keys[j]);
+        to_pull_at.push_back(j);
       }
+      pulled.resize(to_pull.size());
+      if (!to_pull.empty()) {
+        if (absl::Status s = client.PullKeys(config.table, to_pull, 1, absl::MakeSpan(pulled));
+            !s.ok()) {
+          return s;
+        }
+      }
+      for (size_t j = 0; j < to_pull.size(); ++j) {
+        w[to_pull_at[j]] = pulled[j];
+        if (config.row_cache_staleness > 0) cache.Insert(to_pull[j], step, {&pulled[j], 1});
+      }
+      stats.keys_pulled += static_cast<int64_t>(to_pull.size());
       Predict(batch, bk, w, &p);
       grad.assign(bk.keys.size(), 0.0f);
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -143,10 +166,11 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
       if (now >= next_progress) {
         const double secs = absl::ToDoubleSeconds(now - start);
         progress(absl::StrFormat(
-            "worker %d/%d: epoch %d step %d: %d examples, %.0f examples/s, %.0f keys/s, "
-            "log-loss %.4f",
+            "worker %d/%d: epoch %d step %d: %d examples, %.0f examples/s, %.0f keys/s "
+            "(%.0f%% pulled), log-loss %.4f",
             config.worker_index, config.num_workers, epoch + 1, stats.steps, stats.examples,
             stats.examples / secs, stats.keys / secs,
+            100.0 * stats.keys_pulled / std::max<int64_t>(1, stats.keys),
             epoch_loss / std::max<int64_t>(1, epoch_examples)));
         next_progress = now + config.progress_interval;
       }

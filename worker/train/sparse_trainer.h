@@ -40,13 +40,19 @@ struct SparseTrainerConfig {
   int64_t max_train_examples = 0;
   // Skip malformed lines (counted) instead of failing.
   bool skip_bad_lines = false;
+  // > 0: rows pulled at step c are reused until step c + row_cache_staleness
+  // (worker/train/row_cache.h), at most row_cache_rows of them; only the
+  // other keys are pulled. The pushes are not affected.
+  uint64_t row_cache_staleness = 0;
+  size_t row_cache_rows = 1 << 20;
   absl::Duration progress_interval = absl::Seconds(5);
 };
 
 struct SparseTrainStats {
   int64_t steps = 0;
   int64_t examples = 0;
-  int64_t keys = 0;  // keys pulled (and pushed), summed over steps
+  int64_t keys = 0;         // keys used (and pushed), summed over steps
+  int64_t keys_pulled = 0;  // of them, pulled (the others came from the cache)
   int64_t bad_lines = 0;
   double seconds = 0;
   double examples_per_second = 0;
