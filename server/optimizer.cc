@@ -36,6 +36,13 @@ inline Lanes Clamp(const Lanes& x, float bound) { return x.max(-bound).min(bound
 // (and clock), and Update(w, s, g) applying gradient g to a value w whose
 // state slots are s[0, kState). Per-call constants are folded in At, so
 // Update does only per-value work.
+// A rule whose only per-call constant is the rate, bound to `rate`.
+template <typename Rule>
+Rule WithRate(Rule rule, float rate) {
+  rule.lr = rate;
+  return rule;
+}
+
 struct Sgd {
   static constexpr int kState = 0;
   float lr = 0;
@@ -54,11 +61,7 @@ struct Adagrad {
   float lr = 0;
 
   float Initial(int) const { return initial_accumulator; }
-  Adagrad At(float rate, uint64_t) const {
-    Adagrad a = *this;
-    a.lr = rate;
-    return a;
-  }
+  Adagrad At(float rate, uint64_t) const { return WithRate(*this, rate); }
   template <typename T>
   void Update(T& w, T* s, const T& g) const {
     T& acc = s[0];
@@ -75,11 +78,7 @@ struct Momentum {
   float lr = 0;
 
   float Initial(int) const { return 0; }
-  Momentum At(float rate, uint64_t) const {
-    Momentum m = *this;
-    m.lr = rate;
-    return m;
-  }
+  Momentum At(float rate, uint64_t) const { return WithRate(*this, rate); }
   template <typename T>
   void Update(T& w, T* s, const T& g) const {
     T& v = s[0];
@@ -98,11 +97,7 @@ struct RmsProp {
   float lr = 0;
 
   float Initial(int) const { return 0; }
-  RmsProp At(float rate, uint64_t) const {
-    RmsProp r = *this;
-    r.lr = rate;
-    return r;
-  }
+  RmsProp At(float rate, uint64_t) const { return WithRate(*this, rate); }
   template <typename T>
   void Update(T& w, T* s, const T& g) const {
     T& mean_square = s[0];

@@ -151,6 +151,23 @@ void PrintServerStats(ps::PsClient& client, const std::string& prefix) {
       wait_us / 1e6, wait_max / 1e6);
 }
 
+// The client options every model shares: the servers, this worker's id,
+// deadlines and placement.
+void SetClientOptions(const ps::ClusterSpec& spec, int worker_index,
+                      ps::PsClientOptions* options) {
+  options->servers = spec.servers;
+  options->worker_id = static_cast<uint32_t>(worker_index);
+  options->timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
+  options->placement.slice_size = absl::GetFlag(FLAGS_slice_size);
+  options->placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+}
+
+// Progress lines, flushed (the scripts stream them).
+void PrintLine(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
 // --model=sparse_lr: sparse logistic regression on LibSVM data
 // (worker/train/sparse_trainer.h), asynchronous.
 int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
@@ -170,11 +187,7 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
   }
   const int buckets = absl::GetFlag(FLAGS_num_buckets);
   ps::PsClientOptions options;
-  options.servers = spec.servers;
-  options.worker_id = static_cast<uint32_t>(config.worker_index);
-  options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
-  options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
-  options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  SetClientOptions(spec, config.worker_index, &options);
   auto client = ps::PsClient::Connect(options);
   if (!client.ok()) return Fail(std::string(client.status().message()));
   const std::string prefix =
@@ -196,10 +209,7 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
     sc.row_cache_staleness = absl::GetFlag(FLAGS_row_cache_staleness);
     sc.row_cache_rows = absl::GetFlag(FLAGS_row_cache_rows);
     sc.progress_interval = config.progress_interval;
-    auto stats = ps::TrainSparseLr(**client, train, sc, [](const std::string& line) {
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
-    });
+    auto stats = ps::TrainSparseLr(**client, train, sc, PrintLine);
     if (!stats.ok()) {
       return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
     }
@@ -324,11 +334,7 @@ int main(int argc, char** argv) {
                             ? (*model)->name()
                             : absl::GetFlag(FLAGS_table_prefix);
 
-  client_options.servers = spec->servers;
-  client_options.worker_id = static_cast<uint32_t>(config.worker_index);
-  client_options.timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
-  client_options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
-  client_options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  SetClientOptions(*spec, config.worker_index, &client_options);
   auto client = ps::PsClient::Connect(client_options);
   if (!client.ok()) return Fail(std::string(client.status().message()));
 
@@ -357,10 +363,7 @@ int main(int argc, char** argv) {
         shard.num_classes, (*model)->name().c_str(), static_cast<long long>((*model)->num_params()),
         (*client)->num_servers());
     std::fflush(stdout);
-    auto stats = ps::TrainDownpour(**client, **model, shard, config, [](const std::string& line) {
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
-    });
+    auto stats = ps::TrainDownpour(**client, **model, shard, config, PrintLine);
     if (!stats.ok())
       return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
     // Done: stop holding back the others.
