@@ -77,6 +77,7 @@ echo "0 0.5" >"$work/auc.dat"
 trained=0
 keys_total=0
 pulled_total=0
+pushed_total=0
 examples_total=0
 for ((e = 1; e <= epochs; e++)); do
   t0=$(date +%s.%N)
@@ -92,6 +93,7 @@ for ((e = 1; e <= epochs; e++)); do
     examples_total=$((examples_total + $(echo "$line" | sed 's/.* examples=\([0-9]*\).*/\1/')))
     keys_total=$((keys_total + $(echo "$line" | sed 's/.* keys=\([0-9]*\).*/\1/')))
     pulled_total=$((pulled_total + $(echo "$line" | sed 's/.* keys_pulled=\([0-9]*\).*/\1/')))
+    pushed_total=$((pushed_total + $(echo "$line" | sed 's/.* keys_pushed=\([0-9]*\).*/\1/')))
   done
   t1=$(date +%s.%N)
   trained=$(awk -v a="$trained" -v b="$t0" -v c="$t1" 'BEGIN { printf "%.2f", a + c - b }')
@@ -107,12 +109,14 @@ for p in "${server_pids[@]}"; do
   kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status")
   [ "$kb" -gt "$peak_kb" ] && peak_kb=$kb
 done
-# Payload: a key and its gradient per key pushed (8 + 4 bytes), a key and its
-# value per key pulled (8 + 4; keys served by the row cache are not pulled).
+# Payload: a key and its gradient per key pushed (8 + 4 bytes; the filter
+# holds some back), a key and its value per key pulled (8 + 4; keys served by
+# the row cache are not pulled).
 echo "RESULT examples=$examples features_used=$features_used epochs=$epochs servers=$servers workers=$workers \
 train_seconds=$trained examples_per_second=$(awk -v n="$examples_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
 keys_per_second=$(awk -v n="$keys_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
-keys_pulled=$pulled_total payload_gbytes=$(awk -v n="$keys_total" -v p="$pulled_total" 'BEGIN { printf "%.2f", (n + p) * 12 / 1e9 }') \
+keys_pulled=$pulled_total keys_pushed=$pushed_total \
+payload_gbytes=$(awk -v n="$pushed_total" -v p="$pulled_total" 'BEGIN { printf "%.2f", (n + p) * 12 / 1e9 }') \
 peak_server_rss_mb=$((peak_kb / 1024)) test_auc=$auc planted_auc=$planted" | tee -a "$raw"
 cp "$work/auc.dat" "$out/sparse_auc.dat"
 gnuplot <<PLOT

@@ -21,8 +21,9 @@ std::string TempPath(const std::string& name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
 }
 
-// Trains with the row cache's staleness bound `staleness` (0: off).
-void TrainAndCompareWithThePlantedModel(uint64_t staleness) {
+// Trains with the row cache's staleness bound `staleness` and the
+// significantly-modified filter's `threshold` (0: off).
+void TrainAndCompareWithThePlantedModel(uint64_t staleness, float threshold) {
   LibsvmGeneratorOptions gen;
   gen.seed = 5;
   gen.num_features = 2000;
@@ -69,6 +70,7 @@ void TrainAndCompareWithThePlantedModel(uint64_t staleness) {
       config.epochs = 2;
       config.batch_size = 64;
       config.row_cache_staleness = staleness;
+      config.push_threshold = threshold;
       stats[w] = TrainSparseLr(*client, train, config, [](const std::string&) {});
     });
   }
@@ -77,6 +79,14 @@ void TrainAndCompareWithThePlantedModel(uint64_t staleness) {
     ASSERT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
     EXPECT_EQ(stats[w]->examples, 60000);  // half the file, twice
     EXPECT_GT(stats[w]->keys, 0);
+    if (threshold == 0) {
+      EXPECT_EQ(stats[w]->keys_pushed, stats[w]->keys);
+    } else {
+      EXPECT_LT(stats[w]->keys_pushed, stats[w]->keys * 3 / 4);
+      std::printf("worker %d pushed %lld of %lld keys\n", w,
+                  static_cast<long long>(stats[w]->keys_pushed),
+                  static_cast<long long>(stats[w]->keys));
+    }
     if (staleness == 0) {
       EXPECT_EQ(stats[w]->keys_pulled, stats[w]->keys);
     } else {
@@ -98,11 +108,15 @@ void TrainAndCompareWithThePlantedModel(uint64_t staleness) {
 }
 
 TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
-  TrainAndCompareWithThePlantedModel(0);
+  TrainAndCompareWithThePlantedModel(0, 0);
 }
 
 TEST(SparseTrainingTest, RowsCachedForFourStepsCutThePullsAndKeepTheAuc) {
-  TrainAndCompareWithThePlantedModel(4);
+  TrainAndCompareWithThePlantedModel(4, 0);
+}
+
+TEST(SparseTrainingTest, TheSignificantlyModifiedFilterCutsThePushesAndKeepsTheAuc) {
+  TrainAndCompareWithThePlantedModel(0, 0.5f);
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ ABSL_FLAG(bool, evaluate, true,
 ABSL_FLAG(uint64_t, row_cache_staleness, 0,
           "sparse_lr: reuse a pulled row for this many steps (0: pull every row every step)");
 ABSL_FLAG(uint64_t, row_cache_rows, 1 << 20, "sparse_lr: rows the row cache holds at most");
+ABSL_FLAG(double, push_threshold, 0,
+          "sparse_lr: hold a key's gradient back until its sum reaches this (0: push all)");
 ABSL_FLAG(bool, skip_bad_lines, false,
           "sparse_lr: skip (and count) malformed training lines instead of failing");
 ABSL_FLAG(std::string, hidden, "256,128", "MLP hidden layer widths, comma-separated");
@@ -208,6 +210,7 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
     sc.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
     sc.row_cache_staleness = absl::GetFlag(FLAGS_row_cache_staleness);
     sc.row_cache_rows = absl::GetFlag(FLAGS_row_cache_rows);
+    sc.push_threshold = static_cast<float>(absl::GetFlag(FLAGS_push_threshold));
     sc.progress_interval = config.progress_interval;
     auto stats = ps::TrainSparseLr(**client, train, sc, PrintLine);
     if (!stats.ok()) {
@@ -221,9 +224,11 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
         stats->seconds, stats->examples_per_second, stats->keys_per_second,
         static_cast<long long>(stats->keys_pulled), stats->mean_loss_last_epoch,
         static_cast<long long>(stats->bad_lines));
-    std::printf("RESULT worker=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld\n",
-                config.worker_index, stats->seconds, static_cast<long long>(stats->examples),
-                static_cast<long long>(stats->keys), static_cast<long long>(stats->keys_pulled));
+    std::printf(
+        "RESULT worker=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld keys_pushed=%lld\n",
+        config.worker_index, stats->seconds, static_cast<long long>(stats->examples),
+        static_cast<long long>(stats->keys), static_cast<long long>(stats->keys_pulled),
+        static_cast<long long>(stats->keys_pushed));
   }
   if (!evaluate) return 0;
   auto eval = ps::EvaluateSparseLr(**client, test, table.name(), 4096);

@@ -11,6 +11,7 @@
 #include "worker/train/auc.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/row_cache.h"
+#include "worker/train/update_filter.h"
 
 namespace ps {
 
@@ -94,6 +95,14 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
   std::vector<size_t> to_pull_at;
   RowCache cache(1, config.row_cache_staleness,
                  config.row_cache_staleness > 0 ? config.row_cache_rows : 0);
+  UpdateFilter filter(1, config.push_threshold, config.filter_rows);
+  std::vector<uint64_t> push_keys;
+  std::vector<float> push_grads;
+  auto push = [&](uint64_t clock) -> absl::Status {
+    if (push_keys.empty()) return absl::OkStatus();
+    stats.keys_pushed += static_cast<int64_t>(push_keys.size());
+    return client.PushKeys(config.table, push_keys, 1, push_grads, clock);
+  };
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     if (epoch > 0) {
       if (absl::Status s = (*reader)->Rewind(); !s.ok()) return s;
@@ -153,11 +162,10 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
           grad[bk.index[i][j]] += g * batch[i].values[j];
         }
       }
-      if (absl::Status s =
-              client.PushKeys(config.table, bk.keys, 1, grad, static_cast<uint64_t>(stats.steps));
-          !s.ok()) {
-        return s;
-      }
+      push_keys.clear();
+      push_grads.clear();
+      filter.Add(bk.keys, grad, &push_keys, &push_grads);
+      if (absl::Status s = push(step); !s.ok()) return s;
       ++stats.steps;
       stats.examples += static_cast<int64_t>(batch.size());
       stats.keys += static_cast<int64_t>(bk.keys.size());
@@ -177,6 +185,11 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
     }
     stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_examples);
   }
+  // What the filter still holds is pushed: no gradient is lost.
+  push_keys.clear();
+  push_grads.clear();
+  filter.Flush(&push_keys, &push_grads);
+  if (absl::Status s = push(static_cast<uint64_t>(stats.steps)); !s.ok()) return s;
   stats.bad_lines = (*reader)->bad_lines();
   stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (stats.seconds > 0) {

@@ -45,6 +45,12 @@ struct SparseTrainerConfig {
   // other keys are pulled. The pushes are not affected.
   uint64_t row_cache_staleness = 0;
   size_t row_cache_rows = 1 << 20;
+  // > 0: the significantly-modified filter (worker/train/update_filter.h):
+  // a key's gradient is held back until its sum since its last push reaches
+  // this much; at most filter_rows keys are held, and all are pushed at the
+  // end.
+  float push_threshold = 0;
+  size_t filter_rows = 1 << 20;
   absl::Duration progress_interval = absl::Seconds(5);
 };
 
@@ -53,6 +59,7 @@ struct SparseTrainStats {
   int64_t examples = 0;
   int64_t keys = 0;         // keys used (and pushed), summed over steps
   int64_t keys_pulled = 0;  // of them, pulled (the others came from the cache)
+  int64_t keys_pushed = 0;  // keys pushed (fewer than used with the filter)
   int64_t bad_lines = 0;
   double seconds = 0;
   double examples_per_second = 0;
