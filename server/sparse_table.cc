@@ -243,6 +243,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
   }
   std::vector<float*> rows(keys.size()), states;
   if (state_floats_ > 0) states.resize(keys.size());
+  std::vector<float> initial;  // a refused key's initial values, read back
   const bool admission = def_.admit_after_pushes() > 1 ||
                          (def_.admit_probability() > 0 && def_.admit_probability() < 1);
   uint64_t grown = 0, created_rows = 0, refused = 0;
@@ -269,8 +270,10 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
           ++refused;
           all_rows = false;
           if (dst != nullptr) {
-            InitializeValues(def_, keys[i], 1,
-                             reinterpret_cast<float*>(dst + i * width_ * sizeof(float)));
+            // dst may not be aligned for floats: through a row-sized buffer.
+            initial.resize(width_);
+            InitializeValues(def_, keys[i], 1, initial.data());
+            std::memcpy(dst + i * width_ * sizeof(float), initial.data(), width_ * sizeof(float));
           }
           continue;
         }

@@ -189,6 +189,23 @@ TEST(SparseTableTest, AKeyIsAdmittedOnlyAfterItsNthPush) {
   EXPECT_EQ(table->refused(), 2u);
 }
 
+TEST(SparseTableTest, ARefusedKeyReadsBackItsInitialValues) {
+  MemoryBudget budget(~uint64_t{0});
+  proto::TableDef def = SparseDef("r", 3, proto::OPT_SGD, proto::INIT_UNIFORM);
+  def.set_admit_after_pushes(2);
+  auto table = Make(def, &budget);
+  const std::vector<uint64_t> keys = {11, 12};
+  const std::vector<float> initial = Read(*table, keys);
+  const std::vector<float> minus_one(6, -1.0f);
+  // Read back into an unaligned buffer, as a gRPC reply may be.
+  std::vector<char> out(6 * sizeof(float) + 1);
+  ASSERT_TRUE(table->Push(keys, minus_one, 0, Admitted, out.data() + 1).ok());
+  std::vector<float> back(6);
+  std::memcpy(back.data(), out.data() + 1, back.size() * sizeof(float));
+  EXPECT_EQ(back, initial);
+  EXPECT_EQ(table->refused(), 2u);
+}
+
 TEST(SparseTableTest, KeysAreAdmittedWithTheGivenProbability) {
   MemoryBudget budget(~uint64_t{0});
   proto::TableDef def = SparseDef("p", 1, proto::OPT_SGD);
