@@ -138,6 +138,31 @@ def main():
     lines.append("![targets](compare_targets.png)")
     lines.append("")
 
+    # Issue 9's figure, from the same rounds: key lists on a sparse table
+    # (kind=hashed) against the same number of keys on a dense table.
+    sparse_rows = []
+    for width in ("1", "16"):
+        medians = {}
+        for kind in ("hashed", "sparse"):
+            vals = [float(r["values_per_s"]) for r in select(
+                results, "new", dict(kind=kind, op="pushpull", width=width),
+                lambda x: x != "0")]
+            if vals:
+                medians[kind] = statistics.median(vals)
+        if len(medians) == 2:
+            sparse_rows.append("| %s | %s | %s | %.2fx |" % (
+                width, fmt(medians["hashed"]), fmt(medians["sparse"]),
+                medians["hashed"] / medians["sparse"]))
+    if sparse_rows:
+        lines.append("## Sparse table against the dense key path (new side, same rounds)")
+        lines.append("")
+        lines.append("10,000 random keys, push+pull, values/s (medians); target: sparse >= dense.")
+        lines.append("")
+        lines.append("| width | sparse table | dense table, key list | ratio |")
+        lines.append("|---|---|---|---|")
+        lines.extend(sparse_rows)
+        lines.append("")
+
     scale = [r for r in results if r.get("round") == "0"]
     if scale:
         lines.append("## How cost grows (aggregate over clients; each client one thread)")
