@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
+#include "worker/train/embedding_mlp.h"
 #include "worker/train/libsvm_generator.h"
 #include "worker/train/optimizer_spec.h"
 #include "worker/train/sparse_trainer.h"
@@ -117,6 +118,72 @@ TEST(SparseTrainingTest, RowsCachedForFourStepsCutThePullsAndKeepTheAuc) {
 
 TEST(SparseTrainingTest, TheSignificantlyModifiedFilterCutsThePushesAndKeepsTheAuc) {
   TrainAndCompareWithThePlantedModel(0, 0.5f);
+}
+
+}  // namespace
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+TEST(SparseTrainingTest, AnEmbeddingMlpLearnsThePlantedModelToo) {
+  LibsvmGeneratorOptions gen;
+  gen.seed = 5;
+  gen.num_features = 2000;
+  gen.features_per_example = 8;
+  gen.weight_stddev = 1.0;
+  gen.bias = -0.5;
+  gen.progress_seconds = 0;
+  gen.num_examples = 60000;
+  const std::string train = TempPath("emb_train.svm");
+  ASSERT_TRUE(GenerateLibsvmFile(train, gen).ok());
+  gen.first_example = gen.num_examples;
+  gen.num_examples = 10000;
+  const std::string test = TempPath("emb_test.svm");
+  auto planted = GenerateLibsvmFile(test, gen);
+  ASSERT_TRUE(planted.ok()) << planted.status();
+
+  auto cluster = InProcessCluster::Start(2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  OptimizerSpec spec;
+  spec.optimizer = "adagrad";
+  spec.learning_rate = 0.1;
+  auto fields = OptimizerFields(spec);
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  EmbeddingMlpConfig model;
+  model.prefix = "emb";
+  model.num_buckets = 64;
+  auto admin = (*cluster)->Connect(100);
+  for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields)) {
+    ASSERT_TRUE(admin->CreateTable(def).ok()) << def.name();
+  }
+  const auto untrained = EvaluateEmbeddingMlp(*admin, test, model, 1000);
+  ASSERT_TRUE(untrained.ok()) << untrained.status();
+
+  constexpr int kWorkers = 2;
+  std::vector<absl::StatusOr<SparseTrainStats>> stats(kWorkers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto client = (*cluster)->Connect(w);
+      SparseTrainerConfig config;
+      config.worker_index = w;
+      config.num_workers = kWorkers;
+      config.epochs = 2;
+      config.batch_size = 64;
+      stats[w] = TrainEmbeddingMlp(*client, train, config, model, [](const std::string&) {});
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
+  }
+  const auto trained = EvaluateEmbeddingMlp(*admin, test, model, 1000);
+  ASSERT_TRUE(trained.ok()) << trained.status();
+  std::printf("embedding mlp: untrained auc %.4f; planted %.4f; trained %.4f (log-loss %.4f)\n",
+              untrained->auc, planted->auc, trained->auc, trained->logloss);
+  EXPECT_GT(trained->auc, untrained->auc + 0.1);
+  EXPECT_GT(trained->auc, planted->auc - 0.05);
 }
 
 }  // namespace

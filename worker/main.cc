@@ -25,6 +25,7 @@
 #include "common/cluster_spec.h"
 #include "common/process_tuning.h"
 #include "worker/train/dataset.h"
+#include "worker/train/embedding_mlp.h"
 #include "worker/train/idx_reader.h"
 #include "worker/train/model.h"
 #include "worker/train/optimizer_spec.h"
@@ -36,20 +37,23 @@ ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of 
 ABSL_FLAG(int, worker_index, 0, "this worker's index in [0, num_workers)");
 ABSL_FLAG(int, num_workers, 1, "number of workers sharing the data");
 ABSL_FLAG(std::string, model, "mlp",
-          "mlp or softmax (IDX images, --data_dir), or sparse_lr (LibSVM, --train_data and "
-          "--test_data)");
-ABSL_FLAG(std::string, train_data, "", "sparse_lr: LibSVM training file (plain or gzip)");
-ABSL_FLAG(std::string, test_data, "", "sparse_lr: LibSVM test file (plain or gzip)");
-ABSL_FLAG(int, num_buckets, 1024, "sparse_lr: slices of the sparse weight table");
+          "mlp or softmax (IDX images, --data_dir), or sparse_lr or embedding_mlp (LibSVM, "
+          "--train_data and --test_data)");
+ABSL_FLAG(int, embedding_dim, 8, "embedding_mlp: embedding width");
+ABSL_FLAG(int, embedding_hidden, 16, "embedding_mlp: units of the hidden layer");
+ABSL_FLAG(std::string, train_data, "",
+          "sparse_lr, embedding_mlp: LibSVM training file (plain or gzip)");
+ABSL_FLAG(std::string, test_data, "", "sparse_lr, embedding_mlp: LibSVM test file (plain or gzip)");
+ABSL_FLAG(int, num_buckets, 1024, "sparse_lr, embedding_mlp: slices of the sparse weight table");
 ABSL_FLAG(bool, evaluate, true,
-          "sparse_lr: evaluate on --test_data after training (false: train only)");
+          "sparse_lr, embedding_mlp: evaluate on --test_data after training (false: train only)");
 ABSL_FLAG(uint64_t, row_cache_staleness, 0,
           "sparse_lr: reuse a pulled row for this many steps (0: pull every row every step)");
 ABSL_FLAG(uint64_t, row_cache_rows, 1 << 20, "sparse_lr: rows the row cache holds at most");
 ABSL_FLAG(double, push_threshold, 0,
           "sparse_lr: hold a key's gradient back until its sum reaches this (0: push all)");
 ABSL_FLAG(bool, skip_bad_lines, false,
-          "sparse_lr: skip (and count) malformed training lines instead of failing");
+          "sparse_lr, embedding_mlp: skip (and count) malformed training lines instead of failing");
 ABSL_FLAG(std::string, hidden, "256,128", "MLP hidden layer widths, comma-separated");
 ABSL_FLAG(int, epochs, 3, "passes over this worker's shard");
 ABSL_FLAG(int, batch_size, 32, "examples per mini-batch");
@@ -170,22 +174,25 @@ void PrintLine(const std::string& line) {
   std::fflush(stdout);
 }
 
-// --model=sparse_lr: sparse logistic regression on LibSVM data
-// (worker/train/sparse_trainer.h), asynchronous.
-int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
-                const ps::proto::TableDef& optimizer, bool eval_only) {
+// --model=sparse_lr or embedding_mlp, on LibSVM data
+// (worker/train/sparse_trainer.h, embedding_mlp.h), asynchronous.
+int RunSparse(const std::string& model, const ps::ClusterSpec& spec,
+              const ps::TrainerConfig& config, const ps::proto::TableDef& optimizer,
+              bool eval_only) {
   const std::string who = absl::StrCat("worker ", config.worker_index, "/", config.num_workers);
   const std::string train = absl::GetFlag(FLAGS_train_data);
   const std::string test = absl::GetFlag(FLAGS_test_data);
   const bool evaluate = absl::GetFlag(FLAGS_evaluate) || eval_only;
   if (test.empty() && evaluate) {
-    return Fail("--model=sparse_lr needs --test_data (a LibSVM file), or --evaluate=false");
+    return Fail(absl::StrCat("--model=", model,
+                             " needs --test_data (a LibSVM file), or --evaluate=false"));
   }
   if (train.empty() && !eval_only) {
-    return Fail("--model=sparse_lr needs --train_data (a LibSVM file), or --eval_only");
+    return Fail(
+        absl::StrCat("--model=", model, " needs --train_data (a LibSVM file), or --eval_only"));
   }
   if (config.consistency != ps::Consistency::kAsync) {
-    return Fail("--model=sparse_lr trains asynchronously: use --consistency=async");
+    return Fail(absl::StrCat("--model=", model, " trains asynchronously: use --consistency=async"));
   }
   const int buckets = absl::GetFlag(FLAGS_num_buckets);
   ps::PsClientOptions options;
@@ -193,15 +200,26 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
   auto client = ps::PsClient::Connect(options);
   if (!client.ok()) return Fail(std::string(client.status().message()));
   const std::string prefix =
-      absl::GetFlag(FLAGS_table_prefix).empty() ? "sparse_lr" : absl::GetFlag(FLAGS_table_prefix);
-  const ps::proto::TableDef table =
-      ps::SparseLrTable(prefix + "/w", optimizer, static_cast<uint32_t>(std::max(0, buckets)));
-  if (absl::Status s = (*client)->CreateTable(table); !s.ok()) {
-    return Fail(absl::StrCat("creating table '", table.name(), "': ", s.message()));
+      absl::GetFlag(FLAGS_table_prefix).empty() ? model : absl::GetFlag(FLAGS_table_prefix);
+  const bool mlp = model == "embedding_mlp";
+  ps::EmbeddingMlpConfig emb;
+  emb.prefix = prefix;
+  emb.dim = static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_embedding_dim)));
+  emb.hidden = static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_embedding_hidden)));
+  emb.num_buckets = static_cast<uint32_t>(std::max(0, buckets));
+  emb.seed = config.seed;
+  const std::vector<ps::proto::TableDef> tables =
+      mlp ? ps::EmbeddingMlpTables(emb, optimizer)
+          : std::vector<ps::proto::TableDef>{
+                ps::SparseLrTable(prefix + "/w", optimizer, emb.num_buckets)};
+  for (const ps::proto::TableDef& table : tables) {
+    if (absl::Status s = (*client)->CreateTable(table); !s.ok()) {
+      return Fail(absl::StrCat("creating table '", table.name(), "': ", s.message()));
+    }
   }
   if (!eval_only) {
     ps::SparseTrainerConfig sc;
-    sc.table = table.name();
+    sc.table = tables[0].name();
     sc.worker_index = config.worker_index;
     sc.num_workers = config.num_workers;
     sc.epochs = config.epochs;
@@ -212,7 +230,8 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
     sc.row_cache_rows = absl::GetFlag(FLAGS_row_cache_rows);
     sc.push_threshold = static_cast<float>(absl::GetFlag(FLAGS_push_threshold));
     sc.progress_interval = config.progress_interval;
-    auto stats = ps::TrainSparseLr(**client, train, sc, PrintLine);
+    auto stats = mlp ? ps::TrainEmbeddingMlp(**client, train, sc, emb, PrintLine)
+                     : ps::TrainSparseLr(**client, train, sc, PrintLine);
     if (!stats.ok()) {
       return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
     }
@@ -231,7 +250,8 @@ int RunSparseLr(const ps::ClusterSpec& spec, const ps::TrainerConfig& config,
         static_cast<long long>(stats->keys_pushed));
   }
   if (!evaluate) return 0;
-  auto eval = ps::EvaluateSparseLr(**client, test, table.name(), 4096);
+  auto eval = mlp ? ps::EvaluateEmbeddingMlp(**client, test, emb, 4096)
+                  : ps::EvaluateSparseLr(**client, test, tables[0].name(), 4096);
   if (!eval.ok()) return Fail(absl::StrCat(who, ": evaluating: ", eval.status().message()));
   std::printf("%s: test auc %.4f accuracy %.4f logloss %.4f (%lld test examples)\n", who.c_str(),
               eval->auc, eval->accuracy, eval->logloss, static_cast<long long>(eval->examples));
@@ -319,8 +339,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<ps::proto::TableDef> optimizer = ps::OptimizerFields(opt_spec);
   if (!optimizer.ok()) return Fail(std::string(optimizer.status().message()));
 
-  if (absl::GetFlag(FLAGS_model) == "sparse_lr") {
-    return RunSparseLr(*spec, config, *optimizer, eval_only);
+  if (absl::GetFlag(FLAGS_model) == "sparse_lr" || absl::GetFlag(FLAGS_model) == "embedding_mlp") {
+    return RunSparse(absl::GetFlag(FLAGS_model), *spec, config, *optimizer, eval_only);
   }
 
   // Both sets, even to only evaluate: the class count (1 + the largest label

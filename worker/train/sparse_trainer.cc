@@ -11,52 +11,19 @@
 #include "worker/train/auc.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/row_cache.h"
+#include "worker/train/sparse_batch.h"
 #include "worker/train/update_filter.h"
 
 namespace ps {
 
 namespace {
 
-// The keys a minibatch uses (sorted, distinct, the bias's included) and,
-// for each example, the index into them of each of its features.
-struct BatchKeys {
-  std::vector<uint64_t> keys;
-  std::vector<std::vector<uint32_t>> index;  // per example, per feature
-  uint32_t bias = 0;
-
-  void Build(const std::vector<SparseExample>& batch) {
-    keys.clear();
-    for (const SparseExample& e : batch)
-      keys.insert(keys.end(), e.indices.begin(), e.indices.end());
-    keys.push_back(kBiasKey);
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    index.resize(batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      index[i].resize(batch[i].indices.size());
-      for (size_t j = 0; j < batch[i].indices.size(); ++j) {
-        index[i][j] = static_cast<uint32_t>(
-            std::lower_bound(keys.begin(), keys.end(), batch[i].indices[j]) - keys.begin());
-      }
-    }
-    bias = static_cast<uint32_t>(keys.size() - 1);  // ~0 sorts last
-  }
-};
-
-double Sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
-
-// The log-loss of probability p for label y, with p kept off 0 and 1.
-double LogLoss(double p, float y) {
-  p = std::min(std::max(p, 1e-15), 1.0 - 1e-15);
-  return y > 0.5f ? -std::log(p) : -std::log(1.0 - p);
-}
-
 // Predicted probabilities of the batch's examples from the keys' weights.
 void Predict(const std::vector<SparseExample>& batch, const BatchKeys& bk,
              const std::vector<float>& w, std::vector<double>* p) {
   p->resize(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    double z = w[bk.bias];
+    double z = w[bk.extra];
     for (size_t j = 0; j < batch[i].values.size(); ++j) {
       z += static_cast<double>(w[bk.index[i][j]]) * batch[i].values[j];
     }
@@ -110,26 +77,15 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
     int64_t file_index = 0;  // of the examples read, over all workers
     double epoch_loss = 0;
     int64_t epoch_examples = 0;
-    bool more = true;
-    while (more) {
-      // This worker's next minibatch.
-      batch.clear();
-      while (static_cast<int>(batch.size()) < config.batch_size) {
-        if (config.max_train_examples > 0 && file_index >= config.max_train_examples) {
-          more = false;
-          break;
-        }
-        SparseExample e;
-        absl::StatusOr<bool> got = (*reader)->Next(&e);
-        if (!got.ok()) return got.status();
-        if (!*got) {
-          more = false;
-          break;
-        }
-        if (file_index++ % config.num_workers == config.worker_index) batch.push_back(std::move(e));
+    while (true) {
+      if (absl::Status st =
+              NextShardBatch(**reader, config.worker_index, config.num_workers,
+                             config.batch_size, config.max_train_examples, &file_index, &batch);
+          !st.ok()) {
+        return st;
       }
       if (batch.empty()) break;
-      bk.Build(batch);
+      bk.Build(batch, kBiasKey);
       w.assign(bk.keys.size(), 0.0f);
       const uint64_t step = static_cast<uint64_t>(stats.steps);
       // Rows cached recently enough come from the cache; the rest are pulled.
@@ -157,7 +113,7 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
       for (size_t i = 0; i < batch.size(); ++i) {
         epoch_loss += LogLoss(p[i], batch[i].label);
         const float g = static_cast<float>(p[i] - batch[i].label);
-        grad[bk.bias] += g;
+        grad[bk.extra] += g;
         for (size_t j = 0; j < batch[i].values.size(); ++j) {
           grad[bk.index[i][j]] += g * batch[i].values[j];
         }
@@ -217,7 +173,7 @@ absl::StatusOr<SparseEvaluation> EvaluateSparseLr(PsClient& client, const std::s
       return s;
     }
     if (batch.empty()) break;
-    bk.Build(batch);
+    bk.Build(batch, kBiasKey);
     w.assign(bk.keys.size(), 0.0f);
     if (absl::Status s = client.PullKeys(table, bk.keys, 1, absl::MakeSpan(w)); !s.ok()) return s;
     Predict(batch, bk, w, &p);

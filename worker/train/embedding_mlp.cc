@@ -1,0 +1,253 @@
+#include "worker/train/embedding_mlp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/hash.h"
+#include "worker/train/auc.h"
+#include "worker/train/sparse_batch.h"
+
+namespace ps {
+
+namespace {
+
+// No row of the embedding table is reserved: a key that cannot be a
+// feature id is asked for nothing (BatchKeys needs one).
+constexpr uint64_t kUnusedKey = ~uint64_t{0};
+
+// The MLP's parameters, pulled each step: w1[h * dim + k] weighs embedding
+// component k into hidden unit h.
+struct Mlp {
+  uint32_t dim = 0, hidden = 0;
+  std::vector<float> w1, b1, w2, b2;
+
+  Mlp(uint32_t d, uint32_t h) : dim(d), hidden(h), w1(d * h), b1(h), w2(h), b2(1) {}
+  void Zero() {
+    std::fill(w1.begin(), w1.end(), 0.0f);
+    std::fill(b1.begin(), b1.end(), 0.0f);
+    std::fill(w2.begin(), w2.end(), 0.0f);
+    b2[0] = 0;
+  }
+};
+
+std::string Name(const EmbeddingMlpConfig& model, const char* table) {
+  return absl::StrCat(model.prefix, "/", table);
+}
+
+absl::Status PullMlp(PsClient& client, const EmbeddingMlpConfig& model, Mlp* mlp) {
+  const PullRange ops[] = {{Name(model, "w1"), 0, mlp->w1.size(), absl::MakeSpan(mlp->w1)},
+                           {Name(model, "b1"), 0, mlp->b1.size(), absl::MakeSpan(mlp->b1)},
+                           {Name(model, "w2"), 0, mlp->w2.size(), absl::MakeSpan(mlp->w2)},
+                           {Name(model, "b2"), 0, 1, absl::MakeSpan(mlp->b2)}};
+  return client.Pull(ops);
+}
+
+// Forward pass of example i: its summed embedding `e` (dim), hidden
+// pre-activations `a` and activations `h` (hidden); returns the
+// probability.
+double Forward(const SparseExample& ex, const std::vector<uint32_t>& index, const float* rows,
+               const Mlp& mlp, std::vector<float>* e, std::vector<float>* a,
+               std::vector<float>* h) {
+  const uint32_t d = mlp.dim, H = mlp.hidden;
+  e->assign(d, 0.0f);
+  for (size_t j = 0; j < ex.values.size(); ++j) {
+    const float* row = rows + static_cast<size_t>(index[j]) * d;
+    for (uint32_t k = 0; k < d; ++k) (*e)[k] += ex.values[j] * row[k];
+  }
+  a->resize(H);
+  h->resize(H);
+  double z = mlp.b2[0];
+  for (uint32_t u = 0; u < H; ++u) {
+    float s = mlp.b1[u];
+    for (uint32_t k = 0; k < d; ++k) s += mlp.w1[u * d + k] * (*e)[k];
+    (*a)[u] = s;
+    (*h)[u] = std::max(s, 0.0f);
+    z += mlp.w2[u] * (*h)[u];
+  }
+  return Sigmoid(z);
+}
+
+}  // namespace
+
+std::vector<proto::TableDef> EmbeddingMlpTables(const EmbeddingMlpConfig& model,
+                                                const proto::TableDef& optimizer) {
+  std::vector<proto::TableDef> tables;
+  proto::TableDef emb = optimizer;
+  emb.set_name(Name(model, "emb"));
+  emb.set_kind(proto::TABLE_SPARSE);
+  emb.set_num_buckets(model.num_buckets);
+  emb.set_width(model.dim);
+  emb.set_initializer(proto::INIT_UNIFORM);
+  emb.set_init_low(-0.05f);
+  emb.set_init_high(0.05f);
+  emb.set_seed(HashCombine(model.seed, 1));
+  tables.push_back(emb);
+  auto dense = [&](const char* name, uint64_t keys, float bound, uint64_t salt) {
+    proto::TableDef def = optimizer;
+    def.set_name(Name(model, name));
+    def.set_width(1);
+    def.set_num_keys(keys);
+    if (bound > 0) {
+      def.set_initializer(proto::INIT_UNIFORM);
+      def.set_init_low(-bound);
+      def.set_init_high(bound);
+    } else {
+      def.set_initializer(proto::INIT_ZEROS);
+    }
+    def.set_seed(HashCombine(model.seed, salt));
+    tables.push_back(def);
+  };
+  const float d = static_cast<float>(model.dim), h = static_cast<float>(model.hidden);
+  dense("w1", uint64_t{model.dim} * model.hidden, std::sqrt(6.0f / (d + h)), 2);
+  dense("b1", model.hidden, 0, 3);
+  dense("w2", model.hidden, std::sqrt(6.0f / (h + 1)), 4);
+  dense("b2", 1, 0, 5);
+  return tables;
+}
+
+absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
+    PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
+    const EmbeddingMlpConfig& model, const std::function<void(const std::string&)>& progress) {
+  LibsvmOptions options;
+  options.skip_bad_lines = config.skip_bad_lines;
+  auto reader = LibsvmReader::Open(train_path, options);
+  if (!reader.ok()) return reader.status();
+  const uint32_t d = model.dim, H = model.hidden;
+  const std::string emb = Name(model, "emb");
+  SparseTrainStats stats;
+  const absl::Time start = absl::Now();
+  absl::Time next_progress = start + config.progress_interval;
+  std::vector<SparseExample> batch;
+  BatchKeys bk;
+  Mlp mlp(d, H), grad(d, H);
+  std::vector<float> rows, row_grads, e, a, h, de;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    if (epoch > 0) {
+      if (absl::Status s = (*reader)->Rewind(); !s.ok()) return s;
+    }
+    int64_t file_index = 0;
+    double epoch_loss = 0;
+    int64_t epoch_examples = 0;
+    while (true) {
+      if (absl::Status s =
+              NextShardBatch(**reader, config.worker_index, config.num_workers, config.batch_size,
+                             config.max_train_examples, &file_index, &batch);
+          !s.ok()) {
+        return s;
+      }
+      if (batch.empty()) break;
+      bk.Build(batch, kUnusedKey);
+      rows.assign(bk.keys.size() * d, 0.0f);
+      if (absl::Status s = client.PullKeys(emb, bk.keys, d, absl::MakeSpan(rows)); !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
+      row_grads.assign(rows.size(), 0.0f);
+      grad.Zero();
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const double p = Forward(batch[i], bk.index[i], rows.data(), mlp, &e, &a, &h);
+        epoch_loss += LogLoss(p, batch[i].label);
+        // Back-propagation of the log-loss: dL/dz = p - y.
+        const float g = static_cast<float>(p - batch[i].label);
+        grad.b2[0] += g;
+        de.assign(d, 0.0f);
+        for (uint32_t u = 0; u < H; ++u) {
+          grad.w2[u] += g * h[u];
+          if (a[u] <= 0) continue;  // ReLU: no gradient below zero
+          const float da = g * mlp.w2[u];
+          grad.b1[u] += da;
+          for (uint32_t k = 0; k < d; ++k) {
+            grad.w1[u * d + k] += da * e[k];
+            de[k] += da * mlp.w1[u * d + k];
+          }
+        }
+        for (size_t j = 0; j < batch[i].values.size(); ++j) {
+          float* rg = row_grads.data() + static_cast<size_t>(bk.index[i][j]) * d;
+          for (uint32_t k = 0; k < d; ++k) rg[k] += batch[i].values[j] * de[k];
+        }
+      }
+      const uint64_t clock = static_cast<uint64_t>(stats.steps);
+      if (absl::Status s = client.PushKeys(emb, bk.keys, d, row_grads, clock); !s.ok()) return s;
+      const PushRange ops[] = {{Name(model, "w1"), 0, grad.w1.size(), grad.w1},
+                               {Name(model, "b1"), 0, grad.b1.size(), grad.b1},
+                               {Name(model, "w2"), 0, grad.w2.size(), grad.w2},
+                               {Name(model, "b2"), 0, 1, grad.b2}};
+      if (absl::Status s = client.Push(ops, clock); !s.ok()) return s;
+      ++stats.steps;
+      stats.examples += static_cast<int64_t>(batch.size());
+      stats.keys += static_cast<int64_t>(bk.keys.size());
+      stats.keys_pulled += static_cast<int64_t>(bk.keys.size());
+      stats.keys_pushed += static_cast<int64_t>(bk.keys.size());
+      epoch_examples += static_cast<int64_t>(batch.size());
+      const absl::Time now = absl::Now();
+      if (now >= next_progress) {
+        const double secs = absl::ToDoubleSeconds(now - start);
+        progress(absl::StrFormat(
+            "worker %d/%d: epoch %d step %d: %d examples, %.0f examples/s, %.0f keys/s, "
+            "log-loss %.4f",
+            config.worker_index, config.num_workers, epoch + 1, stats.steps, stats.examples,
+            stats.examples / secs, stats.keys / secs,
+            epoch_loss / std::max<int64_t>(1, epoch_examples)));
+        next_progress = now + config.progress_interval;
+      }
+    }
+    stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_examples);
+  }
+  stats.bad_lines = (*reader)->bad_lines();
+  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (stats.seconds > 0) {
+    stats.examples_per_second = stats.examples / stats.seconds;
+    stats.keys_per_second = stats.keys / stats.seconds;
+  }
+  return stats;
+}
+
+absl::StatusOr<SparseEvaluation> EvaluateEmbeddingMlp(PsClient& client,
+                                                      const std::string& test_path,
+                                                      const EmbeddingMlpConfig& model,
+                                                      int batch_size) {
+  auto reader = LibsvmReader::Open(test_path);
+  if (!reader.ok()) return reader.status();
+  const uint32_t d = model.dim;
+  Mlp mlp(d, model.hidden);
+  if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
+  SparseEvaluation eval;
+  AucAccumulator auc;
+  int64_t correct = 0;
+  double loss = 0;
+  std::vector<SparseExample> batch;
+  BatchKeys bk;
+  std::vector<float> rows, e, a, h;
+  while (true) {
+    if (absl::Status s = (*reader)->NextBatch(static_cast<size_t>(batch_size), &batch); !s.ok()) {
+      return s;
+    }
+    if (batch.empty()) break;
+    bk.Build(batch, kUnusedKey);
+    rows.assign(bk.keys.size() * d, 0.0f);
+    if (absl::Status s = client.PullKeys(Name(model, "emb"), bk.keys, d, absl::MakeSpan(rows));
+        !s.ok()) {
+      return s;
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const double p = Forward(batch[i], bk.index[i], rows.data(), mlp, &e, &a, &h);
+      auc.Add(p, batch[i].label);
+      correct += (p > 0.5) == (batch[i].label > 0.5f);
+      loss += LogLoss(p, batch[i].label);
+    }
+    eval.examples += static_cast<int64_t>(batch.size());
+  }
+  if (eval.examples == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(test_path, ": no test examples"));
+  }
+  eval.auc = auc.Auc();
+  eval.accuracy = static_cast<double>(correct) / eval.examples;
+  eval.logloss = loss / eval.examples;
+  return eval;
+}
+
+}  // namespace ps

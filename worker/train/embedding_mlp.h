@@ -1,0 +1,53 @@
+// Embedding + MLP for click-through prediction on a parameter server: each
+// feature id has an embedding row (width `dim`) in a sparse table; an
+// example's rows, weighted by the feature values, are summed into one
+// vector (a single field: LibSVM has no fields), which an MLP with one ReLU
+// hidden layer maps to a click probability. The MLP's weights are dense
+// tables. Each step a worker pulls the minibatch's embedding rows and the
+// MLP, back-propagates the log-loss, and pushes the rows' gradients and the
+// MLP's (summed over the batch), asynchronously, stamped with the step.
+#ifndef PS_WORKER_TRAIN_EMBEDDING_MLP_H_
+#define PS_WORKER_TRAIN_EMBEDDING_MLP_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/ps.pb.h"
+#include "worker/client/ps_client.h"
+#include "worker/train/sparse_trainer.h"
+
+namespace ps {
+
+struct EmbeddingMlpConfig {
+  std::string prefix = "embedding_mlp";
+  uint32_t dim = 8;      // embedding width
+  uint32_t hidden = 16;  // units of the hidden layer
+  uint32_t num_buckets = 1024;
+  uint64_t seed = 1;
+};
+
+// The tables: "<prefix>/emb" (sparse, width dim, uniform in +-0.05), and
+// the dense "<prefix>/w1" (dim x hidden, row-major by hidden unit), "/b1",
+// "/w2" (hidden), "/b2" (1), Xavier-uniform weights and zero biases; each
+// with the optimizer fields of `optimizer`.
+std::vector<proto::TableDef> EmbeddingMlpTables(const EmbeddingMlpConfig& model,
+                                                const proto::TableDef& optimizer);
+
+// Trains as TrainSparseLr does (same config fields; row cache and filter
+// not used). Errors: the reader's and the client's.
+absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
+    PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
+    const EmbeddingMlpConfig& model, const std::function<void(const std::string&)>& progress);
+
+// The current model's AUC, accuracy and log-loss on `test_path`.
+absl::StatusOr<SparseEvaluation> EvaluateEmbeddingMlp(PsClient& client,
+                                                      const std::string& test_path,
+                                                      const EmbeddingMlpConfig& model,
+                                                      int batch_size);
+
+}  // namespace ps
+
+#endif  // PS_WORKER_TRAIN_EMBEDDING_MLP_H_
