@@ -109,14 +109,22 @@ for p in "${server_pids[@]}"; do
   kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status")
   [ "$kb" -gt "$peak_kb" ] && peak_kb=$kb
 done
-# Payload: a key and its gradient per key pushed (8 + 4 bytes; the filter
-# holds some back), a key and its value per key pulled (8 + 4; keys served by
-# the row cache are not pulled).
+# Payload: a key and its row per key pushed or pulled (8 + 4 * width bytes;
+# the filter holds some pushes back, the row cache serves some pulls). The
+# width is 1 for sparse_lr, --embedding_dim (8) for embedding_mlp.
+width=1
+for flag in "${extra[@]}"; do
+  case "$flag" in
+    --model=embedding_mlp) [ "$width" = 1 ] && width=8 ;;
+    --embedding_dim=*) width="${flag#--embedding_dim=}" ;;
+  esac
+done
+case " ${extra[*]} " in *" --model=embedding_mlp "*) ;; *) width=1 ;; esac
 echo "RESULT examples=$examples features_used=$features_used epochs=$epochs servers=$servers workers=$workers \
 train_seconds=$trained examples_per_second=$(awk -v n="$examples_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
 keys_per_second=$(awk -v n="$keys_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
 keys_pulled=$pulled_total keys_pushed=$pushed_total \
-payload_gbytes=$(awk -v n="$pushed_total" -v p="$pulled_total" 'BEGIN { printf "%.2f", (n + p) * 12 / 1e9 }') \
+payload_gbytes=$(awk -v n="$pushed_total" -v p="$pulled_total" -v w="$width" 'BEGIN { printf "%.2f", (n + p) * (8 + 4 * w) / 1e9 }') \
 peak_server_rss_mb=$((peak_kb / 1024)) test_auc=$auc planted_auc=$planted" | tee -a "$raw"
 cp "$work/auc.dat" "$out/sparse_auc.dat"
 gnuplot <<PLOT
