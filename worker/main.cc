@@ -48,10 +48,13 @@ ABSL_FLAG(int, num_buckets, 1024, "sparse_lr, embedding_mlp: slices of the spars
 ABSL_FLAG(bool, evaluate, true,
           "sparse_lr, embedding_mlp: evaluate on --test_data after training (false: train only)");
 ABSL_FLAG(uint64_t, row_cache_staleness, 0,
-          "sparse_lr: reuse a pulled row for this many steps (0: pull every row every step)");
-ABSL_FLAG(uint64_t, row_cache_rows, 1 << 20, "sparse_lr: rows the row cache holds at most");
+          "sparse_lr, embedding_mlp: reuse a pulled row for this many steps (0: pull every row "
+          "every step)");
+ABSL_FLAG(uint64_t, row_cache_rows, 1 << 20,
+          "sparse_lr, embedding_mlp: rows the row cache holds at most");
 ABSL_FLAG(double, push_threshold, 0,
-          "sparse_lr: hold a key's gradient back until its sum reaches this (0: push all)");
+          "sparse_lr, embedding_mlp: hold a key's gradient back until its sum reaches this (0: "
+          "push all)");
 ABSL_FLAG(bool, skip_bad_lines, false,
           "sparse_lr, embedding_mlp: skip (and count) malformed training lines instead of failing");
 ABSL_FLAG(std::string, hidden, "256,128", "MLP hidden layer widths, comma-separated");

@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "worker/train/auc.h"
 #include "worker/train/sparse_batch.h"
+#include "worker/train/sparse_row_io.h"
 
 namespace ps {
 
@@ -124,6 +125,7 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
   std::vector<SparseExample> batch;
   BatchKeys bk;
   Mlp mlp(d, H), grad(d, H);
+  SparseRowIo io(client, emb, d, RowIoOptions(config));
   std::vector<float> rows, row_grads, e, a, h, de;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     if (epoch > 0) {
@@ -142,9 +144,8 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
       if (batch.empty()) break;
       bk.Build(batch, kUnusedKey);
       rows.assign(bk.keys.size() * d, 0.0f);
-      if (absl::Status s = client.PullKeys(emb, bk.keys, d, absl::MakeSpan(rows)); !s.ok()) {
-        return s;
-      }
+      const uint64_t clock = static_cast<uint64_t>(stats.steps);
+      if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(rows)); !s.ok()) return s;
       if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
       row_grads.assign(rows.size(), 0.0f);
       grad.Zero();
@@ -170,8 +171,7 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
           for (uint32_t k = 0; k < d; ++k) rg[k] += batch[i].values[j] * de[k];
         }
       }
-      const uint64_t clock = static_cast<uint64_t>(stats.steps);
-      if (absl::Status s = client.PushKeys(emb, bk.keys, d, row_grads, clock); !s.ok()) return s;
+      if (absl::Status s = io.Push(bk.keys, row_grads, clock); !s.ok()) return s;
       const PushRange ops[] = {{Name(model, "w1"), 0, grad.w1.size(), grad.w1},
                                {Name(model, "b1"), 0, grad.b1.size(), grad.b1},
                                {Name(model, "w2"), 0, grad.w2.size(), grad.w2},
@@ -180,8 +180,6 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
       ++stats.steps;
       stats.examples += static_cast<int64_t>(batch.size());
       stats.keys += static_cast<int64_t>(bk.keys.size());
-      stats.keys_pulled += static_cast<int64_t>(bk.keys.size());
-      stats.keys_pushed += static_cast<int64_t>(bk.keys.size());
       epoch_examples += static_cast<int64_t>(batch.size());
       const absl::Time now = absl::Now();
       if (now >= next_progress) {
@@ -197,6 +195,9 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
     }
     stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_examples);
   }
+  if (absl::Status s = io.Flush(static_cast<uint64_t>(stats.steps)); !s.ok()) return s;
+  stats.keys_pulled = io.keys_pulled();
+  stats.keys_pushed = io.keys_pushed();
   stats.bad_lines = (*reader)->bad_lines();
   stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (stats.seconds > 0) {

@@ -36,8 +36,9 @@ struct EmbeddingMlpConfig {
 std::vector<proto::TableDef> EmbeddingMlpTables(const EmbeddingMlpConfig& model,
                                                 const proto::TableDef& optimizer);
 
-// Trains as TrainSparseLr does (same config fields; row cache and filter
-// not used). Errors: the reader's and the client's.
+// Trains as TrainSparseLr does (same config fields, the row cache and the
+// filter included, for the embedding rows). Errors: the reader's and the
+// client's.
 absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
     PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
     const EmbeddingMlpConfig& model, const std::function<void(const std::string&)>& progress);

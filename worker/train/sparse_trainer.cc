@@ -10,9 +10,8 @@
 #include "absl/time/clock.h"
 #include "worker/train/auc.h"
 #include "worker/train/libsvm_reader.h"
-#include "worker/train/row_cache.h"
 #include "worker/train/sparse_batch.h"
-#include "worker/train/update_filter.h"
+#include "worker/train/sparse_row_io.h"
 
 namespace ps {
 
@@ -32,6 +31,15 @@ void Predict(const std::vector<SparseExample>& batch, const BatchKeys& bk,
 }
 
 }  // namespace
+
+SparseRowIoOptions RowIoOptions(const SparseTrainerConfig& config) {
+  SparseRowIoOptions options;
+  options.cache_staleness = config.row_cache_staleness;
+  options.cache_rows = config.row_cache_rows;
+  options.push_threshold = config.push_threshold;
+  options.filter_rows = config.filter_rows;
+  return options;
+}
 
 proto::TableDef SparseLrTable(const std::string& name, const proto::TableDef& optimizer,
                               uint32_t num_buckets) {
@@ -56,20 +64,9 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
   absl::Time next_progress = start + config.progress_interval;
   std::vector<SparseExample> batch, read;
   BatchKeys bk;
-  std::vector<float> w, grad, pulled;
+  std::vector<float> w, grad;
   std::vector<double> p;
-  std::vector<uint64_t> to_pull;
-  std::vector<size_t> to_pull_at;
-  RowCache cache(1, config.row_cache_staleness,
-                 config.row_cache_staleness > 0 ? config.row_cache_rows : 0);
-  UpdateFilter filter(1, config.push_threshold, config.filter_rows);
-  std::vector<uint64_t> push_keys;
-  std::vector<float> push_grads;
-  auto push = [&](uint64_t clock) -> absl::Status {
-    if (push_keys.empty()) return absl::OkStatus();
-    stats.keys_pushed += static_cast<int64_t>(push_keys.size());
-    return client.PushKeys(config.table, push_keys, 1, push_grads, clock);
-  };
+  SparseRowIo io(client, config.table, 1, RowIoOptions(config));
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     if (epoch > 0) {
       if (absl::Status s = (*reader)->Rewind(); !s.ok()) return s;
@@ -79,8 +76,8 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
     int64_t epoch_examples = 0;
     while (true) {
       if (absl::Status st =
-              NextShardBatch(**reader, config.worker_index, config.num_workers,
-                             config.batch_size, config.max_train_examples, &file_index, &batch);
+              NextShardBatch(**reader, config.worker_index, config.num_workers, config.batch_size,
+                             config.max_train_examples, &file_index, &batch);
           !st.ok()) {
         return st;
       }
@@ -88,26 +85,7 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
       bk.Build(batch, kBiasKey);
       w.assign(bk.keys.size(), 0.0f);
       const uint64_t step = static_cast<uint64_t>(stats.steps);
-      // Rows cached recently enough come from the cache; the rest are pulled.
-      to_pull.clear();
-      to_pull_at.clear();
-      for (size_t j = 0; j < bk.keys.size(); ++j) {
-        if (config.row_cache_staleness > 0 && cache.Lookup(bk.keys[j], step, &w[j])) continue;
-        to_pull.push_back(bk.keys[j]);
-        to_pull_at.push_back(j);
-      }
-      pulled.resize(to_pull.size());
-      if (!to_pull.empty()) {
-        if (absl::Status s = client.PullKeys(config.table, to_pull, 1, absl::MakeSpan(pulled));
-            !s.ok()) {
-          return s;
-        }
-      }
-      for (size_t j = 0; j < to_pull.size(); ++j) {
-        w[to_pull_at[j]] = pulled[j];
-        if (config.row_cache_staleness > 0) cache.Insert(to_pull[j], step, {&pulled[j], 1});
-      }
-      stats.keys_pulled += static_cast<int64_t>(to_pull.size());
+      if (absl::Status s = io.Pull(bk.keys, step, absl::MakeSpan(w)); !s.ok()) return s;
       Predict(batch, bk, w, &p);
       grad.assign(bk.keys.size(), 0.0f);
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -118,10 +96,7 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
           grad[bk.index[i][j]] += g * batch[i].values[j];
         }
       }
-      push_keys.clear();
-      push_grads.clear();
-      filter.Add(bk.keys, grad, &push_keys, &push_grads);
-      if (absl::Status s = push(step); !s.ok()) return s;
+      if (absl::Status s = io.Push(bk.keys, grad, step); !s.ok()) return s;
       ++stats.steps;
       stats.examples += static_cast<int64_t>(batch.size());
       stats.keys += static_cast<int64_t>(bk.keys.size());
@@ -134,7 +109,7 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
             "(%.0f%% pulled), log-loss %.4f",
             config.worker_index, config.num_workers, epoch + 1, stats.steps, stats.examples,
             stats.examples / secs, stats.keys / secs,
-            100.0 * stats.keys_pulled / std::max<int64_t>(1, stats.keys),
+            100.0 * io.keys_pulled() / std::max<int64_t>(1, stats.keys),
             epoch_loss / std::max<int64_t>(1, epoch_examples)));
         next_progress = now + config.progress_interval;
       }
@@ -142,10 +117,9 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
     stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_examples);
   }
   // What the filter still holds is pushed: no gradient is lost.
-  push_keys.clear();
-  push_grads.clear();
-  filter.Flush(&push_keys, &push_grads);
-  if (absl::Status s = push(static_cast<uint64_t>(stats.steps)); !s.ok()) return s;
+  if (absl::Status s = io.Flush(static_cast<uint64_t>(stats.steps)); !s.ok()) return s;
+  stats.keys_pulled = io.keys_pulled();
+  stats.keys_pushed = io.keys_pushed();
   stats.bad_lines = (*reader)->bad_lines();
   stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (stats.seconds > 0) {

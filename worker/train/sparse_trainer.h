@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
 #include "worker/client/ps_client.h"
+#include "worker/train/sparse_row_io.h"
 
 namespace ps {
 
@@ -40,7 +41,7 @@ struct SparseTrainerConfig {
   int64_t max_train_examples = 0;
   // Skip malformed lines (counted) instead of failing.
   bool skip_bad_lines = false;
-  // > 0: rows pulled at step c are reused until step c + row_cache_staleness
+  // (Both models.) > 0: rows pulled at step c are reused until step c + row_cache_staleness
   // (worker/train/row_cache.h), at most row_cache_rows of them; only the
   // other keys are pulled. The pushes are not affected.
   uint64_t row_cache_staleness = 0;
@@ -53,6 +54,9 @@ struct SparseTrainerConfig {
   size_t filter_rows = 1 << 20;
   absl::Duration progress_interval = absl::Seconds(5);
 };
+
+// The row cache and filter settings of a config.
+SparseRowIoOptions RowIoOptions(const SparseTrainerConfig& config);
 
 struct SparseTrainStats {
   int64_t steps = 0;
