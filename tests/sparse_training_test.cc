@@ -22,9 +22,13 @@ std::string TempPath(const std::string& name) {
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
 }
 
-// Trains with the row cache's staleness bound `staleness` and the
-// significantly-modified filter's `threshold` (0: off).
-void TrainAndCompareWithThePlantedModel(uint64_t staleness, float threshold) {
+// 60,000 training and 10,000 test examples from one planted model, over
+// 2,000 features, written under TEST_TMPDIR with the given prefix.
+struct Data {
+  std::string train, test;
+  PlantedModelStats planted;  // of the test set
+};
+Data GenerateData(const std::string& prefix) {
   LibsvmGeneratorOptions gen;
   gen.seed = 5;
   gen.num_features = 2000;
@@ -33,13 +37,25 @@ void TrainAndCompareWithThePlantedModel(uint64_t staleness, float threshold) {
   gen.bias = -0.5;
   gen.progress_seconds = 0;
   gen.num_examples = 60000;
-  const std::string train = TempPath("train.svm");
-  ASSERT_TRUE(GenerateLibsvmFile(train, gen).ok());
+  Data data;
+  data.train = TempPath(prefix + "_train.svm");
+  EXPECT_TRUE(GenerateLibsvmFile(data.train, gen).ok());
   gen.first_example = gen.num_examples;  // the same planted model, new examples
   gen.num_examples = 10000;
-  const std::string test = TempPath("test.svm.gz");
-  auto planted = GenerateLibsvmFile(test, gen);
-  ASSERT_TRUE(planted.ok()) << planted.status();
+  data.test = TempPath(prefix + "_test.svm.gz");
+  absl::StatusOr<PlantedModelStats> planted = GenerateLibsvmFile(data.test, gen);
+  EXPECT_TRUE(planted.ok()) << planted.status();
+  if (planted.ok()) data.planted = *planted;
+  return data;
+}
+
+// Trains with the row cache's staleness bound `staleness` and the
+// significantly-modified filter's `threshold` (0: off).
+void TrainAndCompareWithThePlantedModel(uint64_t staleness, float threshold) {
+  const Data data = GenerateData("lr");
+  const std::string& train = data.train;
+  const std::string& test = data.test;
+  const PlantedModelStats* planted = &data.planted;
 
   auto cluster = InProcessCluster::Start(2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
@@ -127,21 +143,10 @@ namespace ps {
 namespace {
 
 TEST(SparseTrainingTest, AnEmbeddingMlpLearnsThePlantedModelToo) {
-  LibsvmGeneratorOptions gen;
-  gen.seed = 5;
-  gen.num_features = 2000;
-  gen.features_per_example = 8;
-  gen.weight_stddev = 1.0;
-  gen.bias = -0.5;
-  gen.progress_seconds = 0;
-  gen.num_examples = 60000;
-  const std::string train = TempPath("emb_train.svm");
-  ASSERT_TRUE(GenerateLibsvmFile(train, gen).ok());
-  gen.first_example = gen.num_examples;
-  gen.num_examples = 10000;
-  const std::string test = TempPath("emb_test.svm");
-  auto planted = GenerateLibsvmFile(test, gen);
-  ASSERT_TRUE(planted.ok()) << planted.status();
+  const Data data = GenerateData("emb");
+  const std::string& train = data.train;
+  const std::string& test = data.test;
+  const PlantedModelStats* planted = &data.planted;
 
   auto cluster = InProcessCluster::Start(2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();

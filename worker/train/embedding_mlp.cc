@@ -5,10 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
 #include "common/hash.h"
-#include "worker/train/auc.h"
 #include "worker/train/sparse_batch.h"
 #include "worker/train/sparse_row_io.h"
 
@@ -113,142 +110,78 @@ std::vector<proto::TableDef> EmbeddingMlpTables(const EmbeddingMlpConfig& model,
 absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
     PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
     const EmbeddingMlpConfig& model, const std::function<void(const std::string&)>& progress) {
-  LibsvmOptions options;
-  options.skip_bad_lines = config.skip_bad_lines;
-  auto reader = LibsvmReader::Open(train_path, options);
-  if (!reader.ok()) return reader.status();
   const uint32_t d = model.dim, H = model.hidden;
-  const std::string emb = Name(model, "emb");
-  SparseTrainStats stats;
-  const absl::Time start = absl::Now();
-  absl::Time next_progress = start + config.progress_interval;
-  std::vector<SparseExample> batch;
+  SparseRowIo io(client, Name(model, "emb"), d, RowIoOptions(config));
   BatchKeys bk;
   Mlp mlp(d, H), grad(d, H);
-  SparseRowIo io(client, emb, d, RowIoOptions(config));
   std::vector<float> rows, row_grads, e, a, h, de;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
-    if (epoch > 0) {
-      if (absl::Status s = (*reader)->Rewind(); !s.ok()) return s;
-    }
-    int64_t file_index = 0;
-    double epoch_loss = 0;
-    int64_t epoch_examples = 0;
-    while (true) {
-      if (absl::Status s =
-              NextShardBatch(**reader, config.worker_index, config.num_workers, config.batch_size,
-                             config.max_train_examples, &file_index, &batch);
-          !s.ok()) {
-        return s;
-      }
-      if (batch.empty()) break;
-      bk.Build(batch, kUnusedKey);
-      rows.assign(bk.keys.size() * d, 0.0f);
-      const uint64_t clock = static_cast<uint64_t>(stats.steps);
-      if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(rows)); !s.ok()) return s;
-      if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
-      row_grads.assign(rows.size(), 0.0f);
-      grad.Zero();
-      for (size_t i = 0; i < batch.size(); ++i) {
-        const double p = Forward(batch[i], bk.index[i], rows.data(), mlp, &e, &a, &h);
-        epoch_loss += LogLoss(p, batch[i].label);
-        // Back-propagation of the log-loss: dL/dz = p - y.
-        const float g = static_cast<float>(p - batch[i].label);
-        grad.b2[0] += g;
-        de.assign(d, 0.0f);
-        for (uint32_t u = 0; u < H; ++u) {
-          grad.w2[u] += g * h[u];
-          if (a[u] <= 0) continue;  // ReLU: no gradient below zero
-          const float da = g * mlp.w2[u];
-          grad.b1[u] += da;
-          for (uint32_t k = 0; k < d; ++k) {
-            grad.w1[u * d + k] += da * e[k];
-            de[k] += da * mlp.w1[u * d + k];
-          }
-        }
-        for (size_t j = 0; j < batch[i].values.size(); ++j) {
-          float* rg = row_grads.data() + static_cast<size_t>(bk.index[i][j]) * d;
-          for (uint32_t k = 0; k < d; ++k) rg[k] += batch[i].values[j] * de[k];
+  auto step = [&](const std::vector<SparseExample>& batch,
+                  uint64_t clock) -> absl::StatusOr<StepOutcome> {
+    bk.Build(batch, kUnusedKey);
+    rows.assign(bk.keys.size() * d, 0.0f);
+    if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(rows)); !s.ok()) return s;
+    if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
+    StepOutcome outcome;
+    outcome.keys = static_cast<int64_t>(bk.keys.size());
+    row_grads.assign(rows.size(), 0.0f);
+    grad.Zero();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const double p = Forward(batch[i], bk.index[i], rows.data(), mlp, &e, &a, &h);
+      outcome.loss_sum += LogLoss(p, batch[i].label);
+      // Back-propagation of the log-loss: dL/dz = p - y.
+      const float g = static_cast<float>(p - batch[i].label);
+      grad.b2[0] += g;
+      de.assign(d, 0.0f);
+      for (uint32_t u = 0; u < H; ++u) {
+        grad.w2[u] += g * h[u];
+        if (a[u] <= 0) continue;  // ReLU: no gradient below zero
+        const float da = g * mlp.w2[u];
+        grad.b1[u] += da;
+        for (uint32_t k = 0; k < d; ++k) {
+          grad.w1[u * d + k] += da * e[k];
+          de[k] += da * mlp.w1[u * d + k];
         }
       }
-      if (absl::Status s = io.Push(bk.keys, row_grads, clock); !s.ok()) return s;
-      const PushRange ops[] = {{Name(model, "w1"), 0, grad.w1.size(), grad.w1},
-                               {Name(model, "b1"), 0, grad.b1.size(), grad.b1},
-                               {Name(model, "w2"), 0, grad.w2.size(), grad.w2},
-                               {Name(model, "b2"), 0, 1, grad.b2}};
-      if (absl::Status s = client.Push(ops, clock); !s.ok()) return s;
-      ++stats.steps;
-      stats.examples += static_cast<int64_t>(batch.size());
-      stats.keys += static_cast<int64_t>(bk.keys.size());
-      epoch_examples += static_cast<int64_t>(batch.size());
-      const absl::Time now = absl::Now();
-      if (now >= next_progress) {
-        const double secs = absl::ToDoubleSeconds(now - start);
-        progress(absl::StrFormat(
-            "worker %d/%d: epoch %d step %d: %d examples, %.0f examples/s, %.0f keys/s, "
-            "log-loss %.4f",
-            config.worker_index, config.num_workers, epoch + 1, stats.steps, stats.examples,
-            stats.examples / secs, stats.keys / secs,
-            epoch_loss / std::max<int64_t>(1, epoch_examples)));
-        next_progress = now + config.progress_interval;
+      for (size_t j = 0; j < batch[i].values.size(); ++j) {
+        float* rg = row_grads.data() + static_cast<size_t>(bk.index[i][j]) * d;
+        for (uint32_t k = 0; k < d; ++k) rg[k] += batch[i].values[j] * de[k];
       }
     }
-    stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_examples);
-  }
-  if (absl::Status s = io.Flush(static_cast<uint64_t>(stats.steps)); !s.ok()) return s;
-  stats.keys_pulled = io.keys_pulled();
-  stats.keys_pushed = io.keys_pushed();
-  stats.bad_lines = (*reader)->bad_lines();
-  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  if (stats.seconds > 0) {
-    stats.examples_per_second = stats.examples / stats.seconds;
-    stats.keys_per_second = stats.keys / stats.seconds;
-  }
-  return stats;
+    if (absl::Status s = io.Push(bk.keys, row_grads, clock); !s.ok()) return s;
+    const PushRange ops[] = {{Name(model, "w1"), 0, grad.w1.size(), grad.w1},
+                             {Name(model, "b1"), 0, grad.b1.size(), grad.b1},
+                             {Name(model, "w2"), 0, grad.w2.size(), grad.w2},
+                             {Name(model, "b2"), 0, 1, grad.b2}};
+    if (absl::Status s = client.Push(ops, clock); !s.ok()) return s;
+    return outcome;
+  };
+  return RunSparseTraining(train_path, config, io, step, progress);
 }
 
 absl::StatusOr<SparseEvaluation> EvaluateEmbeddingMlp(PsClient& client,
                                                       const std::string& test_path,
                                                       const EmbeddingMlpConfig& model,
                                                       int batch_size) {
-  auto reader = LibsvmReader::Open(test_path);
-  if (!reader.ok()) return reader.status();
   const uint32_t d = model.dim;
   Mlp mlp(d, model.hidden);
   if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
-  SparseEvaluation eval;
-  AucAccumulator auc;
-  int64_t correct = 0;
-  double loss = 0;
-  std::vector<SparseExample> batch;
   BatchKeys bk;
   std::vector<float> rows, e, a, h;
-  while (true) {
-    if (absl::Status s = (*reader)->NextBatch(static_cast<size_t>(batch_size), &batch); !s.ok()) {
-      return s;
-    }
-    if (batch.empty()) break;
-    bk.Build(batch, kUnusedKey);
-    rows.assign(bk.keys.size() * d, 0.0f);
-    if (absl::Status s = client.PullKeys(Name(model, "emb"), bk.keys, d, absl::MakeSpan(rows));
-        !s.ok()) {
-      return s;
-    }
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const double p = Forward(batch[i], bk.index[i], rows.data(), mlp, &e, &a, &h);
-      auc.Add(p, batch[i].label);
-      correct += (p > 0.5) == (batch[i].label > 0.5f);
-      loss += LogLoss(p, batch[i].label);
-    }
-    eval.examples += static_cast<int64_t>(batch.size());
-  }
-  if (eval.examples == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(test_path, ": no test examples"));
-  }
-  eval.auc = auc.Auc();
-  eval.accuracy = static_cast<double>(correct) / eval.examples;
-  eval.logloss = loss / eval.examples;
-  return eval;
+  return RunSparseEvaluation(
+      test_path, batch_size,
+      [&](const std::vector<SparseExample>& batch, std::vector<double>* p) -> absl::Status {
+        bk.Build(batch, kUnusedKey);
+        rows.assign(bk.keys.size() * d, 0.0f);
+        if (absl::Status s = client.PullKeys(Name(model, "emb"), bk.keys, d, absl::MakeSpan(rows));
+            !s.ok()) {
+          return s;
+        }
+        p->resize(batch.size());
+        for (size_t i = 0; i < batch.size(); ++i) {
+          (*p)[i] = Forward(batch[i], bk.index[i], rows.data(), mlp, &e, &a, &h);
+        }
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace ps

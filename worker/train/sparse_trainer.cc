@@ -52,9 +52,9 @@ proto::TableDef SparseLrTable(const std::string& name, const proto::TableDef& op
   return def;
 }
 
-absl::StatusOr<SparseTrainStats> TrainSparseLr(
-    PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
-    const std::function<void(const std::string&)>& progress) {
+absl::StatusOr<SparseTrainStats> RunSparseTraining(
+    const std::string& train_path, const SparseTrainerConfig& config, SparseRowIo& io,
+    const SparseStep& step, const std::function<void(const std::string&)>& progress) {
   LibsvmOptions options;
   options.skip_bad_lines = config.skip_bad_lines;
   auto reader = LibsvmReader::Open(train_path, options);
@@ -62,11 +62,7 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
   SparseTrainStats stats;
   const absl::Time start = absl::Now();
   absl::Time next_progress = start + config.progress_interval;
-  std::vector<SparseExample> batch, read;
-  BatchKeys bk;
-  std::vector<float> w, grad;
-  std::vector<double> p;
-  SparseRowIo io(client, config.table, 1, RowIoOptions(config));
+  std::vector<SparseExample> batch;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     if (epoch > 0) {
       if (absl::Status s = (*reader)->Rewind(); !s.ok()) return s;
@@ -75,41 +71,30 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
     double epoch_loss = 0;
     int64_t epoch_examples = 0;
     while (true) {
-      if (absl::Status st =
+      if (absl::Status s =
               NextShardBatch(**reader, config.worker_index, config.num_workers, config.batch_size,
                              config.max_train_examples, &file_index, &batch);
-          !st.ok()) {
-        return st;
+          !s.ok()) {
+        return s;
       }
       if (batch.empty()) break;
-      bk.Build(batch, kBiasKey);
-      w.assign(bk.keys.size(), 0.0f);
-      const uint64_t step = static_cast<uint64_t>(stats.steps);
-      if (absl::Status s = io.Pull(bk.keys, step, absl::MakeSpan(w)); !s.ok()) return s;
-      Predict(batch, bk, w, &p);
-      grad.assign(bk.keys.size(), 0.0f);
-      for (size_t i = 0; i < batch.size(); ++i) {
-        epoch_loss += LogLoss(p[i], batch[i].label);
-        const float g = static_cast<float>(p[i] - batch[i].label);
-        grad[bk.extra] += g;
-        for (size_t j = 0; j < batch[i].values.size(); ++j) {
-          grad[bk.index[i][j]] += g * batch[i].values[j];
-        }
-      }
-      if (absl::Status s = io.Push(bk.keys, grad, step); !s.ok()) return s;
+      absl::StatusOr<StepOutcome> outcome = step(batch, static_cast<uint64_t>(stats.steps));
+      if (!outcome.ok()) return outcome.status();
+      epoch_loss += outcome->loss_sum;
       ++stats.steps;
       stats.examples += static_cast<int64_t>(batch.size());
-      stats.keys += static_cast<int64_t>(bk.keys.size());
+      stats.keys += outcome->keys;
       epoch_examples += static_cast<int64_t>(batch.size());
       const absl::Time now = absl::Now();
       if (now >= next_progress) {
         const double secs = absl::ToDoubleSeconds(now - start);
         progress(absl::StrFormat(
             "worker %d/%d: epoch %d step %d: %d examples, %.0f examples/s, %.0f keys/s "
-            "(%.0f%% pulled), log-loss %.4f",
+            "(%.0f%% pulled, %.0f%% pushed), log-loss %.4f",
             config.worker_index, config.num_workers, epoch + 1, stats.steps, stats.examples,
             stats.examples / secs, stats.keys / secs,
             100.0 * io.keys_pulled() / std::max<int64_t>(1, stats.keys),
+            100.0 * io.keys_pushed() / std::max<int64_t>(1, stats.keys),
             epoch_loss / std::max<int64_t>(1, epoch_examples)));
         next_progress = now + config.progress_interval;
       }
@@ -129,8 +114,8 @@ absl::StatusOr<SparseTrainStats> TrainSparseLr(
   return stats;
 }
 
-absl::StatusOr<SparseEvaluation> EvaluateSparseLr(PsClient& client, const std::string& test_path,
-                                                  const std::string& table, int batch_size) {
+absl::StatusOr<SparseEvaluation> RunSparseEvaluation(const std::string& test_path, int batch_size,
+                                                     const SparsePredict& predict) {
   auto reader = LibsvmReader::Open(test_path);
   if (!reader.ok()) return reader.status();
   SparseEvaluation eval;
@@ -138,19 +123,13 @@ absl::StatusOr<SparseEvaluation> EvaluateSparseLr(PsClient& client, const std::s
   int64_t correct = 0;
   double loss = 0;
   std::vector<SparseExample> batch;
-  BatchKeys bk;
-  std::vector<float> w;
   std::vector<double> p;
   while (true) {
-    batch.clear();
     if (absl::Status s = (*reader)->NextBatch(static_cast<size_t>(batch_size), &batch); !s.ok()) {
       return s;
     }
     if (batch.empty()) break;
-    bk.Build(batch, kBiasKey);
-    w.assign(bk.keys.size(), 0.0f);
-    if (absl::Status s = client.PullKeys(table, bk.keys, 1, absl::MakeSpan(w)); !s.ok()) return s;
-    Predict(batch, bk, w, &p);
+    if (absl::Status s = predict(batch, &p); !s.ok()) return s;
     for (size_t i = 0; i < batch.size(); ++i) {
       auc.Add(p[i], batch[i].label);
       correct += (p[i] > 0.5) == (batch[i].label > 0.5f);
@@ -165,6 +144,53 @@ absl::StatusOr<SparseEvaluation> EvaluateSparseLr(PsClient& client, const std::s
   eval.accuracy = static_cast<double>(correct) / eval.examples;
   eval.logloss = loss / eval.examples;
   return eval;
+}
+
+absl::StatusOr<SparseTrainStats> TrainSparseLr(
+    PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
+    const std::function<void(const std::string&)>& progress) {
+  SparseRowIo io(client, config.table, 1, RowIoOptions(config));
+  BatchKeys bk;
+  std::vector<float> w, grad;
+  std::vector<double> p;
+  auto step = [&](const std::vector<SparseExample>& batch,
+                  uint64_t clock) -> absl::StatusOr<StepOutcome> {
+    bk.Build(batch, kBiasKey);
+    w.assign(bk.keys.size(), 0.0f);
+    if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(w)); !s.ok()) return s;
+    Predict(batch, bk, w, &p);
+    StepOutcome outcome;
+    outcome.keys = static_cast<int64_t>(bk.keys.size());
+    grad.assign(bk.keys.size(), 0.0f);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      outcome.loss_sum += LogLoss(p[i], batch[i].label);
+      const float g = static_cast<float>(p[i] - batch[i].label);
+      grad[bk.extra] += g;
+      for (size_t j = 0; j < batch[i].values.size(); ++j) {
+        grad[bk.index[i][j]] += g * batch[i].values[j];
+      }
+    }
+    if (absl::Status s = io.Push(bk.keys, grad, clock); !s.ok()) return s;
+    return outcome;
+  };
+  return RunSparseTraining(train_path, config, io, step, progress);
+}
+
+absl::StatusOr<SparseEvaluation> EvaluateSparseLr(PsClient& client, const std::string& test_path,
+                                                  const std::string& table, int batch_size) {
+  BatchKeys bk;
+  std::vector<float> w;
+  return RunSparseEvaluation(
+      test_path, batch_size,
+      [&](const std::vector<SparseExample>& batch, std::vector<double>* p) -> absl::Status {
+        bk.Build(batch, kBiasKey);
+        w.assign(bk.keys.size(), 0.0f);
+        if (absl::Status s = client.PullKeys(table, bk.keys, 1, absl::MakeSpan(w)); !s.ok()) {
+          return s;
+        }
+        Predict(batch, bk, w, p);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace ps

@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
 #include "worker/client/ps_client.h"
+#include "worker/train/libsvm_reader.h"
 #include "worker/train/sparse_row_io.h"
 
 namespace ps {
@@ -84,6 +86,28 @@ struct SparseEvaluation {
   double accuracy = 0;  // predicted probability > 0.5 against the label
   double logloss = 0;
 };
+
+// What every sparse model's training shares. A step trains on one
+// minibatch (pulling and pushing through `io`) and returns its summed
+// log-loss and the distinct keys it used.
+struct StepOutcome {
+  double loss_sum = 0;
+  int64_t keys = 0;
+};
+using SparseStep = std::function<absl::StatusOr<StepOutcome>(
+    const std::vector<SparseExample>& batch, uint64_t step)>;
+// The epochs over this worker's share of train_path, a step per minibatch,
+// with progress lines and statistics; at the end, flushes what `io` holds.
+absl::StatusOr<SparseTrainStats> RunSparseTraining(
+    const std::string& train_path, const SparseTrainerConfig& config, SparseRowIo& io,
+    const SparseStep& step, const std::function<void(const std::string&)>& progress);
+
+// A model's predicted probabilities for a batch.
+using SparsePredict =
+    std::function<absl::Status(const std::vector<SparseExample>& batch, std::vector<double>* p)>;
+// AUC, accuracy and log-loss of `predict` on every example of test_path.
+absl::StatusOr<SparseEvaluation> RunSparseEvaluation(const std::string& test_path, int batch_size,
+                                                     const SparsePredict& predict);
 
 // The current model's AUC, accuracy and log-loss on every example of
 // `test_path` (pulled in batches of batch_size examples).
