@@ -3,6 +3,7 @@
 // in-process servers over gRPC, and the test AUC against the planted
 // model's on the same examples.
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,14 +50,37 @@ Data GenerateData(const std::string& prefix) {
   return data;
 }
 
+// Runs train(client, config) in kWorkers threads, each with its own client
+// and its share of the data (2 epochs of minibatches of 64); returns each
+// worker's statistics.
+constexpr int kWorkers = 2;
+std::vector<absl::StatusOr<SparseTrainStats>> TrainOnWorkers(
+    const InProcessCluster& cluster, SparseTrainerConfig base,
+    const std::function<absl::StatusOr<SparseTrainStats>(PsClient&, const SparseTrainerConfig&)>&
+        train) {
+  std::vector<absl::StatusOr<SparseTrainStats>> stats(kWorkers);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWorkers; ++w) {
+    threads.emplace_back([&, w] {
+      auto client = cluster.Connect(w);
+      SparseTrainerConfig config = base;
+      config.worker_index = w;
+      config.num_workers = kWorkers;
+      config.epochs = 2;
+      config.batch_size = 64;
+      stats[w] = train(*client, config);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return stats;
+}
+
+void NoProgress(const std::string&) {}
+
 // Trains with the row cache's staleness bound `staleness` and the
 // significantly-modified filter's `threshold` (0: off).
 void TrainAndCompareWithThePlantedModel(uint64_t staleness, float threshold) {
   const Data data = GenerateData("lr");
-  const std::string& train = data.train;
-  const std::string& test = data.test;
-  const PlantedModelStats* planted = &data.planted;
-
   auto cluster = InProcessCluster::Start(2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   OptimizerSpec spec;
@@ -70,28 +94,18 @@ void TrainAndCompareWithThePlantedModel(uint64_t staleness, float threshold) {
   auto admin = (*cluster)->Connect(100);
   ASSERT_TRUE(admin->CreateTable(SparseLrTable("lr/w", *fields, 64)).ok());
 
-  const auto untrained = EvaluateSparseLr(*admin, test, "lr/w", 1000);
+  const auto untrained = EvaluateSparseLr(*admin, data.test, "lr/w", 1000);
   ASSERT_TRUE(untrained.ok()) << untrained.status();
   EXPECT_NEAR(untrained->auc, 0.5, 1e-9);  // every prediction is 0.5
 
-  constexpr int kWorkers = 2;
-  std::vector<absl::StatusOr<SparseTrainStats>> stats(kWorkers);
-  std::vector<std::thread> threads;
-  for (int w = 0; w < kWorkers; ++w) {
-    threads.emplace_back([&, w] {
-      auto client = (*cluster)->Connect(w);
-      SparseTrainerConfig config;
-      config.table = "lr/w";
-      config.worker_index = w;
-      config.num_workers = kWorkers;
-      config.epochs = 2;
-      config.batch_size = 64;
-      config.row_cache_staleness = staleness;
-      config.push_threshold = threshold;
-      stats[w] = TrainSparseLr(*client, train, config, [](const std::string&) {});
-    });
-  }
-  for (auto& t : threads) t.join();
+  SparseTrainerConfig base;
+  base.table = "lr/w";
+  base.row_cache_staleness = staleness;
+  base.push_threshold = threshold;
+  const auto stats =
+      TrainOnWorkers(**cluster, base, [&](PsClient& client, const SparseTrainerConfig& config) {
+        return TrainSparseLr(client, data.train, config, NoProgress);
+      });
   for (int w = 0; w < kWorkers; ++w) {
     ASSERT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
     EXPECT_EQ(stats[w]->examples, 60000);  // half the file, twice
@@ -115,13 +129,14 @@ void TrainAndCompareWithThePlantedModel(uint64_t staleness, float threshold) {
                   static_cast<long long>(stats[w]->keys));
     }
   }
-  const auto trained = EvaluateSparseLr(*admin, test, "lr/w", 1000);
+  const auto trained = EvaluateSparseLr(*admin, data.test, "lr/w", 1000);
   ASSERT_TRUE(trained.ok()) << trained.status();
   EXPECT_EQ(trained->examples, 10000);
   std::printf("planted auc %.4f logloss %.4f; trained auc %.4f logloss %.4f accuracy %.4f\n",
-              planted->auc, planted->logloss, trained->auc, trained->logloss, trained->accuracy);
-  EXPECT_GT(trained->auc, planted->auc - 0.02);
-  EXPECT_LT(trained->logloss, planted->logloss + 0.05);
+              data.planted.auc, data.planted.logloss, trained->auc, trained->logloss,
+              trained->accuracy);
+  EXPECT_GT(trained->auc, data.planted.auc - 0.02);
+  EXPECT_LT(trained->logloss, data.planted.logloss + 0.05);
 }
 
 TEST(SparseTrainingTest, FtrlOnTwoWorkersComesCloseToThePlantedModel) {
@@ -136,18 +151,8 @@ TEST(SparseTrainingTest, TheSignificantlyModifiedFilterCutsThePushesAndKeepsTheA
   TrainAndCompareWithThePlantedModel(0, 0.5f);
 }
 
-}  // namespace
-}  // namespace ps
-
-namespace ps {
-namespace {
-
 TEST(SparseTrainingTest, AnEmbeddingMlpLearnsThePlantedModelToo) {
   const Data data = GenerateData("emb");
-  const std::string& train = data.train;
-  const std::string& test = data.test;
-  const PlantedModelStats* planted = &data.planted;
-
   auto cluster = InProcessCluster::Start(2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   OptimizerSpec spec;
@@ -162,33 +167,23 @@ TEST(SparseTrainingTest, AnEmbeddingMlpLearnsThePlantedModelToo) {
   for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields)) {
     ASSERT_TRUE(admin->CreateTable(def).ok()) << def.name();
   }
-  const auto untrained = EvaluateEmbeddingMlp(*admin, test, model, 1000);
+  const auto untrained = EvaluateEmbeddingMlp(*admin, data.test, model, 1000);
   ASSERT_TRUE(untrained.ok()) << untrained.status();
 
-  constexpr int kWorkers = 2;
-  std::vector<absl::StatusOr<SparseTrainStats>> stats(kWorkers);
-  std::vector<std::thread> threads;
-  for (int w = 0; w < kWorkers; ++w) {
-    threads.emplace_back([&, w] {
-      auto client = (*cluster)->Connect(w);
-      SparseTrainerConfig config;
-      config.worker_index = w;
-      config.num_workers = kWorkers;
-      config.epochs = 2;
-      config.batch_size = 64;
-      stats[w] = TrainEmbeddingMlp(*client, train, config, model, [](const std::string&) {});
-    });
-  }
-  for (auto& t : threads) t.join();
+  const auto stats = TrainOnWorkers(
+      **cluster, SparseTrainerConfig(), [&](PsClient& client, const SparseTrainerConfig& config) {
+        return TrainEmbeddingMlp(client, data.train, config, model, NoProgress);
+      });
   for (int w = 0; w < kWorkers; ++w) {
     ASSERT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
+    EXPECT_EQ(stats[w]->examples, 60000);
   }
-  const auto trained = EvaluateEmbeddingMlp(*admin, test, model, 1000);
+  const auto trained = EvaluateEmbeddingMlp(*admin, data.test, model, 1000);
   ASSERT_TRUE(trained.ok()) << trained.status();
   std::printf("embedding mlp: untrained auc %.4f; planted %.4f; trained %.4f (log-loss %.4f)\n",
-              untrained->auc, planted->auc, trained->auc, trained->logloss);
+              untrained->auc, data.planted.auc, trained->auc, trained->logloss);
   EXPECT_GT(trained->auc, untrained->auc + 0.1);
-  EXPECT_GT(trained->auc, planted->auc - 0.05);
+  EXPECT_GT(trained->auc, data.planted.auc - 0.05);
 }
 
 }  // namespace
