@@ -2,9 +2,9 @@
 # Sparse logistic regression at scale, epoch by epoch: generates (or reuses)
 # LibSVM data with a planted model (ps_gen_libsvm), starts S servers, runs W
 # ps_worker --model=sparse_lr processes one epoch at a time and evaluates the
-# weights after each epoch. Reports examples/s, keys/s, payload bytes, peak
-# server memory and the test AUC against the planted model's, and plots AUC
-# against training time.
+# weights after each epoch. Reports examples/s, keys/s, payload bytes, the
+# bytes measured through the loopback interface, peak server memory and the
+# test AUC against the planted model's, and plots AUC against training time.
 #
 #   deploy/sparse_experiment.sh [--examples N] [--features F] [--test_examples N]
 #       [--epochs E] [--servers S] [--workers W] [--batch_size B] [--out DIR]
@@ -74,6 +74,11 @@ flags=(--servers="$spec" --num_workers="$workers" --model=sparse_lr --train_data
 raw="$out/sparse_raw.txt"
 : >"$raw"
 echo "0 0.5" >"$work/auc.dat"
+# Bytes through the loopback interface while training: every byte the
+# servers and workers send each other, with gRPC's and TCP's overhead (plus
+# whatever else this machine sends over loopback meanwhile).
+lo_bytes() { awk '$1 == "lo:" { print $2 }' /proc/net/dev; }
+wire_bytes=0
 trained=0
 keys_total=0
 pulled_total=0
@@ -81,6 +86,7 @@ pushed_total=0
 examples_total=0
 for ((e = 1; e <= epochs; e++)); do
   t0=$(date +%s.%N)
+  lo0=$(lo_bytes)
   wpids=()
   for ((w = 0; w < workers; w++)); do
     "$bin/worker/ps_worker" "${flags[@]}" --worker_index=$w --evaluate=false \
@@ -96,6 +102,7 @@ for ((e = 1; e <= epochs; e++)); do
     pushed_total=$((pushed_total + $(echo "$line" | sed 's/.* keys_pushed=\([0-9]*\).*/\1/')))
   done
   t1=$(date +%s.%N)
+  wire_bytes=$((wire_bytes + $(lo_bytes) - lo0))
   trained=$(awk -v a="$trained" -v b="$t0" -v c="$t1" 'BEGIN { printf "%.2f", a + c - b }')
   "$bin/worker/ps_worker" "${flags[@]}" --worker_index=0 --eval_only >"$work/eval$e.log" 2>&1 ||
     { cat "$work/eval$e.log" >&2; exit 1; }
@@ -125,6 +132,7 @@ train_seconds=$trained examples_per_second=$(awk -v n="$examples_total" -v t="$t
 keys_per_second=$(awk -v n="$keys_total" -v t="$trained" 'BEGIN { printf "%.0f", n / t }') \
 keys_pulled=$pulled_total keys_pushed=$pushed_total \
 payload_gbytes=$(awk -v n="$pushed_total" -v p="$pulled_total" -v w="$width" 'BEGIN { printf "%.2f", (n + p) * (8 + 4 * w) / 1e9 }') \
+loopback_gbytes=$(awk -v b="$wire_bytes" 'BEGIN { printf "%.2f", b / 1e9 }') \
 peak_server_rss_mb=$((peak_kb / 1024)) test_auc=$auc planted_auc=$planted" | tee -a "$raw"
 cp "$work/auc.dat" "$out/sparse_auc.dat"
 gnuplot <<PLOT
