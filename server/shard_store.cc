@@ -377,7 +377,7 @@ absl::Status CheckKeys(const proto::TableDef& def, const KeySpec& keys, const Pl
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTableForKeys(
-    absl::string_view table_name, const KeySpec& keys) const {
+    absl::string_view table_name, const KeySpec& keys, SparseTable::KeyPlan* plan) const {
   absl::StatusOr<std::shared_ptr<Table>> table = FindTable(table_name);
   if (!table.ok()) return table.status();
   const Table* t = table->get();
@@ -386,7 +386,9 @@ absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTableForKeys(
       return absl::InvalidArgumentError(
           absl::StrCat("table '", table_name, "' is sparse: it takes key lists, not ranges"));
     }
-    if (absl::Status s = t->sparse()->CheckOwned(keys.keys); !s.ok()) return s;
+    absl::StatusOr<SparseTable::KeyPlan> planned = t->sparse()->Plan(keys.keys);
+    if (!planned.ok()) return planned.status();
+    *plan = *std::move(planned);
     return table;
   }
   absl::Status s = CheckKeys(t->def(), keys, placement_, server_index_,
@@ -417,7 +419,8 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushAndRead(
 absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
     absl::string_view table_name, const KeySpec& keys, absl::Span<const float> grads,
     uint64_t clock, Admit admit, const absl::FunctionRef<char*(size_t bytes)>* allocate) {
-  absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
+  SparseTable::KeyPlan plan;
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys, &plan);
   if (!found.ok()) return found.status();
   Table& table = **found;
   const proto::TableDef& def = table.def();
@@ -443,7 +446,7 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
   }
   if (SparseTable* sparse = table.sparse()) {
     // Creates missing rows (charging the budget), then admits and applies.
-    absl::StatusOr<bool> applied = sparse->Push(keys.keys, grads, clock, admit, dst);
+    absl::StatusOr<bool> applied = sparse->Push(keys.keys, plan, grads, clock, admit, dst);
     if (!applied.ok()) return applied.status();
     return PushResult{!*applied, table.version().load()};
   }
@@ -453,7 +456,7 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
   const uint64_t slice_size = placement_.config().slice_size;
   if (!*fresh) {
     // A retry of an applied push: nothing to apply; read back if asked.
-    if (dst != nullptr) CopyValues(table, keys, dst);
+    if (dst != nullptr) CopyValues(table, keys, plan, dst);
     return PushResult{true, table.version().load()};
   }
   const Optimizer& opt = table.optimizer();
@@ -497,8 +500,9 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
   return PushResult{false, table.version().fetch_add(1) + 1};
 }
 
-void ShardStore::CopyValues(Table& table, const KeySpec& keys, char* dst) const {
-  if (const SparseTable* sparse = table.sparse()) return sparse->Read(keys.keys, dst);
+void ShardStore::CopyValues(Table& table, const KeySpec& keys, const SparseTable::KeyPlan& plan,
+                            char* dst) const {
+  if (const SparseTable* sparse = table.sparse()) return sparse->Read(keys.keys, plan, dst);
   const uint64_t width = table.def().width();
   const uint64_t slice_size = placement_.config().slice_size;
   ForEachSliceGroup(keys, slice_size, [&](uint64_t s, auto runs) {
@@ -523,7 +527,8 @@ absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table, const KeySpec
 
 absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const KeySpec& keys,
                                           absl::FunctionRef<char*(size_t bytes)> allocate) {
-  absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys);
+  SparseTable::KeyPlan plan;
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys, &plan);
   if (!found.ok()) return found.status();
   Table& table = **found;
   const proto::TableDef& def = table.def();
@@ -534,7 +539,7 @@ absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const Ke
     return absl::InternalError(absl::StrCat("table '", def.name(), "': no buffer for the ",
                                             keys.size() * width, " values pulled"));
   }
-  CopyValues(table, keys, dst);
+  CopyValues(table, keys, plan, dst);
   return version;
 }
 

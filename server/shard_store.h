@@ -142,13 +142,18 @@ class ShardStore {
                                       absl::Span<const float> grads, uint64_t clock,
                                       Admit admit,
                                       const absl::FunctionRef<char*(size_t bytes)>* allocate);
-  // Copies the keys' current values to dst (keys.size() * width floats).
-  void CopyValues(Table& table, const KeySpec& keys, char* dst) const;
+  // Copies the keys' current values to dst (keys.size() * width floats);
+  // `plan` is FindTableForKeys' for a sparse table.
+  void CopyValues(Table& table, const KeySpec& keys, const SparseTable::KeyPlan& plan,
+                  char* dst) const;
   // NOT_FOUND for an unknown table.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;
-  // FindTable, then checks that every key exists and is owned here.
+  // FindTable, then checks that every key exists and is owned here. For a
+  // sparse table, *plan gets the keys' plan (hashes and slice groups), which
+  // the check computes and the push or read then uses.
   absl::StatusOr<std::shared_ptr<Table>> FindTableForKeys(absl::string_view name,
-                                                          const KeySpec& keys) const;
+                                                          const KeySpec& keys,
+                                                          SparseTable::KeyPlan* plan) const;
 
   const int server_index_;
   const Placement placement_;

@@ -149,39 +149,26 @@ uint64_t SparseTable::Sweep() {
 
 SparseTable::~SparseTable() { budget_->Release(bytes()); }
 
-absl::Status SparseTable::CheckOwned(absl::Span<const uint64_t> keys) const {
-  uint64_t last = ~uint64_t{0};
-  for (uint64_t key : keys) {
-    const uint64_t s = SliceOf(key);
-    if (s == last) continue;
-    last = s;
+absl::StatusOr<SparseTable::KeyPlan> SparseTable::Plan(absl::Span<const uint64_t> keys) const {
+  KeyPlan plan;
+  plan.hashes.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const uint64_t h = SparseRows::Hash(keys[i]);
+    plan.hashes[i] = h;
+    const uint64_t s = Placement::SparseSliceOfHash(h, num_buckets_);
+    if (!plan.groups.empty() && plan.groups.back().slice == s) {
+      plan.groups.back().end = i + 1;
+      continue;
+    }
     if (slices_[s] == nullptr) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "table '", def_.name(), "': key ", key, " (slice ", s, ") is owned by server ",
+          "table '", def_.name(), "': key ", keys[i], " (slice ", s, ") is owned by server ",
           placement_.OwnerOfSlice(def_.name(), s), ", not server ", server_index_,
           "; is the client's cluster spec the same as the servers'?"));
     }
+    plan.groups.push_back({s, i, i + 1});
   }
-  return absl::OkStatus();
-}
-
-std::vector<SparseTable::Group> SparseTable::GroupsOf(absl::Span<const uint64_t> keys,
-                                                      std::vector<uint64_t>* hashes) const {
-  hashes->resize(keys.size());
-  std::vector<Group> groups;
-  uint64_t last = ~uint64_t{0};
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const uint64_t h = SparseRows::Hash(keys[i]);
-    (*hashes)[i] = h;
-    const uint64_t s = Placement::SparseSliceOfHash(h, num_buckets_);
-    if (s != last) {
-      groups.push_back({s, i, i + 1});
-      last = s;
-    } else {
-      groups.back().end = i + 1;
-    }
-  }
-  return groups;
+  return plan;
 }
 
 void SparseTable::InitRow(uint64_t key, float* row) const {
@@ -227,8 +214,16 @@ uint64_t SparseTable::Reserve(absl::Span<const Group> groups, absl::Span<const u
 absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
                                        absl::Span<const float> grads, uint64_t clock, Admit admit,
                                        char* dst) {
-  std::vector<uint64_t> hashes;
-  const std::vector<Group> groups = GroupsOf(keys, &hashes);
+  absl::StatusOr<KeyPlan> plan = Plan(keys);
+  if (!plan.ok()) return plan.status();
+  return Push(keys, *plan, grads, clock, admit, dst);
+}
+
+absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
+                                       absl::Span<const float> grads, uint64_t clock, Admit admit,
+                                       char* dst) {
+  const std::vector<Group>& groups = plan.groups;
+  const std::vector<uint64_t>& hashes = plan.hashes;
   // Memory for the rows this push may create is charged before anything
   // changes, so that once admitted the push is applied whole.
   absl::Status status;
@@ -238,7 +233,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
   if (!fresh.ok() || !*fresh) {
     budget_->Release(reserved);
     if (!fresh.ok()) return fresh.status();
-    if (dst != nullptr) Read(keys, dst);
+    if (dst != nullptr) Read(keys, plan, dst);
     return false;
   }
   std::vector<float*> rows(keys.size()), states;
@@ -327,11 +322,18 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
   return true;
 }
 
-void SparseTable::Read(absl::Span<const uint64_t> keys, char* dst) const {
+absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, char* dst) const {
+  absl::StatusOr<KeyPlan> plan = Plan(keys);
+  if (!plan.ok()) return plan.status();
+  Read(keys, *plan, dst);
+  return absl::OkStatus();
+}
+
+void SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const {
   const size_t row_bytes = width_ * sizeof(float);
   std::vector<float> initial(width_);
-  std::vector<uint64_t> hashes;
-  for (const Group& g : GroupsOf(keys, &hashes)) {
+  const std::vector<uint64_t>& hashes = plan.hashes;
+  for (const Group& g : plan.groups) {
     const Slice& slice = *slices_[g.slice];
     absl::ReaderMutexLock lock(&slice.mu);
     for (size_t i = g.begin; i < g.end; ++i) {

@@ -46,12 +46,27 @@ class SparseTable {
   const proto::TableDef& def() const { return def_; }
   uint64_t num_buckets() const { return num_buckets_; }
   uint64_t SliceOf(uint64_t key) const { return Placement::SparseSliceOf(key, num_buckets_); }
-  // OK, or FAILED_PRECONDITION naming the first key whose slice another
-  // server owns (its slice and owner).
-  absl::Status CheckOwned(absl::Span<const uint64_t> keys) const;
+  // Keys [begin, end) of a request that lie in one slice.
+  struct Group {
+    uint64_t slice;
+    size_t begin, end;
+  };
+  // A request's keys as this table sees them: each key's hash (computed
+  // once: it chooses the slice and the map slot) and the maximal runs of
+  // consecutive keys in one slice (the client sends keys grouped by slice,
+  // so normally one run per slice).
+  struct KeyPlan {
+    std::vector<uint64_t> hashes;
+    std::vector<Group> groups;
+  };
+  // The plan of `keys`, or FAILED_PRECONDITION naming the first key whose
+  // slice another server owns (its slice and owner).
+  absl::StatusOr<KeyPlan> Plan(absl::Span<const uint64_t> keys) const;
+  // Plan's ownership check alone.
+  absl::Status CheckOwned(absl::Span<const uint64_t> keys) const { return Plan(keys).status(); }
 
   // A push of `grads` (keys.size() * width floats, key-major) stamped with
-  // the worker's `clock`, keys already checked (CheckOwned, values finite):
+  // the worker's `clock`, keys planned (`plan`) and values checked finite:
   //  1. charges the budget for the rows it may create (an upper bound from
   //     each slice's published shape; near the limit, exactly what the
   //     missing keys need); RESOURCE_EXHAUSTED naming the table and the
@@ -66,11 +81,16 @@ class SparseTable {
   // copied there (keys.size() * width floats, any alignment). Returns
   // whether the update was applied.
   using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
+  absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
+                            absl::Span<const float> grads, uint64_t clock, Admit admit, char* dst);
+  // The same, planning the keys first (Plan's errors).
   absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, absl::Span<const float> grads,
                             uint64_t clock, Admit admit, char* dst);
   // Copies the keys' values to dst (keys.size() * width floats); a key
   // without a row reads as its initial values.
-  void Read(absl::Span<const uint64_t> keys, char* dst) const;
+  void Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const;
+  // The same, planning the keys first (Plan's errors).
+  absl::Status Read(absl::Span<const uint64_t> keys, char* dst) const;
 
   // Evicts the rows not updated for evict_after_clocks (behind the largest
   // clock pushed here) or evict_after_seconds (on the clock); a no-op when
@@ -104,16 +124,6 @@ class SparseTable {
     // budget estimate of the next ones.
     std::atomic<uint64_t> size{0}, next_row{0}, slots{0}, chunks{0};
   };
-  // Keys [begin, end) of a request that lie in one slice.
-  struct Group {
-    uint64_t slice;
-    size_t begin, end;
-  };
-  // The keys' hashes (SparseRows::Hash, computed once per key: they choose
-  // the slice and the map slot) and the maximal runs of consecutive keys in
-  // one slice (the client sends keys grouped by slice, so normally one run
-  // per slice).
-  std::vector<Group> GroupsOf(absl::Span<const uint64_t> keys, std::vector<uint64_t>* hashes) const;
   static constexpr int kSketchDepth = 4;
   static constexpr int kSketchWidth = 2048;
   static_assert(kSketchBytes == kSketchDepth * kSketchWidth, "one byte per counter");

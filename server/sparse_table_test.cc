@@ -49,7 +49,7 @@ absl::StatusOr<bool> Admitted() { return true; }
 
 std::vector<float> Read(const SparseTable& t, const std::vector<uint64_t>& keys) {
   std::vector<float> out(keys.size() * t.def().width());
-  t.Read(keys, reinterpret_cast<char*>(out.data()));
+  EXPECT_TRUE(t.Read(keys, reinterpret_cast<char*>(out.data())).ok());
   return out;
 }
 
