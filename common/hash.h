@@ -5,6 +5,7 @@
 #ifndef PS_COMMON_HASH_H_
 #define PS_COMMON_HASH_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
@@ -32,6 +33,15 @@ inline uint64_t HashString(absl::string_view s) {
 // Combines two hashes (order matters).
 inline uint64_t HashCombine(uint64_t a, uint64_t b) {
   return Mix64(a ^ (Mix64(b) + 0x632be59bd9b4e019ULL + (a << 6) + (a >> 2)));
+}
+
+// The signature of a key list for key-list caching (PsClient and the
+// servers compute it alike): a hash of the count and of every key in order,
+// never 0 (0 means "no signature" on the wire).
+inline uint64_t KeyListSignature(const uint64_t* keys, size_t n) {
+  uint64_t h = Mix64(n ^ 0x6b65796c69737473ULL);  // "keylists"
+  for (size_t i = 0; i < n; ++i) h = Mix64(h ^ keys[i]) + i;
+  return h == 0 ? 1 : h;
 }
 
 }  // namespace ps

@@ -18,6 +18,11 @@ constexpr int kPullReplyValuesField = proto::PullResponse::kValuesFieldNumber;
 constexpr int kPushPullValuesField = proto::PushPullRequest::kValuesFieldNumber;
 constexpr int kPushPullReplyValuesField = proto::PushPullResponse::kValuesFieldNumber;
 
+// Starts the message of the FAILED_PRECONDITION a server returns for a
+// key_list_signature it does not hold (proto PushRequest): the client sends
+// the request again with its key list.
+constexpr char kKeyListNotCached[] = "key list not cached";
+
 // "/ps.proto.ParameterServer/<method>" of the unary method of the service
 // with the given request and reply types, found in the service's generated
 // descriptor: Push (PushRequest -> PushResponse), Pull (PullRequest ->

@@ -46,6 +46,9 @@ ABSL_FLAG(uint64_t, max_clock, uint64_t{1} << 62, "clocks at or above this are r
 ABSL_FLAG(double, dedup_retention_seconds, 120,
           "how long a push's request id is remembered to recognize its retries (must exceed "
           "the workers' --timeout_seconds times their attempts)");
+ABSL_FLAG(uint64_t, key_list_cache_mb, 64,
+          "MiB of key lists kept for workers' key-list caching (all workers together, apart "
+          "from --memory_budget_mb; 0: none kept)");
 
 namespace {
 
@@ -98,6 +101,7 @@ int main(int argc, char** argv) {
   }
   limits.max_lease = absl::Seconds(lease);
   limits.dedup_retention = absl::Seconds(retention);
+  limits.key_list_cache_bytes = absl::GetFlag(FLAGS_key_list_cache_mb) << 20;
 
   const std::string servers = absl::GetFlag(FLAGS_servers);
   std::string listen = absl::GetFlag(FLAGS_listen);

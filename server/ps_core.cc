@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/table_def.h"
+#include "common/value_encoding.h"
 
 namespace ps {
 namespace {
@@ -18,6 +19,31 @@ constexpr uint64_t kNoLiveWorkers = std::numeric_limits<uint64_t>::max();
 
 bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
   return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
+}
+
+// Runs read(room), where room(bytes) gives the store a buffer for float32
+// values. For a 16-bit encoding the floats go to a scratch buffer and are
+// encoded into allocate()'s, which is called once with the encoded size.
+template <typename Read>
+auto ReadEncoded(proto::ValueEncoding encoding, const PsCore::Allocate& allocate, Read read)
+    -> decltype(read(absl::FunctionRef<char*(size_t)>(allocate))) {
+  if (encoding == proto::VALUES_F32) {
+    return read(absl::FunctionRef<char*(size_t)>(allocate));
+  }
+  std::unique_ptr<float[]> scratch;
+  size_t count = 0;
+  auto result = read(absl::FunctionRef<char*(size_t)>([&](size_t bytes) {
+    count = bytes / sizeof(float);
+    scratch.reset(new float[count]);
+    return reinterpret_cast<char*>(scratch.get());
+  }));
+  if (result.ok() && count > 0) {
+    // Sizes were validated before anything was read: every caller's
+    // allocate accepts the encoded size of what was read.
+    char* out = allocate(count * BytesPerValue(encoding));
+    EncodeValues(encoding, absl::MakeConstSpan(scratch.get(), count), out);
+  }
+  return result;
 }
 
 }  // namespace
@@ -30,6 +56,7 @@ PsCore::PsCore(const PsCoreOptions& options)
              options.clock),
       clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls),
       dedup_(options.clock, options.limits.dedup_retention),
+      key_lists_(options.limits.key_list_cache_bytes),
       address_(options.address) {}
 
 PsCore::~PsCore() = default;
@@ -151,7 +178,7 @@ proto::PushBatchResponse PsCore::PushBatch(const proto::PushBatchRequest& reques
           absl::StrCat("push to table '", push.table(),
                        "': BSP pushes wait for other workers and cannot be batched"));
     } else if (absl::Status s = DecodePush(push, SegmentedBytes::Of(push.key_list()),
-                                           SegmentedBytes::Of(push.values()), &args);
+                                           SegmentedBytes::Of(push.values()), &key_lists_, &args);
                !s.ok()) {
       reply = s;
     } else if (absl::Status c = CheckPush(args); !c.ok()) {
@@ -178,6 +205,11 @@ absl::Status PsCore::CheckPull(const PullArgs& args) const {
   }
   absl::StatusOr<proto::TableDef> def = store_.GetTableDef(h.table());
   if (!def.ok()) return def.status();
+  if (absl::Status s =
+          CheckValueEncoding(h.value_encoding(), absl::StrCat("pull of table '", h.table(), "'"));
+      !s.ok()) {
+    return s;
+  }
   const long double bytes =
       static_cast<long double>(args.keys.size()) * def->width() * sizeof(float);
   return CheckSize("pull", h.table(), args.keys.size(),
@@ -232,8 +264,9 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   }
   // Applied and read back under one lock per run (ShardStore::PushAndRead).
   auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id()); };
-  auto pushed = store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit,
-                                   [&allocate](size_t n) { return allocate(n); });
+  auto pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
+    return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room);
+  });
   if (!pushed.ok()) {
     done(pushed.status());
     return;
@@ -277,7 +310,8 @@ absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
     PushArgs args;
     absl::StatusOr<proto::PullResponse> result;
     absl::Status decoded =
-        DecodePush(push, SegmentedBytes::Of(push.key_list()), values.Sub(offset, n), &args);
+        DecodePush(push, SegmentedBytes::Of(push.key_list()), values.Sub(offset, n), &key_lists_,
+                   &args);
     if (!decoded.ok()) {
       result = decoded;
     } else {
@@ -306,7 +340,9 @@ absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
 absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys,
                            uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
                            proto::PullResponse* reply) {
-  auto version = store_.Pull(h.table(), keys, [&allocate](size_t n) { return allocate(n); });
+  auto version = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
+    return store_.Pull(h.table(), keys, room);
+  });
   if (!version.ok()) return version.status();
   RecordRead(h, params_clock, arrived, *version, reply);
   return absl::OkStatus();
@@ -376,6 +412,11 @@ absl::StatusOr<proto::InfoResponse> PsCore::Info(const proto::InfoRequest& reque
 
 proto::StatsResponse PsCore::Stats() {
   proto::StatsResponse reply;
+  const KeyListCache::Stats key_lists = key_lists_.stats();
+  reply.set_key_lists_kept(key_lists.lists);
+  reply.set_key_list_bytes(key_lists.bytes);
+  reply.set_key_list_hits(key_lists.hits);
+  reply.set_key_list_misses(key_lists.misses);
   absl::flat_hash_set<std::string> listed;
   for (proto::TableStats& t : stats_.Snapshot()) {
     t.set_server_clock(clocks_.ServerClock(t.table()));

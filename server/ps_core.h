@@ -33,6 +33,7 @@
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "server/clock_tracker.h"
+#include "server/key_list_cache.h"
 #include "server/pull_stats.h"
 #include "server/request_args.h"
 #include "server/request_dedup.h"
@@ -137,6 +138,8 @@ class PsCore {
   int server_index() const { return options_.server_index; }
   const ServerLimits& limits() const { return options_.limits; }
   ShardStore& store() { return store_; }
+  // Key lists kept for key-list caching; decoders take it (request_args.h).
+  KeyListCache& key_lists() { return key_lists_; }
   ClockTracker& clocks() { return clocks_; }
 
  private:
@@ -159,6 +162,7 @@ class PsCore {
   ShardStore store_;
   ClockTracker clocks_;
   RequestDedup dedup_;
+  KeyListCache key_lists_;
   PullStats stats_;
   mutable absl::Mutex address_mu_;
   std::string address_ ABSL_GUARDED_BY(address_mu_);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/value_encoding.h"
 #include "common/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -44,7 +45,7 @@ class PsCoreTest : public ::testing::Test {
   // Push synchronously (non-BSP); returns the reply or error.
   absl::StatusOr<proto::PushResponse> Push(proto::PushRequest req) {
     PushArgs args;
-    if (absl::Status s = DecodePush(req, &args); !s.ok()) return s;
+    if (absl::Status s = DecodePush(req, &core_->key_lists(), &args); !s.ok()) return s;
     std::optional<absl::StatusOr<proto::PushResponse>> result;
     core_->Push(&args, clock_.Now() + absl::Seconds(10),
                 [&result](absl::StatusOr<proto::PushResponse> r) { result = std::move(r); });
@@ -89,7 +90,7 @@ class PsCoreTest : public ::testing::Test {
     pull.set_consistency(proto::CONSISTENCY_BOUNDED);
     pull.add_ranges()->set_end(4);
     PullArgs args;
-    EXPECT_TRUE(DecodePull(pull, &args).ok());
+    EXPECT_TRUE(DecodePull(pull, nullptr, &args).ok());
     return args;
   }
 
@@ -156,7 +157,7 @@ TEST_F(PsCoreTest, UnknownTableLeavesNoStateBehind) {
   pull.set_consistency(proto::CONSISTENCY_BOUNDED);
   pull.add_ranges()->set_end(1);
   PullArgs args;
-  ASSERT_TRUE(DecodePull(pull, &args).ok());
+  ASSERT_TRUE(DecodePull(pull, &core_->key_lists(), &args).ok());
   PullResult result;
   EXPECT_EQ(StartPull(&args, &result), 0u) << "never parked";
   ASSERT_TRUE(result.reply.has_value());
@@ -242,14 +243,14 @@ TEST_F(PsCoreTest, ParkedBspPushFailsAtItsDeadlineOnTheInjectedClock) {
   read.set_worker_id(1);
   read.add_ranges()->set_end(1);
   PullArgs read_args;
-  ASSERT_TRUE(DecodePull(read, &read_args).ok());
+  ASSERT_TRUE(DecodePull(read, &core_->key_lists(), &read_args).ok());
   PullResult read_result;
   StartPull(&read_args, &read_result);
   ASSERT_TRUE(read_result.reply.has_value() && read_result.reply->ok());
   proto::PushRequest push = OnePush("w", 0, 1, 9);
   push.set_consistency(proto::CONSISTENCY_BOUNDED);  // staleness 0: BSP
   PushArgs args;
-  ASSERT_TRUE(DecodePush(push, &args).ok());
+  ASSERT_TRUE(DecodePush(push, &core_->key_lists(), &args).ok());
   std::optional<absl::StatusOr<proto::PushResponse>> result;
   ASSERT_NE(core_->Push(&args, clock_.Now() + absl::Seconds(2),
                         [&result](absl::StatusOr<proto::PushResponse> r) { result = r; }),
@@ -403,6 +404,103 @@ TEST_F(PsCoreTest, PushPullAppliesEachPushThenReadsItBack) {
   auto refused = core_->PushPullMany(bounded, one, allocate);
   ASSERT_TRUE(refused.ok());
   EXPECT_EQ(refused->results(0).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+}
+
+// 16-bit values: decoded before the apply, encoded after the read; in a
+// PushPull the values read back use the push's encoding and fill exactly the
+// push's bytes. Unknown encodings and ragged bytes are refused, unapplied.
+TEST_F(PsCoreTest, SixteenBitValuesAreDecodedAndEncoded) {
+  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  auto encode = [](proto::ValueEncoding e, std::vector<float> v) {
+    std::string bytes(v.size() * BytesPerValue(e), '\0');
+    EncodeValues(e, v, bytes.data());
+    return bytes;
+  };
+  proto::PushRequest push = OnePush("w", 0, 0, 70);
+  push.mutable_ranges(0)->set_end(2);
+  push.set_value_encoding(proto::VALUES_F16);
+  push.set_values(encode(proto::VALUES_F16, {-0.1f, -2.5f}));
+  ASSERT_TRUE(Push(push).ok());
+  // The table holds the decoded halves, in float32.
+  PullArgs args;
+  proto::PullRequest pull;
+  pull.set_table("w");
+  proto::KeyRange* r = pull.add_ranges();
+  r->set_begin(0);
+  r->set_end(2);
+  ASSERT_TRUE(DecodePull(pull, &core_->key_lists(), &args).ok());
+  PullResult f32;
+  StartPull(&args, &f32);
+  ASSERT_TRUE(f32.reply->ok());
+  std::vector<float> read(2);
+  ASSERT_EQ(f32.values.size(), 8u);
+  std::memcpy(read.data(), f32.values.data(), 8);
+  EXPECT_EQ(read, (std::vector<float>{HalfToFloat(FloatToHalf(0.1f)), 2.5f}));
+  // A bfloat16 pull: 2 bytes per value, the float32 values rounded.
+  pull.set_value_encoding(proto::VALUES_BF16);
+  PullArgs bf16_args;
+  ASSERT_TRUE(DecodePull(pull, &core_->key_lists(), &bf16_args).ok());
+  PullResult bf16;
+  StartPull(&bf16_args, &bf16);
+  ASSERT_TRUE(bf16.reply->ok());
+  ASSERT_EQ(bf16.values.size(), 4u);
+  std::vector<float> decoded(2);
+  DecodeValues(proto::VALUES_BF16, bf16.values.data(), 2, decoded.data());
+  EXPECT_EQ(decoded[0], Bfloat16ToFloat(FloatToBfloat16(read[0])));
+  EXPECT_EQ(decoded[1], 2.5f);
+
+  // PushPull in f16: the reply's values take the push's bytes.
+  proto::PushPullRequest request;
+  proto::PushRequest pp = OnePush("w", 3, 0, 71);
+  pp.set_value_encoding(proto::VALUES_F16);
+  const std::string values = encode(proto::VALUES_F16, {-1.5f});
+  pp.set_values_bytes(values.size());
+  pp.clear_values();
+  *request.add_pushes() = pp;
+  SegmentedBytes in;
+  in.Append(values);
+  std::string out;
+  auto reply = core_->PushPullMany(request, in, [&out](size_t n) {
+    out.assign(n, '\x7f');
+    return out.data();
+  });
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_EQ(reply->results(0).code(), 0) << reply->results(0).message();
+  ASSERT_EQ(out.size(), 2u);
+  float back;
+  DecodeValues(proto::VALUES_F16, out.data(), 1, &back);
+  EXPECT_EQ(back, 1.5f);
+
+  // Refused, nothing applied: an unknown encoding, an odd byte count.
+  proto::PushRequest unknown = OnePush("w", 2, -1, 72);
+  unknown.set_value_encoding(static_cast<proto::ValueEncoding>(9));
+  absl::StatusOr<proto::PushResponse> refused = Push(unknown);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("push to table 'w' has value_encoding 9"));
+  proto::PushRequest ragged = OnePush("w", 2, 0, 73);
+  ragged.set_value_encoding(proto::VALUES_BF16);
+  ragged.set_values("abc");
+  refused = Push(ragged);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("3 bytes of 16-bit values"));
+  pull.set_value_encoding(static_cast<proto::ValueEncoding>(5));
+  PullArgs bad_pull;
+  ASSERT_TRUE(DecodePull(pull, &core_->key_lists(), &bad_pull).ok());
+  PullResult bad;
+  StartPull(&bad_pull, &bad);
+  EXPECT_THAT(bad.reply->status().message(), HasSubstr("pull of table 'w' has value_encoding 5"));
+  proto::PullRequest key2_pull;
+  key2_pull.set_table("w");
+  key2_pull.add_ranges()->set_begin(2);
+  key2_pull.mutable_ranges(0)->set_end(3);
+  PullArgs key2_args;
+  ASSERT_TRUE(DecodePull(key2_pull, &core_->key_lists(), &key2_args).ok());
+  PullResult untouched;
+  StartPull(&key2_args, &untouched);
+  ASSERT_TRUE(untouched.reply->ok());
+  float key2;
+  std::memcpy(&key2, untouched.values.data(), 4);
+  EXPECT_EQ(key2, 0.0f) << "refused pushes changed key 2";
 }
 
 }  // namespace

@@ -142,13 +142,13 @@ grpc::ServerUnaryReactor* PsService::CreateTable(grpc::CallbackServerContext* ct
 namespace {
 
 // Parses a raw push (Push or PushPull) into state->push.
-absl::Status ParsePush(const grpc::ByteBuffer& req, CallState* state) {
+absl::Status ParsePush(const grpc::ByteBuffer& req, KeyListCache* key_lists, CallState* state) {
   proto::PushRequest header;
   absl::Status parsed = ParseRaw(req, {kPushKeyListField, kPushValuesField}, &state->slices,
                                  &header, &state->fields);
   if (!parsed.ok()) return parsed;
   return DecodePush(header, state->fields.Raw(kPushKeyListField),
-                    state->fields.Raw(kPushValuesField), &state->push);
+                    state->fields.Raw(kPushValuesField), key_lists, &state->push);
 }
 
 // Where a pull's values go: a slice the reply is then built around.
@@ -165,7 +165,7 @@ grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
   auto state = std::make_shared<CallState>();
   auto* reactor = new Reactor(core_, state);
-  absl::Status parsed = ParsePush(*req, state.get());
+  absl::Status parsed = ParsePush(*req, &core_->key_lists(), state.get());
   if (!parsed.ok()) {
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
@@ -187,7 +187,10 @@ grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
   proto::PullRequest header;
   absl::Status parsed =
       ParseRaw(*req, {kPullKeyListField}, &state->slices, &header, &state->fields);
-  if (parsed.ok()) parsed = DecodePull(header, state->fields.Raw(kPullKeyListField), &state->pull);
+  if (parsed.ok()) {
+    parsed = DecodePull(header, state->fields.Raw(kPullKeyListField), &core_->key_lists(),
+                        &state->pull);
+  }
   if (!parsed.ok()) {
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;

@@ -15,6 +15,7 @@
 #include "absl/types/span.h"
 #include "common/raw_message.h"
 #include "proto/ps.pb.h"
+#include "server/key_list_cache.h"
 #include "server/shard_store.h"
 
 namespace ps {
@@ -28,8 +29,9 @@ struct PushArgs {
   std::string flat_keys, flat_values;
   std::vector<uint64_t> key_storage;
   std::vector<float> value_storage;
-  // Values that arrived in several pieces, gathered (not zero-filled first).
+  // Values that arrived in several pieces or 16-bit, gathered (and decoded).
   std::unique_ptr<float[]> gathered_values;
+  KeyListCache::List cached_keys;  // the kept list that `keys` views
 };
 
 struct PullArgs {
@@ -37,21 +39,27 @@ struct PullArgs {
   KeySpec keys;
   std::string flat_keys;
   std::vector<uint64_t> key_storage;
+  KeyListCache::List cached_keys;
 };
 
 // Decodes a push whose key list and values are given apart from the header
 // (the raw path), or inside it (pass header.key_list() and header.values()
-// as one-piece SegmentedBytes). Errors: INVALID_ARGUMENT naming the table
-// for both ranges and a key list, no keys, or ragged key or value bytes.
+// as one-piece SegmentedBytes). With a key_list_signature, the list is
+// checked against it and kept in `cache`, or, absent, taken from `cache`
+// (which may be null: nothing kept). 16-bit values are decoded to float32.
+// Errors: INVALID_ARGUMENT naming the table for both ranges and a key list
+// (or signature), no keys, ragged key or value bytes, a signature that does
+// not match its list, an unknown value encoding; FAILED_PRECONDITION
+// starting with kKeyListNotCached for a signature the cache does not hold.
 absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& key_list,
-                        const SegmentedBytes& values, PushArgs* out);
+                        const SegmentedBytes& values, KeyListCache* cache, PushArgs* out);
 // The same for a push whose bytes are all in the proto.
-absl::Status DecodePush(const proto::PushRequest& request, PushArgs* out);
+absl::Status DecodePush(const proto::PushRequest& request, KeyListCache* cache, PushArgs* out);
 
 // Decodes a pull's keys. Errors as for DecodePush.
 absl::Status DecodePull(const proto::PullRequest& header, const SegmentedBytes& key_list,
-                        PullArgs* out);
-absl::Status DecodePull(const proto::PullRequest& request, PullArgs* out);
+                        KeyListCache* cache, PullArgs* out);
+absl::Status DecodePull(const proto::PullRequest& request, KeyListCache* cache, PullArgs* out);
 
 }  // namespace ps
 

@@ -27,6 +27,9 @@ struct ServerLimits {
   // within it is recognized (--dedup_retention_seconds). Must exceed the
   // clients' deadline times attempts.
   absl::Duration dedup_retention = absl::Minutes(2);
+  // Key lists kept for key-list caching, all workers together
+  // (--key_list_cache_mb; 0: none kept, workers must send every list).
+  uint64_t key_list_cache_bytes = uint64_t{64} << 20;
 };
 
 // A large fraction (3/4) of the memory this process may use: the smallest of

@@ -36,7 +36,8 @@ const PlacementConfig kPlacement{/*slice_size=*/8, /*virtual_nodes=*/64};
 // Three cores behind one in-memory transport.
 class Cluster {
  public:
-  explicit Cluster(Clock* clock = Clock::Real()) : clock_(clock) {
+  explicit Cluster(Clock* clock = Clock::Real(), uint64_t key_list_cache_bytes = 64 << 20)
+      : clock_(clock) {
     std::vector<PsCore*> raw;
     for (int i = 0; i < kServers; ++i) {
       PsCoreOptions options;
@@ -47,6 +48,7 @@ class Cluster {
       // Push ids outlive every retry window used here (the backoff test
       // retries after hours of fake time).
       options.limits.dedup_retention = absl::Hours(100);
+      options.limits.key_list_cache_bytes = key_list_cache_bytes;
       cores_.push_back(std::make_unique<PsCore>(options));
       raw.push_back(cores_.back().get());
     }
@@ -83,10 +85,13 @@ class Cluster {
 // W workers, each with its own client (connected before the faults start),
 // each calling push(client, k) K times under `script`.
 template <typename PushFn>
-void RunWorkers(Cluster& cluster, const FaultScript& script, PushFn push) {
+void RunWorkers(Cluster& cluster, const FaultScript& script, PushFn push,
+                const std::function<void(PsClientOptions&)>& tweak = nullptr) {
   std::vector<std::unique_ptr<PsClient>> clients;
   for (int w = 0; w < kWorkers; ++w) {
-    clients.push_back(cluster.Connect(w));
+    PsClientOptions options = cluster.Options(w);
+    if (tweak) tweak(options);
+    clients.push_back(cluster.Connect(options));
     ASSERT_NE(clients.back(), nullptr);
   }
   cluster.transport().SetScript(script);
@@ -217,6 +222,52 @@ TEST(FaultInjectionTest, LostAndDuplicatedPushesToASparseTableApplyOnce) {
     ASSERT_EQ(values[i * kWidth], expected) << "key " << keys[i];
     ASSERT_EQ(values[i * kWidth + 1], expected) << "key " << keys[i];
   }
+}
+
+// Key-list caching and 16-bit values under faults, with server caches so
+// small that lists are evicted all the time: lost replies, duplicates and
+// reorders of signature-only requests, misses answered by sending the list
+// again; every value still ends at exactly W*K (-1 and the sums up to 2048
+// are exact in float16).
+TEST(FaultInjectionTest, KeyListCachingAndHalfFloatsUnderFaultsApplyOnce) {
+  Cluster cluster(Clock::Real(), /*key_list_cache_bytes=*/3 * (50 * 8 + 64));
+  auto admin = cluster.Connect(100);
+  ASSERT_TRUE(admin->CreateTable(SparseSumTable("hashed", 1)).ok());
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 1; k <= 120; ++k) keys.push_back(k * 0x9e3779b97f4a7c15ULL);
+  const std::vector<float> minus_one(keys.size(), -1.0f);
+  const FaultScript script = Script(31, {Rule(FaultAction::kDropReply, 0.1),
+                                         Rule(FaultAction::kDuplicate, 0.05),
+                                         Rule(FaultAction::kReorder, 0.05)});
+  RunWorkers(
+      cluster, script,
+      [&](PsClient& c, int k) {
+        std::vector<float> out(keys.size());
+        if (absl::Status s = c.PullKeys("hashed", keys, 1, absl::MakeSpan(out)); !s.ok()) return s;
+        if (k % 2 == 0) return c.PushKeys("hashed", keys, 1, minus_one, static_cast<uint64_t>(k));
+        return c.PushPullKeys("hashed", keys, 1, minus_one, absl::MakeSpan(out),
+                              static_cast<uint64_t>(k));
+      },
+      [](PsClientOptions& options) {
+        options.key_list_caching = true;
+        options.value_encoding = proto::VALUES_F16;
+      });
+  ExpectEveryFaultHappened(script, cluster.transport().counters());
+  cluster.transport().SetScript({});
+  std::vector<float> values(keys.size());
+  ASSERT_TRUE(admin->PullKeys("hashed", keys, 1, absl::MakeSpan(values)).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(values[i], kWorkers * kPushes) << "key " << keys[i];
+  }
+  auto stats = admin->Stats();
+  ASSERT_TRUE(stats.ok());
+  uint64_t hits = 0, misses = 0;
+  for (const ServerStats& server : *stats) {
+    hits += server.stats.key_list_hits();
+    misses += server.stats.key_list_misses();
+  }
+  EXPECT_GT(hits, 0u);
+  EXPECT_GT(misses, 0u) << "the servers' caches were meant to drop lists";
 }
 
 // The Downpour step (PushPull, one call per server for both tables) under

@@ -190,7 +190,7 @@ void InMemoryTransport::Push(int server, const proto::PushRequest& header,
   Attempt attempt = [core, request, deadline, reply](std::function<void(Outcome)> then) {
     // Decoded views point into *request; both live until the core's done.
     auto args = std::make_shared<PushArgs>();
-    if (absl::Status s = DecodePush(*request, args.get()); !s.ok()) {
+    if (absl::Status s = DecodePush(*request, &core->key_lists(), args.get()); !s.ok()) {
       then(Failed(s));
       return;
     }
@@ -239,7 +239,7 @@ void InMemoryTransport::Pull(int server, const proto::PullRequest& request, absl
   Attempt attempt = [core, copy, deadline, reply_header,
                      consume = std::move(consume_values)](std::function<void(Outcome)> then) {
     auto args = std::make_shared<PullArgs>();
-    if (absl::Status s = DecodePull(*copy, args.get()); !s.ok()) {
+    if (absl::Status s = DecodePull(*copy, &core->key_lists(), args.get()); !s.ok()) {
       then(Failed(s));
       return;
     }

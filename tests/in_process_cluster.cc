@@ -5,7 +5,7 @@
 namespace ps {
 
 absl::StatusOr<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(
-    int num_servers, PlacementConfig placement) {
+    int num_servers, PlacementConfig placement, ServerLimits limits) {
   auto cluster = std::make_unique<InProcessCluster>();
   cluster->placement_ = placement;
   for (int i = 0; i < num_servers; ++i) {
@@ -14,6 +14,7 @@ absl::StatusOr<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(
     options.server_index = i;
     options.num_servers = num_servers;
     options.placement = placement;
+    options.limits = limits;
     auto server = PsServer::Start(options);
     if (!server.ok()) return server.status();
     cluster->addresses_.push_back((*server)->address());

@@ -19,7 +19,8 @@ class InProcessCluster {
  public:
   // Starts num_servers shards on 127.0.0.1:0.
   static absl::StatusOr<std::unique_ptr<InProcessCluster>> Start(int num_servers,
-                                                                 PlacementConfig placement = {});
+                                                                 PlacementConfig placement = {},
+                                                                 ServerLimits limits = {});
 
   const std::vector<std::string>& addresses() const { return addresses_; }
   PsServer& server(int i) { return *servers_[i]; }

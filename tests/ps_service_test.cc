@@ -3,6 +3,9 @@
 #include <cmath>
 #include <vector>
 
+#include "common/hash.h"
+#include "common/placement.h"
+#include "common/protocol.h"
 #include "common/wire.h"
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
@@ -43,6 +46,7 @@ class PsServiceTest : public ::testing::Test {
     ASSERT_TRUE(stub_->CreateTable(&ctx, create, &created).ok());
     ASSERT_TRUE(created.created());
     // A key this server owns and one it does not.
+    placement_ = options.placement;
     Placement placement(2, options.placement);
     while (placement.OwnerOfKey("t", own_) != 0) ++own_;
     while (placement.OwnerOfKey("t", foreign_) != 1) ++foreign_;
@@ -83,6 +87,7 @@ class PsServiceTest : public ::testing::Test {
   std::unique_ptr<PsServer> server_;
   std::unique_ptr<proto::ParameterServer::Stub> stub_;
   uint64_t own_ = 0, foreign_ = 0;
+  PlacementConfig placement_;
 };
 
 TEST_F(PsServiceTest, RetriedPushWithSameRequestIdIsAppliedOnce) {
@@ -208,6 +213,67 @@ TEST_F(PsServiceTest, PushBatchAppliesEachPushOnItsOwn) {
   ASSERT_TRUE(stub_->PushBatch(&ctx, bsp, &refused).ok());
   EXPECT_EQ(refused.results(0).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(ValueOf(own_), 3.0f);
+}
+
+// Key-list caching at the wire: a list sent with its signature is kept for
+// its worker; the signature alone then names it; a wrong signature, an
+// unknown one and another worker's are refused, nothing applied.
+TEST_F(PsServiceTest, KeyListSignaturesNameListsSentBefore) {
+  std::vector<uint64_t> keys;
+  for (uint64_t k = own_; keys.size() < 3; ++k) {
+    if (Placement(2, placement_).OwnerOfKey("t", k) == 0) keys.push_back(k);
+  }
+  const uint64_t signature = KeyListSignature(keys.data(), keys.size());
+  proto::PullRequest pull;
+  pull.set_table("t");
+  pull.set_worker_id(3);
+  EncodeArray<uint64_t>(keys, pull.mutable_key_list());
+  pull.set_key_list_signature(signature);
+  {
+    proto::PullResponse reply;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub_->Pull(&ctx, pull, &reply).ok());
+  }
+  // The push names the list by its signature only.
+  proto::PushRequest push;
+  push.set_table("t");
+  push.set_worker_id(3);
+  push.set_request_id(500);
+  push.set_key_list_signature(signature);
+  EncodeArray<float>(std::vector<float>{-1, -2, -3}, push.mutable_values());
+  proto::PushResponse pushed;
+  grpc::Status status = Push(push, &pushed);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(ValueOf(keys[0]), 1.0f);
+  EXPECT_EQ(ValueOf(keys[2]), 3.0f);
+  // Another worker's request with that signature: not its list.
+  push.set_worker_id(4);
+  push.set_request_id(501);
+  status = Push(push, &pushed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr(kKeyListNotCached));
+  EXPECT_THAT(status.error_message(), HasSubstr("worker 4"));
+  // A signature nobody sent.
+  push.set_worker_id(3);
+  push.set_key_list_signature(signature + 1);
+  status = Push(push, &pushed);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  // A list whose signature is not its own.
+  pull.set_key_list_signature(signature ^ 0x10);
+  {
+    proto::PullResponse reply;
+    grpc::ClientContext ctx;
+    status = stub_->Pull(&ctx, pull, &reply);
+  }
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("does not match its key list of 3 keys"));
+  EXPECT_EQ(ValueOf(keys[0]), 1.0f) << "a refused push changed a value";
+  proto::StatsResponse stats;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->Stats(&ctx, proto::StatsRequest(), &stats).ok());
+  EXPECT_EQ(stats.key_lists_kept(), 1u);
+  EXPECT_EQ(stats.key_list_hits(), 1u);
+  EXPECT_EQ(stats.key_list_misses(), 2u);
 }
 
 TEST_F(PsServiceTest, InfoDescribesTheShard) {

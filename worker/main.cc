@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
 #include "common/process_tuning.h"
+#include "common/value_encoding.h"
 #include "worker/train/dataset.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/idx_reader.h"
@@ -105,6 +106,13 @@ ABSL_FLAG(std::string, consistency, "async",
           "async (pulls never wait), bounded (a pull at clock t waits for every live worker's "
           "rounds < t - staleness) or bsp (bounded with staleness 0, rounds in lock step)");
 ABSL_FLAG(int, staleness, 2, "tau for --consistency=bounded");
+ABSL_FLAG(std::string, wire_floats, "f32",
+          "values on the wire: f32, f16 (IEEE half) or bf16 (bfloat16); 16 bits halve the bytes "
+          "of pushes and pulls, the servers keep float32");
+ABSL_FLAG(bool, key_caching, false,
+          "key-list caching: a key list sent to a server once is sent again as a signature "
+          "(sparse_lr, embedding_mlp: the push after the pull of the same keys, and repeats "
+          "across epochs while the servers keep them, ps_server --key_list_cache_mb)");
 ABSL_FLAG(double, lease_seconds, 3,
           "worker lease: dropped from the clock minimum after this "
           "long without a heartbeat");
@@ -302,6 +310,11 @@ int main(int argc, char** argv) {
   } else {
     return Fail(absl::StrCat("--consistency=", consistency, ": expected async, bounded or bsp"));
   }
+  absl::StatusOr<ps::proto::ValueEncoding> wire_floats =
+      ps::ParseValueEncoding(absl::GetFlag(FLAGS_wire_floats));
+  if (!wire_floats.ok()) return Fail(absl::StrCat("--wire_floats: ", wire_floats.status().message()));
+  client_options.value_encoding = *wire_floats;
+  client_options.key_list_caching = absl::GetFlag(FLAGS_key_caching);
   const double lease = absl::GetFlag(FLAGS_lease_seconds);
   if (!(lease > 0)) return Fail(absl::StrCat("--lease_seconds=", lease, ": must be > 0"));
   // An evaluator reads the parameters as they are and takes no part in the clocks.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/table_layout.h"
+#include "common/value_encoding.h"
 #include "worker/client/grpc_transport.h"
 
 namespace ps {
@@ -41,6 +42,7 @@ PsClient::PsClient(const PsClientOptions& options, Transport* transport,
       placement_(transport->num_servers(), options.placement),
       incarnation_(options.incarnation != 0 ? options.incarnation : DrawIncarnation()),
       runner_(transport, clock_, absl::StrCat("ps_client worker ", options.worker_id)),
+      key_lists_(transport->num_servers(), options.key_lists_per_server),
       // Request ids start from the wall clock so that a restarted worker with
       // the same id never reuses an id the servers have already seen.
       next_request_id_(static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())) << 8) {
@@ -234,46 +236,80 @@ absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<floa
     for (const PlannedRange& r : part.ranges) AddRange(&header, r.begin, r.end);
     if (!part.positions.empty()) header.set_key_list(PackKeys(keys, part.positions));
   }
+  std::vector<std::string> held(parts.size());
+  if (options_.key_list_caching) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      OfferKeyList(key_lists_, parts[i].server, &requests[i], &held[i]);
+    }
+  }
   std::vector<proto::PullResponse> replies(parts.size());
-  std::vector<absl::Status> status =
-      RunCalls(servers, "Pull", DataPolicy(TotalValues(parts)),
-               [&](size_t i, absl::Time deadline, Transport::Done done) {
-                 replies[i].Clear();
-                 const Part& part = parts[i];
-                 float* out = bases[part.op];
-                 transport_->Pull(part.server, requests[i], deadline, &replies[i],
-                                  ScatterInto(part, out), std::move(done));
-               });
+  std::vector<absl::Status> status = RunCalls(
+      servers, "Pull", DataPolicy(TotalValues(parts)),
+      [&](size_t i, absl::Time deadline, Transport::Done done) {
+        const Part& part = parts[i];
+        SendWithKeyLists(
+            [&, i, deadline](Transport::Done d) {
+              replies[i].Clear();
+              transport_->Pull(part.server, requests[i], deadline, &replies[i],
+                               ScatterInto(part, bases[part.op], options_.value_encoding),
+                               std::move(d));
+            },
+            IsKeyListMiss,
+            [&, i] { return RestoreKeyList(key_lists_, part.server, &requests[i], &held[i]); },
+            std::move(done));
+      });
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (status[i].ok()) NoteKeyListSent(key_lists_, parts[i].server, requests[i]);
+  }
   if (absl::Status s = CallRunner::FirstError(status); !s.ok()) return s;
   FillPullInfo(parts, replies, num_ops, info);
   return absl::OkStatus();
 }
 
-Transport::ConsumeValues PsClient::ScatterInto(const Part& part, float* out) {
-  return [&part, out](const SegmentedBytes& values) {
-    const uint64_t expected = part.num_values() * sizeof(float);
+Transport::ConsumeValues PsClient::ScatterInto(const Part& part, float* out,
+                                               proto::ValueEncoding encoding) {
+  return [&part, out, encoding](const SegmentedBytes& values) {
+    const uint64_t expected = part.num_values() * BytesPerValue(encoding);
     if (values.size() != expected) {
       return absl::InternalError(
           absl::StrCat("pull reply has ", values.size(), " bytes, expected ", expected));
     }
     SegmentedBytes::Reader reader(values);
-    ScatterPart(part, reader, out);
+    ScatterPart(part, reader, out, encoding);
     return absl::OkStatus();
   };
 }
 
-void PsClient::ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* out) {
+void PsClient::ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* out,
+                           proto::ValueEncoding encoding) {
+  const size_t value_bytes = BytesPerValue(encoding);
   if (part.positions.empty()) {
+    if (encoding == proto::VALUES_F32) {
+      part.ForEachRun([&](uint64_t offset, uint64_t count) {
+        reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
+      });
+      return;
+    }
+    std::string wire;
     part.ForEachRun([&](uint64_t offset, uint64_t count) {
-      reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
+      wire.resize(count * value_bytes);
+      reader.Read(wire.size(), wire.data());
+      DecodeValues(encoding, wire.data(), count, out + offset);
     });
     return;
   }
   // Key lists: one bulk copy, then row by row (a copy call per row costs
   // more than the row).
   const uint64_t width = part.width;
-  std::unique_ptr<float[]> rows(new float[part.num_values()]);
-  reader.Read(part.num_values() * sizeof(float), reinterpret_cast<char*>(rows.get()));
+  const uint64_t n = part.num_values();
+  std::unique_ptr<float[]> rows(new float[n]);
+  if (encoding == proto::VALUES_F32) {
+    reader.Read(n * sizeof(float), reinterpret_cast<char*>(rows.get()));
+  } else {
+    std::string wire(n * value_bytes, '\0');
+    reader.Read(wire.size(), wire.data());
+    DecodeValues(encoding, wire.data(), n, rows.get());
+  }
   if (width == 1) {
     for (size_t j = 0; j < part.positions.size(); ++j) out[part.positions[j]] = rows[j];
   } else {
@@ -310,6 +346,7 @@ absl::Status PsClient::Pull(absl::Span<const PullRange> ops, uint64_t clock, Pul
   base.set_clock(clock);
   base.set_consistency(options_.consistency);
   base.set_staleness(options_.staleness);
+  base.set_value_encoding(options_.value_encoding);
   return PullParts(*parts, bases, base, {}, ops.size(), info);
 }
 
@@ -321,6 +358,7 @@ absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint6
   float* const base_ptr = out.data();
   proto::PullRequest base;
   base.set_worker_id(options_.worker_id);
+  base.set_value_encoding(options_.value_encoding);
   return PullParts(*parts, {&base_ptr, 1}, base, keys, 1, nullptr);
 }
 

@@ -35,6 +35,7 @@
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "worker/client/call_runner.h"
+#include "worker/client/key_list_memory.h"
 #include "worker/client/param_client.h"
 #include "worker/client/planner.h"
 #include "worker/client/transport.h"
@@ -69,6 +70,17 @@ struct PsClientOptions {
   // may be (see proto::Consistency; staleness 0 with BOUNDED is BSP).
   proto::Consistency consistency = proto::CONSISTENCY_ASYNC;
   uint32_t staleness = 0;
+  // How values travel (pushed gradients and pulled parameters): float32, or
+  // 16-bit floats at half the bytes (proto::ValueEncoding). Tables stay
+  // float32 on the servers.
+  proto::ValueEncoding value_encoding = proto::VALUES_F32;
+  // Key-list caching (PullKeys, PushKeys, PushPullKeys): a key list sent to a
+  // server once is sent again as its signature alone, while the client
+  // believes the server still holds it (at most key_lists_per_server lists
+  // are remembered per server); a server that does not answers so, and the
+  // list is sent again at once.
+  bool key_list_caching = false;
+  size_t key_lists_per_server = 1 << 16;
   // > 0: register with every server and renew the lease by heartbeats every
   // lease / 4, so the servers count this worker in their clock minimum.
   absl::Duration lease = absl::ZeroDuration();
@@ -237,9 +249,12 @@ class PsClient final : public ParamClient {
                                           options_.pushpull_values_per_call));
   }
   // Where a part's pulled values go: base + the part's offsets.
-  static Transport::ConsumeValues ScatterInto(const Part& part, float* base);
-  // Reads the part's values from `reader` into base + the part's offsets.
-  static void ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* base);
+  static Transport::ConsumeValues ScatterInto(const Part& part, float* base,
+                                              proto::ValueEncoding encoding);
+  // Reads the part's values (in `encoding`) from `reader` into base + the
+  // part's offsets.
+  static void ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* base,
+                          proto::ValueEncoding encoding);
   // Versions, params clock and wait of the pull replies (info may be null).
   void FillPullInfo(const std::vector<Part>& parts, const std::vector<proto::PullResponse>& replies,
                     size_t num_ops, PullInfo* info) const;
@@ -249,7 +264,12 @@ class PsClient final : public ParamClient {
     std::vector<proto::PushRequest> headers;
     std::vector<std::vector<absl::string_view>> pieces;
     std::vector<std::vector<float>> gathered;
+    std::vector<std::string> encoded;  // 16-bit values
+    std::vector<std::string> held;     // key lists sent as their signature
   };
+  // With a 16-bit value encoding: replaces each request's pieces by their
+  // values encoded (in out->encoded) and stamps the encoding.
+  void EncodePushValues(PushRequests* out) const;
   // Appends the header of part's push to out: table, worker, clock, a new
   // request id, round parts.
   proto::PushRequest& NewPushHeader(const Part& part, uint64_t clock, PushRequests* out);
@@ -277,6 +297,12 @@ class PsClient final : public ParamClient {
                              const std::vector<proto::PushRequest>& requests,
                              const std::vector<std::vector<absl::string_view>>& pieces,
                              absl::Span<float* const> bases, size_t num_ops, PullInfo* info);
+  // With key-list caching: calls send(done), and when missed(status) says
+  // the server did not hold a list sent as its signature and restore() put
+  // the lists back, calls send once more; then done(status).
+  static void SendWithKeyLists(std::function<void(Transport::Done)> send,
+                               std::function<bool(const absl::Status&)> missed,
+                               std::function<bool()> restore, Transport::Done done);
   // Sends planned push parts (part i's header and values are
   // call->requests.headers[i] and pieces[i]); done gets FinishPush's status.
   void SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
@@ -326,6 +352,7 @@ class PsClient final : public ParamClient {
   const uint64_t incarnation_;
   const CallRunner runner_;
   std::vector<std::unique_ptr<ServerBatcher>> batchers_;
+  KeyListMemory key_lists_;
   std::atomic<uint64_t> next_request_id_;
   std::atomic<uint64_t> clock_value_{0};  // rounds pushed, sent in heartbeats
 

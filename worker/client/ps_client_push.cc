@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/value_encoding.h"
 #include "worker/client/ps_client.h"
 
 namespace ps {
@@ -73,6 +74,22 @@ absl::Status WithPartList(const absl::Status& first_error, const PushReport& rep
 
 }  // namespace
 
+void PsClient::SendWithKeyLists(std::function<void(Transport::Done)> send,
+                                std::function<bool(const absl::Status&)> missed,
+                                std::function<bool()> restore, Transport::Done done) {
+  Transport::Done first = [send, missed = std::move(missed), restore = std::move(restore),
+                           done = std::move(done)](absl::Status status) mutable {
+    // Nothing of a missed request was applied: sent again at once, with its
+    // lists (no backoff: the server is there).
+    if (missed(status) && restore()) {
+      send(std::move(done));
+      return;
+    }
+    done(std::move(status));
+  };
+  send(std::move(first));
+}
+
 absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
   return Push(ops, clock, versions, nullptr);
 }
@@ -104,6 +121,29 @@ void PsClient::BuildPushRequests(const std::vector<Part>& parts, absl::Span<cons
                           (r.end - r.begin) * part.width * sizeof(float));
     }
   }
+  EncodePushValues(out);
+}
+
+void PsClient::EncodePushValues(PushRequests* out) const {
+  const proto::ValueEncoding encoding = options_.value_encoding;
+  if (encoding == proto::VALUES_F32) return;
+  out->encoded.resize(out->headers.size());
+  for (size_t i = 0; i < out->headers.size(); ++i) {
+    uint64_t count = 0;
+    for (absl::string_view piece : out->pieces[i]) count += piece.size() / sizeof(float);
+    std::string& encoded = out->encoded[i];
+    encoded.resize(count * BytesPerValue(encoding));
+    char* dst = encoded.data();
+    for (absl::string_view piece : out->pieces[i]) {
+      // The pieces view float arrays (the caller's gradients or gathered).
+      const auto* values = reinterpret_cast<const float*>(piece.data());
+      const size_t n = piece.size() / sizeof(float);
+      EncodeValues(encoding, absl::MakeConstSpan(values, n), dst);
+      dst += n * BytesPerValue(encoding);
+    }
+    out->pieces[i] = {encoded};
+    out->headers[i].set_value_encoding(encoding);
+  }
 }
 
 void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts,
@@ -132,6 +172,7 @@ void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts,
     out->pieces.push_back({absl::string_view(reinterpret_cast<const char*>(values.data()),
                                              values.size() * sizeof(float))});
   }
+  EncodePushValues(out);
 }
 
 absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
@@ -294,6 +335,16 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
       call_pieces[c].insert(call_pieces[c].end(), pieces[i].begin(), pieces[i].end());
     }
   }
+  // Key-list caching, push by push: held[c][k] is push k of call c's list
+  // while only its signature is sent.
+  std::vector<std::vector<std::string>> held(servers.size());
+  for (size_t c = 0; c < servers.size(); ++c) {
+    held[c].resize(calls[c].pushes_size());
+    if (!options_.key_list_caching) continue;
+    for (int k = 0; k < calls[c].pushes_size(); ++k) {
+      OfferKeyList(key_lists_, servers[c], calls[c].mutable_pushes(k), &held[c][k]);
+    }
+  }
   std::vector<proto::PushPullResponse> replies(servers.size());
   // Each part's values go to its op's buffer; a failed part's are passed over.
   auto scatter = [&](size_t c, const SegmentedBytes& values) -> absl::Status {
@@ -302,8 +353,9 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
       return absl::InternalError(absl::StrCat("PushPull reply has ", reply.results_size(),
                                               " results for ", members[c].size(), " pushes"));
     }
+    const proto::ValueEncoding encoding = options_.value_encoding;
     uint64_t expected = 0;
-    for (size_t i : members[c]) expected += parts[i].num_values() * sizeof(float);
+    for (size_t i : members[c]) expected += parts[i].num_values() * BytesPerValue(encoding);
     if (values.size() != expected) {
       return absl::InternalError(absl::StrCat("PushPull reply has ", values.size(),
                                               " bytes of values, expected ", expected));
@@ -312,10 +364,10 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
     for (size_t k = 0; k < members[c].size(); ++k) {
       const Part& part = parts[members[c][k]];
       if (reply.results(static_cast<int>(k)).code() != 0) {
-        reader.Skip(part.num_values() * sizeof(float));
+        reader.Skip(part.num_values() * BytesPerValue(encoding));
         continue;
       }
-      ScatterPart(part, reader, bases[part.op]);
+      ScatterPart(part, reader, bases[part.op], encoding);
     }
     return absl::OkStatus();
   };
@@ -323,12 +375,45 @@ absl::Status PsClient::PushPullParts(const std::vector<Part>& parts,
   const std::vector<absl::Status> call_status = RunCalls(
       servers, "PushPull", DataPolicy(TotalValues(parts)),
       [&](size_t c, absl::Time deadline, Transport::Done done) {
-        replies[c].Clear();
-        transport_->PushPull(
-            servers[c], calls[c], call_pieces[c], deadline, &replies[c],
-            [&scatter, c](const SegmentedBytes& values) { return scatter(c, values); },
+        SendWithKeyLists(
+            [&, c, deadline](Transport::Done d) {
+              replies[c].Clear();
+              transport_->PushPull(
+                  servers[c], calls[c], call_pieces[c], deadline, &replies[c],
+                  [&scatter, c](const SegmentedBytes& values) { return scatter(c, values); },
+                  std::move(d));
+            },
+            // A push whose list the server did not hold failed alone (nothing
+            // of it applied); the call is sent again with every list, and the
+            // pushes applied the first time come back as duplicates.
+            [&, c](const absl::Status& status) {
+              if (!status.ok()) return false;
+              for (const proto::PullResponse& r : replies[c].results()) {
+                if (IsKeyListMiss(absl::Status(static_cast<absl::StatusCode>(r.code()),
+                                               r.message()))) {
+                  return true;
+                }
+              }
+              return false;
+            },
+            [&, c] {
+              bool restored = false;
+              for (int k = 0; k < calls[c].pushes_size(); ++k) {
+                restored |= RestoreKeyList(key_lists_, servers[c], calls[c].mutable_pushes(k),
+                                           &held[c][k]);
+              }
+              return restored;
+            },
             std::move(done));
       });
+  for (size_t c = 0; c < servers.size(); ++c) {
+    if (!call_status[c].ok()) continue;
+    for (int k = 0; k < calls[c].pushes_size() && k < replies[c].results_size(); ++k) {
+      if (replies[c].results(k).code() == 0) {
+        NoteKeyListSent(key_lists_, servers[c], calls[c].pushes(k));
+      }
+    }
+  }
   // Each part's own status, and its reply.
   std::vector<absl::Status> status(parts.size());
   std::vector<proto::PullResponse> part_replies(parts.size());
@@ -368,6 +453,13 @@ void PsClient::SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Ver
   for (const Part& part : call->parts) servers.push_back(part.server);
   call->replies.resize(call->parts.size());
   const CallPolicy policy = DataPolicy(TotalValues(call->parts));
+  PushRequests& requests = call->requests;
+  requests.held.resize(requests.headers.size());
+  if (options_.key_list_caching) {
+    for (size_t i = 0; i < call->parts.size(); ++i) {
+      OfferKeyList(key_lists_, call->parts[i].server, &requests.headers[i], &requests.held[i]);
+    }
+  }
   // Every attempt of part i sends the same request again: the same request
   // id, so a part applied on an attempt whose reply was lost is acknowledged
   // as a duplicate by the next one instead of being applied twice.
@@ -375,12 +467,27 @@ void PsClient::SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Ver
   runner_.RunAsync(
       std::move(servers), "Push", policy,
       [this, call](size_t i, absl::Time deadline, Transport::Done d) {
-        call->replies[i].Clear();
-        transport_->Push(call->parts[i].server, call->requests.headers[i],
-                         call->requests.pieces[i], deadline, &call->replies[i], std::move(d));
+        const int server = call->parts[i].server;
+        SendWithKeyLists(
+            [this, call, i, server, deadline](Transport::Done sent) {
+              call->replies[i].Clear();
+              transport_->Push(server, call->requests.headers[i], call->requests.pieces[i],
+                               deadline, &call->replies[i], std::move(sent));
+            },
+            IsKeyListMiss,
+            [this, call, i, server] {
+              return RestoreKeyList(key_lists_, server, &call->requests.headers[i],
+                                    &call->requests.held[i]);
+            },
+            std::move(d));
       },
       [this, c, num_ops, versions, report, done = std::move(done)](
           std::vector<absl::Status> status) {
+        for (size_t i = 0; i < c->parts.size(); ++i) {
+          if (status[i].ok()) {
+            NoteKeyListSent(key_lists_, c->parts[i].server, c->requests.headers[i]);
+          }
+        }
         done(FinishPush(*c, status, num_ops, versions, report));
       });
 }
