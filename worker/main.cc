@@ -169,7 +169,7 @@ void PrintServerStats(ps::PsClient& client, const std::string& prefix) {
 }
 
 // The client options every model shares: the servers, this worker's id,
-// deadlines and placement.
+// deadlines, placement and traffic reduction.
 void SetClientOptions(const ps::ClusterSpec& spec, int worker_index,
                       ps::PsClientOptions* options) {
   options->servers = spec.servers;
@@ -177,6 +177,10 @@ void SetClientOptions(const ps::ClusterSpec& spec, int worker_index,
   options->timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
   options->placement.slice_size = absl::GetFlag(FLAGS_slice_size);
   options->placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  // --wire_floats was checked in main().
+  options->value_encoding =
+      ps::ParseValueEncoding(absl::GetFlag(FLAGS_wire_floats)).value_or(ps::proto::VALUES_F32);
+  options->key_list_caching = absl::GetFlag(FLAGS_key_caching);
 }
 
 // Progress lines, flushed (the scripts stream them).
@@ -313,8 +317,6 @@ int main(int argc, char** argv) {
   absl::StatusOr<ps::proto::ValueEncoding> wire_floats =
       ps::ParseValueEncoding(absl::GetFlag(FLAGS_wire_floats));
   if (!wire_floats.ok()) return Fail(absl::StrCat("--wire_floats: ", wire_floats.status().message()));
-  client_options.value_encoding = *wire_floats;
-  client_options.key_list_caching = absl::GetFlag(FLAGS_key_caching);
   const double lease = absl::GetFlag(FLAGS_lease_seconds);
   if (!(lease > 0)) return Fail(absl::StrCat("--lease_seconds=", lease, ": must be > 0"));
   // An evaluator reads the parameters as they are and takes no part in the clocks.
