@@ -9,13 +9,15 @@
 // its label from the planted model:
 //
 //   logit = bias + sum over the example's features of weight(id)
-//   label ~ Bernoulli(sigmoid(logit)),  weight(id) ~ N(0, weight_stddev^2)
+//   label ~ Bernoulli(sigmoid(logit)),  weight(id) ~ N(0, stddev(rank(id))^2)
 //
-// where weight(id) is a hash of (seed, id): a consumer that knows the seed
-// can recompute the model for any id without a table. Feature values are
-// always 1 (binary features). Nothing is kept per feature, so num_features
-// can be 10^8 or more; memory is O(features per example), plus a bitset of
-// num_features bits when counting the distinct features used.
+// where weight(id) is a hash of (seed, id) scaled by stddev(rank), which is
+// weight_stddev for every rank unless weight_shrink_rank is set (see
+// LibsvmGeneratorOptions): a consumer that knows the options can recompute
+// the model for any id without a table. Feature values are always 1 (binary
+// features). Nothing is kept per feature, so num_features can be 10^8 or
+// more; memory is O(features per example), plus a bitset of num_features
+// bits when counting the distinct features used.
 //
 // LibsvmGenerator is immutable after Create and safe to use from many
 // threads. GenerateLibsvmFile writes a data set and its planted-model sidecar.
@@ -115,9 +117,22 @@ struct LibsvmGeneratorOptions {
   // features appear in at most every example and the law holds exactly for
   // features far rarer than 1/k.
   double zipf_exponent = 1.1;
-  // The planted model: weight(id) ~ N(0, weight_stddev^2), plus bias.
+  // The planted model: weight(id) ~ N(0, stddev(rank)^2), plus bias.
   double weight_stddev = 0.4;
   double bias = -1.0;
+  // > 0: rare features carry less signal, as in real click data. The
+  // spread of a weight shrinks with its feature's rank r:
+  //   stddev(r) = weight_stddev * min(1, (weight_shrink_rank / r)^weight_shrink_exponent)
+  // 0 (the default): every weight has the spread weight_stddev. Either way a
+  // weight depends on (seed, rank) only, never on num_examples, so a test
+  // set written separately (first_example) has the same model. Why: with
+  // one spread for all, most of the signal of a large feature space sits in
+  // features seen a few times in millions of examples, which no learner can
+  // estimate, so the planted AUC is far out of reach; with an exponent of
+  // 0.5 a weight's variance falls as 1/r, about as fast as the feature's
+  // frequency (r^-zipf_exponent).
+  double weight_shrink_rank = 0;
+  double weight_shrink_exponent = 0.5;
 
   // GenerateLibsvmFile only:
   // Write gzip (level 1) even when the path does not end in ".gz".
@@ -157,8 +172,8 @@ class LibsvmGenerator {
  public:
   // INVALID_ARGUMENT, naming the option, when num_examples < 0,
   // num_features < 1, features_per_example is not in [1, num_features],
-  // zipf_exponent <= 0, weight_stddev < 0, an option is not finite, or
-  // threads < 1.
+  // zipf_exponent <= 0, weight_stddev, weight_shrink_rank or
+  // weight_shrink_exponent < 0, an option is not finite, or threads < 1.
   static absl::StatusOr<LibsvmGenerator> Create(const LibsvmGeneratorOptions& options);
 
   // Example i of the data set, into *out (its vectors are reused). Requires
@@ -168,9 +183,15 @@ class LibsvmGenerator {
   // The feature id of popularity rank r (a bijection of uint64 keyed by the
   // seed, so distinct ranks have distinct ids).
   uint64_t FeatureId(uint64_t rank) const { return Mix64(rank ^ id_key_); }
+  // The rank whose id is `id`: FeatureRank(FeatureId(r)) == r. For an id
+  // that is no feature's the result lies outside [1, num_features].
+  uint64_t FeatureRank(uint64_t id) const;
 
   // The planted weight of feature `id`.
   float Weight(uint64_t id) const;
+  // The spread of the planted weight of rank r (weight_stddev, shrunk for
+  // ranks beyond weight_shrink_rank when that is set).
+  double WeightStddev(uint64_t rank) const;
 
   const LibsvmGeneratorOptions& options() const { return options_; }
 
@@ -178,6 +199,8 @@ class LibsvmGenerator {
   explicit LibsvmGenerator(const LibsvmGeneratorOptions& options);
   // Weight(FeatureId(rank)), from a table for the most frequent ranks.
   float RankWeight(uint64_t rank) const;
+  // Weight(id) given its rank, which the callers know already.
+  float PlantedWeight(uint64_t id, uint64_t rank) const;
 
   LibsvmGeneratorOptions options_;
   ZipfSampler zipf_;

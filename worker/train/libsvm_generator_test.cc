@@ -168,6 +168,101 @@ TEST(LibsvmGeneratorTest, IdsSpreadOverUint64AndWeightsAreNormal) {
   EXPECT_NE(other.Weight(gen.FeatureId(1)), gen.Weight(gen.FeatureId(1)));
 }
 
+TEST(LibsvmGeneratorTest, FeatureRankInvertsFeatureId) {
+  for (uint64_t seed : {1, 2, 99}) {
+    LibsvmGeneratorOptions options;
+    options.seed = seed;
+    LibsvmGenerator gen = CreateOrDie(options);
+    for (uint64_t r : {uint64_t{1}, uint64_t{2}, uint64_t{1000}, uint64_t{123456789},
+                       uint64_t{1} << 40, ~uint64_t{0}}) {
+      EXPECT_EQ(gen.FeatureRank(gen.FeatureId(r)), r) << "seed " << seed;
+    }
+    for (uint64_t r = 1; r <= 100000; ++r) ASSERT_EQ(gen.FeatureRank(gen.FeatureId(r)), r);
+  }
+}
+
+// The spread of the planted weights by rank band: the same for all ranks by
+// default, shrinking as (weight_shrink_rank / r)^exponent beyond the bend
+// with the option.
+TEST(LibsvmGeneratorTest, WeightsShrinkWithRankWhenAsked) {
+  LibsvmGeneratorOptions options;
+  options.seed = 9;
+  options.num_features = 100000000;
+  options.weight_stddev = 0.6;
+  LibsvmGenerator flat = CreateOrDie(options);
+  options.weight_shrink_rank = 1000;
+  options.weight_shrink_exponent = 0.5;
+  LibsvmGenerator shrunk = CreateOrDie(options);
+
+  // RMS of the weights of ranks [first, first + n), and of what the options
+  // say their spread is.
+  constexpr uint64_t kBand = 40000;  // the RMS is then within ~0.4% (1 sd)
+  auto rms = [&](const LibsvmGenerator& gen, uint64_t first, double* expected) {
+    double sum2 = 0, want2 = 0;
+    for (uint64_t r = first; r < first + kBand; ++r) {
+      const double w = gen.Weight(gen.FeatureId(r));
+      sum2 += w * w;
+      want2 += gen.WeightStddev(r) * gen.WeightStddev(r);
+    }
+    *expected = std::sqrt(want2 / kBand);
+    return std::sqrt(sum2 / kBand);
+  };
+  double expected;
+  for (uint64_t first : {uint64_t{1}, uint64_t{100000}, uint64_t{10000000}}) {
+    SCOPED_TRACE(absl::StrCat("ranks from ", first));
+    EXPECT_NEAR(rms(flat, first, &expected), 0.6, 0.6 * 0.02);
+    EXPECT_EQ(flat.WeightStddev(first), 0.6);
+  }
+  // Ranks 1..40000 straddle the bend at 1000; the two far bands are beyond it,
+  // where the spread is 0.6 * sqrt(1000 / r): about 0.06 and 0.006.
+  for (uint64_t first : {uint64_t{1}, uint64_t{100000}, uint64_t{10000000}}) {
+    SCOPED_TRACE(absl::StrCat("ranks from ", first));
+    const double got = rms(shrunk, first, &expected);
+    EXPECT_NEAR(got, expected, expected * 0.02);
+  }
+  EXPECT_NEAR(shrunk.WeightStddev(100000), 0.06, 1e-12);
+  EXPECT_NEAR(shrunk.WeightStddev(10000000), 0.006, 1e-12);
+  EXPECT_EQ(shrunk.WeightStddev(1000), 0.6);  // not beyond the bend
+  // A weight is the flat model's, scaled: the same draw, so the same sign,
+  // and exactly the same up to the bend.
+  for (uint64_t r : {uint64_t{1}, uint64_t{999}, uint64_t{1000}}) {
+    EXPECT_EQ(shrunk.Weight(shrunk.FeatureId(r)), flat.Weight(flat.FeatureId(r))) << r;
+  }
+  for (uint64_t r : {uint64_t{1001}, uint64_t{50000}, uint64_t{90000000}}) {
+    const double ratio = shrunk.Weight(shrunk.FeatureId(r)) / flat.Weight(flat.FeatureId(r));
+    EXPECT_NEAR(ratio, std::sqrt(1000.0 / r), 1e-5) << r;
+  }
+  // A weight depends on (seed, rank) only: a generator for fewer examples,
+  // or another first example, has the same model.
+  options.num_examples = 10;
+  options.first_example = 12345;
+  LibsvmGenerator other = CreateOrDie(options);
+  for (uint64_t r : {uint64_t{5}, uint64_t{5000}, uint64_t{5000000}}) {
+    EXPECT_EQ(other.Weight(other.FeatureId(r)), shrunk.Weight(shrunk.FeatureId(r)));
+  }
+}
+
+// The default model is the one written before weight_shrink_rank existed:
+// these figures come from a file of the same options written then.
+TEST(LibsvmGeneratorTest, DefaultModelIsUnchanged) {
+  LibsvmGeneratorOptions options;
+  options.seed = 7;
+  options.num_examples = 20000;
+  options.num_features = 100000;
+  options.progress_seconds = 0;
+  const std::string path = TempDir() + "/golden.svm";
+  absl::StatusOr<PlantedModelStats> stats = GenerateLibsvmFile(path, options);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->positives, 6956);
+  EXPECT_EQ(stats->text_bytes, 8989280);
+  EXPECT_EQ(stats->features_used, 45538);
+  EXPECT_NEAR(stats->mean_probability, 0.347798, 1e-6);
+  EXPECT_NEAR(stats->logloss, 0.480450, 1e-6);
+  EXPECT_NEAR(stats->auc, 0.825304, 1e-6);
+  const std::string sidecar = ReadBytes(PlantedModelPath(path));
+  EXPECT_THAT(sidecar, HasSubstr("\nweight_shrink_rank=0\n"));
+}
+
 TEST(LibsvmGeneratorTest, SameOptionsGiveByteIdenticalFiles) {
   LibsvmGeneratorOptions options;
   options.num_examples = 10000;  // a few chunks, the last one partial
@@ -368,6 +463,11 @@ TEST(LibsvmGeneratorTest, RejectsBadOptions) {
        "expected in [1, 10]"},
       {[](LibsvmGeneratorOptions& o) { o.zipf_exponent = 0; }, "zipf_exponent is 0"},
       {[](LibsvmGeneratorOptions& o) { o.weight_stddev = -1; }, "weight_stddev is -1"},
+      {[](LibsvmGeneratorOptions& o) { o.weight_shrink_rank = -5; }, "weight_shrink_rank is -5"},
+      {[](LibsvmGeneratorOptions& o) { o.weight_shrink_exponent = -0.5; },
+       "weight_shrink_exponent is -0.5"},
+      {[](LibsvmGeneratorOptions& o) { o.weight_shrink_rank = INFINITY; },
+       "weight_shrink_rank is inf"},
       {[](LibsvmGeneratorOptions& o) { o.bias = NAN; }, "bias is nan"},
       {[](LibsvmGeneratorOptions& o) { o.threads = 0; }, "threads is 0"},
   };
