@@ -45,6 +45,9 @@ ABSL_FLAG(double, weight_shrink_rank, 0,
           "(weight_shrink_rank / r)^weight_shrink_exponent), so rare features carry less signal "
           "(0: the same spread for every feature)");
 ABSL_FLAG(double, weight_shrink_exponent, 0.5, "see --weight_shrink_rank");
+ABSL_FLAG(uint32_t, num_fields, 0,
+          "> 0: give each feature id a field in [0, num_fields) (a hash of seed and id) and write "
+          "libffm-style field:id:1 tokens (at most 65536 fields); the examples do not change");
 ABSL_FLAG(double, bias, -1.0, "planted bias");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the ids, the planted weights and the examples");
 ABSL_FLAG(bool, gzip, false, "gzip the output even if --out does not end in .gz");
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
   options.bias = absl::GetFlag(FLAGS_bias);
   options.weight_shrink_rank = absl::GetFlag(FLAGS_weight_shrink_rank);
   options.weight_shrink_exponent = absl::GetFlag(FLAGS_weight_shrink_exponent);
+  options.num_fields = absl::GetFlag(FLAGS_num_fields);
   options.gzip = absl::GetFlag(FLAGS_gzip);
   options.threads = absl::GetFlag(FLAGS_threads);
   if (options.threads == 0) options.threads = std::max(1u, std::thread::hardware_concurrency());

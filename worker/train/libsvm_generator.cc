@@ -30,6 +30,7 @@ constexpr double kTwoPi = 6.283185307179586;
 constexpr uint64_t kIdDomain = 0x6c696273766d6964ULL;       // "libsvmid"
 constexpr uint64_t kWeightDomain = 0x6c696273766d7774ULL;   // "libsvmwt"
 constexpr uint64_t kExampleDomain = 0x6c696273766d6578ULL;  // "libsvmex"
+constexpr uint64_t kFieldDomain = 0x6c696273766d6664ULL;    // "libsvmfd"
 
 // Ranks whose weights are precomputed: with s = 1.1 over 10^7 features the
 // top 2^16 ranks take ~85% of all draws, in 256 KiB.
@@ -245,6 +246,11 @@ absl::StatusOr<LibsvmGenerator> LibsvmGenerator::Create(const LibsvmGeneratorOpt
       return absl::InvalidArgumentError(absl::StrCat(name, " is ", value, "; expected >= 0"));
     }
   }
+  if (options.num_fields > kMaxLibsvmField + 1) {
+    return absl::InvalidArgumentError(absl::StrCat("num_fields is ", options.num_fields,
+                                                   "; expected at most ", kMaxLibsvmField + 1,
+                                                   " (fields are 0..", kMaxLibsvmField, ")"));
+  }
   if (options.threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("threads is ", options.threads, "; expected >= 1"));
@@ -257,7 +263,8 @@ LibsvmGenerator::LibsvmGenerator(const LibsvmGeneratorOptions& options)
       zipf_(options.num_features, options.zipf_exponent),
       id_key_(Mix64(options.seed ^ kIdDomain)),
       weight_key_(Mix64(options.seed ^ kWeightDomain)),
-      example_key_(Mix64(options.seed ^ kExampleDomain)) {
+      example_key_(Mix64(options.seed ^ kExampleDomain)),
+      field_key_(Mix64(options.seed ^ kFieldDomain)) {
   // Cheap to fill (a few ms), so done even for small runs.
   const uint64_t head = std::min(options.num_features, kHeadWeightRanks);
   head_weights_.resize(head);
@@ -273,6 +280,11 @@ double LibsvmGenerator::WeightStddev(uint64_t rank) const {
   // without the option keep their bytes.
   if (r0 <= 0 || r <= r0) return options_.weight_stddev;
   return options_.weight_stddev * std::pow(r0 / r, options_.weight_shrink_exponent);
+}
+
+uint32_t LibsvmGenerator::FeatureField(uint64_t id) const {
+  if (options_.num_fields == 0) return 0;
+  return static_cast<uint32_t>(HashCombine(field_key_, id) % options_.num_fields);
 }
 
 float LibsvmGenerator::Weight(uint64_t id) const { return PlantedWeight(id, FeatureRank(id)); }
@@ -316,6 +328,10 @@ void LibsvmGenerator::Example(int64_t i, GeneratedExample* out) const {
     logit += RankWeight(ranks[j]);
   }
   std::sort(out->ids.begin(), out->ids.end());
+  out->fields.clear();
+  if (options_.num_fields > 0) {
+    for (uint64_t id : out->ids) out->fields.push_back(static_cast<uint16_t>(FeatureField(id)));
+  }
   out->logit = logit;
   out->probability = Sigmoid(logit);
   out->label = rng.Uniform01() < out->probability ? 1.0f : 0.0f;
@@ -428,17 +444,22 @@ struct Chunk {
   double logloss_sum = 0;
 };
 
-// Appends "label id:1 id:1 ...\n".
+// Appends "label id:1 id:1 ...\n", or "label field:id:1 ..." when the
+// example has fields.
 void AppendExample(const GeneratedExample& ex, std::string* text) {
-  constexpr size_t kMaxFeatureChars = 1 + 20 + 2;  // " " id ":1"
+  constexpr size_t kMaxFeatureChars = 1 + 6 + 20 + 2;  // " " field ":" id ":1"
   const size_t old = text->size();
   text->resize(old + 2 + ex.ids.size() * kMaxFeatureChars);
   char* p = text->data() + old;
   char* const end = text->data() + text->size();
   *p++ = ex.label > 0 ? '1' : '0';
-  for (uint64_t id : ex.ids) {
+  for (size_t j = 0; j < ex.ids.size(); ++j) {
     *p++ = ' ';
-    p = std::to_chars(p, end, id).ptr;
+    if (!ex.fields.empty()) {
+      p = std::to_chars(p, end, ex.fields[j]).ptr;
+      *p++ = ':';
+    }
+    p = std::to_chars(p, end, ex.ids[j]).ptr;
     *p++ = ':';
     *p++ = '1';
   }
@@ -508,7 +529,8 @@ absl::Status WriteSidecar(const std::string& data_path, const LibsvmGeneratorOpt
                   "\nzipf_exponent=", Shortest(o.zipf_exponent),
                   "\nweight_stddev=", Shortest(o.weight_stddev), "\nbias=", Shortest(o.bias),
                   "\nweight_shrink_rank=", Shortest(o.weight_shrink_rank),
-                  "\nweight_shrink_exponent=", Shortest(o.weight_shrink_exponent), "\n");
+                  "\nweight_shrink_exponent=", Shortest(o.weight_shrink_exponent),
+                  "\nnum_fields=", o.num_fields, "\n");
   absl::StrAppendFormat(&text,
                         "positives=%d\npositive_rate=%.6f\nmean_probability=%.6f\n"
                         "feature_occurrences=%d\nfeatures_used=%d\nplanted_auc=%.6f\n"

@@ -15,8 +15,9 @@
 // weight_stddev for every rank unless weight_shrink_rank is set (see
 // LibsvmGeneratorOptions): a consumer that knows the options can recompute
 // the model for any id without a table. Feature values are always 1 (binary
-// features). Nothing is kept per feature, so num_features can be 10^8 or
-// more; memory is O(features per example), plus a bitset of num_features
+// features). With num_fields > 0 each feature id also has a field, a hash
+// of (seed, id), and files are written libffm-style ("field:id:1"). Nothing
+// is kept per feature, so num_features can be 10^8 or more; memory is O(features per example), plus a bitset of num_features
 // bits when counting the distinct features used.
 //
 // LibsvmGenerator is immutable after Create and safe to use from many
@@ -32,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/hash.h"
+#include "worker/train/libsvm_reader.h"
 
 namespace ps {
 
@@ -133,6 +135,13 @@ struct LibsvmGeneratorOptions {
   // frequency (r^-zipf_exponent).
   double weight_shrink_rank = 0;
   double weight_shrink_exponent = 0.5;
+  // > 0: feature id has the field FeatureField(id) in [0, num_fields), a
+  // hash of (seed, id) (so each field has its own power-law share of the
+  // features), and GenerateLibsvmFile writes "field:id:1" tokens (libffm,
+  // worker/train/libsvm_reader.h); at most kMaxLibsvmField + 1. 0: no
+  // fields, "id:1". The examples (ids and labels) do not depend on it: the
+  // same options with and without fields give the same data.
+  uint32_t num_fields = 0;
 
   // GenerateLibsvmFile only:
   // Write gzip (level 1) even when the path does not end in ".gz".
@@ -166,6 +175,8 @@ struct GeneratedExample {
   // list them): ids[j] is in general not FeatureId(ranks[j]).
   std::vector<uint64_t> ranks;
   std::vector<uint64_t> ids;
+  // With num_fields > 0, fields[j] = FeatureField(ids[j]); else empty.
+  std::vector<uint16_t> fields;
 };
 
 class LibsvmGenerator {
@@ -173,7 +184,8 @@ class LibsvmGenerator {
   // INVALID_ARGUMENT, naming the option, when num_examples < 0,
   // num_features < 1, features_per_example is not in [1, num_features],
   // zipf_exponent <= 0, weight_stddev, weight_shrink_rank or
-  // weight_shrink_exponent < 0, an option is not finite, or threads < 1.
+  // weight_shrink_exponent < 0, num_fields > kMaxLibsvmField + 1, an option
+  // is not finite, or threads < 1.
   static absl::StatusOr<LibsvmGenerator> Create(const LibsvmGeneratorOptions& options);
 
   // Example i of the data set, into *out (its vectors are reused). Requires
@@ -193,6 +205,9 @@ class LibsvmGenerator {
   // ranks beyond weight_shrink_rank when that is set).
   double WeightStddev(uint64_t rank) const;
 
+  // The field of feature `id`, in [0, num_fields); 0 when num_fields is 0.
+  uint32_t FeatureField(uint64_t id) const;
+
   const LibsvmGeneratorOptions& options() const { return options_; }
 
  private:
@@ -207,6 +222,7 @@ class LibsvmGenerator {
   uint64_t id_key_;
   uint64_t weight_key_;
   uint64_t example_key_;
+  uint64_t field_key_;
   // RankWeight of ranks 1..head_weights_.size(): most draws hit this table,
   // which saves a log, a sqrt and a cos per feature.
   std::vector<float> head_weights_;
@@ -236,7 +252,8 @@ struct PlantedModelStats {
 std::string PlantedModelPath(const std::string& data_path);
 
 // Writes examples 0..num_examples-1 to `path` in LibSVM format ("1 id:1
-// id:1 ...", labels 0/1, ids ascending), gzip-compressed when the path ends
+// id:1 ...", labels 0/1, ids ascending; "1 field:id:1 ..." with
+// num_fields > 0), gzip-compressed when the path ends
 // in ".gz" or options.gzip, streaming (memory does not grow with
 // num_examples), then writes the stats and options as key=value lines to
 // PlantedModelPath(path). Same options => byte-identical files, whatever

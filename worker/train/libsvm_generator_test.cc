@@ -342,6 +342,54 @@ TEST(LibsvmGeneratorTest, FileMatchesExamplesThroughTheReader) {
   EXPECT_THAT(sidecar, HasSubstr("\nseed=3\n"));
 }
 
+TEST(LibsvmGeneratorTest, FieldsAreAFunctionOfTheIdWrittenLibffmStyle) {
+  LibsvmGeneratorOptions options;
+  options.num_examples = 3000;
+  options.num_features = 100000;
+  options.seed = 4;
+  const std::string plain = TempDir() + "/no-fields.svm";
+  absl::StatusOr<PlantedModelStats> plain_stats = GenerateLibsvmFile(plain, options);
+  ASSERT_TRUE(plain_stats.ok()) << plain_stats.status();
+  options.num_fields = 5;
+  const std::string ffm = TempDir() + "/fields.svm.gz";
+  absl::StatusOr<PlantedModelStats> ffm_stats = GenerateLibsvmFile(ffm, options);
+  ASSERT_TRUE(ffm_stats.ok()) << ffm_stats.status();
+  EXPECT_EQ(ffm_stats->auc, plain_stats->auc);
+  EXPECT_GT(ffm_stats->text_bytes, plain_stats->text_bytes);
+  EXPECT_THAT(ReadBytes(PlantedModelPath(ffm)), HasSubstr("\nnum_fields=5\n"));
+  LibsvmGenerator gen = CreateOrDie(options);
+
+  // The same examples in both files; the fields are the generator's.
+  absl::StatusOr<std::unique_ptr<LibsvmReader>> a = LibsvmReader::Open(plain);
+  absl::StatusOr<std::unique_ptr<LibsvmReader>> b = LibsvmReader::Open(ffm);
+  ASSERT_TRUE(a.ok() && b.ok());
+  SparseExample ea, eb;
+  GeneratedExample want;
+  for (int64_t i = 0; i < options.num_examples; ++i) {
+    ASSERT_TRUE(*(*a)->Next(&ea));
+    absl::StatusOr<bool> got = (*b)->Next(&eb);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(*got);
+    gen.Example(i, &want);
+    ASSERT_EQ(ea.label, eb.label) << i;
+    ASSERT_EQ(ea.indices, eb.indices) << i;
+    ASSERT_TRUE(ea.fields.empty());
+    ASSERT_EQ(eb.fields, want.fields) << i;
+    for (size_t j = 0; j < eb.indices.size(); ++j) {
+      ASSERT_EQ(eb.fields[j], gen.FeatureField(eb.indices[j]));
+    }
+  }
+  // Each field gets about a fifth of the ids.
+  std::vector<int> per_field(options.num_fields, 0);
+  constexpr int kIds = 50000;
+  for (uint64_t r = 1; r <= kIds; ++r) {
+    const uint32_t f = gen.FeatureField(gen.FeatureId(r));
+    ASSERT_LT(f, options.num_fields);
+    ++per_field[f];
+  }
+  for (int n : per_field) EXPECT_NEAR(n, kIds / 5, 5 * std::sqrt(kIds * 0.2 * 0.8));
+}
+
 // Counts how often feature ids occur in the file, by reading it back.
 std::map<uint64_t, int64_t> CountIds(const std::string& path) {
   std::map<uint64_t, int64_t> counts;
@@ -470,6 +518,8 @@ TEST(LibsvmGeneratorTest, RejectsBadOptions) {
        "weight_shrink_rank is inf"},
       {[](LibsvmGeneratorOptions& o) { o.bias = NAN; }, "bias is nan"},
       {[](LibsvmGeneratorOptions& o) { o.threads = 0; }, "threads is 0"},
+      {[](LibsvmGeneratorOptions& o) { o.num_fields = 65537; },
+       "num_fields is 65537; expected at most 65536"},
   };
   for (const Case& c : cases) {
     LibsvmGeneratorOptions options;
