@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -232,16 +233,24 @@ std::string Quote(const char* b, const char* e) {
 
 // Reads the decimal digits at the start of [p, end) into *v; returns the
 // first byte after them. *overflow says whether they exceed 2^64 - 1 (*v is
-// then meaningless).
-const char* ScanUint64(const char* p, const char* end, uint64_t* v, bool* overflow) {
-  constexpr uint64_t kMaxDiv10 = UINT64_MAX / 10;
-  constexpr uint64_t kMaxMod10 = UINT64_MAX % 10;
+// then meaningless). Inlined into the parsing loop, where it is most of the
+// time spent.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline const char* ScanUint64(const char* p, const char* end,
+                                                           uint64_t* v, bool* overflow) {
+  // The first 19 digits cannot overflow (10^19 - 1 < 2^64 - 1); only those
+  // after them (the 20th of large ids, or after leading zeros) are checked.
+  const char* const unchecked_end = end - p > 19 ? p + 19 : end;
   uint64_t x = 0;
+  for (; p < unchecked_end && IsDigit(*p); ++p) x = x * 10 + static_cast<uint64_t>(*p - '0');
   *overflow = false;
-  for (; p < end && IsDigit(*p); ++p) {
-    const uint64_t d = static_cast<uint64_t>(*p - '0');
-    if (x > kMaxDiv10 || (x == kMaxDiv10 && d > kMaxMod10)) *overflow = true;
-    x = x * 10 + d;
+  if (p == unchecked_end) {
+    constexpr uint64_t kMaxDiv10 = UINT64_MAX / 10;
+    constexpr uint64_t kMaxMod10 = UINT64_MAX % 10;
+    for (; p < end && IsDigit(*p); ++p) {
+      const uint64_t d = static_cast<uint64_t>(*p - '0');
+      if (x > kMaxDiv10 || (x == kMaxDiv10 && d > kMaxMod10)) *overflow = true;
+      x = x * 10 + d;
+    }
   }
   *v = x;
   return p;
@@ -358,6 +367,19 @@ LineError FeatureError(const char* line, const char* tok, const char* tok_end,
   return error;
 }
 
+// The error of a feature [tok, tok_end) whose form is not the line's. Out of
+// line: it keeps the string building out of the parsing loop.
+ABSL_ATTRIBUTE_NOINLINE LineError MixedFormError(const char* line, const char* tok,
+                                                 const char* tok_end, bool line_has_fields) {
+  LineError error;
+  error.offset = static_cast<size_t>(tok - line);
+  error.message = absl::StrCat(
+      "expected ", line_has_fields ? "field:index:value" : "index:value", ", got ",
+      Quote(tok, tok_end), ": the line's first feature ", line_has_fields ? "has a" : "has no",
+      " field, and a line may not mix index:value and field:index:value");
+  return error;
+}
+
 // Parses one line (without '\n') into *out, which the caller has cleared.
 LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError* error) {
   const char* end = line + size;
@@ -406,43 +428,46 @@ LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError*
       return LineKind::kBad;
     }
     ++p;  // ':'
-    // Digits and a second ':' make it field:index:value; anything else after
-    // the first ':' is a value (for "id:1", the common case, one byte).
+    // Binary features ("index:1") are the common case: no field, and no
+    // float to parse.
+    auto is_one = [end](const char* v) { return v < end && *v == '1' && (v + 1 == end || IsBlank(v[1])); };
     uint64_t index = number;
     bool has_field = false;
-    const char* after = ScanUint64(p, end, &index, &overflow);
-    if (after > p && after < end && *after == ':') {
-      if (overflow || number > kMaxLibsvmField) {
-        *error = FeatureError(line, tok, TokenEnd(tok, end), true);
-        return LineKind::kBad;
-      }
-      has_field = true;
-      p = after + 1;
+    float value = 1.0f;
+    bool have_value = is_one(p);
+    if (have_value) {
+      ++p;
     } else {
-      index = number;
+      // Digits and a second ':' make it field:index:value; anything else
+      // after the first ':' is a value.
+      const char* after = ScanUint64(p, end, &index, &overflow);
+      if (after > p && after < end && *after == ':') {
+        if (overflow || number > kMaxLibsvmField) {
+          *error = FeatureError(line, tok, TokenEnd(tok, end), true);
+          return LineKind::kBad;
+        }
+        has_field = true;
+        p = after + 1;
+      } else {
+        index = number;
+      }
     }
     if (first_feature) {
       line_has_fields = has_field;
     } else if (has_field != line_has_fields) {
-      error->offset = static_cast<size_t>(tok - line);
-      error->message = absl::StrCat(
-          "expected ", line_has_fields ? "field:index:value" : "index:value", ", got ",
-          Quote(tok, TokenEnd(tok, end)), ": the line's first feature ",
-          line_has_fields ? "has a" : "has no", " field, and a line may not mix index:value and "
-          "field:index:value");
+      *error = MixedFormError(line, tok, TokenEnd(tok, end), line_has_fields);
       return LineKind::kBad;
     }
-    float value;
-    // Binary features ("index:1") are the common case: skip the float parse.
-    if (p < end && *p == '1' && (p + 1 == end || IsBlank(p[1]))) {
-      value = 1.0f;
-      ++p;
-    } else {
-      const char* value_begin = p;
-      p = TokenEnd(p, end);
-      if (!ParseFloat(value_begin, p, &value)) {
-        *error = FeatureError(line, tok, p, line_has_fields);
-        return LineKind::kBad;
+    if (!have_value) {
+      if (is_one(p)) {
+        ++p;
+      } else {
+        const char* value_begin = p;
+        p = TokenEnd(p, end);
+        if (!ParseFloat(value_begin, p, &value)) {
+          *error = FeatureError(line, tok, p, line_has_fields);
+          return LineKind::kBad;
+        }
       }
     }
     out->indices.push_back(index);
