@@ -261,6 +261,18 @@ TEST(LibsvmReaderTest, IndicesUpTo2To64Minus1) {
               StartsWith(TempDir() + "/too-big.svm:1:7: expected index:value"));
   EXPECT_THAT(s.message(), HasSubstr("index <= 18446744073709551615"));
   EXPECT_THAT(s.message(), HasSubstr("got '18446744073709551616:1'"));
+
+  // Past 19 digits each digit is checked, leading zeros included.
+  all = ReadText("zeros.svm",
+                 "1 0000000000000000000000007:1 000000018446744073709551615:1 "
+                 "10000000000000000000:1\n");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT((*all)[0].indices,
+              ElementsAre(uint64_t{7}, UINT64_MAX, uint64_t{10000000000000000000u}));
+  s = LineError("zeros-too-big.svm", "1 0000000018446744073709551616:1");
+  EXPECT_THAT(s.message(), HasSubstr("index <= 18446744073709551615"));
+  s = LineError("twenty-nines.svm", "1 99999999999999999999:1");
+  EXPECT_THAT(s.message(), HasSubstr("index <= 18446744073709551615"));
 }
 
 TEST(LibsvmReaderTest, ValueSpellings) {
