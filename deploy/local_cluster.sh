@@ -5,12 +5,16 @@
 # and prints the test accuracy and the wall time. Every process it started is
 # stopped when it exits, fails or is interrupted (Ctrl-C).
 #
-#   deploy/local_cluster.sh [--servers S] [--workers W] [--model mlp|softmax|sparse_lr]
+#   deploy/local_cluster.sh [--servers S] [--workers W]
+#                           [--model mlp|softmax|sparse_lr|embedding_mlp]
 #                           [--epochs N] [--keep_logs] [-- extra ps_worker flags]
 #
-# --model sparse_lr trains on LibSVM files, given as worker flags:
+# --model sparse_lr and embedding_mlp train on LibSVM files, given as worker
+# flags (which reach the evaluation too, so --num_fields agrees):
 #   deploy/local_cluster.sh --model sparse_lr --epochs 1 -- \
 #     --train_data=train.svm --test_data=test.svm --optimizer=ftrl --learning_rate=0.5
+#   deploy/local_cluster.sh --model embedding_mlp --epochs 1 -- \
+#     --train_data=train.ffm --test_data=test.ffm --num_fields=4 --optimizer=adagrad
 set -euo pipefail
 
 servers=2
@@ -27,7 +31,7 @@ while [ $# -gt 0 ]; do
     --epochs) epochs="$2"; shift 2 ;;
     --keep_logs) keep_logs=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

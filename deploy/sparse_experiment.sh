@@ -7,27 +7,47 @@
 # test AUC against the planted model's, and plots AUC against training time.
 #
 #   deploy/sparse_experiment.sh [--examples N] [--features F] [--test_examples N]
-#       [--epochs E] [--servers S] [--workers W] [--batch_size B] [--out DIR]
-#       [--data DIR] [-- extra ps_worker flags (optimizer)]
+#       [--test_first_example N] [--weight_stddev S] [--weight_shrink_rank R]
+#       [--weight_shrink_exponent G] [--num_fields F] [--epochs E] [--servers S] [--workers W]
+#       [--batch_size B] [--out DIR] [--data DIR] [-- extra ps_worker flags (optimizer)]
 #
 # Defaults are the acceptance run of issue 9: 5M examples over 10^8 feature
-# ranks (about 10M distinct ids used), FTRL, 2 servers and 4 workers.
+# ranks (about 10M distinct ids used), FTRL, 2 servers and 4 workers. The
+# planted weights' spread shrinks beyond rank R (ps_gen_libsvm
+# --weight_shrink_rank; 0: the same spread for every feature). The test set
+# is the examples right after the training set's; --test_first_example picks
+# another range of the same planted model, as a validation set for tuning.
+# --num_fields F > 0 writes the same examples as field:index:value, F fields,
+# and passes --num_fields=F to the workers (--model=embedding_mlp sums per
+# field; sparse_lr ignores fields).
 set -euo pipefail
 examples=5000000
 features=100000000
 test_examples=500000
+test_first=""
+weight_stddev=0.55
+shrink_rank=1000
+shrink_exponent=0.5
+num_fields=0
 epochs=3
 servers=2
 workers=4
 batch=256
 out="${TMPDIR:-/tmp}/ps_sparse_experiment"
 data="${TMPDIR:-/tmp}/ps_sparse_data"
-extra=(--optimizer=ftrl --learning_rate=0.5 --l1=0.1 --l2=1)
+# Chosen on a validation set (--test_first_example=20000000; README): the
+# strong L2 keeps the weights of rare features, seen a few times, near 0.
+extra=(--optimizer=ftrl --learning_rate=0.5 --l1=1 --l2=300)
 while [ $# -gt 0 ]; do
   case "$1" in
     --examples) examples="$2"; shift 2 ;;
     --features) features="$2"; shift 2 ;;
     --test_examples) test_examples="$2"; shift 2 ;;
+    --test_first_example) test_first="$2"; shift 2 ;;
+    --weight_stddev) weight_stddev="$2"; shift 2 ;;
+    --weight_shrink_rank) shrink_rank="$2"; shift 2 ;;
+    --weight_shrink_exponent) shrink_exponent="$2"; shift 2 ;;
+    --num_fields) num_fields="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --servers) servers="$2"; shift 2 ;;
     --workers) workers="$2"; shift 2 ;;
@@ -35,10 +55,11 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --data) data="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "sparse_experiment.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+test_first="${test_first:-$examples}"
 cd "$(dirname "$0")/.."
 source deploy/lib/servers.sh
 bazel build -c opt --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker \
@@ -50,18 +71,23 @@ stop_on_exit "$work"
 log() { echo "sparse_experiment.sh: $*" >&2; }
 
 # --- data (reused when present with the same parameters) ---------------------------
-tag="e${examples}_f${features}"
+tag="e${examples}_f${features}_w${weight_stddev}_r${shrink_rank}_g${shrink_exponent}"
+[ "$num_fields" = 0 ] || tag="${tag}_F$num_fields"
 train="$data/train_$tag.svm"
-test="$data/test_${tag}_t${test_examples}.svm"
+test="$data/test_${tag}_t${test_examples}_from${test_first}.svm"
+# The model's flags, the same for both sets: the test examples come from the
+# same planted model.
+gen_flags=(--features="$features" --weight_stddev="$weight_stddev"
+  --weight_shrink_rank="$shrink_rank" --weight_shrink_exponent="$shrink_exponent"
+  --num_fields="$num_fields" --progress_seconds=0)
 if [ ! -s "$train.planted.txt" ]; then
   log "generating $train"
-  "$bin/worker/ps_gen_libsvm" --out="$train" --examples="$examples" --features="$features" \
-    --progress_seconds=0 | tail -1
+  "$bin/worker/ps_gen_libsvm" --out="$train" --examples="$examples" "${gen_flags[@]}" | tail -1
 fi
 if [ ! -s "$test.planted.txt" ]; then
   log "generating $test"
   "$bin/worker/ps_gen_libsvm" --out="$test" --examples="$test_examples" \
-    --first_example="$examples" --features="$features" --progress_seconds=0 | tail -1
+    --first_example="$test_first" "${gen_flags[@]}" | tail -1
 fi
 planted=$(sed -n 's/^planted_auc=//p' "$test.planted.txt")
 features_used=$(sed -n 's/^features_used=//p' "$train.planted.txt")
@@ -70,10 +96,12 @@ log "planted model's test AUC $planted; $features_used distinct features in the 
 # --- training, epoch by epoch ------------------------------------------------------
 start_servers "$bin" "$work" "$servers"
 flags=(--servers="$spec" --num_workers="$workers" --model=sparse_lr --train_data="$train"
-  --test_data="$test" --batch_size="$batch" --epochs=1 --progress_seconds=10 "${extra[@]}")
+  --test_data="$test" --batch_size="$batch" --epochs=1 --progress_seconds=10)
+[ "$num_fields" = 0 ] || flags+=(--num_fields="$num_fields")
+flags+=("${extra[@]}")
 raw="$out/sparse_raw.txt"
 : >"$raw"
-echo "0 0.5" >"$work/auc.dat"
+: >"$work/auc.dat"
 # Bytes through the loopback interface while training: every byte the
 # servers and workers send each other, with gRPC's and TCP's overhead (plus
 # whatever else this machine sends over loopback meanwhile).
@@ -134,15 +162,23 @@ keys_pulled=$pulled_total keys_pushed=$pushed_total \
 payload_gbytes=$(awk -v n="$pushed_total" -v p="$pulled_total" -v w="$width" 'BEGIN { printf "%.2f", (n + p) * (8 + 4 * w) / 1e9 }') \
 loopback_gbytes=$(awk -v b="$wire_bytes" 'BEGIN { printf "%.2f", b / 1e9 }') \
 peak_server_rss_mb=$((peak_kb / 1024)) test_auc=$auc planted_auc=$planted" | tee -a "$raw"
+model=sparse_lr
+for flag in "${extra[@]}"; do
+  case "$flag" in --model=*) model="${flag#--model=}" ;; esac
+done
 cp "$work/auc.dat" "$out/sparse_auc.dat"
+# The AUC after each epoch, next to the planted model's and the acceptance
+# bound 0.01 below it (an untrained model's 0.5 would squash the scale).
 gnuplot <<PLOT
-set terminal pngcairo size 800,450
+set terminal pngcairo size 800,450 noenhanced
 set output "$out/sparse_auc.png"
-set title "Sparse LR, FTRL: test AUC against training time ($servers servers, $workers workers)"
+set title "$model: test AUC after each epoch against training time ($servers servers, $workers workers)"
 set xlabel "training seconds"
 set ylabel "test AUC"
-set key bottom right
-plot "$out/sparse_auc.dat" using 1:2 with linespoints title "trained", \
-     $planted title "planted model" with lines dashtype 2
+set xrange [0:*]
+set key right center
+plot "$out/sparse_auc.dat" using 1:2 with linespoints pointtype 7 title "trained", \
+     $planted title "planted model" with lines dashtype 2, \
+     $planted - 0.01 title "planted - 0.01" with lines dashtype 3
 PLOT
 log "results: $raw, $out/sparse_auc.png"

@@ -2,6 +2,7 @@
 // a planted model, two workers training one sparse table with FTRL on two
 // in-process servers over gRPC, and the test AUC against the planted
 // model's on the same examples.
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -24,14 +25,16 @@ std::string TempPath(const std::string& name) {
 }
 
 // 60,000 training and 10,000 test examples from one planted model, over
-// 2,000 features, written under TEST_TMPDIR with the given prefix.
+// 2,000 features, written under TEST_TMPDIR with the given prefix; with
+// num_fields > 0, as field:index:value lines (the same examples).
 struct Data {
   std::string train, test;
   PlantedModelStats planted;  // of the test set
 };
-Data GenerateData(const std::string& prefix) {
+Data GenerateData(const std::string& prefix, uint32_t num_fields = 0) {
   LibsvmGeneratorOptions gen;
   gen.seed = 5;
+  gen.num_fields = num_fields;
   gen.num_features = 2000;
   gen.features_per_example = 8;
   gen.weight_stddev = 1.0;
@@ -151,39 +154,124 @@ TEST(SparseTrainingTest, TheSignificantlyModifiedFilterCutsThePushesAndKeepsTheA
   TrainAndCompareWithThePlantedModel(0, 0.5f);
 }
 
-TEST(SparseTrainingTest, AnEmbeddingMlpLearnsThePlantedModelToo) {
-  const Data data = GenerateData("emb");
+// What TrainEmbeddingMlpOn measured: test AUCs before and after training,
+// and the hidden layer's weights (w1) before and after.
+struct MlpRun {
+  double untrained_auc = 0, trained_auc = 0;
+  std::vector<float> w1_before, w1_after;
+};
+
+// Trains an embedding MLP with `fields` fields on `data` (two workers,
+// AdaGrad).
+MlpRun TrainEmbeddingMlpOn(const Data& data, uint32_t fields) {
+  MlpRun run;
   auto cluster = InProcessCluster::Start(2);
-  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  if (!cluster.ok()) return run;
   OptimizerSpec spec;
   spec.optimizer = "adagrad";
   spec.learning_rate = 0.1;
-  auto fields = OptimizerFields(spec);
-  ASSERT_TRUE(fields.ok()) << fields.status();
+  auto fields_of_optimizer = OptimizerFields(spec);
+  EXPECT_TRUE(fields_of_optimizer.ok()) << fields_of_optimizer.status();
   EmbeddingMlpConfig model;
   model.prefix = "emb";
   model.num_buckets = 64;
+  model.num_fields = fields;
   auto admin = (*cluster)->Connect(100);
-  for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields)) {
-    ASSERT_TRUE(admin->CreateTable(def).ok()) << def.name();
+  for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields_of_optimizer)) {
+    EXPECT_TRUE(admin->CreateTable(def).ok()) << def.name();
   }
   const auto untrained = EvaluateEmbeddingMlp(*admin, data.test, model, 1000);
-  ASSERT_TRUE(untrained.ok()) << untrained.status();
+  EXPECT_TRUE(untrained.ok()) << untrained.status();
+  if (!untrained.ok()) return run;
+  run.untrained_auc = untrained->auc;
+  auto pull_w1 = [&](std::vector<float>* w1) {
+    w1->assign(size_t{fields} * model.dim * model.hidden, 0.0f);
+    const PullRange op[] = {{"emb/w1", 0, w1->size(), absl::MakeSpan(*w1)}};
+    EXPECT_TRUE(admin->Pull(op).ok());
+  };
+  pull_w1(&run.w1_before);
 
   const auto stats = TrainOnWorkers(
       **cluster, SparseTrainerConfig(), [&](PsClient& client, const SparseTrainerConfig& config) {
         return TrainEmbeddingMlp(client, data.train, config, model, NoProgress);
       });
   for (int w = 0; w < kWorkers; ++w) {
-    ASSERT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
-    EXPECT_EQ(stats[w]->examples, 60000);
+    EXPECT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
+    if (stats[w].ok()) {
+      EXPECT_EQ(stats[w]->examples, 60000);
+    }
   }
   const auto trained = EvaluateEmbeddingMlp(*admin, data.test, model, 1000);
-  ASSERT_TRUE(trained.ok()) << trained.status();
-  std::printf("embedding mlp: untrained auc %.4f; planted %.4f; trained %.4f (log-loss %.4f)\n",
-              untrained->auc, data.planted.auc, trained->auc, trained->logloss);
-  EXPECT_GT(trained->auc, untrained->auc + 0.1);
-  EXPECT_GT(trained->auc, data.planted.auc - 0.05);
+  EXPECT_TRUE(trained.ok()) << trained.status();
+  if (!trained.ok()) return run;
+  run.trained_auc = trained->auc;
+  pull_w1(&run.w1_after);
+  std::printf("embedding mlp, %u field(s): untrained auc %.4f; planted %.4f; trained %.4f "
+              "(log-loss %.4f)\n",
+              fields, untrained->auc, data.planted.auc, trained->auc, trained->logloss);
+  return run;
+}
+
+TEST(SparseTrainingTest, AnEmbeddingMlpLearnsThePlantedModelToo) {
+  const Data data = GenerateData("emb");
+  const MlpRun run = TrainEmbeddingMlpOn(data, 1);
+  EXPECT_GT(run.trained_auc, run.untrained_auc + 0.1);
+  EXPECT_GT(run.trained_auc, data.planted.auc - 0.05);
+}
+
+TEST(SparseTrainingTest, AnEmbeddingMlpWithFourFieldsLearnsThePlantedModel) {
+  const Data data = GenerateData("fields", 4);
+  const MlpRun run = TrainEmbeddingMlpOn(data, 4);
+  EXPECT_GT(run.trained_auc, run.untrained_auc + 0.1);
+  EXPECT_GT(run.trained_auc, data.planted.auc - 0.03);
+  // Each field's inputs learned: the hidden layer's weights of every field's
+  // sum moved. (Were the features all summed into one field, the other
+  // fields' inputs would stay 0 and their weights would get no gradient.)
+  ASSERT_EQ(run.w1_after.size(), run.w1_before.size());
+  constexpr size_t kDim = 8, kInputs = 4 * kDim;
+  for (size_t f = 0; f < 4; ++f) {
+    double moved = 0;
+    for (size_t i = 0; i < run.w1_after.size(); ++i) {
+      if ((i % kInputs) / kDim == f) moved += std::abs(run.w1_after[i] - run.w1_before[i]);
+    }
+    EXPECT_GT(moved / (kDim * 16), 0.01) << "field " << f;  // the mean change per weight
+    std::printf("field %zu: mean |change| of its hidden weights %.4f\n", f, moved / (kDim * 16));
+  }
+}
+
+// A model with fewer fields than the data fails, naming the file and line,
+// in training and in evaluation.
+TEST(SparseTrainingTest, AFieldBeyondTheModelsFieldsIsAnError) {
+  const Data data = GenerateData("narrow", 4);
+  auto cluster = InProcessCluster::Start(1);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto fields = OptimizerFields(OptimizerSpec());
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  EmbeddingMlpConfig model;
+  model.prefix = "narrow";
+  model.num_buckets = 8;
+  model.num_fields = 2;
+  auto client = (*cluster)->Connect(0);
+  for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields)) {
+    ASSERT_TRUE(client->CreateTable(def).ok()) << def.name();
+  }
+  const auto trained = TrainEmbeddingMlp(*client, data.train, SparseTrainerConfig(), model,
+                                         NoProgress);
+  ASSERT_FALSE(trained.ok());
+  EXPECT_EQ(trained.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(trained.status().message());
+  EXPECT_EQ(message.rfind(data.train + ":", 0), 0u) << message;
+  EXPECT_NE(message.find("but the model has 2 field(s) (--num_fields=2)"), std::string::npos)
+      << message;
+  const auto evaluated = EvaluateEmbeddingMlp(*client, data.test, model, 1000);
+  ASSERT_FALSE(evaluated.ok());
+  EXPECT_EQ(std::string(evaluated.status().message()).rfind(data.test + ":", 0), 0u)
+      << evaluated.status();
+
+  model.num_fields = 0;
+  EXPECT_EQ(EvaluateEmbeddingMlp(*client, data.test, model, 1000).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -37,7 +37,17 @@ ABSL_FLAG(double, features_per_example, 20,
           "--fixed_features_per_example");
 ABSL_FLAG(bool, fixed_features_per_example, false, "every example has exactly round(k) features");
 ABSL_FLAG(double, zipf_exponent, 1.1, "s in P(feature rank r) ~ r^-s");
-ABSL_FLAG(double, weight_stddev, 0.4, "planted weights ~ N(0, weight_stddev^2)");
+ABSL_FLAG(double, weight_stddev, 0.4,
+          "planted weights ~ N(0, weight_stddev^2) (shrunk for rare features with "
+          "--weight_shrink_rank)");
+ABSL_FLAG(double, weight_shrink_rank, 0,
+          "> 0: the planted weight of feature rank r has spread weight_stddev * min(1, "
+          "(weight_shrink_rank / r)^weight_shrink_exponent), so rare features carry less signal "
+          "(0: the same spread for every feature)");
+ABSL_FLAG(double, weight_shrink_exponent, 0.5, "see --weight_shrink_rank");
+ABSL_FLAG(uint32_t, num_fields, 0,
+          "> 0: give each feature id a field in [0, num_fields) (a hash of seed and id) and write "
+          "libffm-style field:id:1 tokens (at most 65536 fields); the examples do not change");
 ABSL_FLAG(double, bias, -1.0, "planted bias");
 ABSL_FLAG(uint64_t, seed, 1, "seed of the ids, the planted weights and the examples");
 ABSL_FLAG(bool, gzip, false, "gzip the output even if --out does not end in .gz");
@@ -71,6 +81,9 @@ int main(int argc, char** argv) {
   options.zipf_exponent = absl::GetFlag(FLAGS_zipf_exponent);
   options.weight_stddev = absl::GetFlag(FLAGS_weight_stddev);
   options.bias = absl::GetFlag(FLAGS_bias);
+  options.weight_shrink_rank = absl::GetFlag(FLAGS_weight_shrink_rank);
+  options.weight_shrink_exponent = absl::GetFlag(FLAGS_weight_shrink_exponent);
+  options.num_fields = absl::GetFlag(FLAGS_num_fields);
   options.gzip = absl::GetFlag(FLAGS_gzip);
   options.threads = absl::GetFlag(FLAGS_threads);
   if (options.threads == 0) options.threads = std::max(1u, std::thread::hardware_concurrency());

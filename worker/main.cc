@@ -28,6 +28,7 @@
 #include "worker/train/dataset.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/idx_reader.h"
+#include "worker/train/libsvm_reader.h"
 #include "worker/train/model.h"
 #include "worker/train/optimizer_spec.h"
 #include "worker/train/sparse_trainer.h"
@@ -42,6 +43,11 @@ ABSL_FLAG(std::string, model, "mlp",
           "--train_data and --test_data)");
 ABSL_FLAG(int, embedding_dim, 8, "embedding_mlp: embedding width");
 ABSL_FLAG(int, embedding_hidden, 16, "embedding_mlp: units of the hidden layer");
+ABSL_FLAG(int, num_fields, 1,
+          "embedding_mlp: fields F (1 to 65536); an example's rows are summed per field and the F "
+          "sums go into the MLP. Fields come from field:index:value lines (index:value is field "
+          "0); a field >= F fails naming the line. Every worker and the evaluation need the same "
+          "F");
 ABSL_FLAG(std::string, train_data, "",
           "sparse_lr, embedding_mlp: LibSVM training file (plain or gzip)");
 ABSL_FLAG(std::string, test_data, "", "sparse_lr, embedding_mlp: LibSVM test file (plain or gzip)");
@@ -221,6 +227,12 @@ int RunSparse(const std::string& model, const ps::ClusterSpec& spec,
   emb.prefix = prefix;
   emb.dim = static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_embedding_dim)));
   emb.hidden = static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_embedding_hidden)));
+  const int num_fields = absl::GetFlag(FLAGS_num_fields);
+  if (num_fields < 1 || num_fields > static_cast<int>(ps::kMaxLibsvmField) + 1) {
+    return Fail(absl::StrCat("--num_fields=", num_fields, ": expected 1 to ",
+                             ps::kMaxLibsvmField + 1));
+  }
+  emb.num_fields = static_cast<uint32_t>(num_fields);
   emb.num_buckets = static_cast<uint32_t>(std::max(0, buckets));
   emb.seed = config.seed;
   const std::vector<ps::proto::TableDef> tables =

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
+#include "worker/train/libsvm_reader.h"
 #include "worker/train/sparse_batch.h"
 #include "worker/train/sparse_row_io.h"
 
@@ -17,13 +18,20 @@ namespace {
 // feature id is asked for nothing (BatchKeys needs one).
 constexpr uint64_t kUnusedKey = ~uint64_t{0};
 
-// The MLP's parameters, pulled each step: w1[h * dim + k] weighs embedding
-// component k into hidden unit h.
+// The MLP's parameters, pulled each step: w1[u * in + i] weighs input i
+// (component i % dim of field i / dim's sum) into hidden unit u.
 struct Mlp {
-  uint32_t dim = 0, hidden = 0;
+  uint32_t dim = 0, in = 0, hidden = 0;
   std::vector<float> w1, b1, w2, b2;
 
-  Mlp(uint32_t d, uint32_t h) : dim(d), hidden(h), w1(d * h), b1(h), w2(h), b2(1) {}
+  explicit Mlp(const EmbeddingMlpConfig& model)
+      : dim(model.dim),
+        in(model.num_fields * model.dim),
+        hidden(model.hidden),
+        w1(static_cast<size_t>(in) * hidden),
+        b1(hidden),
+        w2(hidden),
+        b2(1) {}
   void Zero() {
     std::fill(w1.begin(), w1.end(), 0.0f);
     std::fill(b1.begin(), b1.end(), 0.0f);
@@ -44,24 +52,49 @@ absl::Status PullMlp(PsClient& client, const EmbeddingMlpConfig& model, Mlp* mlp
   return client.Pull(ops);
 }
 
-// Forward pass of example i: its summed embedding `e` (dim), hidden
-// pre-activations `a` and activations `h` (hidden); returns the
-// probability.
+absl::Status CheckNumFields(const EmbeddingMlpConfig& model) {
+  if (model.num_fields >= 1 && model.num_fields <= kMaxLibsvmField + 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("embedding_mlp: num_fields is ", model.num_fields,
+                                                 "; expected 1 to ", kMaxLibsvmField + 1));
+}
+
+// Every feature of the batch must have a field the model has inputs for.
+// Checked before a step so that a bad line fails with its place rather than
+// reading past the MLP's inputs.
+absl::Status CheckFields(const std::vector<SparseExample>& batch, uint32_t num_fields,
+                         const std::string& path) {
+  for (const SparseExample& ex : batch) {
+    for (size_t j = 0; j < ex.fields.size(); ++j) {
+      if (ex.fields[j] < num_fields) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", ex.line, ": feature ", j + 1, " (", ex.fields[j], ":", ex.indices[j],
+          ") has field ", ex.fields[j], ", but the model has ", num_fields,
+          " field(s) (--num_fields=", num_fields, "); fields must be in [0, ", num_fields, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Forward pass of example i: its per-field sums `e` (num_fields * dim),
+// hidden pre-activations `a` and activations `h` (hidden); returns the
+// probability. The example's fields are < num_fields (CheckFields).
 double Forward(const SparseExample& ex, const std::vector<uint32_t>& index, const float* rows,
                const Mlp& mlp, std::vector<float>* e, std::vector<float>* a,
                std::vector<float>* h) {
-  const uint32_t d = mlp.dim, H = mlp.hidden;
-  e->assign(d, 0.0f);
+  const uint32_t d = mlp.dim, in = mlp.in, H = mlp.hidden;
+  e->assign(in, 0.0f);
   for (size_t j = 0; j < ex.values.size(); ++j) {
     const float* row = rows + static_cast<size_t>(index[j]) * d;
-    for (uint32_t k = 0; k < d; ++k) (*e)[k] += ex.values[j] * row[k];
+    float* sum = e->data() + static_cast<size_t>(ex.field(j)) * d;
+    for (uint32_t k = 0; k < d; ++k) sum[k] += ex.values[j] * row[k];
   }
   a->resize(H);
   h->resize(H);
   double z = mlp.b2[0];
   for (uint32_t u = 0; u < H; ++u) {
     float s = mlp.b1[u];
-    for (uint32_t k = 0; k < d; ++k) s += mlp.w1[u * d + k] * (*e)[k];
+    const float* w = mlp.w1.data() + static_cast<size_t>(u) * in;
+    for (uint32_t i = 0; i < in; ++i) s += w[i] * (*e)[i];
     (*a)[u] = s;
     (*h)[u] = std::max(s, 0.0f);
     z += mlp.w2[u] * (*h)[u];
@@ -99,8 +132,9 @@ std::vector<proto::TableDef> EmbeddingMlpTables(const EmbeddingMlpConfig& model,
     def.set_seed(HashCombine(model.seed, salt));
     tables.push_back(def);
   };
-  const float d = static_cast<float>(model.dim), h = static_cast<float>(model.hidden);
-  dense("w1", uint64_t{model.dim} * model.hidden, std::sqrt(6.0f / (d + h)), 2);
+  const float in = static_cast<float>(model.num_fields) * model.dim;
+  const float h = static_cast<float>(model.hidden);
+  dense("w1", uint64_t{model.num_fields} * model.dim * model.hidden, std::sqrt(6.0f / (in + h)), 2);
   dense("b1", model.hidden, 0, 3);
   dense("w2", model.hidden, std::sqrt(6.0f / (h + 1)), 4);
   dense("b2", 1, 0, 5);
@@ -110,13 +144,15 @@ std::vector<proto::TableDef> EmbeddingMlpTables(const EmbeddingMlpConfig& model,
 absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
     PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
     const EmbeddingMlpConfig& model, const std::function<void(const std::string&)>& progress) {
-  const uint32_t d = model.dim, H = model.hidden;
+  if (absl::Status s = CheckNumFields(model); !s.ok()) return s;
+  const uint32_t d = model.dim, H = model.hidden, in = model.num_fields * model.dim;
   SparseRowIo io(client, Name(model, "emb"), d, RowIoOptions(config));
   BatchKeys bk;
-  Mlp mlp(d, H), grad(d, H);
+  Mlp mlp(model), grad(model);
   std::vector<float> rows, row_grads, e, a, h, de;
   auto step = [&](const std::vector<SparseExample>& batch,
                   uint64_t clock) -> absl::StatusOr<StepOutcome> {
+    if (absl::Status s = CheckFields(batch, model.num_fields, train_path); !s.ok()) return s;
     bk.Build(batch, kUnusedKey);
     rows.assign(bk.keys.size() * d, 0.0f);
     if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(rows)); !s.ok()) return s;
@@ -131,20 +167,23 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
       // Back-propagation of the log-loss: dL/dz = p - y.
       const float g = static_cast<float>(p - batch[i].label);
       grad.b2[0] += g;
-      de.assign(d, 0.0f);
+      de.assign(in, 0.0f);  // dL/de, per field and component
       for (uint32_t u = 0; u < H; ++u) {
         grad.w2[u] += g * h[u];
         if (a[u] <= 0) continue;  // ReLU: no gradient below zero
         const float da = g * mlp.w2[u];
         grad.b1[u] += da;
-        for (uint32_t k = 0; k < d; ++k) {
-          grad.w1[u * d + k] += da * e[k];
-          de[k] += da * mlp.w1[u * d + k];
+        const size_t row = static_cast<size_t>(u) * in;
+        for (uint32_t i = 0; i < in; ++i) {
+          grad.w1[row + i] += da * e[i];
+          de[i] += da * mlp.w1[row + i];
         }
       }
+      // A feature's row gets its field's share of dL/de.
       for (size_t j = 0; j < batch[i].values.size(); ++j) {
         float* rg = row_grads.data() + static_cast<size_t>(bk.index[i][j]) * d;
-        for (uint32_t k = 0; k < d; ++k) rg[k] += batch[i].values[j] * de[k];
+        const float* df = de.data() + static_cast<size_t>(batch[i].field(j)) * d;
+        for (uint32_t k = 0; k < d; ++k) rg[k] += batch[i].values[j] * df[k];
       }
     }
     if (absl::Status s = io.Push(bk.keys, row_grads, clock); !s.ok()) return s;
@@ -162,14 +201,16 @@ absl::StatusOr<SparseEvaluation> EvaluateEmbeddingMlp(PsClient& client,
                                                       const std::string& test_path,
                                                       const EmbeddingMlpConfig& model,
                                                       int batch_size) {
+  if (absl::Status s = CheckNumFields(model); !s.ok()) return s;
   const uint32_t d = model.dim;
-  Mlp mlp(d, model.hidden);
+  Mlp mlp(model);
   if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
   BatchKeys bk;
   std::vector<float> rows, e, a, h;
   return RunSparseEvaluation(
       test_path, batch_size,
       [&](const std::vector<SparseExample>& batch, std::vector<double>* p) -> absl::Status {
+        if (absl::Status s = CheckFields(batch, model.num_fields, test_path); !s.ok()) return s;
         bk.Build(batch, kUnusedKey);
         rows.assign(bk.keys.size() * d, 0.0f);
         if (absl::Status s = client.PullKeys(Name(model, "emb"), bk.keys, d, absl::MakeSpan(rows));

@@ -30,6 +30,7 @@ constexpr double kTwoPi = 6.283185307179586;
 constexpr uint64_t kIdDomain = 0x6c696273766d6964ULL;       // "libsvmid"
 constexpr uint64_t kWeightDomain = 0x6c696273766d7774ULL;   // "libsvmwt"
 constexpr uint64_t kExampleDomain = 0x6c696273766d6578ULL;  // "libsvmex"
+constexpr uint64_t kFieldDomain = 0x6c696273766d6664ULL;    // "libsvmfd"
 
 // Ranks whose weights are precomputed: with s = 1.1 over 10^7 features the
 // top 2^16 ranks take ~85% of all draws, in 256 KiB.
@@ -68,6 +69,24 @@ int64_t Poisson(double mean, SplitMix64& rng) {
     cdf += p;
   }
   return x;
+}
+
+// Undoes x ^= x >> shift: each round fixes `shift` more of the high bits.
+uint64_t UndoXorShift(uint64_t y, int shift) {
+  uint64_t x = y;
+  for (int fixed = shift; fixed < 64; fixed += shift) x = y ^ (x >> shift);
+  return x;
+}
+
+// The inverse of Mix64 (common/hash.h): its steps undone in reverse order,
+// each multiplication by the constant's inverse mod 2^64.
+uint64_t UnMix64(uint64_t x) {
+  x = UndoXorShift(x, 31);
+  x *= 0x319642b2d24d8ec3ULL;  // 0x94d049bb133111eb^-1
+  x = UndoXorShift(x, 27);
+  x *= 0x96de1b173f119089ULL;  // 0xbf58476d1ce4e5b9^-1
+  x = UndoXorShift(x, 30);
+  return x - 0x9e3779b97f4a7c15ULL;
 }
 
 double Sigmoid(double z) {
@@ -192,7 +211,9 @@ absl::StatusOr<LibsvmGenerator> LibsvmGenerator::Create(const LibsvmGeneratorOpt
        {std::pair<const char*, double>{"features_per_example", options.features_per_example},
         {"zipf_exponent", options.zipf_exponent},
         {"weight_stddev", options.weight_stddev},
-        {"bias", options.bias}}) {
+        {"bias", options.bias},
+        {"weight_shrink_rank", options.weight_shrink_rank},
+        {"weight_shrink_exponent", options.weight_shrink_exponent}}) {
     absl::Status s = CheckFinite(name, value);
     if (!s.ok()) return s;
   }
@@ -217,9 +238,18 @@ absl::StatusOr<LibsvmGenerator> LibsvmGenerator::Create(const LibsvmGeneratorOpt
     return absl::InvalidArgumentError(
         absl::StrCat("zipf_exponent is ", options.zipf_exponent, "; expected > 0"));
   }
-  if (options.weight_stddev < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("weight_stddev is ", options.weight_stddev, "; expected >= 0"));
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"weight_stddev", options.weight_stddev},
+        {"weight_shrink_rank", options.weight_shrink_rank},
+        {"weight_shrink_exponent", options.weight_shrink_exponent}}) {
+    if (value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " is ", value, "; expected >= 0"));
+    }
+  }
+  if (options.num_fields > kMaxLibsvmField + 1) {
+    return absl::InvalidArgumentError(absl::StrCat("num_fields is ", options.num_fields,
+                                                   "; expected at most ", kMaxLibsvmField + 1,
+                                                   " (fields are 0..", kMaxLibsvmField, ")"));
   }
   if (options.threads < 1) {
     return absl::InvalidArgumentError(
@@ -233,26 +263,45 @@ LibsvmGenerator::LibsvmGenerator(const LibsvmGeneratorOptions& options)
       zipf_(options.num_features, options.zipf_exponent),
       id_key_(Mix64(options.seed ^ kIdDomain)),
       weight_key_(Mix64(options.seed ^ kWeightDomain)),
-      example_key_(Mix64(options.seed ^ kExampleDomain)) {
+      example_key_(Mix64(options.seed ^ kExampleDomain)),
+      field_key_(Mix64(options.seed ^ kFieldDomain)) {
   // Cheap to fill (a few ms), so done even for small runs.
   const uint64_t head = std::min(options.num_features, kHeadWeightRanks);
   head_weights_.resize(head);
-  for (uint64_t r = 1; r <= head; ++r) head_weights_[r - 1] = Weight(FeatureId(r));
+  for (uint64_t r = 1; r <= head; ++r) head_weights_[r - 1] = PlantedWeight(FeatureId(r), r);
 }
 
-float LibsvmGenerator::Weight(uint64_t id) const {
+uint64_t LibsvmGenerator::FeatureRank(uint64_t id) const { return UnMix64(id) ^ id_key_; }
+
+double LibsvmGenerator::WeightStddev(uint64_t rank) const {
+  const double r0 = options_.weight_shrink_rank;
+  const double r = static_cast<double>(rank);
+  // Off, or not beyond the bend: exactly weight_stddev, so that data written
+  // without the option keep their bytes.
+  if (r0 <= 0 || r <= r0) return options_.weight_stddev;
+  return options_.weight_stddev * std::pow(r0 / r, options_.weight_shrink_exponent);
+}
+
+uint32_t LibsvmGenerator::FeatureField(uint64_t id) const {
+  if (options_.num_fields == 0) return 0;
+  return static_cast<uint32_t>(HashCombine(field_key_, id) % options_.num_fields);
+}
+
+float LibsvmGenerator::Weight(uint64_t id) const { return PlantedWeight(id, FeatureRank(id)); }
+
+float LibsvmGenerator::PlantedWeight(uint64_t id, uint64_t rank) const {
   // Two uniforms from a hash of (seed, id), then Box-Muller. 1 - u is in
   // (0, 1], so its log is finite.
   const uint64_t h = HashCombine(weight_key_, id);
   const double u1 = 1.0 - static_cast<double>(Mix64(h) >> 11) * 0x1.0p-53;
   const double u2 = static_cast<double>(Mix64(h ^ kWeightDomain) >> 11) * 0x1.0p-53;
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
-  return static_cast<float>(options_.weight_stddev * z);
+  return static_cast<float>(WeightStddev(rank) * z);
 }
 
 float LibsvmGenerator::RankWeight(uint64_t rank) const {
   if (rank <= head_weights_.size()) return head_weights_[rank - 1];
-  return Weight(FeatureId(rank));
+  return PlantedWeight(FeatureId(rank), rank);
 }
 
 void LibsvmGenerator::Example(int64_t i, GeneratedExample* out) const {
@@ -279,6 +328,10 @@ void LibsvmGenerator::Example(int64_t i, GeneratedExample* out) const {
     logit += RankWeight(ranks[j]);
   }
   std::sort(out->ids.begin(), out->ids.end());
+  out->fields.clear();
+  if (options_.num_fields > 0) {
+    for (uint64_t id : out->ids) out->fields.push_back(static_cast<uint16_t>(FeatureField(id)));
+  }
   out->logit = logit;
   out->probability = Sigmoid(logit);
   out->label = rng.Uniform01() < out->probability ? 1.0f : 0.0f;
@@ -391,17 +444,22 @@ struct Chunk {
   double logloss_sum = 0;
 };
 
-// Appends "label id:1 id:1 ...\n".
+// Appends "label id:1 id:1 ...\n", or "label field:id:1 ..." when the
+// example has fields.
 void AppendExample(const GeneratedExample& ex, std::string* text) {
-  constexpr size_t kMaxFeatureChars = 1 + 20 + 2;  // " " id ":1"
+  constexpr size_t kMaxFeatureChars = 1 + 6 + 20 + 2;  // " " field ":" id ":1"
   const size_t old = text->size();
   text->resize(old + 2 + ex.ids.size() * kMaxFeatureChars);
   char* p = text->data() + old;
   char* const end = text->data() + text->size();
   *p++ = ex.label > 0 ? '1' : '0';
-  for (uint64_t id : ex.ids) {
+  for (size_t j = 0; j < ex.ids.size(); ++j) {
     *p++ = ' ';
-    p = std::to_chars(p, end, id).ptr;
+    if (!ex.fields.empty()) {
+      p = std::to_chars(p, end, ex.fields[j]).ptr;
+      *p++ = ':';
+    }
+    p = std::to_chars(p, end, ex.ids[j]).ptr;
     *p++ = ':';
     *p++ = '1';
   }
@@ -459,7 +517,8 @@ absl::Status WriteSidecar(const std::string& data_path, const LibsvmGeneratorOpt
   std::string text = absl::StrCat(
       "# Planted logistic model of ", data_path,
       " (worker/train/libsvm_generator.h): label ~ Bernoulli(sigmoid(bias + sum of "
-      "weight(id))).\n"
+      "weight(id))), weight(id) ~ N(0, stddev(rank)^2), stddev(rank) = weight_stddev * min(1, "
+      "(weight_shrink_rank / rank)^weight_shrink_exponent) when weight_shrink_rank > 0.\n"
       "# planted_auc and planted_logloss are the best a model can expect on this data; "
       "planted_auc comes from a 10^5-bin histogram (accurate to ~1e-4).\n");
   absl::StrAppend(&text, "seed=", o.seed, "\nfirst_example=", o.first_example,
@@ -468,7 +527,10 @@ absl::Status WriteSidecar(const std::string& data_path, const LibsvmGeneratorOpt
                   "\nfeatures_per_example=", Shortest(o.features_per_example),
                   "\nfixed_features_per_example=", o.fixed_features_per_example ? 1 : 0,
                   "\nzipf_exponent=", Shortest(o.zipf_exponent),
-                  "\nweight_stddev=", Shortest(o.weight_stddev), "\nbias=", Shortest(o.bias), "\n");
+                  "\nweight_stddev=", Shortest(o.weight_stddev), "\nbias=", Shortest(o.bias),
+                  "\nweight_shrink_rank=", Shortest(o.weight_shrink_rank),
+                  "\nweight_shrink_exponent=", Shortest(o.weight_shrink_exponent),
+                  "\nnum_fields=", o.num_fields, "\n");
   absl::StrAppendFormat(&text,
                         "positives=%d\npositive_rate=%.6f\nmean_probability=%.6f\n"
                         "feature_occurrences=%d\nfeatures_used=%d\nplanted_auc=%.6f\n"

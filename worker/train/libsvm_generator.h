@@ -9,13 +9,16 @@
 // its label from the planted model:
 //
 //   logit = bias + sum over the example's features of weight(id)
-//   label ~ Bernoulli(sigmoid(logit)),  weight(id) ~ N(0, weight_stddev^2)
+//   label ~ Bernoulli(sigmoid(logit)),  weight(id) ~ N(0, stddev(rank(id))^2)
 //
-// where weight(id) is a hash of (seed, id): a consumer that knows the seed
-// can recompute the model for any id without a table. Feature values are
-// always 1 (binary features). Nothing is kept per feature, so num_features
-// can be 10^8 or more; memory is O(features per example), plus a bitset of
-// num_features bits when counting the distinct features used.
+// where weight(id) is a hash of (seed, id) scaled by stddev(rank), which is
+// weight_stddev for every rank unless weight_shrink_rank is set (see
+// LibsvmGeneratorOptions): a consumer that knows the options can recompute
+// the model for any id without a table. Feature values are always 1 (binary
+// features). With num_fields > 0 each feature id also has a field, a hash
+// of (seed, id), and files are written libffm-style ("field:id:1"). Nothing
+// is kept per feature, so num_features can be 10^8 or more; memory is O(features per example), plus a bitset of num_features
+// bits when counting the distinct features used.
 //
 // LibsvmGenerator is immutable after Create and safe to use from many
 // threads. GenerateLibsvmFile writes a data set and its planted-model sidecar.
@@ -30,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/hash.h"
+#include "worker/train/libsvm_reader.h"
 
 namespace ps {
 
@@ -115,9 +119,29 @@ struct LibsvmGeneratorOptions {
   // features appear in at most every example and the law holds exactly for
   // features far rarer than 1/k.
   double zipf_exponent = 1.1;
-  // The planted model: weight(id) ~ N(0, weight_stddev^2), plus bias.
+  // The planted model: weight(id) ~ N(0, stddev(rank)^2), plus bias.
   double weight_stddev = 0.4;
   double bias = -1.0;
+  // > 0: rare features carry less signal, as in real click data. The
+  // spread of a weight shrinks with its feature's rank r:
+  //   stddev(r) = weight_stddev * min(1, (weight_shrink_rank / r)^weight_shrink_exponent)
+  // 0 (the default): every weight has the spread weight_stddev. Either way a
+  // weight depends on (seed, rank) only, never on num_examples, so a test
+  // set written separately (first_example) has the same model. Why: with
+  // one spread for all, most of the signal of a large feature space sits in
+  // features seen a few times in millions of examples, which no learner can
+  // estimate, so the planted AUC is far out of reach; with an exponent of
+  // 0.5 a weight's variance falls as 1/r, about as fast as the feature's
+  // frequency (r^-zipf_exponent).
+  double weight_shrink_rank = 0;
+  double weight_shrink_exponent = 0.5;
+  // > 0: feature id has the field FeatureField(id) in [0, num_fields), a
+  // hash of (seed, id) (so each field has its own power-law share of the
+  // features), and GenerateLibsvmFile writes "field:id:1" tokens (libffm,
+  // worker/train/libsvm_reader.h); at most kMaxLibsvmField + 1. 0: no
+  // fields, "id:1". The examples (ids and labels) do not depend on it: the
+  // same options with and without fields give the same data.
+  uint32_t num_fields = 0;
 
   // GenerateLibsvmFile only:
   // Write gzip (level 1) even when the path does not end in ".gz".
@@ -151,14 +175,17 @@ struct GeneratedExample {
   // list them): ids[j] is in general not FeatureId(ranks[j]).
   std::vector<uint64_t> ranks;
   std::vector<uint64_t> ids;
+  // With num_fields > 0, fields[j] = FeatureField(ids[j]); else empty.
+  std::vector<uint16_t> fields;
 };
 
 class LibsvmGenerator {
  public:
   // INVALID_ARGUMENT, naming the option, when num_examples < 0,
   // num_features < 1, features_per_example is not in [1, num_features],
-  // zipf_exponent <= 0, weight_stddev < 0, an option is not finite, or
-  // threads < 1.
+  // zipf_exponent <= 0, weight_stddev, weight_shrink_rank or
+  // weight_shrink_exponent < 0, num_fields > kMaxLibsvmField + 1, an option
+  // is not finite, or threads < 1.
   static absl::StatusOr<LibsvmGenerator> Create(const LibsvmGeneratorOptions& options);
 
   // Example i of the data set, into *out (its vectors are reused). Requires
@@ -168,9 +195,18 @@ class LibsvmGenerator {
   // The feature id of popularity rank r (a bijection of uint64 keyed by the
   // seed, so distinct ranks have distinct ids).
   uint64_t FeatureId(uint64_t rank) const { return Mix64(rank ^ id_key_); }
+  // The rank whose id is `id`: FeatureRank(FeatureId(r)) == r. For an id
+  // that is no feature's the result lies outside [1, num_features].
+  uint64_t FeatureRank(uint64_t id) const;
 
   // The planted weight of feature `id`.
   float Weight(uint64_t id) const;
+  // The spread of the planted weight of rank r (weight_stddev, shrunk for
+  // ranks beyond weight_shrink_rank when that is set).
+  double WeightStddev(uint64_t rank) const;
+
+  // The field of feature `id`, in [0, num_fields); 0 when num_fields is 0.
+  uint32_t FeatureField(uint64_t id) const;
 
   const LibsvmGeneratorOptions& options() const { return options_; }
 
@@ -178,12 +214,15 @@ class LibsvmGenerator {
   explicit LibsvmGenerator(const LibsvmGeneratorOptions& options);
   // Weight(FeatureId(rank)), from a table for the most frequent ranks.
   float RankWeight(uint64_t rank) const;
+  // Weight(id) given its rank, which the callers know already.
+  float PlantedWeight(uint64_t id, uint64_t rank) const;
 
   LibsvmGeneratorOptions options_;
   ZipfSampler zipf_;
   uint64_t id_key_;
   uint64_t weight_key_;
   uint64_t example_key_;
+  uint64_t field_key_;
   // RankWeight of ranks 1..head_weights_.size(): most draws hit this table,
   // which saves a log, a sqrt and a cos per feature.
   std::vector<float> head_weights_;
@@ -213,7 +252,8 @@ struct PlantedModelStats {
 std::string PlantedModelPath(const std::string& data_path);
 
 // Writes examples 0..num_examples-1 to `path` in LibSVM format ("1 id:1
-// id:1 ...", labels 0/1, ids ascending), gzip-compressed when the path ends
+// id:1 ...", labels 0/1, ids ascending; "1 field:id:1 ..." with
+// num_fields > 0), gzip-compressed when the path ends
 // in ".gz" or options.gzip, streaming (memory does not grow with
 // num_examples), then writes the stats and options as key=value lines to
 // PlantedModelPath(path). Same options => byte-identical files, whatever

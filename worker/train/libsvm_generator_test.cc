@@ -168,6 +168,101 @@ TEST(LibsvmGeneratorTest, IdsSpreadOverUint64AndWeightsAreNormal) {
   EXPECT_NE(other.Weight(gen.FeatureId(1)), gen.Weight(gen.FeatureId(1)));
 }
 
+TEST(LibsvmGeneratorTest, FeatureRankInvertsFeatureId) {
+  for (uint64_t seed : {1, 2, 99}) {
+    LibsvmGeneratorOptions options;
+    options.seed = seed;
+    LibsvmGenerator gen = CreateOrDie(options);
+    for (uint64_t r : {uint64_t{1}, uint64_t{2}, uint64_t{1000}, uint64_t{123456789},
+                       uint64_t{1} << 40, ~uint64_t{0}}) {
+      EXPECT_EQ(gen.FeatureRank(gen.FeatureId(r)), r) << "seed " << seed;
+    }
+    for (uint64_t r = 1; r <= 100000; ++r) ASSERT_EQ(gen.FeatureRank(gen.FeatureId(r)), r);
+  }
+}
+
+// The spread of the planted weights by rank band: the same for all ranks by
+// default, shrinking as (weight_shrink_rank / r)^exponent beyond the bend
+// with the option.
+TEST(LibsvmGeneratorTest, WeightsShrinkWithRankWhenAsked) {
+  LibsvmGeneratorOptions options;
+  options.seed = 9;
+  options.num_features = 100000000;
+  options.weight_stddev = 0.6;
+  LibsvmGenerator flat = CreateOrDie(options);
+  options.weight_shrink_rank = 1000;
+  options.weight_shrink_exponent = 0.5;
+  LibsvmGenerator shrunk = CreateOrDie(options);
+
+  // RMS of the weights of ranks [first, first + n), and of what the options
+  // say their spread is.
+  constexpr uint64_t kBand = 40000;  // the RMS is then within ~0.4% (1 sd)
+  auto rms = [&](const LibsvmGenerator& gen, uint64_t first, double* expected) {
+    double sum2 = 0, want2 = 0;
+    for (uint64_t r = first; r < first + kBand; ++r) {
+      const double w = gen.Weight(gen.FeatureId(r));
+      sum2 += w * w;
+      want2 += gen.WeightStddev(r) * gen.WeightStddev(r);
+    }
+    *expected = std::sqrt(want2 / kBand);
+    return std::sqrt(sum2 / kBand);
+  };
+  double expected;
+  for (uint64_t first : {uint64_t{1}, uint64_t{100000}, uint64_t{10000000}}) {
+    SCOPED_TRACE(absl::StrCat("ranks from ", first));
+    EXPECT_NEAR(rms(flat, first, &expected), 0.6, 0.6 * 0.02);
+    EXPECT_EQ(flat.WeightStddev(first), 0.6);
+  }
+  // Ranks 1..40000 straddle the bend at 1000; the two far bands are beyond it,
+  // where the spread is 0.6 * sqrt(1000 / r): about 0.06 and 0.006.
+  for (uint64_t first : {uint64_t{1}, uint64_t{100000}, uint64_t{10000000}}) {
+    SCOPED_TRACE(absl::StrCat("ranks from ", first));
+    const double got = rms(shrunk, first, &expected);
+    EXPECT_NEAR(got, expected, expected * 0.02);
+  }
+  EXPECT_NEAR(shrunk.WeightStddev(100000), 0.06, 1e-12);
+  EXPECT_NEAR(shrunk.WeightStddev(10000000), 0.006, 1e-12);
+  EXPECT_EQ(shrunk.WeightStddev(1000), 0.6);  // not beyond the bend
+  // A weight is the flat model's, scaled: the same draw, so the same sign,
+  // and exactly the same up to the bend.
+  for (uint64_t r : {uint64_t{1}, uint64_t{999}, uint64_t{1000}}) {
+    EXPECT_EQ(shrunk.Weight(shrunk.FeatureId(r)), flat.Weight(flat.FeatureId(r))) << r;
+  }
+  for (uint64_t r : {uint64_t{1001}, uint64_t{50000}, uint64_t{90000000}}) {
+    const double ratio = shrunk.Weight(shrunk.FeatureId(r)) / flat.Weight(flat.FeatureId(r));
+    EXPECT_NEAR(ratio, std::sqrt(1000.0 / r), 1e-5) << r;
+  }
+  // A weight depends on (seed, rank) only: a generator for fewer examples,
+  // or another first example, has the same model.
+  options.num_examples = 10;
+  options.first_example = 12345;
+  LibsvmGenerator other = CreateOrDie(options);
+  for (uint64_t r : {uint64_t{5}, uint64_t{5000}, uint64_t{5000000}}) {
+    EXPECT_EQ(other.Weight(other.FeatureId(r)), shrunk.Weight(shrunk.FeatureId(r)));
+  }
+}
+
+// The default model is the one written before weight_shrink_rank existed:
+// these figures come from a file of the same options written then.
+TEST(LibsvmGeneratorTest, DefaultModelIsUnchanged) {
+  LibsvmGeneratorOptions options;
+  options.seed = 7;
+  options.num_examples = 20000;
+  options.num_features = 100000;
+  options.progress_seconds = 0;
+  const std::string path = TempDir() + "/golden.svm";
+  absl::StatusOr<PlantedModelStats> stats = GenerateLibsvmFile(path, options);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->positives, 6956);
+  EXPECT_EQ(stats->text_bytes, 8989280);
+  EXPECT_EQ(stats->features_used, 45538);
+  EXPECT_NEAR(stats->mean_probability, 0.347798, 1e-6);
+  EXPECT_NEAR(stats->logloss, 0.480450, 1e-6);
+  EXPECT_NEAR(stats->auc, 0.825304, 1e-6);
+  const std::string sidecar = ReadBytes(PlantedModelPath(path));
+  EXPECT_THAT(sidecar, HasSubstr("\nweight_shrink_rank=0\n"));
+}
+
 TEST(LibsvmGeneratorTest, SameOptionsGiveByteIdenticalFiles) {
   LibsvmGeneratorOptions options;
   options.num_examples = 10000;  // a few chunks, the last one partial
@@ -245,6 +340,54 @@ TEST(LibsvmGeneratorTest, FileMatchesExamplesThroughTheReader) {
   EXPECT_THAT(sidecar, HasSubstr(absl::StrCat("\npositives=", positives, "\n")));
   EXPECT_THAT(sidecar, HasSubstr(absl::StrFormat("\nplanted_auc=%.6f\n", stats->auc)));
   EXPECT_THAT(sidecar, HasSubstr("\nseed=3\n"));
+}
+
+TEST(LibsvmGeneratorTest, FieldsAreAFunctionOfTheIdWrittenLibffmStyle) {
+  LibsvmGeneratorOptions options;
+  options.num_examples = 3000;
+  options.num_features = 100000;
+  options.seed = 4;
+  const std::string plain = TempDir() + "/no-fields.svm";
+  absl::StatusOr<PlantedModelStats> plain_stats = GenerateLibsvmFile(plain, options);
+  ASSERT_TRUE(plain_stats.ok()) << plain_stats.status();
+  options.num_fields = 5;
+  const std::string ffm = TempDir() + "/fields.svm.gz";
+  absl::StatusOr<PlantedModelStats> ffm_stats = GenerateLibsvmFile(ffm, options);
+  ASSERT_TRUE(ffm_stats.ok()) << ffm_stats.status();
+  EXPECT_EQ(ffm_stats->auc, plain_stats->auc);
+  EXPECT_GT(ffm_stats->text_bytes, plain_stats->text_bytes);
+  EXPECT_THAT(ReadBytes(PlantedModelPath(ffm)), HasSubstr("\nnum_fields=5\n"));
+  LibsvmGenerator gen = CreateOrDie(options);
+
+  // The same examples in both files; the fields are the generator's.
+  absl::StatusOr<std::unique_ptr<LibsvmReader>> a = LibsvmReader::Open(plain);
+  absl::StatusOr<std::unique_ptr<LibsvmReader>> b = LibsvmReader::Open(ffm);
+  ASSERT_TRUE(a.ok() && b.ok());
+  SparseExample ea, eb;
+  GeneratedExample want;
+  for (int64_t i = 0; i < options.num_examples; ++i) {
+    ASSERT_TRUE(*(*a)->Next(&ea));
+    absl::StatusOr<bool> got = (*b)->Next(&eb);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_TRUE(*got);
+    gen.Example(i, &want);
+    ASSERT_EQ(ea.label, eb.label) << i;
+    ASSERT_EQ(ea.indices, eb.indices) << i;
+    ASSERT_TRUE(ea.fields.empty());
+    ASSERT_EQ(eb.fields, want.fields) << i;
+    for (size_t j = 0; j < eb.indices.size(); ++j) {
+      ASSERT_EQ(eb.fields[j], gen.FeatureField(eb.indices[j]));
+    }
+  }
+  // Each field gets about a fifth of the ids.
+  std::vector<int> per_field(options.num_fields, 0);
+  constexpr int kIds = 50000;
+  for (uint64_t r = 1; r <= kIds; ++r) {
+    const uint32_t f = gen.FeatureField(gen.FeatureId(r));
+    ASSERT_LT(f, options.num_fields);
+    ++per_field[f];
+  }
+  for (int n : per_field) EXPECT_NEAR(n, kIds / 5, 5 * std::sqrt(kIds * 0.2 * 0.8));
 }
 
 // Counts how often feature ids occur in the file, by reading it back.
@@ -368,8 +511,15 @@ TEST(LibsvmGeneratorTest, RejectsBadOptions) {
        "expected in [1, 10]"},
       {[](LibsvmGeneratorOptions& o) { o.zipf_exponent = 0; }, "zipf_exponent is 0"},
       {[](LibsvmGeneratorOptions& o) { o.weight_stddev = -1; }, "weight_stddev is -1"},
+      {[](LibsvmGeneratorOptions& o) { o.weight_shrink_rank = -5; }, "weight_shrink_rank is -5"},
+      {[](LibsvmGeneratorOptions& o) { o.weight_shrink_exponent = -0.5; },
+       "weight_shrink_exponent is -0.5"},
+      {[](LibsvmGeneratorOptions& o) { o.weight_shrink_rank = INFINITY; },
+       "weight_shrink_rank is inf"},
       {[](LibsvmGeneratorOptions& o) { o.bias = NAN; }, "bias is nan"},
       {[](LibsvmGeneratorOptions& o) { o.threads = 0; }, "threads is 0"},
+      {[](LibsvmGeneratorOptions& o) { o.num_fields = 65537; },
+       "num_fields is 65537; expected at most 65536"},
   };
   for (const Case& c : cases) {
     LibsvmGeneratorOptions options;

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -230,21 +231,37 @@ std::string Quote(const char* b, const char* e) {
   return out;
 }
 
+// Reads the decimal digits at the start of [p, end) into *v; returns the
+// first byte after them. *overflow says whether they exceed 2^64 - 1 (*v is
+// then meaningless). Inlined into the parsing loop, where it is most of the
+// time spent.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline const char* ScanUint64(const char* p, const char* end,
+                                                           uint64_t* v, bool* overflow) {
+  // The first 19 digits cannot overflow (10^19 - 1 < 2^64 - 1); only those
+  // after them (the 20th of large ids, or after leading zeros) are checked.
+  const char* const unchecked_end = end - p > 19 ? p + 19 : end;
+  uint64_t x = 0;
+  for (; p < unchecked_end && IsDigit(*p); ++p) x = x * 10 + static_cast<uint64_t>(*p - '0');
+  *overflow = false;
+  if (p == unchecked_end) {
+    constexpr uint64_t kMaxDiv10 = UINT64_MAX / 10;
+    constexpr uint64_t kMaxMod10 = UINT64_MAX % 10;
+    for (; p < end && IsDigit(*p); ++p) {
+      const uint64_t d = static_cast<uint64_t>(*p - '0');
+      if (x > kMaxDiv10 || (x == kMaxDiv10 && d > kMaxMod10)) *overflow = true;
+      x = x * 10 + d;
+    }
+  }
+  *v = x;
+  return p;
+}
+
 // Parses the decimal digits [b, e) into *v; false when empty, not all
 // digits, or above 2^64 - 1 (*overflow then says which).
 bool ParseUint64(const char* b, const char* e, uint64_t* v, bool* overflow) {
-  constexpr uint64_t kMaxDiv10 = UINT64_MAX / 10;
-  constexpr uint64_t kMaxMod10 = UINT64_MAX % 10;
+  uint64_t x;
   *overflow = false;
-  if (b == e) return false;
-  uint64_t x = 0;
-  for (const char* p = b; p < e; ++p) {
-    if (!IsDigit(*p)) return false;
-    const uint64_t d = static_cast<uint64_t>(*p - '0');
-    if (x > kMaxDiv10 || (x == kMaxDiv10 && d > kMaxMod10)) *overflow = true;
-    x = x * 10 + d;
-  }
-  if (*overflow) return false;
+  if (b == e || ScanUint64(b, e, &x, overflow) != e || *overflow) return false;
   *v = x;
   return true;
 }
@@ -298,34 +315,68 @@ bool ParseLabel(const char* b, const char* e, float* label) {
 
 constexpr char kLabelExpectation[] = "expected a label (0, 1, -1 or +1)";
 
-// Explains why [tok, tok_end), where a feature was expected, is not one.
-LineError FeatureError(const char* line, const char* tok, const char* tok_end) {
+// Explains why [tok, tok_end), where a feature was expected, is not one. A
+// token with two or more colons is judged as field:index:value, one with a
+// single colon as index:value, one without as the form the line's earlier
+// features have (`line_has_fields`). The column points at the part at fault.
+LineError FeatureError(const char* line, const char* tok, const char* tok_end,
+                       bool line_has_fields) {
   LineError error;
   error.offset = static_cast<size_t>(tok - line);
-  const char* colon = static_cast<const char*>(std::memchr(tok, ':', tok_end - tok));
   const std::string got = Quote(tok, tok_end);
+  const char* colon = static_cast<const char*>(std::memchr(tok, ':', tok_end - tok));
+  const char* form = line_has_fields ? "field:index:value" : "index:value";
   if (colon == nullptr) {
-    error.message = absl::StrCat("expected index:value, got ", got);
+    error.message = absl::StrCat("expected ", form, ", got ", got);
     return error;
   }
   if (colon - tok == 3 && std::memcmp(tok, "qid", 3) == 0) {
     error.message =
-        absl::StrCat("expected index:value, got ", got, " (qid:N must directly follow the label)");
+        absl::StrCat("expected ", form, ", got ", got, " (qid:N must directly follow the label)");
     return error;
   }
-  uint64_t index;
+  const char* second = static_cast<const char*>(std::memchr(colon + 1, ':', tok_end - colon - 1));
+  uint64_t number;
   bool overflow;
-  if (!ParseUint64(tok, colon, &index, &overflow)) {
+  if (second != nullptr) {
+    form = "field:index:value";
+    const bool parsed = ParseUint64(tok, colon, &number, &overflow);
+    if (!parsed && !overflow) {
+      error.message = absl::StrCat("expected field:index:value with an unsigned integer field, got ",
+                                   got);
+      return error;
+    }
+    if (overflow || number > kMaxLibsvmField) {
+      error.message = absl::StrCat("expected field:index:value with field <= ", kMaxLibsvmField,
+                                   ", got ", got);
+      return error;
+    }
+    error.offset = static_cast<size_t>(colon + 1 - line);
+    tok = colon + 1;  // from here on as for index:value
+    colon = second;
+  }
+  if (!ParseUint64(tok, colon, &number, &overflow)) {
     error.message =
-        overflow ? absl::StrCat(
-                       "expected index:value with index <= 18446744073709551615 (2^64-1), "
-                       "got ",
-                       got)
-                 : absl::StrCat("expected index:value with an unsigned integer index, got ", got);
+        overflow ? absl::StrCat("expected ", form,
+                                " with index <= 18446744073709551615 (2^64-1), got ", got)
+                 : absl::StrCat("expected ", form, " with an unsigned integer index, got ", got);
     return error;
   }
   error.offset = static_cast<size_t>(colon + 1 - line);
-  error.message = absl::StrCat("expected index:value with a finite number as value, got ", got);
+  error.message = absl::StrCat("expected ", form, " with a finite number as value, got ", got);
+  return error;
+}
+
+// The error of a feature [tok, tok_end) whose form is not the line's. Out of
+// line: it keeps the string building out of the parsing loop.
+ABSL_ATTRIBUTE_NOINLINE LineError MixedFormError(const char* line, const char* tok,
+                                                 const char* tok_end, bool line_has_fields) {
+  LineError error;
+  error.offset = static_cast<size_t>(tok - line);
+  error.message = absl::StrCat(
+      "expected ", line_has_fields ? "field:index:value" : "index:value", ", got ",
+      Quote(tok, tok_end), ": the line's first feature ", line_has_fields ? "has a" : "has no",
+      " field, and a line may not mix index:value and field:index:value");
   return error;
 }
 
@@ -363,40 +414,65 @@ LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError*
     p = tok_end;
   }
 
-  constexpr uint64_t kMaxDiv10 = UINT64_MAX / 10;
-  constexpr uint64_t kMaxMod10 = UINT64_MAX % 10;
-  for (;;) {
+  // Whether the line's features are field:index:value, set by its first.
+  bool line_has_fields = false;
+  for (bool first_feature = true;; first_feature = false) {
     while (p < end && IsBlank(*p)) ++p;
     if (p == end) return LineKind::kExample;
     const char* tok = p;
-    uint64_t index = 0;
-    bool overflow = false;
-    while (p < end && IsDigit(*p)) {
-      const uint64_t d = static_cast<uint64_t>(*p - '0');
-      if (index > kMaxDiv10 || (index == kMaxDiv10 && d > kMaxMod10)) overflow = true;
-      index = index * 10 + d;
-      ++p;
-    }
+    uint64_t number;
+    bool overflow;
+    p = ScanUint64(p, end, &number, &overflow);
     if (p == tok || p == end || *p != ':' || overflow) {
-      *error = FeatureError(line, tok, TokenEnd(tok, end));
+      *error = FeatureError(line, tok, TokenEnd(tok, end), line_has_fields);
       return LineKind::kBad;
     }
     ++p;  // ':'
-    float value;
-    // Binary features ("index:1") are the common case: skip the float parse.
-    if (p < end && *p == '1' && (p + 1 == end || IsBlank(p[1]))) {
-      value = 1.0f;
+    // Binary features ("index:1") are the common case: no field, and no
+    // float to parse.
+    auto is_one = [end](const char* v) { return v < end && *v == '1' && (v + 1 == end || IsBlank(v[1])); };
+    uint64_t index = number;
+    bool has_field = false;
+    float value = 1.0f;
+    bool have_value = is_one(p);
+    if (have_value) {
       ++p;
     } else {
-      const char* value_begin = p;
-      p = TokenEnd(p, end);
-      if (!ParseFloat(value_begin, p, &value)) {
-        *error = FeatureError(line, tok, p);
-        return LineKind::kBad;
+      // Digits and a second ':' make it field:index:value; anything else
+      // after the first ':' is a value.
+      const char* after = ScanUint64(p, end, &index, &overflow);
+      if (after > p && after < end && *after == ':') {
+        if (overflow || number > kMaxLibsvmField) {
+          *error = FeatureError(line, tok, TokenEnd(tok, end), true);
+          return LineKind::kBad;
+        }
+        has_field = true;
+        p = after + 1;
+      } else {
+        index = number;
+      }
+    }
+    if (first_feature) {
+      line_has_fields = has_field;
+    } else if (has_field != line_has_fields) {
+      *error = MixedFormError(line, tok, TokenEnd(tok, end), line_has_fields);
+      return LineKind::kBad;
+    }
+    if (!have_value) {
+      if (is_one(p)) {
+        ++p;
+      } else {
+        const char* value_begin = p;
+        p = TokenEnd(p, end);
+        if (!ParseFloat(value_begin, p, &value)) {
+          *error = FeatureError(line, tok, p, line_has_fields);
+          return LineKind::kBad;
+        }
       }
     }
     out->indices.push_back(index);
     out->values.push_back(value);
+    if (has_field) out->fields.push_back(static_cast<uint16_t>(number));
   }
 }
 
@@ -503,6 +579,7 @@ absl::StatusOr<bool> LibsvmReader::Next(SparseExample* out) {
     switch (ParseLine(line, size, out, &error)) {
       case LineKind::kExample:
         ++examples_read_;
+        out->line = lines_read_;
         return true;
       case LineKind::kBlank:
         continue;

@@ -6,17 +6,29 @@
 //
 // Grammar, one example per line:
 //
-//   label [qid:N] (index:value)* [# comment]
+//   label [qid:N] feature* [# comment]
 //
-//   label  a number equal to 0, 1, -1 or +1, in any decimal spelling ("0",
-//          "1", "-1", "+1", "0.0", "1.0", "-1.0", "1e0"); > 0 becomes label 1
-//          and <= 0 label 0. Any other value (2, 0.5, "yes") is an error: this
-//          reader is for binary classification.
-//   qid:N  optional, only directly after the label; N an unsigned 64-bit
-//          integer.
-//   index  an unsigned decimal integer in [0, 2^64 - 1] (0 allowed; indices
-//          above 2^63 are fine: hashed feature ids use the whole range).
-//   value  a finite decimal float ("1", "-0.5", "3e-2", "+2", ".5"); required.
+//   label    a number equal to 0, 1, -1 or +1, in any decimal spelling ("0",
+//            "1", "-1", "+1", "0.0", "1.0", "-1.0", "1e0"); > 0 becomes
+//            label 1 and <= 0 label 0. Any other value (2, 0.5, "yes") is an
+//            error: this reader is for binary classification.
+//   qid:N    optional, only directly after the label; N an unsigned 64-bit
+//            integer.
+//   feature  index:value (LibSVM), or field:index:value (libffm: the
+//            feature's field, as click data groups features by the column
+//            they came from). A token with two colons after digits is the
+//            second form. The line's first feature decides its form, and
+//            every other feature of the line must have the same one (a line
+//            that mixes them is an error: one of its features would silently
+//            fall into field 0). Lines of a file may differ.
+//   field    an unsigned decimal integer in [0, kMaxLibsvmField = 65535]:
+//            fields index small per-field tables (a model's field sums), so
+//            a larger number is far more likely a misplaced index than a
+//            field.
+//   index    an unsigned decimal integer in [0, 2^64 - 1] (0 allowed; indices
+//            above 2^63 are fine: hashed feature ids use the whole range).
+//   value    a finite decimal float ("1", "-0.5", "3e-2", "+2", ".5");
+//            required.
 //
 // Tokens are separated by spaces or tabs; leading and trailing blanks, a
 // trailing '\r' (CRLF files) and a last line without '\n' are accepted.
@@ -42,21 +54,33 @@ namespace libsvm_internal {
 class ByteSource;  // the plain file or gzip stream behind a reader (.cc)
 }  // namespace libsvm_internal
 
+// The largest field of a field:index:value token.
+inline constexpr uint32_t kMaxLibsvmField = 65535;
+
 // One example. indices[i] and values[i] form feature i, in file order.
+// For a line of field:index:value tokens fields[i] is feature i's field; for
+// a line of index:value tokens `fields` is empty (no per-feature cost), and
+// field(i) reads it as field 0 for every feature.
 struct SparseExample {
   float label = 0;  // 0 or 1
   bool has_qid = false;
   uint64_t qid = 0;  // meaningful when has_qid
+  int64_t line = 0;  // 1-based line of the file it was read from (for errors)
   std::vector<uint64_t> indices;
   std::vector<float> values;
+  std::vector<uint16_t> fields;  // empty, or one per feature
+
+  uint32_t field(size_t i) const { return fields.empty() ? 0 : fields[i]; }
 
   // Empties the example, keeping the vectors' capacity for reuse.
   void Clear() {
     label = 0;
     has_qid = false;
     qid = 0;
+    line = 0;
     indices.clear();
     values.clear();
+    fields.clear();
   }
 };
 

@@ -118,6 +118,86 @@ TEST(LibsvmReaderTest, ReadsLabelsQidAndFeatures) {
   EXPECT_TRUE(e[3].indices.empty());
 }
 
+TEST(LibsvmReaderTest, ReadsFieldIndexValueLines) {
+  absl::StatusOr<std::vector<SparseExample>> all = ReadText(
+      "ffm.svm",
+      "1 0:3:0.5 7:10:1 65535:18446744073709551615:-2\n"
+      "0 qid:4 2:5:1\n"
+      "1 3:0.5\n"  // lines may differ in form; this one has no fields
+      "0 1:1:1\t\t2:2:2  # comment 3:3:3\r\n"
+      "1\n");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 5u);
+  const std::vector<SparseExample>& e = *all;
+  EXPECT_THAT(e[0].fields, ElementsAre(0, 7, 65535));
+  EXPECT_THAT(e[0].indices, ElementsAre(3u, 10u, UINT64_MAX));
+  EXPECT_THAT(e[0].values, ElementsAre(0.5f, 1.0f, -2.0f));
+  EXPECT_EQ(e[0].field(2), 65535u);
+  EXPECT_EQ(e[0].line, 1);
+  EXPECT_TRUE(e[1].has_qid);
+  EXPECT_THAT(e[1].fields, ElementsAre(2));
+  EXPECT_THAT(e[1].indices, ElementsAre(5u));
+  // index:value: no fields, and every feature reads as field 0.
+  EXPECT_TRUE(e[2].fields.empty());
+  EXPECT_THAT(e[2].indices, ElementsAre(3u));
+  EXPECT_EQ(e[2].field(0), 0u);
+  EXPECT_THAT(e[3].fields, ElementsAre(1, 2));  // CRLF, tabs, a comment
+  EXPECT_THAT(e[3].values, ElementsAre(1.0f, 2.0f));
+  EXPECT_EQ(e[3].line, 4);
+  EXPECT_TRUE(e[4].fields.empty());
+  EXPECT_TRUE(e[4].indices.empty());
+}
+
+TEST(LibsvmReaderTest, FieldErrorsNameLineAndColumn) {
+  struct Case {
+    std::string line;
+    int column;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      // A line may not mix the two forms, in either order.
+      {"1 1:2:1 3:1", 9,
+       "expected field:index:value, got '3:1': the line's first feature has a field, and a line "
+       "may not mix index:value and field:index:value"},
+      {"1 3:1 4:5:1", 7,
+       "expected index:value, got '4:5:1': the line's first feature has no field, and a line "
+       "may not mix index:value and field:index:value"},
+      {"1 1:2:1 3", 9, "expected field:index:value, got '3'"},
+      {"1 65536:2:1", 3, "expected field:index:value with field <= 65535, got '65536:2:1'"},
+      {"1 99999999999999999999:2:1", 3,
+       "expected field:index:value with field <= 65535, got '99999999999999999999:2:1'"},
+      {"1 x:2:1", 3, "expected field:index:value with an unsigned integer field, got 'x:2:1'"},
+      {"1 :2:1", 3, "expected field:index:value with an unsigned integer field, got ':2:1'"},
+      {"1 4::1", 5, "expected field:index:value with an unsigned integer index, got '4::1'"},
+      {"1 4:x:1", 5, "expected field:index:value with an unsigned integer index, got '4:x:1'"},
+      {"1 4:-2:1", 5, "expected field:index:value with an unsigned integer index, got '4:-2:1'"},
+      {"1 4:18446744073709551616:1", 5,
+       "expected field:index:value with index <= 18446744073709551615 (2^64-1), got "
+       "'4:18446744073709551616:1'"},
+      {"1 4:2:", 7, "expected field:index:value with a finite number as value, got '4:2:'"},
+      {"1 4:2:abc", 7, "expected field:index:value with a finite number as value, got '4:2:abc'"},
+      {"1 4:2:inf", 7, "expected field:index:value with a finite number as value, got '4:2:inf'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    const std::string name = "ffm-bad.svm";
+    absl::StatusOr<std::vector<SparseExample>> all = ReadText(name, "1 1:1:1\n" + c.line + "\n");
+    ASSERT_FALSE(all.ok()) << "accepted";
+    EXPECT_EQ(all.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(all.status().message()),
+              absl::StrCat(TempDir(), "/", name, ":2:", c.column, ": ", c.expected));
+  }
+  // Skipped and counted like any bad line.
+  LibsvmOptions options;
+  options.skip_bad_lines = true;
+  absl::StatusOr<std::vector<SparseExample>> all =
+      ReadText("ffm-skip.svm", "1 1:1:1\n0 1:1:1 2:1\n1 2:2:1\n", options);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_THAT((*all)[1].fields, ElementsAre(2));
+  EXPECT_EQ((*all)[1].line, 3);
+}
+
 TEST(LibsvmReaderTest, LabelSpellings) {
   absl::StatusOr<std::vector<SparseExample>> all =
       ReadText("labels.svm", "0\n1\n-1\n+1\n0.0\n1.0\n-1.0\n1e0\n-0\n");
@@ -181,6 +261,18 @@ TEST(LibsvmReaderTest, IndicesUpTo2To64Minus1) {
               StartsWith(TempDir() + "/too-big.svm:1:7: expected index:value"));
   EXPECT_THAT(s.message(), HasSubstr("index <= 18446744073709551615"));
   EXPECT_THAT(s.message(), HasSubstr("got '18446744073709551616:1'"));
+
+  // Past 19 digits each digit is checked, leading zeros included.
+  all = ReadText("zeros.svm",
+                 "1 0000000000000000000000007:1 000000018446744073709551615:1 "
+                 "10000000000000000000:1\n");
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT((*all)[0].indices,
+              ElementsAre(uint64_t{7}, UINT64_MAX, uint64_t{10000000000000000000u}));
+  s = LineError("zeros-too-big.svm", "1 0000000018446744073709551616:1");
+  EXPECT_THAT(s.message(), HasSubstr("index <= 18446744073709551615"));
+  s = LineError("twenty-nines.svm", "1 99999999999999999999:1");
+  EXPECT_THAT(s.message(), HasSubstr("index <= 18446744073709551615"));
 }
 
 TEST(LibsvmReaderTest, ValueSpellings) {
@@ -229,7 +321,7 @@ TEST(LibsvmReaderTest, BadTokensNameFileLineColumnAndExpectation) {
       {"1 -3:1", 3, "expected index:value with an unsigned integer index, got '-3:1'"},
       {"1 3:nan", 5, "expected index:value with a finite number as value, got '3:nan'"},
       {"1 3:1e99", 5, "expected index:value with a finite number as value, got '3:1e99'"},
-      {"1 3:1:2", 5, "expected index:value with a finite number as value, got '3:1:2'"},
+      {"1 3:1:2:4", 7, "expected field:index:value with a finite number as value, got '3:1:2:4'"},
       {"1  \t 3:0x10", 8, "expected index:value with a finite number as value, got '3:0x10'"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
