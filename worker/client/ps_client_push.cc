@@ -74,22 +74,6 @@ absl::Status WithPartList(const absl::Status& first_error, const PushReport& rep
 
 }  // namespace
 
-void PsClient::SendWithKeyLists(std::function<void(Transport::Done)> send,
-                                std::function<bool(const absl::Status&)> missed,
-                                std::function<bool()> restore, Transport::Done done) {
-  Transport::Done first = [send, missed = std::move(missed), restore = std::move(restore),
-                           done = std::move(done)](absl::Status status) mutable {
-    // Nothing of a missed request was applied: sent again at once, with its
-    // lists (no backoff: the server is there).
-    if (missed(status) && restore()) {
-      send(std::move(done));
-      return;
-    }
-    done(std::move(status));
-  };
-  send(std::move(first));
-}
-
 absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
   return Push(ops, clock, versions, nullptr);
 }
@@ -122,28 +106,6 @@ void PsClient::BuildPushRequests(const std::vector<Part>& parts, absl::Span<cons
     }
   }
   EncodePushValues(out);
-}
-
-void PsClient::EncodePushValues(PushRequests* out) const {
-  const proto::ValueEncoding encoding = options_.value_encoding;
-  if (encoding == proto::VALUES_F32) return;
-  out->encoded.resize(out->headers.size());
-  for (size_t i = 0; i < out->headers.size(); ++i) {
-    uint64_t count = 0;
-    for (absl::string_view piece : out->pieces[i]) count += piece.size() / sizeof(float);
-    std::string& encoded = out->encoded[i];
-    encoded.resize(count * BytesPerValue(encoding));
-    char* dst = encoded.data();
-    for (absl::string_view piece : out->pieces[i]) {
-      // The pieces view float arrays (the caller's gradients or gathered).
-      const auto* values = reinterpret_cast<const float*>(piece.data());
-      const size_t n = piece.size() / sizeof(float);
-      EncodeValues(encoding, absl::MakeConstSpan(values, n), dst);
-      dst += n * BytesPerValue(encoding);
-    }
-    out->pieces[i] = {encoded};
-    out->headers[i].set_value_encoding(encoding);
-  }
 }
 
 void PsClient::BuildKeyPushRequests(const std::vector<Part>& parts,
