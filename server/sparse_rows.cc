@@ -109,7 +109,7 @@ void SparseRows::Grow() {
 
 uint64_t SparseRows::bytes() const {
   return slots_.capacity() * sizeof(Slot) + free_rows_.capacity() * sizeof(uint32_t) +
-         chunks_.capacity() * sizeof(chunks_[0]) +
+         (chunks_.size() > 2 ? chunks_.capacity() * sizeof(chunks_[0]) : 0) +
          chunks_.size() * (uint64_t{chunk_rows_} * floats_per_row_ * sizeof(float));
 }
 

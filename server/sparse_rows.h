@@ -23,6 +23,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "common/hash.h"
 
 namespace ps {
@@ -48,6 +49,12 @@ class SparseRows {
   void Prefetch(uint64_t hash) const {
     if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
   }
+  // Where the map's slots start and the mask of their count (capacity - 1),
+  // for a caller that publishes them to prefetch without the lock (a stale
+  // pair only makes a prefetch useless: prefetches do not fault).
+  const void* slots_data() const { return slots_.data(); }
+  uint64_t slots_mask() const { return slots_.empty() ? 0 : slots_.size() - 1; }
+  static constexpr size_t kSlotBytes = 12;
   // Removes `key`; its row is reused by a later Insert. False when absent.
   bool Erase(uint64_t key);
   // A key with a row, from the map slot `r` picks (the first occupied one
@@ -95,6 +102,7 @@ class SparseRows {
     uint64_t key;
     uint32_t row;  // or kEmpty
   } __attribute__((packed));
+  static_assert(sizeof(Slot) == kSlotBytes, "slots are packed");
 
   // Doubles the map (or creates it) and re-inserts every key.
   void Grow();
@@ -108,7 +116,10 @@ class SparseRows {
   size_t size_ = 0;
   uint32_t next_row_ = 0;            // rows handed out
   std::vector<uint32_t> free_rows_;  // rows of erased keys, reused first
-  std::vector<std::unique_ptr<float[]>> chunks_;
+  // The first chunks' pointers sit in the object itself (most slices of a
+  // table with many buckets have one or two chunks), so finding a row does
+  // not load another cache line.
+  absl::InlinedVector<std::unique_ptr<float[]>, 2> chunks_;
 };
 
 }  // namespace ps

@@ -28,6 +28,8 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
       placement_(placement),
       budget_(budget) {
   slices_.resize(num_buckets_);
+  slot_refs_.reset(new std::atomic<uint64_t>[num_buckets_]);
+  for (uint64_t s = 0; s < num_buckets_; ++s) slot_refs_[s].store(0, std::memory_order_relaxed);
   for (uint64_t s = 0; s < num_buckets_; ++s) {
     if (placement_.OwnerOfSlice(def_.name(), s) == server_index_) {
       slices_[s] = std::make_unique<Slice>(floats_per_row_, HashCombine(def_.seed(), s));
@@ -37,6 +39,16 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
       }
     }
   }
+}
+
+void SparseTable::PublishSlots(uint64_t s, const SparseRows& rows) {
+  const uint64_t base = reinterpret_cast<uintptr_t>(rows.slots_data());
+  uint64_t ref = 0;
+  if (base != 0 && base < (uint64_t{1} << kRefShift)) {
+    const uint64_t log2 = 64 - __builtin_clzll(rows.slots_mask() + 1) - 1;
+    ref = base | (log2 << kRefShift);
+  }
+  slot_refs_[s].store(ref, std::memory_order_relaxed);
 }
 
 uint64_t SparseTable::NextRandom(uint64_t* state) {
@@ -236,8 +248,9 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     if (dst != nullptr) Read(keys, plan, dst);
     return false;
   }
-  std::vector<float*> rows(keys.size()), states;
-  if (state_floats_ > 0) states.resize(keys.size());
+  // Every entry is set before it is read: no zero-filling.
+  const std::unique_ptr<float*[]> rows(new float*[keys.size()]);
+  const std::unique_ptr<float*[]> states(state_floats_ > 0 ? new float*[keys.size()] : nullptr);
   std::vector<float> initial;  // a refused key's initial values, read back
   const bool admission = def_.admit_after_pushes() > 1 ||
                          (def_.admit_probability() > 0 && def_.admit_probability() < 1);
@@ -245,18 +258,17 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   uint64_t max_clock = max_clock_.load(std::memory_order_relaxed);
   while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
   }
-  // Map slots are scattered: each is requested a few keys ahead.
-  constexpr size_t kAhead = 8;
+  // Map slots are scattered: each is requested a few keys ahead, across
+  // slices.
+  constexpr size_t kAhead = 12;
+  for (size_t i = 0; i < std::min(keys.size(), kAhead); ++i) PrefetchSlot(hashes[i]);
   for (const Group& g : groups) {
     Slice& slice = *slices_[g.slice];
     absl::MutexLock lock(&slice.mu);
     const uint64_t before = slice.rows.bytes();
-    for (size_t i = g.begin; i < std::min(g.end, g.begin + kAhead); ++i) {
-      slice.rows.Prefetch(hashes[i]);
-    }
     bool all_rows = true;
     for (size_t i = g.begin; i < g.end; ++i) {
-      if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
+      if (i + kAhead < keys.size()) PrefetchSlot(hashes[i + kAhead]);
       rows[i] = admission ? slice.rows.Find(keys[i], hashes[i]) : nullptr;
       if (rows[i] == nullptr) {
         if (admission && !Admits(slice, hashes[i])) {
@@ -279,7 +291,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
           ++created_rows;
         }
       }
-      if (!states.empty()) states[i] = rows[i] + width_;
+      if (states != nullptr) states[i] = rows[i] + width_;
     }
     // The rows of the group, in runs without refused keys.
     for (size_t b = g.begin; b < g.end;) {
@@ -290,7 +302,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
       size_t e = b + 1;
       while (!all_rows && e < g.end && rows[e] != nullptr) ++e;
       if (all_rows) e = g.end;
-      optimizer_->ApplyRows(rows.data() + b, states.empty() ? nullptr : states.data() + b,
+      optimizer_->ApplyRows(rows.get() + b, states != nullptr ? states.get() + b : nullptr,
                             grads.data() + b * width_, e - b, width_, clock,
                             dst != nullptr ? dst + b * width_ * sizeof(float) : nullptr);
       if (meta_) {
@@ -305,6 +317,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     slice.next_row.store(shape.next_row, std::memory_order_relaxed);
     slice.slots.store(shape.slots, std::memory_order_relaxed);
     slice.chunks.store(shape.chunks, std::memory_order_relaxed);
+    PublishSlots(g.slice, slice.rows);
   }
   admitted_.fetch_add(created_rows, std::memory_order_relaxed);
   refused_.fetch_add(refused, std::memory_order_relaxed);

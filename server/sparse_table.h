@@ -124,6 +124,21 @@ class SparseTable {
     // budget estimate of the next ones.
     std::atomic<uint64_t> size{0}, next_row{0}, slots{0}, chunks{0};
   };
+  // Starts loading the map slot of the key whose hash is `hash` (a key of an
+  // owned slice), and its slice's lock, from the slot addresses published
+  // in slot_refs_.
+  void PrefetchSlot(uint64_t hash) const {
+    const uint64_t s = Placement::SparseSliceOfHash(hash, num_buckets_);
+    const uint64_t ref = slot_refs_[s].load(std::memory_order_relaxed);
+    __builtin_prefetch(slices_[s].get());
+    if (ref != 0) {
+      const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
+      __builtin_prefetch(reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1)) +
+                         (hash & mask) * SparseRows::kSlotBytes);
+    }
+  }
+  // Publishes the slice's slot address and capacity (under its lock).
+  void PublishSlots(uint64_t s, const SparseRows& rows);
   static constexpr int kSketchDepth = 4;
   static constexpr int kSketchWidth = 2048;
   static_assert(kSketchBytes == kSketchDepth * kSketchWidth, "one byte per counter");
@@ -164,6 +179,14 @@ class SparseTable {
   const Placement placement_;
   MemoryBudget* const budget_;
   std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
+  // Per slice, where its map's slots start (low kRefShift bits) and log2 of
+  // their count (the bits above), or 0: so that a push prefetches the slots
+  // of keys ahead of it, across slices (a table of many buckets gets ~10
+  // keys of a request per slice, too few to prefetch within one). Kept in one
+  // array, not in the slices, whose own lines would then be the misses. A
+  // stale value only makes a prefetch useless: prefetches do not fault.
+  static constexpr int kRefShift = 58;
+  std::unique_ptr<std::atomic<uint64_t>[]> slot_refs_;
   std::atomic<uint64_t> max_clock_{0};          // largest clock pushed here
   std::atomic<uint64_t> admitted_{0}, refused_{0}, evicted_{0};
   std::atomic<uint64_t> rows_{0};

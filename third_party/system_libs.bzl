@@ -16,6 +16,7 @@ _PKG_CONFIG_LIBS = {
     "absl_synchronization": ["absl_synchronization"],
     "absl_time": ["absl_time"],
     "absl_hash": ["absl_hash", "absl_raw_hash_set"],
+    "absl_inlined_vector": ["absl_inlined_vector"],
     "absl_random": ["absl_random_random"],
     "zlib": ["zlib"],
     "gtest": ["gtest", "gmock"],

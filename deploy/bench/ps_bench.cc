@@ -49,6 +49,8 @@ ABSL_FLAG(uint64_t, sparse_key_space, 1000000, "keys in a sparse table");
 ABSL_FLAG(bool, sparse_tables, true,
           "also run the key-list cases on a sparse table (kind=hashed: the same number of "
           "distinct keys, spread over uint64 like hashed feature ids)");
+ABSL_FLAG(uint32_t, sparse_buckets, 0,
+          "slices (hash buckets) of the kind=hashed tables (0: the server's default, 1024)");
 ABSL_FLAG(std::string, optimizer, "adagrad", "adagrad or sgd");
 ABSL_FLAG(double, seconds, 2.0, "measured time per case");
 ABSL_FLAG(uint64_t, max_values_per_request, 1 << 20,
@@ -93,6 +95,7 @@ proto::TableDef BenchTable(const std::string& name, const std::string& kind, uin
   def.set_name(name);
   if (kind == "hashed") {
     def.set_kind(proto::TABLE_SPARSE);
+    def.set_num_buckets(absl::GetFlag(FLAGS_sparse_buckets));
   } else {
     def.set_num_keys(keys);
   }
