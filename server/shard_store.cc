@@ -10,62 +10,9 @@
 #include "common/table_def.h"
 #include "common/table_layout.h"
 #include "server/initializer.h"
+#include "server/shard_store_table.h"
 
 namespace ps {
-
-// One contiguous run of keys of a table, placed on one server.
-struct Slice {
-  absl::Mutex mu;
-  std::vector<float> values ABSL_GUARDED_BY(mu);  // keys x width
-  std::vector<float> state ABSL_GUARDED_BY(mu);   // values x state_per_value
-};
-
-// A table's definition, optimizer and owned slices. The slice vector is built
-// in the constructor and never resized, so it is read without a lock; each
-// slice guards its own memory. A sparse table keeps its rows in a
-// SparseTable instead (and no dense slices).
-class ShardStore::Table {
- public:
-  Table(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
-        const Placement& placement, MemoryBudget* budget, Clock* clock)
-      : def_(def), optimizer_(std::move(optimizer)) {
-    if (def.kind() == proto::TABLE_SPARSE) {
-      absl::StatusOr<std::unique_ptr<Optimizer>> own = MakeOptimizer(def);
-      sparse_ = std::make_unique<SparseTable>(def, *std::move(own), server_index, placement, budget,
-                                              clock);
-      return;
-    }
-    const uint64_t slice_size = placement.config().slice_size;
-    const uint64_t num_slices = (def.num_keys() + slice_size - 1) / slice_size;
-    slices_.resize(num_slices);
-    for (uint64_t s = 0; s < num_slices; ++s) {
-      if (placement.OwnerOfSlice(def.name(), s) != server_index) continue;
-      const uint64_t first = s * slice_size;
-      const uint64_t keys = std::min(def.num_keys(), first + slice_size) - first;
-      auto slice = std::make_unique<Slice>();
-      absl::MutexLock lock(&slice->mu);
-      slice->values.resize(keys * def.width());
-      InitializeValues(def, first, keys, slice->values.data());
-      slice->state.resize(slice->values.size() * optimizer_->state_per_value());
-      optimizer_->InitState(slice->state.data(), slice->state.size());
-      slices_[s] = std::move(slice);
-    }
-  }
-
-  const proto::TableDef& def() const { return def_; }
-  const Optimizer& optimizer() const { return *optimizer_; }
-  Slice* slice(uint64_t s) const { return slices_[s].get(); }
-  // Null for a dense table.
-  SparseTable* sparse() const { return sparse_.get(); }
-  std::atomic<uint64_t>& version() { return sparse_ ? sparse_->version() : version_; }
-
- private:
-  const proto::TableDef def_;
-  const std::unique_ptr<Optimizer> optimizer_;
-  std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
-  std::unique_ptr<SparseTable> sparse_;
-  std::atomic<uint64_t> version_{0};
-};
 
 namespace {
 
@@ -263,7 +210,7 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   // Build outside the lock (initialization touches every value), then insert;
   // a concurrent creator of the same table may win the race.
   auto table = std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_,
-                                       &budget_, clock_);
+                                       &budget_, clock_, &cut_state_);
   absl::MutexLock lock(&tables_mu_);
   --tables_pending_;
   auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
@@ -436,6 +383,11 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
                                                    key, " column ", i % width, " is not finite (",
                                                    grads[i], "); nothing was applied"));
   }
+  // Before any slice is locked: a cut marked from now on sees this clock
+  // (MarkCut).
+  uint64_t max_clock = max_clock_.load();
+  while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
+  }
   char* dst = nullptr;
   if (allocate != nullptr) {
     dst = (*allocate)(grads.size() * sizeof(float));
@@ -468,16 +420,22 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
       Slice* slice = table.slice(s);
       const uint64_t slice_first = s * slice_size;
       absl::MutexLock lock(&slice->mu);
+      Slice::Copy* const also = PrepareCut(*slice, clock, def, cut_state_, budget_);
       rows.resize(e - b);
       row_states.resize(state_per_value ? e - b : 0);
-      for (size_t i = b; i < e; ++i) {
-        const uint64_t at = (keys.keys[i] - slice_first) * width;
-        rows[i - b] = slice->values.data() + at;
-        if (state_per_value) row_states[i - b] = slice->state.data() + at * state_per_value;
+      for (int pass = 0; pass < (also != nullptr ? 2 : 1); ++pass) {
+        // Pass 1: an in-cut push to the slice's copy as well.
+        float* const values = pass == 0 ? slice->values.data() : also->values.data();
+        float* const states = pass == 0 ? slice->state.data() : also->state.data();
+        for (size_t i = b; i < e; ++i) {
+          const uint64_t at = (keys.keys[i] - slice_first) * width;
+          rows[i - b] = values + at;
+          if (state_per_value) row_states[i - b] = states + at * state_per_value;
+        }
+        opt.ApplyRows(rows.data(), state_per_value ? row_states.data() : nullptr,
+                      grads.data() + b * width, e - b, width, clock,
+                      dst != nullptr && pass == 0 ? dst + b * width * sizeof(float) : nullptr);
       }
-      opt.ApplyRows(rows.data(), state_per_value ? row_states.data() : nullptr,
-                    grads.data() + b * width, e - b, width, clock,
-                    dst != nullptr ? dst + b * width * sizeof(float) : nullptr);
     });
     return PushResult{false, table.version().fetch_add(1) + 1};
   }
@@ -485,6 +443,7 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
     Slice* slice = table.slice(s);
     const uint64_t slice_first = s * slice_size;
     absl::MutexLock lock(&slice->mu);
+    Slice::Copy* const also = PrepareCut(*slice, clock, def, cut_state_, budget_);
     // Taken under the lock (the analysis does not follow it into `runs`).
     float* const values = slice->values.data();
     float* const states = slice->state.data();
@@ -495,6 +454,11 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
       opt.Apply(w, state, grads.data() + offset * width, n, width, clock);
       // Read back while the slice is still locked: one lock for both.
       if (dst != nullptr) CopyRun(dst + offset * width * sizeof(float), w, n * width);
+      if (also != nullptr) {  // an in-cut push to the slice's copy as well
+        opt.Apply(also->values.data() + at,
+                  state_per_value ? also->state.data() + at * state_per_value : nullptr,
+                  grads.data() + offset * width, n, width, clock);
+      }
     });
   });
   return PushResult{false, table.version().fetch_add(1) + 1};

@@ -29,6 +29,8 @@
 #include "common/clock.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
+#include "server/checkpoint_records.h"
+#include "server/cut_state.h"
 #include "server/memory_budget.h"
 #include "server/optimizer.h"
 #include "server/sparse_table.h"
@@ -131,6 +133,35 @@ class ShardStore {
   // Names of the sparse tables.
   std::vector<std::string> SparseTableNames() const;
 
+  // Checkpoints: a consistent cut at a clock (server/cut_state.h).
+  // Marks the cut at `cut` (>= 1) on every table here. FAILED_PRECONDITION,
+  // with nothing marked, when a cut is already marked, or when a push at a
+  // clock >= cut has already been applied here (names that clock: a later
+  // cut is needed).
+  absl::Status MarkCut(uint64_t cut);
+  // Every push of the cut has been applied here: from now on every push is
+  // outside it, whatever its clock.
+  void CompleteCut();
+  // Writes out the cut of the tables that existed at MarkCut, table by
+  // table: sink(def, record) for each owned slice (a record of
+  // checkpoint_records.h), taken under the slice's lock; the slice then
+  // leaves the cut. The cut ends, whatever the result. Errors: why the cut
+  // failed (e.g. no memory for a copy), then sink's.
+  absl::Status WriteCut(
+      absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink);
+  // Abandons the cut, dropping its copies.
+  void EndCut();
+  // The largest clock of a push applied (or being applied) here.
+  uint64_t max_clock() const { return max_clock_.load(); }
+  // The definitions of every table here, by name.
+  std::vector<proto::TableDef> TableDefs() const;
+  // Restore: loads a checkpoint record into the table it names (created
+  // beforehand from the manifest): the part of its keys owned here, by this
+  // store's placement. Returns the keys loaded. Errors: NOT_FOUND (no such
+  // table), FAILED_PRECONDITION (the record's layout is not the table's),
+  // DATA_LOSS (keys outside the table), RESOURCE_EXHAUSTED (memory budget).
+  absl::StatusOr<uint64_t> LoadRecord(const SliceRecord& record);
+
   int server_index() const { return server_index_; }
   const Placement& placement() const { return placement_; }
 
@@ -167,6 +198,13 @@ class ShardStore {
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
   uint32_t tables_pending_ ABSL_GUARDED_BY(tables_mu_) = 0;
   absl::Time last_sweep_ ABSL_GUARDED_BY(tables_mu_) = absl::InfinitePast();
+
+  // Checkpoint cut. cut_state_ is shared with the tables.
+  CutState cut_state_;
+  std::atomic<uint64_t> max_clock_{0};
+  absl::Mutex cut_mu_;
+  uint64_t cut_ ABSL_GUARDED_BY(cut_mu_) = 0;  // 0: none marked
+  std::vector<std::shared_ptr<Table>> cut_tables_ ABSL_GUARDED_BY(cut_mu_);
 };
 
 }  // namespace ps

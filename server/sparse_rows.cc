@@ -66,6 +66,20 @@ float* SparseRows::Insert(uint64_t key, uint64_t hash, bool* created) {
   return RowAt(row);
 }
 
+std::unique_ptr<SparseRows> SparseRows::Clone() const {
+  auto copy = std::make_unique<SparseRows>(floats_per_row_);
+  copy->slots_ = slots_;
+  copy->size_ = size_;
+  copy->next_row_ = next_row_;
+  copy->free_rows_ = free_rows_;
+  const size_t chunk_floats = size_t{chunk_rows_} * floats_per_row_;
+  for (const auto& chunk : chunks_) {
+    copy->chunks_.push_back(std::make_unique<float[]>(chunk_floats));
+    std::copy(chunk.get(), chunk.get() + chunk_floats, copy->chunks_.back().get());
+  }
+  return copy;
+}
+
 bool SparseRows::Erase(uint64_t key) {
   if (size_ == 0) return false;
   const size_t mask = slots_.size() - 1;

@@ -55,6 +55,8 @@ class SparseRows {
   const void* slots_data() const { return slots_.data(); }
   uint64_t slots_mask() const { return slots_.empty() ? 0 : slots_.size() - 1; }
   static constexpr size_t kSlotBytes = 12;
+  // A deep copy (a checkpoint's copy-on-write of a slice).
+  std::unique_ptr<SparseRows> Clone() const;
   // Removes `key`; its row is reused by a later Insert. False when absent.
   bool Erase(uint64_t key);
   // A key with a row, from the map slot `r` picks (the first occupied one

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
@@ -148,6 +149,7 @@ uint64_t SparseTable::Sweep() {
     slice->rows.ForEach([&](uint64_t key, const float* row) {
       if (LastTouch(row) < oldest) expired.push_back(key);
     });
+    if (!expired.empty()) CopyForCut(*slice);  // evictions are outside any cut
     const uint64_t before = slice->rows.bytes();
     for (uint64_t key : expired) EvictRow(*slice, key);
     // Erased rows go to a free list, which may grow.
@@ -205,15 +207,23 @@ uint64_t SparseTable::Reserve(absl::Span<const Group> groups, absl::Span<const u
   }
   if (budget_->TryCharge(bound)) return bound;
   // Near the limit: exactly what the missing keys need.
-  uint64_t exact = 0;
+  // Counted per slice: a list not grouped by slice has several groups of
+  // one slice, whose new rows share its growth.
+  absl::flat_hash_map<uint64_t, size_t> missing_in;
   size_t missing = 0;
   for (const Group& g : groups) {
     const Slice& slice = *slices_[g.slice];
     absl::ReaderMutexLock lock(&slice.mu);
     size_t m = 0;
     for (size_t i = g.begin; i < g.end; ++i) m += slice.rows.Find(keys[i], hashes[i]) == nullptr;
-    exact += slice.rows.BytesToInsert(m);
+    missing_in[g.slice] += m;
     missing += m;
+  }
+  uint64_t exact = 0;
+  for (const auto& [s, m] : missing_in) {
+    const Slice& slice = *slices_[s];
+    absl::ReaderMutexLock lock(&slice.mu);
+    exact += slice.rows.BytesToInsert(m);
   }
   if (budget_->TryCharge(exact)) return exact;
   *status = absl::ResourceExhaustedError(absl::StrCat(
@@ -265,6 +275,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   for (const Group& g : groups) {
     Slice& slice = *slices_[g.slice];
     absl::MutexLock lock(&slice.mu);
+    SparseRows* const also = PrepareCut(slice, clock);
     const uint64_t before = slice.rows.bytes();
     bool all_rows = true;
     for (size_t i = g.begin; i < g.end; ++i) {
@@ -310,7 +321,21 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
       }
       b = e;
     }
-    if (slice_cap_ > 0) EvictOverCap(slice);
+    if (also != nullptr) {
+      const uint64_t copy_before = also->bytes();
+      for (size_t i = g.begin; i < g.end; ++i) {
+        if (rows[i] != nullptr) ApplyToCopy(*also, keys[i], hashes[i], &grads[i * width_], clock);
+      }
+      // New rows of the copy: charged as they come (a bounded overshoot).
+      const uint64_t copy_grown = also->bytes() - copy_before;
+      budget_->Charge(copy_grown);
+      slice.copy_bytes += copy_grown;
+    }
+    if (slice_cap_ > 0) {
+      // Evictions are outside any cut: the slice is copied first.
+      if (slice.rows.size() > slice_cap_) CopyForCut(slice);
+      EvictOverCap(slice);
+    }
     grown += slice.rows.bytes() - before;
     const SparseRows::Shape shape = slice.rows.shape();
     slice.size.store(shape.size, std::memory_order_relaxed);

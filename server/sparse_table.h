@@ -28,6 +28,8 @@
 #include "common/clock.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
+#include "server/checkpoint_records.h"
+#include "server/cut_state.h"
 #include "server/memory_budget.h"
 #include "server/optimizer.h"
 #include "server/sparse_rows.h"
@@ -105,6 +107,26 @@ class SparseTable {
   // Admission counters of one slice (admit_after_pushes > 1).
   static constexpr uint64_t kSketchBytes = 4 * 2048;
 
+  // Checkpoints (server/cut_state.h). `cut_state` must outlive the table;
+  // set before MarkCut.
+  void set_cut_state(CutState* cut_state) { cut_state_ = cut_state; }
+  // Marks the cut at clock `cut` on every owned slice.
+  void MarkCut(uint64_t cut);
+  // For each owned slice in the cut: its record (SliceHeader and payload,
+  // proto/checkpoint.proto) of the copy, or of the slice when it has none,
+  // taken under its lock, then passed to sink after the lock is released;
+  // the slice leaves the cut. Stops at sink's first error.
+  absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink);
+  // Takes every slice out of the cut, dropping copies (an abandoned cut).
+  void EndCut();
+  // Restore: loads the rows of a record of this table whose bucket is owned
+  // here (none when it is not). A record without `delta` replaces the
+  // bucket's rows; with it, adds or replaces rows and erases its erased
+  // keys. Errors: FAILED_PRECONDITION (row layout differs from this table's),
+  // DATA_LOSS (a key of another bucket), RESOURCE_EXHAUSTED (memory budget).
+  // Returns the rows loaded.
+  absl::StatusOr<uint64_t> LoadRecord(const SliceRecord& record);
+
   // Rows and bytes (maps and chunks) held here.
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -123,7 +145,25 @@ class SparseTable {
     // rows.shape(), published under mu after each push for the lock-free
     // budget estimate of the next ones.
     std::atomic<uint64_t> size{0}, next_row{0}, slots{0}, chunks{0};
+    // The checkpoint cut this slice is in (0: none), and its copy as of the
+    // cut once a push outside the cut changed the slice (cut_state.h).
+    uint64_t cut ABSL_GUARDED_BY(mu) = 0;
+    std::unique_ptr<SparseRows> copy ABSL_GUARDED_BY(mu);
+    uint64_t copy_bytes ABSL_GUARDED_BY(mu) = 0;  // charged to the budget
   };
+  // Before a push at `clock` changes the slice: the copy it is also applied
+  // to (an in-cut push on a copied slice), or null; copies the slice first
+  // when the push is outside the cut.
+  SparseRows* PrepareCut(Slice& slice, uint64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Copies the slice for the cut (when it has no copy yet and is in one).
+  void CopyForCut(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Applies one key's gradient to the copy (creating its row there).
+  void ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
+                   uint64_t clock);
+  // The record of bucket `s` holding `rows`.
+  std::string RecordOf(uint64_t s, const SparseRows& rows) const;
+  // Drops the slice's copy and gives its bytes back.
+  void DropCopy(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Starts loading the map slot of the key whose hash is `hash` (a key of an
   // owned slice), and its slice's lock, from the slot addresses published
   // in slot_refs_.
@@ -178,6 +218,7 @@ class SparseTable {
   const int server_index_;
   const Placement placement_;
   MemoryBudget* const budget_;
+  CutState* cut_state_ = nullptr;
   std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
   // Per slice, where its map's slots start (low kRefShift bits) and log2 of
   // their count (the bits above), or 0: so that a push prefetches the slots

@@ -1,0 +1,177 @@
+// SparseTable's checkpoint cut and restore (server/cut_state.h).
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "server/sparse_table.h"
+
+namespace ps {
+
+void SparseTable::CopyForCut(Slice& slice) {
+  if (slice.cut == 0 || slice.copy != nullptr) return;
+  const uint64_t bytes = slice.rows.bytes();
+  if (!budget_->TryCharge(bytes)) {
+    // The cut cannot hold this slice as it was: it fails, training goes on.
+    if (cut_state_ != nullptr) {
+      cut_state_->Fail(absl::ResourceExhaustedError(absl::StrCat(
+          "checkpoint: copying a slice of table '", def_.name(), "' (", bytes,
+          " bytes) for the cut would exceed the memory budget on server ", server_index_, " (",
+          budget_->left(), " of ", budget_->limit(),
+          " bytes left; ps_server --memory_budget_mb)")));
+    }
+    slice.cut = 0;
+    return;
+  }
+  slice.copy = slice.rows.Clone();
+  slice.copy_bytes = bytes;
+}
+
+SparseRows* SparseTable::PrepareCut(Slice& slice, uint64_t clock) {
+  if (slice.cut == 0) return nullptr;
+  const bool inside = clock < slice.cut && cut_state_ != nullptr && !cut_state_->complete();
+  if (inside) return slice.copy.get();
+  CopyForCut(slice);
+  return nullptr;
+}
+
+void SparseTable::ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
+                              uint64_t clock) {
+  bool created = false;
+  float* row = copy.Insert(key, hash, &created);
+  if (created) InitRow(key, row);
+  float* state = row + width_;
+  optimizer_->ApplyRows(&row, state_floats_ > 0 ? &state : nullptr, grad, 1, width_, clock,
+                        nullptr);
+  if (meta_) Touch(row, clock);
+}
+
+void SparseTable::DropCopy(Slice& slice) {
+  if (slice.copy == nullptr) return;
+  // The copy may have grown past what was charged for it: give back what
+  // was charged (growth was charged as it happened).
+  budget_->Release(slice.copy_bytes);
+  slice.copy.reset();
+  slice.copy_bytes = 0;
+}
+
+void SparseTable::MarkCut(uint64_t cut) {
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    DropCopy(*slice);
+    slice->cut = cut;
+  }
+}
+
+void SparseTable::EndCut() {
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    DropCopy(*slice);
+    slice->cut = 0;
+  }
+}
+
+std::string SparseTable::RecordOf(uint64_t s, const SparseRows& rows) const {
+  proto::SliceHeader header;
+  header.set_table(def_.name());
+  header.set_slice(s);
+  header.set_sparse(true);
+  header.set_num_rows(rows.size());
+  header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
+  header.set_width(static_cast<uint32_t>(width_));
+  std::string out;
+  AppendSliceHeader(header, &out);
+  const size_t start = out.size();
+  out.resize(start + rows.size() * (8 + floats_per_row_ * sizeof(float)));
+  char* keys = &out[start];
+  char* values = keys + rows.size() * 8;
+  const size_t row_bytes = floats_per_row_ * sizeof(float);
+  rows.ForEach([&](uint64_t key, const float* row) {
+    std::memcpy(keys, &key, 8);
+    keys += 8;
+    std::memcpy(values, row, row_bytes);
+    values += row_bytes;
+  });
+  return out;
+}
+
+absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink) {
+  for (uint64_t s = 0; s < slices_.size(); ++s) {
+    Slice* slice = slices_[s].get();
+    if (slice == nullptr) continue;
+    std::string record;
+    {
+      absl::MutexLock lock(&slice->mu);
+      if (slice->cut == 0) continue;  // failed (cut_state_ says why)
+      record = RecordOf(s, slice->copy != nullptr ? *slice->copy : slice->rows);
+      DropCopy(*slice);
+      slice->cut = 0;
+    }
+    if (absl::Status st = sink(std::move(record)); !st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
+  const proto::SliceHeader& h = record.header;
+  if (!h.sparse() || h.floats_per_row() != floats_per_row_ || h.width() != width_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", def_.name(), "' bucket ", h.slice(), ": the checkpoint's rows are ",
+        h.sparse() ? "sparse" : "dense", " with width ", h.width(), " and ", h.floats_per_row(),
+        " floats per row; this table's are sparse with width ", width_, " and ", floats_per_row_,
+        " (same definition and optimizer expected)"));
+  }
+  if (h.slice() >= num_buckets_) {
+    return absl::DataLossError(absl::StrCat("table '", def_.name(), "': bucket ", h.slice(),
+                                            " of a checkpoint record is not below the table's ",
+                                            num_buckets_, " buckets"));
+  }
+  Slice* slice = slices_[h.slice()].get();
+  if (slice == nullptr) return 0;  // another server's
+  absl::MutexLock lock(&slice->mu);
+  const uint64_t before = slice->rows.bytes();
+  const uint64_t rows_before = slice->rows.size();
+  if (!h.delta()) {
+    std::vector<uint64_t> all;
+    slice->rows.ForEach([&](uint64_t key, const float*) { all.push_back(key); });
+    for (uint64_t key : all) slice->rows.Erase(key);
+  }
+  for (uint64_t i = 0; i < h.num_rows(); ++i) {
+    const uint64_t key = record.Key(i);
+    if (SliceOf(key) != h.slice()) {
+      return absl::DataLossError(absl::StrCat("table '", def_.name(), "': key ", key,
+                                              " in the checkpoint record of bucket ", h.slice(),
+                                              " belongs to bucket ", SliceOf(key)));
+    }
+    bool created = false;
+    float* row = slice->rows.Insert(key, &created);
+    record.CopyRow(i, row);
+  }
+  for (uint64_t i = 0; i < h.num_erased(); ++i) slice->rows.Erase(record.ErasedKey(i));
+  const uint64_t after = slice->rows.bytes();
+  if (after > before) {
+    if (!budget_->TryCharge(after - before)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "table '", def_.name(), "': restoring bucket ", h.slice(), " needs ", after - before,
+          " more bytes on server ", server_index_, ", over the memory budget (",
+          budget_->left(), " of ", budget_->limit(),
+          " bytes left; ps_server --memory_budget_mb)"));
+    }
+    bytes_.fetch_add(after - before, std::memory_order_relaxed);
+  }
+  const uint64_t rows_after = slice->rows.size();
+  if (rows_after >= rows_before) {
+    rows_.fetch_add(rows_after - rows_before, std::memory_order_relaxed);
+  } else {
+    rows_.fetch_sub(rows_before - rows_after, std::memory_order_relaxed);
+  }
+  const SparseRows::Shape shape = slice->rows.shape();
+  slice->size.store(shape.size, std::memory_order_relaxed);
+  slice->next_row.store(shape.next_row, std::memory_order_relaxed);
+  slice->slots.store(shape.slots, std::memory_order_relaxed);
+  slice->chunks.store(shape.chunks, std::memory_order_relaxed);
+  PublishSlots(h.slice(), slice->rows);
+  return h.num_rows();
+}
+
+}  // namespace ps
