@@ -59,8 +59,8 @@ absl::Status ForEachSliceRecord(absl::string_view bytes, absl::string_view file,
           absl::StrCat("checkpoint file ", file, " at byte ", offset, ": ", what));
     };
     if (bytes.size() - offset < 4) {
-      return loss(absl::StrCat("a record length needs 4 bytes, ", bytes.size() - offset,
-                               " are left"));
+      return loss(
+          absl::StrCat("a record length needs 4 bytes, ", bytes.size() - offset, " are left"));
     }
     uint32_t n = 0;
     for (int i = 0; i < 4; ++i) n |= uint32_t{static_cast<uint8_t>(bytes[offset + i])} << (8 * i);
@@ -77,8 +77,7 @@ absl::Status ForEachSliceRecord(absl::string_view bytes, absl::string_view file,
     const uint64_t start = offset + 4 + n;
     if (bytes.size() - start < *payload) {
       return loss(absl::StrCat(Where(record.header), ": a payload of ", *payload,
-                               " bytes runs past the end (", bytes.size() - start,
-                               " bytes left)"));
+                               " bytes runs past the end (", bytes.size() - start, " bytes left)"));
     }
     record.payload = bytes.substr(start, *payload);
     if (absl::Status s = fn(record); !s.ok()) return s;
@@ -121,9 +120,8 @@ absl::Status ForEachChainRecord(
     for (const proto::CheckpointFile& entry : c.manifest.files()) {
       absl::StatusOr<std::string> bytes = ReadCheckpointFile(c.path, entry);
       if (!bytes.ok()) return bytes.status();
-      absl::Status s =
-          ForEachSliceRecord(*bytes, absl::StrCat(c.path, "/", entry.name()),
-                             [&](const SliceRecord& r) { return fn(c, r); });
+      absl::Status s = ForEachSliceRecord(*bytes, absl::StrCat(c.path, "/", entry.name()),
+                                          [&](const SliceRecord& r) { return fn(c, r); });
       if (!s.ok()) return s;
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 
@@ -95,12 +96,39 @@ uint64_t ClockTracker::MinLiveLocked(const std::string& table, bool pulled, uint
   return min;
 }
 
+bool ClockTracker::CutReachedLocked(uint64_t cut, std::string* slowest) {
+  for (const auto& [name, table] : tables_) {
+    for (const auto& [id, per] : table.workers) {
+      auto wit = workers_.find(id);
+      if (wit == workers_.end() || !wit->second.live) continue;
+      const uint64_t completed = CompletedLocked(table, id);
+      if (completed < cut) {
+        if (slowest != nullptr) {
+          *slowest = absl::StrCat(
+              "worker ", id, " has completed clock ", completed, " of table '", name, "' (needs ",
+              cut, "), last heartbeat ",
+              absl::FormatDuration(now_() - (wit->second.expires - wit->second.lease)), " ago");
+        }
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 bool ClockTracker::ReadyLocked(const Waiter& w) {
+  if (w.is_cut) return CutReachedLocked(w.target, nullptr);
   const uint64_t min = MinLiveLocked(w.table, /*pulled=*/!w.is_pull, nullptr);
   return min == kNoWorkers || min >= w.target;
 }
 
 std::string ClockTracker::DeadlineMessageLocked(const Waiter& w) {
+  if (w.is_cut) {
+    std::string slowest;
+    CutReachedLocked(w.target, &slowest);
+    return absl::StrCat("checkpoint at cut ", w.target,
+                        " waited until its deadline for the pushes below the cut: ", slowest);
+  }
   uint32_t slowest = 0;
   const uint64_t min = MinLiveLocked(w.table, !w.is_pull, &slowest);
   const Worker& s = workers_[slowest];
@@ -135,14 +163,41 @@ void ClockTracker::Run(Fired& fired) {
 ClockTracker::WaitId ClockTracker::WhenPullReady(const std::string& table, uint32_t worker,
                                                  uint64_t t, uint64_t staleness,
                                                  absl::Time deadline, Callback ready) {
-  return Wait({0, true, table, worker, t, t > staleness ? t - staleness : 0, deadline,
-               std::move(ready)});
+  return Wait(
+      {0, true, table, worker, t, t > staleness ? t - staleness : 0, deadline, std::move(ready)});
 }
 
 ClockTracker::WaitId ClockTracker::WhenPushReady(const std::string& table, uint32_t worker,
-                                                 uint64_t t, absl::Time deadline,
-                                                 Callback ready) {
+                                                 uint64_t t, absl::Time deadline, Callback ready) {
   return Wait({0, false, table, worker, t, t + 1, deadline, std::move(ready)});
+}
+
+ClockTracker::WaitId ClockTracker::WhenCutReached(uint64_t cut, absl::Time deadline,
+                                                  Callback ready) {
+  Waiter w{0, false, "", 0, cut, cut, deadline, std::move(ready)};
+  w.is_cut = true;
+  return Wait(std::move(w));
+}
+
+std::vector<ClockTracker::WorkerClock> ClockTracker::Clocks(uint64_t cap) {
+  std::vector<WorkerClock> clocks;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, table] : tables_) {
+    for (const auto& [id, per] : table.workers) {
+      clocks.push_back({name, id, std::min(cap, CompletedLocked(table, id))});
+    }
+  }
+  std::sort(clocks.begin(), clocks.end(), [](const WorkerClock& a, const WorkerClock& b) {
+    return std::tie(a.table, a.worker) < std::tie(b.table, b.worker);
+  });
+  return clocks;
+}
+
+void ClockTracker::Restore(const std::string& table, uint32_t worker, uint64_t clock) {
+  absl::MutexLock lock(&mu_);
+  PerWorker& per = tables_[table].workers[worker];
+  per.completed = std::max(per.completed, clock);
+  tables_[table].server_clock = std::max(tables_[table].server_clock, clock);
 }
 
 ClockTracker::WaitId ClockTracker::Wait(Waiter w) {
@@ -158,9 +213,11 @@ ClockTracker::WaitId ClockTracker::Wait(Waiter w) {
         return waiters_.back().id;
       }
       status = absl::ResourceExhaustedError(absl::StrCat(
-          w.is_pull ? "pull" : "BSP push", " of table '", w.table, "' by worker ", w.worker,
-          " at clock ", w.t, " would wait, but ", max_parked_,
-          " calls already wait on this server (limit --max_parked_calls)"));
+          w.is_cut    ? "checkpoint"
+          : w.is_pull ? "pull"
+                      : "BSP push",
+          " of table '", w.table, "' by worker ", w.worker, " at clock ", w.t, " would wait, but ",
+          max_parked_, " calls already wait on this server (limit --max_parked_calls)"));
     }
     if (status.ok() && w.is_pull) params_clock = MinLiveLocked(w.table, false, nullptr);
   }
@@ -181,8 +238,7 @@ void ClockTracker::Cancel(WaitId id) {
                         it->worker, " at clock ", it->t);
     waiters_.erase(it);
   }
-  ready(absl::CancelledError(absl::StrCat(what, " was cancelled by the client while waiting")),
-        0);
+  ready(absl::CancelledError(absl::StrCat(what, " was cancelled by the client while waiting")), 0);
 }
 
 size_t ClockTracker::parked() {

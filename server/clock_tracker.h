@@ -75,6 +75,24 @@ class ClockTracker {
   // One of the `parts` pushes of round `clock` by `worker` was applied.
   void PushApplied(const std::string& table, uint32_t worker, uint64_t clock, uint32_t parts);
 
+  // Checkpoints: runs `ready` once every live worker has completed the
+  // rounds below `cut` on every table it has pushed or read here (at once
+  // when it has: workers that never used a table do not hold it up). Fails
+  // it with DEADLINE_EXCEEDED at `deadline`, naming the slowest worker, its
+  // table and clock.
+  WaitId WhenCutReached(uint64_t cut, absl::Time deadline, Callback ready);
+  // Each worker's completed clock per table it has used here, below `cap`
+  // (a checkpoint at cut T records min(clock, T)), sorted by table and
+  // worker.
+  struct WorkerClock {
+    std::string table;
+    uint32_t worker;
+    uint64_t clock;
+  };
+  std::vector<WorkerClock> Clocks(uint64_t cap);
+  // Restore: the worker has completed the rounds below `clock` on `table`.
+  void Restore(const std::string& table, uint32_t worker, uint64_t clock);
+
   // Min completed clock of the live workers (UINT64_MAX with none live), and
   // the largest completed clock of any worker.
   uint64_t ParamsClock(const std::string& table);
@@ -115,13 +133,14 @@ class ClockTracker {
   };
   struct Waiter {
     WaitId id;
-    bool is_pull;
+    bool is_pull;  // with is_cut false: a push
     std::string table;
     uint32_t worker;
     uint64_t t;       // the caller's clock
     uint64_t target;  // pull: min completed needed; push: min pulled_plus1 needed
     absl::Time deadline;
     Callback ready;
+    bool is_cut = false;  // WhenCutReached: target is the cut
   };
   using Fired = std::vector<std::pair<Callback, std::pair<absl::Status, uint64_t>>>;
 
@@ -136,6 +155,9 @@ class ClockTracker {
   uint64_t MinLiveLocked(const std::string& table, bool pulled, uint32_t* slowest)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ReadyLocked(const Waiter& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether every live worker completed the rounds below `cut` on every
+  // table it used; if not, *slowest describes one that did not.
+  bool CutReachedLocked(uint64_t cut, std::string* slowest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string DeadlineMessageLocked(const Waiter& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves every ready (or, when `now` is set, overdue) waiter to *fired.
   void CollectLocked(Fired* fired, const absl::Time* now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -130,7 +130,7 @@ absl::Status PsCore::CheckPush(const PushArgs& args) const {
 
 absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
   const proto::PushRequest& h = args.header;
-  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id()); };
+  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
   proto::PushResponse reply;
   if (args.clock_only) {
     absl::StatusOr<bool> fresh = admit();
@@ -263,7 +263,7 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
     return;
   }
   // Applied and read back under one lock per run (ShardStore::PushAndRead).
-  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id()); };
+  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
   auto pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
     return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room);
   });

@@ -141,6 +141,7 @@ class PsCore {
   // Key lists kept for key-list caching; decoders take it (request_args.h).
   KeyListCache& key_lists() { return key_lists_; }
   ClockTracker& clocks() { return clocks_; }
+  RequestDedup& dedup() { return dedup_; }
 
  private:
   // Applies a decoded, admitted push. Errors as for ShardStore::Push.

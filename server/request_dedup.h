@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -32,7 +33,19 @@ class RequestDedup {
   // push), false if it was recorded before (a retry: do not apply). Id 0
   // means "no id" and is always new. Errors: ABORTED when the id is older
   // than what is remembered for the worker, naming worker, id and retention.
-  absl::StatusOr<bool> Admit(uint32_t worker_id, uint64_t request_id);
+  // `clock` is the push's clock, for Export.
+  absl::StatusOr<bool> Admit(uint32_t worker_id, uint64_t request_id, uint64_t clock = 0);
+
+  // Checkpoints: per worker, the remembered ids of pushes with a clock below
+  // `cut` (those in a checkpoint at that cut) and the newest id forgotten.
+  struct Window {
+    uint32_t worker_id;
+    std::vector<uint64_t> request_ids;  // sorted
+    uint64_t forgotten_max;
+  };
+  std::vector<Window> Export(uint64_t cut) const;
+  // Restore: remembers the ids (as applied now) and the newest forgotten id.
+  void Import(const Window& window);
   // Forgets every id older than the retention (also done for a worker on
   // each of its Admits).
   void Expire();
@@ -40,17 +53,17 @@ class RequestDedup {
   size_t size() const;
 
  private:
-  struct Window {
+  struct Ids {
     std::deque<std::pair<absl::Time, uint64_t>> order;  // by arrival
-    absl::flat_hash_set<uint64_t> ids;
-    uint64_t forgotten_max = 0;  // largest id forgotten
+    absl::flat_hash_map<uint64_t, uint64_t> ids;        // id -> clock of its push
+    uint64_t forgotten_max = 0;                         // largest id forgotten
   };
-  void ExpireLocked(Window& w, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireLocked(Ids& w, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock* const clock_;
   const absl::Duration retention_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint32_t, Window> workers_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint32_t, Ids> workers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ps

@@ -15,10 +15,10 @@ Slice::Copy* PrepareCut(Slice& slice, uint64_t clock, const proto::TableDef& def
   if (slice.copy != nullptr) return nullptr;
   const uint64_t bytes = (slice.values.size() + slice.state.size()) * sizeof(float);
   if (!budget.TryCharge(bytes)) {
-    cut_state.Fail(absl::ResourceExhaustedError(absl::StrCat(
-        "checkpoint: copying a slice of table '", def.name(), "' (", bytes,
-        " bytes) for the cut would exceed the memory budget (", budget.left(), " of ",
-        budget.limit(), " bytes left; ps_server --memory_budget_mb)")));
+    cut_state.Fail(absl::ResourceExhaustedError(
+        absl::StrCat("checkpoint: copying a slice of table '", def.name(), "' (", bytes,
+                     " bytes) for the cut would exceed the memory budget (", budget.left(), " of ",
+                     budget.limit(), " bytes left; ps_server --memory_budget_mb)")));
     slice.cut = 0;
     return nullptr;
   }
@@ -72,10 +72,9 @@ absl::Status ShardStore::MarkCut(uint64_t cut) {
   }
   if (seen < cut) return absl::OkStatus();
   EndCut();
-  return absl::FailedPreconditionError(
-      absl::StrCat("checkpoint: server ", server_index_, " has already applied a push at clock ",
-                   seen, ", so it cannot take a cut at ", cut, "; a cut after ", seen,
-                   " is needed"));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "checkpoint: server ", server_index_, " has already applied a push at clock ", seen,
+      ", so it cannot take a cut at ", cut, "; a cut after ", seen, " is needed"));
 }
 
 void ShardStore::CompleteCut() { cut_state_.set_complete(true); }
@@ -202,9 +201,9 @@ absl::StatusOr<uint64_t> ShardStore::LoadRecord(const SliceRecord& record) {
         width + state_per_key, " (same definition and optimizer expected)"));
   }
   if (h.first_key() > def.num_keys() || h.num_rows() > def.num_keys() - h.first_key()) {
-    return absl::DataLossError(absl::StrCat(
-        "table '", def.name(), "': checkpoint record of keys [", h.first_key(), ", ",
-        h.first_key() + h.num_rows(), ") exceeds num_keys ", def.num_keys()));
+    return absl::DataLossError(absl::StrCat("table '", def.name(), "': checkpoint record of keys [",
+                                            h.first_key(), ", ", h.first_key() + h.num_rows(),
+                                            ") exceeds num_keys ", def.num_keys()));
   }
   // The record's keys, by this store's slices (the checkpoint may have been
   // taken with another slice size).
@@ -217,7 +216,7 @@ absl::StatusOr<uint64_t> ShardStore::LoadRecord(const SliceRecord& record) {
     Slice* slice = table.slice(s);
     if (slice != nullptr) {
       absl::MutexLock lock(&slice->mu);
-      const uint64_t at = k - s * slice_size;  // in the slice
+      const uint64_t at = k - s * slice_size;   // in the slice
       const uint64_t from = k - h.first_key();  // in the record
       const uint64_t n = run_end - k;
       record.CopyFloats(from * width, n * width, slice->values.data() + at * width);

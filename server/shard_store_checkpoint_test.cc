@@ -81,9 +81,8 @@ std::string WriteAll(ShardStore& store) {
 }
 
 absl::Status LoadAll(ShardStore& store, const std::string& file) {
-  return ForEachSliceRecord(file, "test", [&](const SliceRecord& r) {
-    return store.LoadRecord(r).status();
-  });
+  return ForEachSliceRecord(file, "test",
+                            [&](const SliceRecord& r) { return store.LoadRecord(r).status(); });
 }
 
 class CutTest : public ::testing::TestWithParam<bool> {};
@@ -127,8 +126,8 @@ TEST_P(CutTest, HoldsExactlyThePushesBelowTheCut) {
 }
 
 // The store of `p` that owns key k of table "w" (8 buckets or keys per slice).
-ShardStore& Owner(const Placement& p, std::vector<std::unique_ptr<ShardStore>>& stores,
-                  uint64_t k, bool sparse) {
+ShardStore& Owner(const Placement& p, std::vector<std::unique_ptr<ShardStore>>& stores, uint64_t k,
+                  bool sparse) {
   const uint64_t slice = sparse ? Placement::SparseSliceOf(k, 8) : k / 8;
   return *stores[p.OwnerOfSlice("w", slice)];
 }
@@ -220,8 +219,8 @@ TEST_P(CutTest, ACopyOverTheMemoryBudgetFailsTheCutNotThePush) {
   ASSERT_TRUE(store.MarkCut(3).ok());
   ASSERT_TRUE(PushAll(store, "c", keys, 3).ok());  // training goes on
   for (float v : PullAll(store, "c", keys)) EXPECT_EQ(v, 2.0f);
-  absl::Status s = store.WriteCut(
-      [](const proto::TableDef&, std::string) { return absl::OkStatus(); });
+  absl::Status s =
+      store.WriteCut([](const proto::TableDef&, std::string) { return absl::OkStatus(); });
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(s.message(), HasSubstr("table 'c'"));
   EXPECT_THAT(s.message(), HasSubstr("memory budget"));

@@ -12,11 +12,11 @@ void SparseTable::CopyForCut(Slice& slice) {
   if (!budget_->TryCharge(bytes)) {
     // The cut cannot hold this slice as it was: it fails, training goes on.
     if (cut_state_ != nullptr) {
-      cut_state_->Fail(absl::ResourceExhaustedError(absl::StrCat(
-          "checkpoint: copying a slice of table '", def_.name(), "' (", bytes,
-          " bytes) for the cut would exceed the memory budget on server ", server_index_, " (",
-          budget_->left(), " of ", budget_->limit(),
-          " bytes left; ps_server --memory_budget_mb)")));
+      cut_state_->Fail(absl::ResourceExhaustedError(
+          absl::StrCat("checkpoint: copying a slice of table '", def_.name(), "' (", bytes,
+                       " bytes) for the cut would exceed the memory budget on server ",
+                       server_index_, " (", budget_->left(), " of ", budget_->limit(),
+                       " bytes left; ps_server --memory_budget_mb)")));
     }
     slice.cut = 0;
     return;
@@ -153,9 +153,8 @@ absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
     if (!budget_->TryCharge(after - before)) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "table '", def_.name(), "': restoring bucket ", h.slice(), " needs ", after - before,
-          " more bytes on server ", server_index_, ", over the memory budget (",
-          budget_->left(), " of ", budget_->limit(),
-          " bytes left; ps_server --memory_budget_mb)"));
+          " more bytes on server ", server_index_, ", over the memory budget (", budget_->left(),
+          " of ", budget_->limit(), " bytes left; ps_server --memory_budget_mb)"));
     }
     bytes_.fetch_add(after - before, std::memory_order_relaxed);
   }

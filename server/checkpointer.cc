@@ -1,0 +1,179 @@
+#include "server/checkpointer.h"
+
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/checkpoint_records.h"
+
+namespace ps {
+
+Checkpointer::~Checkpointer() {
+  std::thread writer;
+  {
+    absl::MutexLock lock(&mu_);
+    writer = std::move(writer_);
+  }
+  if (writer.joinable()) writer.join();
+}
+
+void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
+  ShardStore& store = core_->store();
+  const uint64_t cut = request.cut();
+  switch (request.action()) {
+    case proto::CHECKPOINT_MARK: {
+      proto::CheckpointResponse reply;
+      reply.set_max_clock(store.max_clock());
+      if (cut == 0) return done(reply);
+      {
+        absl::MutexLock lock(&mu_);
+        if (marked_ != 0) {
+          return done(absl::FailedPreconditionError(absl::StrCat(
+              "checkpoint: server ", server_index_, " already has a cut marked at ", marked_)));
+        }
+        absl::Status s = store.MarkCut(cut);
+        if (s.ok()) {
+          marked_ = cut;
+          reply.set_marked(true);
+        }
+      }
+      reply.set_max_clock(store.max_clock());
+      return done(reply);
+    }
+    case proto::CHECKPOINT_ABORT: {
+      {
+        absl::MutexLock lock(&mu_);
+        if (marked_ != cut) {
+          return done(absl::FailedPreconditionError(absl::StrCat(
+              "checkpoint: server ", server_index_, " has no cut marked at ", cut,
+              marked_ == 0 ? std::string(" (none)") : absl::StrCat(" (it has ", marked_, ")"))));
+        }
+        marked_ = 0;
+      }
+      store.EndCut();
+      return done(proto::CheckpointResponse());
+    }
+    case proto::CHECKPOINT_WRITE:
+      break;
+    default:
+      return done(absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint: server ", server_index_, " does not take action ", request.action(),
+          " (MARK, WRITE or ABORT; COORDINATE goes to the coordinator)")));
+  }
+  if (request.dir().empty()) {
+    return done(absl::InvalidArgumentError("checkpoint: WRITE needs the checkpoint's directory"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (marked_ != cut || cut == 0) {
+      return done(absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint: server ", server_index_, " has no cut marked at ", cut, " to write")));
+    }
+  }
+  const absl::Duration timeout =
+      request.timeout_ms() > 0 ? absl::Milliseconds(request.timeout_ms()) : absl::Seconds(60);
+  const std::string dir = request.dir();
+  core_->clocks().WhenCutReached(
+      cut, absl::Now() + timeout,
+      [this, cut, dir, done = std::move(done)](absl::Status status, uint64_t) {
+        if (!status.ok()) {
+          {
+            absl::MutexLock lock(&mu_);
+            marked_ = 0;
+          }
+          core_->store().EndCut();
+          return done(status);
+        }
+        // Every push of the cut is in: later ones are outside it.
+        core_->store().CompleteCut();
+        // Files are written on a thread of their own, not on the thread of
+        // the push that completed the cut.
+        std::thread previous;
+        absl::MutexLock lock(&mu_);
+        previous = std::move(writer_);
+        writer_ = std::thread([this, cut, dir, done, previous = std::move(previous)]() mutable {
+          if (previous.joinable()) previous.join();
+          absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut);
+          {
+            absl::MutexLock lock(&mu_);
+            marked_ = 0;
+          }
+          done(std::move(part));
+        });
+      });
+}
+
+absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::string& dir,
+                                                                  uint64_t cut) {
+  ShardStore& store = core_->store();
+  proto::CheckpointResponse reply;
+  std::map<std::string, std::unique_ptr<CheckpointFileWriter>> files;
+  int next_file = 0;
+  absl::Status status = store.WriteCut([&](const proto::TableDef& def, std::string record) {
+    auto it = files.find(def.name());
+    if (it == files.end()) {
+      absl::StatusOr<std::unique_ptr<CheckpointFileWriter>> writer = CheckpointFileWriter::Create(
+          dir, absl::StrCat("server-", server_index_, "-table-", next_file++));
+      if (!writer.ok()) return writer.status();
+      it = files.emplace(def.name(), *std::move(writer)).first;
+    }
+    return it->second->Append(record);
+  });
+  if (!status.ok()) return status;
+  for (auto& [name, writer] : files) {
+    absl::StatusOr<proto::CheckpointFile> entry = writer->Finish();
+    if (!entry.ok()) return entry.status();
+    reply.set_bytes(reply.bytes() + entry->bytes());
+    *reply.add_files() = *std::move(entry);
+  }
+  for (const ClockTracker::WorkerClock& c : core_->clocks().Clocks(cut)) {
+    proto::WorkerClock* w = reply.add_clocks();
+    w->set_table(c.table);
+    w->set_worker_id(c.worker);
+    w->set_clock(c.clock);
+  }
+  for (proto::TableDef& def : store.TableDefs()) *reply.add_tables() = std::move(def);
+  for (const RequestDedup::Window& d : core_->dedup().Export(cut)) {
+    proto::DedupWindow* w = reply.add_dedup();
+    w->set_worker_id(d.worker_id);
+    w->set_forgotten_max(d.forgotten_max);
+    for (uint64_t id : d.request_ids) w->add_request_ids(id);
+  }
+  reply.set_cut(cut);
+  return reply;
+}
+
+absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
+                                                      std::vector<std::string>* skipped) {
+  absl::StatusOr<FoundCheckpoint> found = FindNewestValidCheckpoint(root, skipped);
+  if (!found.ok()) return found.status();
+  absl::StatusOr<std::vector<FoundCheckpoint>> chain = CheckpointChain(found->path);
+  if (!chain.ok()) return chain.status();
+  ShardStore& store = core_->store();
+  for (const FoundCheckpoint& c : *chain) {
+    for (const proto::TableDef& def : c.manifest.tables()) {
+      absl::StatusOr<bool> created = store.CreateTable(def);
+      if (!created.ok()) {
+        return absl::Status(created.status().code(),
+                            absl::StrCat("restoring ", c.path, ": ", created.status().message()));
+      }
+    }
+  }
+  absl::Status loaded = ForEachChainRecord(
+      *chain,
+      [&](const FoundCheckpoint&, const SliceRecord& r) { return store.LoadRecord(r).status(); });
+  if (!loaded.ok()) return loaded;
+  const proto::CheckpointManifest& m = found->manifest;
+  for (const proto::WorkerClock& c : m.clocks()) {
+    core_->clocks().Restore(c.table(), c.worker_id(), c.clock());
+  }
+  for (const proto::DedupWindow& d : m.dedup()) {
+    core_->dedup().Import(
+        {d.worker_id(), {d.request_ids().begin(), d.request_ids().end()}, d.forgotten_max()});
+  }
+  return found;
+}
+
+}  // namespace ps

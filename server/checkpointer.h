@@ -1,0 +1,67 @@
+// Checkpointer: one server's part of checkpoints (proto/admin.proto) and its
+// restore, over a PsCore's store, clocks and de-duplication state.
+//
+// MARK marks the cut in the store (server/cut_state.h). WRITE waits, without
+// blocking a thread, until every live worker has completed the rounds below
+// the cut here (ClockTracker::WhenCutReached), completes the cut, and then on
+// a thread of its own writes one data file per table into the checkpoint's
+// directory (server/checkpoint_files.h) and answers with its part of the
+// manifest: files, worker clocks, tables and de-duplication windows. ABORT
+// abandons a marked cut. The coordinator (server/checkpoint_coordinator.h)
+// writes the manifest.
+//
+// Thread-safe; one checkpoint at a time.
+#ifndef PS_SERVER_CHECKPOINTER_H_
+#define PS_SERVER_CHECKPOINTER_H_
+
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/admin.pb.h"
+#include "server/checkpoint_files.h"
+#include "server/ps_core.h"
+
+namespace ps {
+
+class Checkpointer {
+ public:
+  using Done = std::function<void(absl::StatusOr<proto::CheckpointResponse>)>;
+
+  Checkpointer(PsCore* core, int server_index) : core_(core), server_index_(server_index) {}
+  // Waits for a write in progress.
+  ~Checkpointer();
+
+  // MARK (cut 0: only reports max_clock), WRITE or ABORT. `done` runs once,
+  // maybe before this returns, never under a lock of the core. Errors:
+  // INVALID_ARGUMENT (action, or a WRITE without a directory),
+  // FAILED_PRECONDITION (WRITE or ABORT of a cut that is not the one
+  // marked), DEADLINE_EXCEEDED (naming the slowest worker), the write's
+  // errors (naming the file).
+  void Handle(const proto::CheckpointRequest& request, Done done);
+
+  // Loads the newest valid checkpoint under `root` (and the chain it is
+  // applied on) into the core: tables, rows, worker clocks, de-duplication.
+  // Each newer checkpoint that did not verify is described in *skipped.
+  // Returns the checkpoint loaded. Errors: NOT_FOUND (none valid), those of
+  // the store's LoadRecord.
+  absl::StatusOr<FoundCheckpoint> Restore(const std::string& root,
+                                          std::vector<std::string>* skipped);
+
+ private:
+  // Writes the completed cut into `dir`: this server's manifest part.
+  absl::StatusOr<proto::CheckpointResponse> WritePart(const std::string& dir, uint64_t cut);
+
+  PsCore* const core_;
+  const int server_index_;
+  absl::Mutex mu_;
+  uint64_t marked_ ABSL_GUARDED_BY(mu_) = 0;  // the cut marked here, 0: none
+  std::thread writer_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CHECKPOINTER_H_
