@@ -34,6 +34,16 @@ void DropCopy(Slice& slice, MemoryBudget& budget) {
   slice.copy.reset();
 }
 
+void ShardStore::Table::SetCut(uint64_t cut, MemoryBudget& budget) {
+  if (sparse_ != nullptr) return sparse_->SetCut(cut);
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    DropCopy(*slice, budget);
+    slice->cut = cut;
+  }
+}
+
 absl::Status ShardStore::MarkCut(uint64_t cut) {
   if (cut == 0) return absl::InvalidArgumentError("checkpoint: the cut clock must be >= 1");
   uint64_t seen = 0;
@@ -50,19 +60,7 @@ absl::Status ShardStore::MarkCut(uint64_t cut) {
     }
     cut_state_.set_complete(false);
     cut_state_.ClearError();
-    for (const auto& table : tables) {
-      if (SparseTable* sparse = table->sparse()) {
-        sparse->MarkCut(cut);
-        continue;
-      }
-      for (uint64_t s = 0; s < table->num_slices(); ++s) {
-        Slice* slice = table->slice(s);
-        if (slice == nullptr) continue;
-        absl::MutexLock lock(&slice->mu);
-        DropCopy(*slice, budget_);
-        slice->cut = cut;
-      }
-    }
+    for (const auto& table : tables) table->SetCut(cut, budget_);
     cut_ = cut;
     cut_tables_ = std::move(tables);
     // A push updates max_clock_ before it locks a slice, and this reads it
@@ -87,19 +85,7 @@ void ShardStore::EndCut() {
     cut_tables_.clear();
     cut_ = 0;
   }
-  for (const auto& table : tables) {
-    if (SparseTable* sparse = table->sparse()) {
-      sparse->EndCut();
-      continue;
-    }
-    for (uint64_t s = 0; s < table->num_slices(); ++s) {
-      Slice* slice = table->slice(s);
-      if (slice == nullptr) continue;
-      absl::MutexLock lock(&slice->mu);
-      DropCopy(*slice, budget_);
-      slice->cut = 0;
-    }
-  }
+  for (const auto& table : tables) table->SetCut(0, budget_);
 }
 
 namespace {

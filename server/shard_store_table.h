@@ -77,6 +77,9 @@ class ShardStore::Table {
   const Optimizer& optimizer() const { return *optimizer_; }
   Slice* slice(uint64_t s) const { return slices_[s].get(); }
   uint64_t num_slices() const { return slices_.size(); }
+  // Puts every slice here in the cut at `cut` (0: out of any cut), dropping
+  // the copies of the previous one (shard_store_checkpoint.cc).
+  void SetCut(uint64_t cut, MemoryBudget& budget);
   // Null for a dense table.
   SparseTable* sparse() const { return sparse_.get(); }
   std::atomic<uint64_t>& version() { return sparse_ ? sparse_->version() : version_; }

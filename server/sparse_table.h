@@ -108,17 +108,16 @@ class SparseTable {
   static constexpr uint64_t kSketchBytes = 4 * 2048;
 
   // Checkpoints (server/cut_state.h). `cut_state` must outlive the table;
-  // set before MarkCut.
+  // set before SetCut.
   void set_cut_state(CutState* cut_state) { cut_state_ = cut_state; }
-  // Marks the cut at clock `cut` on every owned slice.
-  void MarkCut(uint64_t cut);
+  // Puts every owned slice in the cut at clock `cut` (0: out of any cut,
+  // an abandoned or finished one), dropping the previous cut's copies.
+  void SetCut(uint64_t cut);
   // For each owned slice in the cut: its record (SliceHeader and payload,
   // proto/checkpoint.proto) of the copy, or of the slice when it has none,
   // taken under its lock, then passed to sink after the lock is released;
   // the slice leaves the cut. Stops at sink's first error.
   absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink);
-  // Takes every slice out of the cut, dropping copies (an abandoned cut).
-  void EndCut();
   // Restore: loads the rows of a record of this table whose bucket is owned
   // here (none when it is not). A record without `delta` replaces the
   // bucket's rows; with it, adds or replaces rows and erases its erased
@@ -228,7 +227,7 @@ class SparseTable {
   // stale value only makes a prefetch useless: prefetches do not fault.
   static constexpr int kRefShift = 58;
   std::unique_ptr<std::atomic<uint64_t>[]> slot_refs_;
-  std::atomic<uint64_t> max_clock_{0};          // largest clock pushed here
+  std::atomic<uint64_t> max_clock_{0};  // largest clock pushed here
   std::atomic<uint64_t> admitted_{0}, refused_{0}, evicted_{0};
   std::atomic<uint64_t> rows_{0};
   std::atomic<uint64_t> bytes_{0};

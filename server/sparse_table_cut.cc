@@ -53,21 +53,12 @@ void SparseTable::DropCopy(Slice& slice) {
   slice.copy_bytes = 0;
 }
 
-void SparseTable::MarkCut(uint64_t cut) {
+void SparseTable::SetCut(uint64_t cut) {
   for (const auto& slice : slices_) {
     if (slice == nullptr) continue;
     absl::MutexLock lock(&slice->mu);
     DropCopy(*slice);
     slice->cut = cut;
-  }
-}
-
-void SparseTable::EndCut() {
-  for (const auto& slice : slices_) {
-    if (slice == nullptr) continue;
-    absl::MutexLock lock(&slice->mu);
-    DropCopy(*slice);
-    slice->cut = 0;
   }
 }
 
