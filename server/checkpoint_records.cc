@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace ps {
@@ -111,6 +112,44 @@ absl::StatusOr<std::vector<FoundCheckpoint>> CheckpointChain(const std::string& 
   }
   std::reverse(chain.begin(), chain.end());
   return chain;
+}
+
+absl::StatusOr<std::vector<FoundCheckpoint>> FindNewestValidChain(
+    const std::string& root, std::vector<std::string>* skipped) {
+  absl::StatusOr<std::vector<CheckpointDir>> dirs = ListCheckpoints(root);
+  if (!dirs.ok()) return dirs.status();
+  auto skip = [&](uint64_t sequence, absl::string_view why) {
+    if (skipped != nullptr) skipped->push_back(absl::StrCat(CheckpointDirName(sequence), ": ", why));
+  };
+  absl::flat_hash_map<std::string, absl::Status> verified;  // by path
+  for (auto it = dirs->rbegin(); it != dirs->rend(); ++it) {
+    if (!it->has_manifest) {
+      skip(it->sequence, "incomplete (no MANIFEST)");
+      continue;
+    }
+    absl::StatusOr<std::vector<FoundCheckpoint>> chain = CheckpointChain(it->path);
+    if (!chain.ok()) {
+      skip(it->sequence, chain.status().message());
+      continue;
+    }
+    absl::Status status;
+    for (auto c = chain->rbegin(); c != chain->rend() && status.ok(); ++c) {
+      auto [v, fresh] = verified.try_emplace(c->path);
+      if (fresh) v->second = VerifyCheckpoint(c->path);
+      if (!v->second.ok()) {
+        status = c->path == it->path
+                     ? v->second
+                     : absl::Status(v->second.code(),
+                                    absl::StrCat("its base ", c->path, ": ", v->second.message()));
+      }
+    }
+    if (!status.ok()) {
+      skip(it->sequence, status.message());
+      continue;
+    }
+    return chain;
+  }
+  return absl::NotFoundError(absl::StrCat("no valid checkpoint under ", root));
 }
 
 absl::Status ForEachChainRecord(

@@ -70,6 +70,15 @@ absl::Status ForEachSliceRecord(absl::string_view bytes, absl::string_view file,
 // the base that is missing or damaged.
 absl::StatusOr<std::vector<FoundCheckpoint>> CheckpointChain(const std::string& dir);
 
+// The chain (as CheckpointChain) of the newest checkpoint under root whose
+// every checkpoint verifies (VerifyCheckpoint: manifest, sizes, every
+// block's CRC), so that a restore never stops halfway through a damaged
+// base. Each newer checkpoint passed over is described in *skipped
+// ("ckpt-0000000007: <what was wrong>"; may be null). NOT_FOUND naming root
+// when none is valid.
+absl::StatusOr<std::vector<FoundCheckpoint>> FindNewestValidChain(
+    const std::string& root, std::vector<std::string>* skipped);
+
 // Calls fn(checkpoint, record) for every record of every data file of the
 // chain, oldest checkpoint first; each file is read and its size and CRCs
 // checked (ReadCheckpointFile) before any of its records is passed on.

@@ -1,5 +1,6 @@
 #include "server/checkpointer.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <utility>
@@ -29,14 +30,20 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
       if (cut == 0) return done(reply);
       {
         absl::MutexLock lock(&mu_);
-        if (marked_ != 0) {
+        if (marked_ != 0 && (writing_ || absl::Now() - marked_at_ < kStaleMark)) {
           return done(absl::FailedPreconditionError(absl::StrCat(
-              "checkpoint: server ", server_index_, " already has a cut marked at ", marked_)));
+              "checkpoint: server ", server_index_, " already has a cut marked at ", marked_,
+              " (another checkpoint is being taken)")));
         }
+        // A mark whose WRITE never came (its coordinator went away) is
+        // dropped: it would hold slice copies for ever.
+        if (marked_ != 0) store.EndCut();
         absl::Status s = store.MarkCut(cut);
         if (s.ok()) {
           marked_ = cut;
+          marked_at_ = absl::Now();
           reply.set_marked(true);
+          reply.set_incremental_ok(IncrementalOkLocked(request.since()));
         }
       }
       reply.set_max_clock(store.max_clock());
@@ -45,9 +52,10 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
     case proto::CHECKPOINT_ABORT: {
       {
         absl::MutexLock lock(&mu_);
-        if (marked_ != cut) {
+        if (marked_ != cut || writing_) {
           return done(absl::FailedPreconditionError(absl::StrCat(
-              "checkpoint: server ", server_index_, " has no cut marked at ", cut,
+              "checkpoint: server ", server_index_,
+              writing_ ? " is writing the cut at " : " has no cut marked at ", cut,
               marked_ == 0 ? std::string(" (none)") : absl::StrCat(" (it has ", marked_, ")"))));
         }
         marked_ = 0;
@@ -65,23 +73,33 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
   if (request.dir().empty()) {
     return done(absl::InvalidArgumentError("checkpoint: WRITE needs the checkpoint's directory"));
   }
+  const uint64_t since = request.since();
   {
     absl::MutexLock lock(&mu_);
-    if (marked_ != cut || cut == 0) {
+    if (marked_ != cut || cut == 0 || writing_) {
       return done(absl::FailedPreconditionError(absl::StrCat(
           "checkpoint: server ", server_index_, " has no cut marked at ", cut, " to write")));
     }
+    if (since != 0 && !IncrementalOkLocked(since)) {
+      marked_ = 0;
+      store.EndCut();
+      return done(absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint: server ", server_index_, " cannot write what changed since cut ", since,
+          ": it did not write or restore that checkpoint, or has written one on a later base")));
+    }
+    writing_ = true;
   }
   const absl::Duration timeout =
       request.timeout_ms() > 0 ? absl::Milliseconds(request.timeout_ms()) : absl::Seconds(60);
   const std::string dir = request.dir();
   core_->clocks().WhenCutReached(
       cut, absl::Now() + timeout,
-      [this, cut, dir, done = std::move(done)](absl::Status status, uint64_t) {
+      [this, cut, since, dir, done = std::move(done)](absl::Status status, uint64_t) {
         if (!status.ok()) {
           {
             absl::MutexLock lock(&mu_);
             marked_ = 0;
+            writing_ = false;
           }
           core_->store().EndCut();
           return done(status);
@@ -93,25 +111,40 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
         std::thread previous;
         absl::MutexLock lock(&mu_);
         previous = std::move(writer_);
-        writer_ = std::thread([this, cut, dir, done, previous = std::move(previous)]() mutable {
+        writer_ = std::thread([this, cut, since, dir, done,
+                               previous = std::move(previous)]() mutable {
           if (previous.joinable()) previous.join();
-          absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut);
+          absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut, since);
           {
             absl::MutexLock lock(&mu_);
             marked_ = 0;
+            writing_ = false;
+            if (part.ok()) RememberLocked(cut, since);
           }
           done(std::move(part));
         });
       });
 }
 
+bool Checkpointer::IncrementalOkLocked(uint64_t since) const {
+  return since != 0 && since >= since_floor_ &&
+         std::find(bases_.begin(), bases_.end(), since) != bases_.end();
+}
+
+void Checkpointer::RememberLocked(uint64_t cut, uint64_t since) {
+  since_floor_ = std::max(since_floor_, since);
+  bases_.push_back(cut);
+  constexpr size_t kBasesKept = 8;
+  if (bases_.size() > kBasesKept) bases_.erase(bases_.begin());
+}
+
 absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::string& dir,
-                                                                  uint64_t cut) {
+                                                                  uint64_t cut, uint64_t since) {
   ShardStore& store = core_->store();
   proto::CheckpointResponse reply;
   std::map<std::string, std::unique_ptr<CheckpointFileWriter>> files;
   int next_file = 0;
-  absl::Status status = store.WriteCut([&](const proto::TableDef& def, std::string record) {
+  auto sink = [&](const proto::TableDef& def, std::string record) -> absl::Status {
     auto it = files.find(def.name());
     if (it == files.end()) {
       absl::StatusOr<std::unique_ptr<CheckpointFileWriter>> writer = CheckpointFileWriter::Create(
@@ -120,8 +153,8 @@ absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::str
       it = files.emplace(def.name(), *std::move(writer)).first;
     }
     return it->second->Append(record);
-  });
-  if (!status.ok()) return status;
+  };
+  if (absl::Status s = store.WriteCut(sink, since); !s.ok()) return s;
   for (auto& [name, writer] : files) {
     absl::StatusOr<proto::CheckpointFile> entry = writer->Finish();
     if (!entry.ok()) return entry.status();
@@ -147,9 +180,7 @@ absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::str
 
 absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
                                                       std::vector<std::string>* skipped) {
-  absl::StatusOr<FoundCheckpoint> found = FindNewestValidCheckpoint(root, skipped);
-  if (!found.ok()) return found.status();
-  absl::StatusOr<std::vector<FoundCheckpoint>> chain = CheckpointChain(found->path);
+  absl::StatusOr<std::vector<FoundCheckpoint>> chain = FindNewestValidChain(root, skipped);
   if (!chain.ok()) return chain.status();
   ShardStore& store = core_->store();
   for (const FoundCheckpoint& c : *chain) {
@@ -165,7 +196,9 @@ absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
       *chain,
       [&](const FoundCheckpoint&, const SliceRecord& r) { return store.LoadRecord(r).status(); });
   if (!loaded.ok()) return loaded;
-  const proto::CheckpointManifest& m = found->manifest;
+  const FoundCheckpoint& found = chain->back();
+  const proto::CheckpointManifest& m = found.manifest;
+  if (m.cut() > 0) store.RaiseMaxClock(m.cut() - 1);
   for (const proto::WorkerClock& c : m.clocks()) {
     core_->clocks().Restore(c.table(), c.worker_id(), c.clock());
   }
@@ -173,6 +206,9 @@ absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
     core_->dedup().Import(
         {d.worker_id(), {d.request_ids().begin(), d.request_ids().end()}, d.forgotten_max()});
   }
+  core_->set_restored(found.path, m.cut());
+  absl::MutexLock lock(&mu_);
+  RememberLocked(m.cut(), 0);
   return found;
 }
 

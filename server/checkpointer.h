@@ -19,8 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "proto/admin.pb.h"
 #include "server/checkpoint_files.h"
 #include "server/ps_core.h"
@@ -30,6 +33,10 @@ namespace ps {
 class Checkpointer {
  public:
   using Done = std::function<void(absl::StatusOr<proto::CheckpointResponse>)>;
+
+  // A cut marked this long ago whose WRITE has not come is dropped by the
+  // next MARK (its coordinator went away).
+  static constexpr absl::Duration kStaleMark = absl::Seconds(30);
 
   Checkpointer(PsCore* core, int server_index) : core_(core), server_index_(server_index) {}
   // Waits for a write in progress.
@@ -52,14 +59,24 @@ class Checkpointer {
                                           std::vector<std::string>* skipped);
 
  private:
-  // Writes the completed cut into `dir`: this server's manifest part.
-  absl::StatusOr<proto::CheckpointResponse> WritePart(const std::string& dir, uint64_t cut);
+  // Writes the completed cut into `dir` (with since > 0: what changed
+  // after that cut): this server's manifest part.
+  absl::StatusOr<proto::CheckpointResponse> WritePart(const std::string& dir, uint64_t cut,
+                                                      uint64_t since);
+  bool IncrementalOkLocked(uint64_t since) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RememberLocked(uint64_t cut, uint64_t since) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   PsCore* const core_;
   const int server_index_;
   absl::Mutex mu_;
   uint64_t marked_ ABSL_GUARDED_BY(mu_) = 0;  // the cut marked here, 0: none
+  absl::Time marked_at_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a WRITE of marked_ is under way
   std::thread writer_ ABSL_GUARDED_BY(mu_);
+  // Cuts of the checkpoints written or restored here, newest last (a few).
+  std::vector<uint64_t> bases_ ABSL_GUARDED_BY(mu_);
+  // The largest `since` of a write here: older bases are no longer complete.
+  uint64_t since_floor_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ps

@@ -4,8 +4,12 @@
 //       listens on the address of entry 1 and owns ring shard 1 of 3.
 //   ps_server --num_servers=3 --index=1 --listen=127.0.0.1:0 --port_file=F
 //       picks a free port and writes it to F (for launchers and tests).
+//   ps_server --servers=... --index=0 --checkpoint_dir=D --checkpoint_every_seconds=60
+//       also coordinates a checkpoint of the cluster every minute into D;
+//       with --restore, every server first loads the newest valid one.
 //
-// Stops cleanly on SIGTERM or SIGINT.
+// Stops cleanly on SIGTERM or SIGINT (after a last checkpoint, with
+// --checkpoint_dir).
 #include <signal.h>
 
 #include <cstdio>
@@ -49,6 +53,28 @@ ABSL_FLAG(double, dedup_retention_seconds, 120,
 ABSL_FLAG(uint64_t, key_list_cache_mb, 64,
           "MiB of key lists kept for workers' key-list caching (all workers together, apart "
           "from --memory_budget_mb; 0: none kept)");
+
+ABSL_FLAG(std::string, checkpoint_dir, "",
+          "root of the checkpoints (ckpt-<sequence> directories); server 0 coordinates them. "
+          "Empty: no checkpoints");
+ABSL_FLAG(std::string, servers_file, "",
+          "with --num_servers: a file the launcher writes with the cluster spec (host:port,...) "
+          "once every server has bound its port; read when checkpoints need it");
+ABSL_FLAG(bool, restore, false,
+          "before serving, load the newest valid checkpoint under --checkpoint_dir (and the "
+          "chain it adds to); fail when there is none");
+ABSL_FLAG(double, checkpoint_every_seconds, 0, "server 0: a checkpoint this often (0: off)");
+ABSL_FLAG(uint64_t, checkpoint_every_clocks, 0,
+          "server 0: a checkpoint whenever its clock passes the last cut by this much (0: off)");
+ABSL_FLAG(bool, checkpoint_on_exit, true,
+          "with --checkpoint_dir: a last checkpoint on SIGTERM or SIGINT (server 0 takes it, "
+          "the others ask server 0)");
+ABSL_FLAG(int, checkpoint_keep, 3, "server 0: complete checkpoints kept (with their bases)");
+ABSL_FLAG(int, checkpoint_incremental, 0,
+          "server 0: up to this many incremental checkpoints (what changed since the previous "
+          "one) between full ones (0: always full)");
+ABSL_FLAG(double, checkpoint_timeout_seconds, 60,
+          "how long a checkpoint may wait for the workers to finish the rounds before its cut");
 
 namespace {
 
@@ -122,6 +148,32 @@ int main(int argc, char** argv) {
     if (listen.empty()) listen = "127.0.0.1:0";
   }
   options.listen_address = listen;
+
+  ps::ServerCheckpointOptions& ckpt = options.checkpoint;
+  ckpt.dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  ckpt.restore = absl::GetFlag(FLAGS_restore);
+  if (!servers.empty()) ckpt.servers = ps::ClusterSpec::Parse(servers)->servers;
+  ckpt.servers_file = absl::GetFlag(FLAGS_servers_file);
+  const double every = absl::GetFlag(FLAGS_checkpoint_every_seconds);
+  const double ckpt_timeout = absl::GetFlag(FLAGS_checkpoint_timeout_seconds);
+  ckpt.every_clocks = absl::GetFlag(FLAGS_checkpoint_every_clocks);
+  ckpt.on_exit = absl::GetFlag(FLAGS_checkpoint_on_exit);
+  ckpt.keep = absl::GetFlag(FLAGS_checkpoint_keep);
+  ckpt.full_every = absl::GetFlag(FLAGS_checkpoint_incremental);
+  if (!(every >= 0) || !(ckpt_timeout > 0) || ckpt_timeout > 3600) {
+    return Fail(absl::StrCat("--checkpoint_every_seconds=", every, " must be >= 0 and "
+                             "--checkpoint_timeout_seconds=", ckpt_timeout, " in (0, 3600]"));
+  }
+  if (ckpt.keep < 1 || ckpt.full_every < 0) {
+    return Fail(absl::StrCat("--checkpoint_keep=", ckpt.keep, " must be >= 1 and "
+                             "--checkpoint_incremental=", ckpt.full_every, " >= 0"));
+  }
+  ckpt.every = absl::Seconds(every);
+  ckpt.write_timeout = absl::Seconds(ckpt_timeout);
+  if (ckpt.dir.empty() && (ckpt.restore || every > 0 || ckpt.every_clocks > 0)) {
+    return Fail("--restore, --checkpoint_every_seconds and --checkpoint_every_clocks need "
+                "--checkpoint_dir");
+  }
 
   // Block the stop signals before gRPC starts its threads, so only the
   // waiter below receives them.

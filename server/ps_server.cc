@@ -2,9 +2,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
+#include "common/cluster_spec.h"
+#include "absl/time/clock.h"
+#include "server/checkpoint_peer.h"
 #include "common/log.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -27,12 +34,20 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   core_options.limits = options.limits;
   core_options.clock = options.clock;
   server->core_ = std::make_unique<PsCore>(core_options);
+  server->checkpointer_ = std::make_unique<Checkpointer>(server->core_.get(), options.server_index);
+  if (absl::Status s = server->Restore(); !s.ok()) return s;
   server->service_ = std::make_unique<PsService>(server->core_.get());
+  server->admin_ = std::make_unique<AdminService>(
+      server->checkpointer_.get(), options.server_index,
+      [s = server.get()](const proto::CheckpointRequest& request, AdminService::Done done) {
+        s->Coordinate(request, std::move(done));
+      });
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(server->service_.get());
+  builder.RegisterService(server->admin_.get());
   // Requests may carry the limit plus framing; responses are checked by the service.
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<uint64_t>(options.limits.max_message_bytes + (1 << 16), INT32_MAX)));
@@ -51,6 +66,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   server->address_ = absl::StrCat(listen.substr(0, colon), ":", server->port_);
   server->core_->set_address(server->address_);
   server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
+  if (absl::Status s = server->StartScheduler(); !s.ok()) return s;
   LogEvent(absl::StrCat("ps_server ", options.server_index, " ", server->address_),
            absl::StrCat("started: shard ", options.server_index, " of ", options.num_servers,
                         ", slice_size ", options.placement.slice_size, ", virtual_nodes ",
@@ -59,6 +75,147 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
 }
 
 PsServer::~PsServer() { Shutdown(); }
+
+std::string PsServer::Who() const {
+  return absl::StrCat("ps_server ", options_.server_index, " ", address_);
+}
+
+absl::Status PsServer::Restore() {
+  const ServerCheckpointOptions& c = options_.checkpoint;
+  if (!c.restore) return absl::OkStatus();
+  if (c.dir.empty()) {
+    return absl::InvalidArgumentError("--restore needs --checkpoint_dir, the checkpoints' root");
+  }
+  const std::string who = absl::StrCat("ps_server ", options_.server_index);
+  const absl::Time start = absl::Now();
+  std::vector<std::string> skipped;
+  absl::StatusOr<FoundCheckpoint> found = checkpointer_->Restore(c.dir, &skipped);
+  for (const std::string& s : skipped) LogEvent(who, absl::StrCat("restore: passed over ", s));
+  if (!found.ok()) {
+    return absl::Status(found.status().code(),
+                        absl::StrCat("restore from ", c.dir, ": ", found.status().message()));
+  }
+  restored_cut_ = found->manifest.cut();
+  LogEvent(who, absl::StrFormat("restored %s (cut %d, taken by %d servers): %d tables, %.1f MiB "
+                                "here, in %.3f s",
+                                found->path, found->manifest.cut(), found->manifest.num_servers(),
+                                found->manifest.tables_size(), store().bytes_used() / 1048576.0,
+                                absl::ToDoubleSeconds(absl::Now() - start)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> PsServer::ServerAddresses() const {
+  const ServerCheckpointOptions& c = options_.checkpoint;
+  std::vector<std::string> addresses = c.servers;
+  if (addresses.empty() && !c.servers_file.empty()) {
+    std::ifstream in(c.servers_file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) {
+      return absl::NotFoundError(absl::StrCat("cannot read --servers_file=", c.servers_file));
+    }
+    absl::StatusOr<ClusterSpec> spec = ClusterSpec::Parse(absl::StripAsciiWhitespace(text));
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--servers_file=", c.servers_file, ": ", spec.status().message()));
+    }
+    addresses = spec->servers;
+  }
+  if (addresses.empty() && options_.num_servers == 1) addresses.push_back(address_);
+  if (addresses.size() != static_cast<size_t>(options_.num_servers)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoints into ", c.dir, " need the addresses of the ", options_.num_servers,
+        " servers, not ", addresses.size(), ": give --servers or --servers_file"));
+  }
+  return addresses;
+}
+
+absl::Status PsServer::StartScheduler() {
+  const ServerCheckpointOptions& c = options_.checkpoint;
+  if (options_.server_index != 0 || c.dir.empty() || !c.coordinate) return absl::OkStatus();
+  if (c.servers_file.empty()) {
+    // Known now: fail at start rather than at the first checkpoint.
+    if (absl::StatusOr<std::vector<std::string>> a = ServerAddresses(); !a.ok()) return a.status();
+  }
+  auto peers = [this]() -> absl::StatusOr<CheckpointCoordinator::Peers> {
+    absl::StatusOr<std::vector<std::string>> addresses = ServerAddresses();
+    if (!addresses.ok()) return addresses.status();
+    CheckpointCoordinator::Peers peers;
+    for (size_t i = 0; i < addresses->size(); ++i) {
+      peers.push_back(NewGrpcCheckpointPeer(static_cast<int>(i), (*addresses)[i]));
+    }
+    return peers;
+  };
+  CoordinatorOptions co;
+  co.root = c.dir;
+  co.keep = c.keep;
+  co.full_every = c.full_every;
+  co.write_timeout = c.write_timeout;
+  co.slice_size = options_.placement.slice_size;
+  co.virtual_nodes = static_cast<uint32_t>(options_.placement.virtual_nodes);
+  SchedulerOptions so;
+  so.every = c.every;
+  so.every_clocks = c.every_clocks;
+  so.start_cut = restored_cut_;
+  auto scheduler = std::make_unique<CheckpointScheduler>(
+      std::make_unique<CheckpointCoordinator>(CheckpointCoordinator::PeerSource(peers), co), so,
+      [core = core_.get()] { return core->store().max_clock(); },
+      [who = Who()](const std::string& line) { LogEvent(who, line); });
+  absl::MutexLock lock(&mu_);
+  scheduler_ = std::move(scheduler);
+  return absl::OkStatus();
+}
+
+void PsServer::Coordinate(const proto::CheckpointRequest& request, AdminService::Done done) {
+  CheckpointScheduler* scheduler;
+  {
+    absl::MutexLock lock(&mu_);
+    scheduler = scheduler_.get();
+  }
+  if (scheduler == nullptr) {
+    return done(absl::FailedPreconditionError(absl::StrCat(
+        "server ", options_.server_index,
+        " does not coordinate checkpoints: ask server 0, started with --checkpoint_dir")));
+  }
+  scheduler->Request(request.full(), [done = std::move(done)](
+                                         absl::StatusOr<CheckpointResult> result) {
+    if (!result.ok()) return done(result.status());
+    proto::CheckpointResponse reply;
+    reply.set_path(result->path);
+    reply.set_sequence(result->sequence);
+    reply.set_base_sequence(result->base_sequence);
+    reply.set_cut(result->cut);
+    reply.set_bytes(result->bytes);
+    reply.set_micros(static_cast<uint64_t>(absl::ToInt64Microseconds(result->took)));
+    done(reply);
+  });
+}
+
+void PsServer::LastCheckpoint() {
+  const ServerCheckpointOptions& c = options_.checkpoint;
+  if (c.dir.empty()) return;
+  CheckpointScheduler* scheduler;
+  {
+    absl::MutexLock lock(&mu_);
+    scheduler = scheduler_.get();
+  }
+  if (scheduler != nullptr) {
+    (void)scheduler->Stop(c.on_exit);  // logs its result
+    return;
+  }
+  if (!c.on_exit || !c.coordinate || options_.server_index == 0) return;
+  absl::StatusOr<std::vector<std::string>> addresses = ServerAddresses();
+  if (!addresses.ok()) {
+    LogEvent(Who(), absl::StrCat("no last checkpoint: ", addresses.status().message()));
+    return;
+  }
+  proto::CheckpointRequest request;
+  request.set_action(proto::CHECKPOINT_COORDINATE);
+  absl::StatusOr<proto::CheckpointResponse> reply = NewGrpcCheckpointPeer(0, (*addresses)[0])
+                                                        ->Call(request, c.write_timeout + absl::Seconds(30));
+  LogEvent(Who(), reply.ok() ? absl::StrCat("last checkpoint (taken by server 0): ", reply->path(),
+                                            " at cut ", reply->cut())
+                             : absl::StrCat("no last checkpoint: ", reply.status().message()));
+}
 
 void PsServer::TickLoop() {
   const std::string who = absl::StrCat("ps_server ", options_.server_index, " ", address_);
@@ -74,7 +231,14 @@ void PsServer::TickLoop() {
 void PsServer::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
-    if (shut_down_) return;
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  // While the server still serves and ticks (leases of workers that died
+  // must expire for the cut to complete).
+  if (server_ != nullptr) LastCheckpoint();
+  {
+    absl::MutexLock lock(&mu_);
     shut_down_ = true;
   }
   if (ticker_.joinable()) ticker_.join();

@@ -11,17 +11,45 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/placement.h"
 #include "grpcpp/server.h"
 #include "common/clock.h"
+#include "server/admin_service.h"
+#include "server/checkpoint_scheduler.h"
+#include "server/checkpointer.h"
 #include "server/ps_core.h"
 #include "server/ps_service.h"
 #include "server/server_limits.h"
 
 namespace ps {
+
+// Checkpoints (server/checkpointer.h): every server writes its part where
+// the coordinator says; server 0 coordinates when it has a directory.
+struct ServerCheckpointOptions {
+  std::string dir;       // checkpoints under dir/ckpt-<sequence>; empty: none
+  bool restore = false;  // load the newest valid one under dir before serving
+  // Server 0: coordinate checkpoints (timers, COORDINATE, the last one at
+  // exit). Off, checkpoints are coordinated from outside (ps_admin --checkpoint_dir).
+  bool coordinate = true;
+  // Every server's address, in shard order: server 0 calls them all, and
+  // the others ask server 0 for a last checkpoint when they stop. May be
+  // empty with one server (it calls itself at its bound address).
+  std::vector<std::string> servers;
+  // Instead of `servers`: a file holding them (host:port,...), read when
+  // they are first needed, for launchers that learn the ports only after
+  // the servers bound them.
+  std::string servers_file;
+  absl::Duration every = absl::ZeroDuration();  // 0: no timer
+  uint64_t every_clocks = 0;                    // 0: no clock trigger
+  bool on_exit = true;                          // a last one at Shutdown
+  int keep = 3;
+  int full_every = 0;  // incremental checkpoints per full one (0: always full)
+  absl::Duration write_timeout = absl::Seconds(60);
+};
 
 struct ServerOptions {
   std::string listen_address = "127.0.0.1:0";  // port 0: pick a free port
@@ -32,12 +60,15 @@ struct ServerOptions {
   // How often worker leases and the deadlines of waiting pulls are checked.
   absl::Duration tick_interval = absl::Milliseconds(20);
   Clock* clock = Clock::Real();
+  ServerCheckpointOptions checkpoint;
 };
 
 class PsServer {
  public:
-  // Errors: INVALID_ARGUMENT (index outside [0, num_servers)), UNAVAILABLE
-  // (the address could not be bound; the message names it).
+  // Errors: INVALID_ARGUMENT (index outside [0, num_servers), a coordinator
+  // without the servers' addresses), UNAVAILABLE (the address could not be
+  // bound; the message names it), the restore's (NOT_FOUND when no valid
+  // checkpoint is under the directory; DATA_LOSS naming the file).
   static absl::StatusOr<std::unique_ptr<PsServer>> Start(const ServerOptions& options);
   ~PsServer();
 
@@ -48,6 +79,8 @@ class PsServer {
   ShardStore& store() { return core_->store(); }
   ClockTracker& clocks() { return core_->clocks(); }
 
+  // With a checkpoint directory and on_exit, first takes a last checkpoint
+  // (server 0) or asks server 0 for one (the others), while still serving.
   void Shutdown();
   // Blocks until Shutdown() has been called and the server has stopped.
   void Wait();
@@ -57,17 +90,31 @@ class PsServer {
   // Runs ClockTracker::Tick every tick_interval and logs its events, until
   // Shutdown.
   void TickLoop();
+  // Restores (options_.checkpoint.restore) before the server serves.
+  absl::Status Restore();
+  // Server 0 with a checkpoint directory: the coordinator and its timers.
+  absl::Status StartScheduler();
+  void LastCheckpoint();
+  // options_.checkpoint.servers, or those of servers_file.
+  absl::StatusOr<std::vector<std::string>> ServerAddresses() const;
+  void Coordinate(const proto::CheckpointRequest& request, AdminService::Done done);
+  std::string Who() const;
 
   ServerOptions options_;
   std::string address_;
   int port_ = 0;
   std::unique_ptr<PsCore> core_;
   std::unique_ptr<PsService> service_;
+  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<AdminService> admin_;
+  uint64_t restored_cut_ = 0;
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;
 
   absl::Mutex mu_;
-  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // Shutdown has begun
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // the ticker stops
+  std::unique_ptr<CheckpointScheduler> scheduler_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ps

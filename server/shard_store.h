@@ -148,11 +148,19 @@ class ShardStore {
   // leaves the cut. The cut ends, whatever the result. Errors: why the cut
   // failed (e.g. no memory for a copy), then sink's.
   absl::Status WriteCut(
-      absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink);
+      absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
+      uint64_t since = 0);
   // Abandons the cut, dropping its copies.
   void EndCut();
   // The largest clock of a push applied (or being applied) here.
   uint64_t max_clock() const { return max_clock_.load(); }
+  // Restore: the restored checkpoint's pushes count as applied up to
+  // `clock`, so that a later cut is above the restored workers' clocks.
+  void RaiseMaxClock(uint64_t clock) {
+    uint64_t seen = max_clock_.load();
+    while (clock > seen && !max_clock_.compare_exchange_weak(seen, clock)) {
+    }
+  }
   // The definitions of every table here, by name.
   std::vector<proto::TableDef> TableDefs() const;
   // Restore: loads a checkpoint record into the table it names (created

@@ -114,7 +114,9 @@ std::string DenseRecord(const proto::TableDef& def, uint64_t s, uint64_t first_k
 }  // namespace
 
 absl::Status ShardStore::WriteCut(
-    absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink) {
+    absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
+    uint64_t since) {
+  if (since != 0) return absl::UnimplementedError("checkpoint: incremental writes (pending)");
   std::vector<std::shared_ptr<Table>> tables;
   {
     absl::MutexLock lock(&cut_mu_);

@@ -1,0 +1,52 @@
+#include "server/checkpoint_peer.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "proto/admin.grpc.pb.h"
+
+namespace ps {
+namespace {
+
+class GrpcCheckpointPeer final : public CheckpointPeer {
+ public:
+  GrpcCheckpointPeer(int server_index, const std::string& address)
+      : name_(absl::StrCat("server ", server_index, " (", address, ")")) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    stub_ = proto::PsAdmin::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  }
+
+  absl::StatusOr<proto::CheckpointResponse> Call(const proto::CheckpointRequest& request,
+                                                 absl::Duration timeout) override {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    proto::CheckpointResponse response;
+    absl::Status status = FromGrpcStatus(stub_->Checkpoint(&context, request, &response));
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(name_, ": ", status.message()));
+    }
+    return response;
+  }
+
+  const std::string& name() const override { return name_; }
+
+ private:
+  const std::string name_;
+  std::unique_ptr<proto::PsAdmin::Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<CheckpointPeer> NewGrpcCheckpointPeer(int server_index,
+                                                      const std::string& address) {
+  return std::make_unique<GrpcCheckpointPeer>(server_index, address);
+}
+
+}  // namespace ps
