@@ -392,7 +392,7 @@ absl::StatusOr<proto::HeartbeatResponse> PsCore::Heartbeat(const proto::Heartbea
   return reply;
 }
 
-absl::StatusOr<proto::InfoResponse> PsCore::Info(const proto::InfoRequest& request) const {
+absl::StatusOr<proto::InfoResponse> PsCore::Info(const proto::InfoRequest& request) {
   proto::InfoResponse info;
   if (!request.table().empty()) {
     absl::StatusOr<proto::TableDef> def = store_.GetTableDef(request.table());
@@ -405,9 +405,25 @@ absl::StatusOr<proto::InfoResponse> PsCore::Info(const proto::InfoRequest& reque
   info.set_slice_size(options_.placement.slice_size);
   info.set_dedup_retention_ms(
       static_cast<uint64_t>(absl::ToInt64Milliseconds(options_.limits.dedup_retention)));
+  if (request.worker_clocks()) {
+    for (const ClockTracker::WorkerClock& c : clocks_.Clocks(UINT64_MAX)) {
+      if (c.worker != request.worker_id()) continue;
+      proto::TableClock* t = info.add_worker_clocks();
+      t->set_table(c.table);
+      t->set_clock(c.clock);
+    }
+  }
   absl::MutexLock lock(&address_mu_);
   info.set_address(address_);
+  info.set_restored_from(restored_from_);
+  info.set_restored_cut(restored_cut_);
   return info;
+}
+
+void PsCore::set_restored(const std::string& path, uint64_t cut) {
+  absl::MutexLock lock(&address_mu_);
+  restored_from_ = path;
+  restored_cut_ = cut;
 }
 
 proto::StatsResponse PsCore::Stats() {

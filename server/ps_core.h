@@ -124,8 +124,9 @@ class PsCore {
   absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request);
 
   // This server's place in the cluster; with request.table, also that
-  // table's definition (NOT_FOUND naming it when absent).
-  absl::StatusOr<proto::InfoResponse> Info(const proto::InfoRequest& request) const;
+  // table's definition (NOT_FOUND naming it when absent); with
+  // request.worker_clocks, the worker's clock on every table known here.
+  absl::StatusOr<proto::InfoResponse> Info(const proto::InfoRequest& request);
   proto::StatsResponse Stats();
 
   // Expires leases and fails parked calls past their deadline, as of the
@@ -135,6 +136,8 @@ class PsCore {
   void Close(const absl::Status& status);
 
   void set_address(const std::string& address);
+  // The checkpoint restored at start, for Info.
+  void set_restored(const std::string& path, uint64_t cut);
   int server_index() const { return options_.server_index; }
   const ServerLimits& limits() const { return options_.limits; }
   ShardStore& store() { return store_; }
@@ -167,6 +170,8 @@ class PsCore {
   PullStats stats_;
   mutable absl::Mutex address_mu_;
   std::string address_ ABSL_GUARDED_BY(address_mu_);
+  std::string restored_from_ ABSL_GUARDED_BY(address_mu_);
+  uint64_t restored_cut_ ABSL_GUARDED_BY(address_mu_) = 0;
 };
 
 }  // namespace ps

@@ -107,6 +107,9 @@ ABSL_FLAG(double, progress_seconds, 5, "seconds between progress lines");
 ABSL_FLAG(double, timeout_seconds, 10, "deadline of each RPC attempt");
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice (must match the servers)");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server (must match the servers)");
+ABSL_FLAG(bool, resume, false,
+          "continue where the checkpoint the servers restored (ps_server --restore) left this "
+          "worker: at its clock, epoch and step; from the start when they restored none");
 ABSL_FLAG(bool, eval_only, false, "skip training; only evaluate the servers' parameters");
 ABSL_FLAG(std::string, consistency, "async",
           "async (pulls never wait), bounded (a pull at clock t waits for every live worker's "
@@ -287,6 +290,32 @@ int RunSparse(const std::string& model, const ps::ClusterSpec& spec,
   return 0;
 }
 
+// The clock to resume at: the smallest of this worker's restored clocks on
+// the model's tables (0 when the servers restored nothing).
+absl::StatusOr<uint64_t> ResumeClock(ps::PsClient& client,
+                                     const std::vector<ps::proto::TableDef>& tables,
+                                     const std::string& who) {
+  absl::StatusOr<ps::PsClient::WorkerPosition> position = client.Position();
+  if (!position.ok()) return position.status();
+  if (position->restored_from.empty()) {
+    std::printf("%s: --resume: the servers restored no checkpoint; starting from the beginning\n",
+                who.c_str());
+    return 0;
+  }
+  uint64_t clock = UINT64_MAX;
+  for (const auto& def : tables) {
+    auto it = position->clocks.find(def.name());
+    clock = std::min(clock, it == position->clocks.end() ? 0 : it->second);
+  }
+  if (tables.empty()) clock = 0;
+  std::printf("%s: --resume: servers restored %s (cut %llu); this worker continues at clock %llu\n",
+              who.c_str(), position->restored_from.c_str(),
+              static_cast<unsigned long long>(position->restored_cut),
+              static_cast<unsigned long long>(clock));
+  std::fflush(stdout);
+  return clock;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -401,6 +430,11 @@ int main(int argc, char** argv) {
   }
 
   const std::string who = absl::StrCat("worker ", config.worker_index, "/", config.num_workers);
+  if (!eval_only && absl::GetFlag(FLAGS_resume)) {
+    absl::StatusOr<uint64_t> clock = ResumeClock(**client, tables, who);
+    if (!clock.ok()) return Fail(absl::StrCat(who, ": --resume: ", clock.status().message()));
+    config.start_clock = *clock;
+  }
   if (!eval_only) {
     if (consistency != "async") {
       const absl::Status s = (*client)->WaitForWorkers(

@@ -211,6 +211,25 @@ absl::StatusOr<TableLayout> PsClient::TableLayoutFor(const std::string& table) {
   return layout;
 }
 
+absl::StatusOr<PsClient::WorkerPosition> PsClient::Position() {
+  proto::InfoRequest request;
+  request.set_worker_clocks(true);
+  request.set_worker_id(options_.worker_id);
+  proto::InfoResponse reply;
+  const int servers[] = {0};
+  absl::Status status = CallRunner::FirstError(RunCalls(
+      servers, "Info", DataPolicy(), [&](size_t, absl::Time deadline, Transport::Done done) {
+        reply.Clear();
+        transport_->Info(0, request, deadline, /*wait_for_ready=*/false, &reply, std::move(done));
+      }));
+  if (!status.ok()) return status;
+  WorkerPosition position;
+  position.restored_from = reply.restored_from();
+  position.restored_cut = reply.restored_cut();
+  for (const proto::TableClock& c : reply.worker_clocks()) position.clocks[c.table()] = c.clock();
+  return position;
+}
+
 absl::StatusOr<std::vector<Part>> PsClient::PlanKeyOp(absl::string_view what,
                                                       const std::string& table,
                                                       absl::Span<const uint64_t> keys,

@@ -198,6 +198,15 @@ class PsClient final : public ParamClient {
   void Leave();
   // The Stats of every server. Errors name the first server that failed.
   absl::StatusOr<std::vector<ServerStats>> Stats();
+  // Where this worker (options().worker_id) stands on the servers, as server
+  // 0 knows it: after a restore, the checkpoint's clocks (rounds completed
+  // per table) and which checkpoint it was.
+  struct WorkerPosition {
+    std::string restored_from;  // empty: the servers restored nothing
+    uint64_t restored_cut = 0;
+    absl::flat_hash_map<std::string, uint64_t> clocks;  // by table
+  };
+  absl::StatusOr<WorkerPosition> Position();
   const Placement& placement() const { return placement_; }
   const PsClientOptions& options() const { return options_; }
   uint64_t incarnation() const { return incarnation_; }

@@ -255,7 +255,10 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
   TrainStats stats;
   int64_t pending_steps = 0;
   bool fresh_params = false;  // buffers_[0] was just read (no overlap)
-  uint64_t clock = 0;
+  uint64_t clock = config_.start_clock;
+  // Steps done before the restored checkpoint: skipped, shuffles kept.
+  int64_t skip = static_cast<int64_t>(config_.start_clock) * config_.n_push;
+  bool first_step = true;  // the first step computed reads the parameters
   const absl::Time start = absl::Now();
   absl::Time window_start = start;
   int64_t window_examples = 0, window_steps = 0;
@@ -289,13 +292,25 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
     double epoch_loss = 0;
     int64_t epoch_steps = 0;
     for (int64_t first = 0; first < shard_.num_examples && !done; first += config_.batch_size) {
-      if (!comm && stats.steps % config_.n_fetch == 0) {
+      if (skip > 0) {
+        --skip;
+        ++stats.steps;
+        if (config_.max_steps > 0 && stats.steps >= config_.max_steps) done = true;
+        continue;
+      }
+      if (!comm && (stats.steps % config_.n_fetch == 0 || first_step)) {
         if (fresh_params) {
           fresh_params = false;  // read by the round's PushPull
         } else if (absl::Status s = PullInto(buffers_[0]); !s.ok()) {
           return s;
         }
       }
+      if (first_step && config_.start_clock > 0 && progress) {
+        progress(absl::StrFormat("worker %d/%d resumed at epoch %d step %d (clock %d)",
+                                 config_.worker_index, config_.num_workers, epoch,
+                                 stats.steps + 1, clock));
+      }
+      first_step = false;
       Buffer& b = buffers_[cur];
       const int batch =
           static_cast<int>(std::min<int64_t>(config_.batch_size, shard_.num_examples - first));

@@ -53,7 +53,13 @@ struct TrainerConfig {
   // Straggler injection: computing a step takes `slowdown` times as long
   // (the worker sleeps for the extra time). 1 = normal speed.
   double slowdown = 1.0;
-  int64_t max_steps = 0;  // > 0: stop after this many steps
+  int64_t max_steps = 0;  // > 0: stop after this many steps (counting skipped ones)
+  // Resuming after a restore: the rounds this worker had completed (its
+  // clock in the checkpoint). The first start_clock * n_push steps are
+  // skipped, drawing the same shuffles, so that training continues at the
+  // epoch and step where the checkpoint's cut left it, with the next round
+  // at clock start_clock.
+  uint64_t start_clock = 0;
   uint64_t seed = 1;      // shuffling
   std::string table_prefix = "model";
   absl::Duration progress_interval = absl::Seconds(5);
