@@ -5,7 +5,8 @@
 namespace ps {
 
 absl::StatusOr<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(
-    int num_servers, PlacementConfig placement, ServerLimits limits) {
+    int num_servers, PlacementConfig placement, ServerLimits limits,
+    ServerCheckpointOptions checkpoint) {
   auto cluster = std::make_unique<InProcessCluster>();
   cluster->placement_ = placement;
   for (int i = 0; i < num_servers; ++i) {
@@ -15,6 +16,7 @@ absl::StatusOr<std::unique_ptr<InProcessCluster>> InProcessCluster::Start(
     options.num_servers = num_servers;
     options.placement = placement;
     options.limits = limits;
+    options.checkpoint = checkpoint;
     auto server = PsServer::Start(options);
     if (!server.ok()) return server.status();
     cluster->addresses_.push_back((*server)->address());

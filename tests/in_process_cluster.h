@@ -17,10 +17,11 @@ namespace ps {
 
 class InProcessCluster {
  public:
-  // Starts num_servers shards on 127.0.0.1:0.
-  static absl::StatusOr<std::unique_ptr<InProcessCluster>> Start(int num_servers,
-                                                                 PlacementConfig placement = {},
-                                                                 ServerLimits limits = {});
+  // Starts num_servers shards on 127.0.0.1:0, each with `checkpoint`
+  // (e.g. a directory to restore from).
+  static absl::StatusOr<std::unique_ptr<InProcessCluster>> Start(
+      int num_servers, PlacementConfig placement = {}, ServerLimits limits = {},
+      ServerCheckpointOptions checkpoint = {});
 
   const std::vector<std::string>& addresses() const { return addresses_; }
   PsServer& server(int i) { return *servers_[i]; }

@@ -1,0 +1,317 @@
+// Checkpoints of whole clusters of real gRPC servers (in-process shards on
+// port 0), coordinated over the PsAdmin service as ps_admin does, restored
+// into clusters of other sizes:
+//  - the round trip keeps every parameter and optimizer state bit for bit,
+//    and every worker's clock;
+//  - the cut is consistent while async workers keep pushing: after a
+//    restore every key holds exactly the pushes with clock < T.
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "gtest/gtest.h"
+#include "server/checkpoint_coordinator.h"
+#include "server/checkpoint_peer.h"
+#include "server/checkpoint_records.h"
+#include "tests/in_process_cluster.h"
+#include "tests/test_tables.h"
+
+namespace ps {
+namespace {
+
+constexpr PlacementConfig kPlacement{/*slice_size=*/64, /*virtual_nodes=*/64};
+
+std::string TestRoot(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string root = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/ckpt_cluster_", name);
+  std::system(absl::StrCat("rm -rf '", root, "'").c_str());
+  return root;
+}
+
+// Takes a checkpoint of `cluster` into root, as ps_admin --checkpoint_dir does.
+absl::StatusOr<CheckpointResult> TakeCheckpoint(InProcessCluster& cluster,
+                                                const std::string& root) {
+  CheckpointCoordinator::Peers peers;
+  for (int i = 0; i < cluster.num_servers(); ++i) {
+    peers.push_back(NewGrpcCheckpointPeer(i, cluster.addresses()[i]));
+  }
+  CoordinatorOptions options;
+  options.root = root;
+  options.slice_size = kPlacement.slice_size;
+  options.virtual_nodes = kPlacement.virtual_nodes;
+  options.write_timeout = absl::Seconds(20);
+  return CheckpointCoordinator(std::move(peers), options).Take(/*full=*/true);
+}
+
+// Everything a full checkpoint holds, independent of which server wrote
+// what: dense slices by (table, first key) with their payload (values and
+// optimizer state), sparse rows by (table, key), and the worker clocks.
+struct Content {
+  std::map<std::pair<std::string, uint64_t>, std::string> dense;
+  std::map<std::pair<std::string, uint64_t>, std::vector<float>> sparse;
+  std::map<std::pair<std::string, uint32_t>, uint64_t> clocks;
+};
+
+Content ReadContent(const std::string& dir) {
+  Content content;
+  absl::StatusOr<std::vector<FoundCheckpoint>> chain = CheckpointChain(dir);
+  EXPECT_TRUE(chain.ok()) << chain.status();
+  if (!chain.ok()) return content;
+  EXPECT_EQ(chain->size(), 1u) << "a full checkpoint";
+  absl::Status s = ForEachChainRecord(*chain, [&](const FoundCheckpoint&, const SliceRecord& r) {
+    const proto::SliceHeader& h = r.header;
+    if (!h.sparse()) {
+      EXPECT_TRUE(content.dense.emplace(std::make_pair(h.table(), h.first_key()),
+                                        std::string(r.payload)).second)
+          << "slice at " << h.first_key() << " of " << h.table() << " twice";
+      return absl::OkStatus();
+    }
+    for (uint64_t i = 0; i < h.num_rows(); ++i) {
+      std::vector<float> row(h.floats_per_row());
+      r.CopyRow(i, row.data());
+      EXPECT_TRUE(content.sparse.emplace(std::make_pair(h.table(), r.Key(i)), row).second);
+    }
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  for (const proto::WorkerClock& c : chain->back().manifest.clocks()) {
+    content.clocks[{c.table(), c.worker_id()}] = c.clock();
+  }
+  return content;
+}
+
+// Bitwise, so that -0.0 and 0.0 or two NaNs are told apart.
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+proto::TableDef AdagradTable() {
+  proto::TableDef def;
+  def.set_name("dense");
+  def.set_num_keys(3000);
+  def.set_width(2);
+  def.set_initializer(proto::INIT_UNIFORM);
+  def.set_init_low(-0.1f);
+  def.set_init_high(0.1f);
+  def.set_optimizer(proto::OPT_ADAGRAD);
+  def.set_learning_rate(0.05f);
+  def.set_initial_accumulator(0.1f);
+  return def;
+}
+
+proto::TableDef AdamSparseTable() {
+  proto::TableDef def;
+  def.set_name("emb/sparse");
+  def.set_kind(proto::TABLE_SPARSE);
+  def.set_num_buckets(16);
+  def.set_width(4);
+  def.set_initializer(proto::INIT_NORMAL);
+  def.set_init_stddev(0.01f);
+  def.set_optimizer(proto::OPT_ADAM);
+  def.set_learning_rate(0.01f);
+  def.set_beta1(0.9f);
+  def.set_beta2(0.999f);
+  def.set_epsilon(1e-8f);
+  return def;
+}
+
+TEST(CheckpointClusterTest, RoundTripOntoClustersOfOtherSizesIsBitIdentical) {
+  const std::string root = TestRoot("roundtrip");
+  const proto::TableDef dense = AdagradTable(), sparse = AdamSparseTable();
+  std::vector<uint64_t> keys;
+  std::vector<float> dense_before(dense.num_keys() * dense.width());
+  std::vector<float> sparse_before;
+  Content before;
+  {
+    auto cluster = InProcessCluster::Start(3, kPlacement);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    std::vector<std::unique_ptr<PsClient>> workers;
+    for (uint32_t w = 0; w < 2; ++w) {
+      PsClientOptions options = (*cluster)->ClientOptions(w);
+      options.lease = absl::Seconds(5);
+      auto client = PsClient::Connect(options);
+      ASSERT_TRUE(client.ok()) << client.status();
+      workers.push_back(*std::move(client));
+    }
+    ASSERT_TRUE(workers[0]->CreateTable(dense).ok());
+    ASSERT_TRUE(workers[0]->CreateTable(sparse).ok());
+    std::mt19937_64 rng(7);
+    std::normal_distribution<float> grad(0, 1);
+    for (int i = 0; i < 300; ++i) keys.push_back(rng() % 1000000007);
+    // Worker 0 pushes 12 rounds, worker 1 only 7: their clocks differ.
+    for (uint32_t w = 0; w < 2; ++w) {
+      for (uint64_t clock = 0; clock < (w == 0 ? 12u : 7u); ++clock) {
+        std::vector<float> g(dense.num_keys() * dense.width());
+        for (float& x : g) x = grad(rng);
+        PushRange op{dense.name(), 0, dense.num_keys(), g};
+        ASSERT_TRUE(workers[w]->Push({&op, 1}, clock).ok());
+        std::vector<float> sg(keys.size() * sparse.width());
+        for (float& x : sg) x = grad(rng);
+        ASSERT_TRUE(workers[w]->PushKeys(sparse.name(), keys, sparse.width(), sg, clock).ok());
+      }
+    }
+    PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(dense_before)};
+    ASSERT_TRUE(workers[0]->Pull({&pull, 1}).ok());
+    sparse_before.resize(keys.size() * sparse.width());
+    ASSERT_TRUE(workers[0]->PullKeys(sparse.name(), keys, sparse.width(),
+                                     absl::MakeSpan(sparse_before)).ok());
+
+    // Worker 1 is done; worker 0 is live and has pushed every round below
+    // the cut, so the cut needs nothing more of either.
+    workers[1]->Leave();
+    absl::StatusOr<CheckpointResult> taken = TakeCheckpoint(**cluster, root);
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    EXPECT_EQ(taken->cut, 12u);  // the largest clock pushed, 11, + 1
+    before = ReadContent(taken->path);
+    ASSERT_EQ(before.dense.size(), 3000u / 64 + 1);
+    ASSERT_GE(before.sparse.size(), 290u);  // a few keys may repeat
+    EXPECT_EQ((before.clocks[{dense.name(), 0}]), 12u);
+    EXPECT_EQ((before.clocks[{dense.name(), 1}]), 7u);
+    EXPECT_EQ((before.clocks[{sparse.name(), 1}]), 7u);
+    // The cluster goes away without a last checkpoint, as under SIGKILL.
+  }
+
+  for (int servers : {3, 2, 5}) {
+    SCOPED_TRACE(absl::StrCat(servers, " servers"));
+    ServerCheckpointOptions restore;
+    restore.dir = root;
+    restore.restore = true;
+    restore.coordinate = false;
+    auto cluster = InProcessCluster::Start(servers, kPlacement, {}, restore);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    for (uint32_t w = 0; w < 2; ++w) {
+      auto client = (*cluster)->Connect(w);
+      ASSERT_NE(client, nullptr);
+      absl::StatusOr<PsClient::WorkerPosition> position = client->Position();
+      ASSERT_TRUE(position.ok()) << position.status();
+      EXPECT_EQ(position->restored_cut, 12u);
+      EXPECT_EQ(position->clocks[dense.name()], w == 0 ? 12u : 7u) << "worker " << w;
+      EXPECT_EQ(position->clocks[sparse.name()], w == 0 ? 12u : 7u) << "worker " << w;
+    }
+    auto reader = (*cluster)->Connect(9);
+    std::vector<float> dense_after(dense_before.size()), sparse_after(sparse_before.size());
+    PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(dense_after)};
+    ASSERT_TRUE(reader->Pull({&pull, 1}).ok());
+    ASSERT_TRUE(reader->PullKeys(sparse.name(), keys, sparse.width(),
+                                 absl::MakeSpan(sparse_after)).ok());
+    EXPECT_TRUE(SameBits(dense_before, dense_after));
+    EXPECT_TRUE(SameBits(sparse_before, sparse_after));
+
+    // A checkpoint of the restored cluster holds the same slices and rows,
+    // optimizer state included, and the same clocks.
+    const std::string again = TestRoot(absl::StrCat("roundtrip_again", servers));
+    absl::StatusOr<CheckpointResult> taken = TakeCheckpoint(**cluster, again);
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    EXPECT_EQ(taken->cut, 12u) << "the restored pushes count as applied";
+    Content after = ReadContent(taken->path);
+    // The reader (worker 9) pulled at clock 0: it is in the clocks too.
+    EXPECT_EQ((after.clocks[{dense.name(), 9}]), 0u);
+    after.clocks.erase({dense.name(), 9});
+    after.clocks.erase({sparse.name(), 9});
+    EXPECT_TRUE(after.dense == before.dense);
+    ASSERT_EQ(after.sparse.size(), before.sparse.size());
+    for (const auto& [key, row] : before.sparse) {
+      EXPECT_TRUE(SameBits(row, after.sparse[key])) << key.first << " key " << key.second;
+    }
+    EXPECT_EQ(after.clocks, before.clocks);
+  }
+}
+
+// Async workers push +1 to every key as fast as they can while the
+// checkpoint is taken; restored, every key holds W * T: exactly the pushes
+// with clock < T, whatever each worker was doing when the cut was marked.
+TEST(CheckpointClusterTest, CutIsConsistentWhileAsyncWorkersPush) {
+  constexpr int kWorkers = 3;
+  constexpr uint64_t kKeys = 500;
+  const std::string root = TestRoot("cut");
+  std::vector<uint64_t> sparse_keys;
+  for (uint64_t k = 1; k <= 40; ++k) sparse_keys.push_back(k * 1000003);
+  uint64_t cut = 0;
+  {
+    auto cluster = InProcessCluster::Start(3, kPlacement);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto admin = (*cluster)->Connect(100);
+    ASSERT_TRUE(admin->CreateTable(SumTable("sum", kKeys, 1)).ok());
+    ASSERT_TRUE(admin->CreateTable(SparseSumTable("ssum", 1)).ok());
+    std::atomic<uint64_t> stop_after{UINT64_MAX};
+    absl::BlockingCounter under_way(kWorkers);  // each worker past round 5, or failed
+    std::vector<std::atomic<uint64_t>> rounds(kWorkers);
+    std::vector<absl::Status> status(kWorkers);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWorkers; ++w) {
+      threads.emplace_back([&, w] {
+        PsClientOptions options = (*cluster)->ClientOptions(w);
+        options.lease = absl::Seconds(5);
+        auto client = PsClient::Connect(options);
+        if (!client.ok()) {
+          status[w] = client.status();
+          under_way.DecrementCount();
+          return;
+        }
+        bool counted = false;
+        const std::vector<float> minus_one(kKeys, -1.0f);
+        // Bounded: at most 5000 rounds, however the checkpoint goes.
+        for (uint64_t clock = 0; clock < 5000 && clock < stop_after.load(); ++clock) {
+          PushRange op{"sum", 0, kKeys, minus_one};
+          status[w] = (*client)->Push({&op, 1}, clock);
+          if (status[w].ok()) {
+            status[w] = (*client)->PushKeys(
+                "ssum", sparse_keys, 1, absl::MakeConstSpan(minus_one.data(), sparse_keys.size()),
+                clock);
+          }
+          if (!status[w].ok()) break;
+          rounds[w] = clock + 1;
+          if (clock + 1 == 5) {
+            under_way.DecrementCount();
+            counted = true;
+          }
+        }
+        if (!counted) under_way.DecrementCount();
+        (*client)->Leave();
+      });
+    }
+    under_way.Wait();  // checkpoint once every worker is under way
+    absl::StatusOr<CheckpointResult> taken = TakeCheckpoint(**cluster, root);
+    // Every worker goes on a little past the cut, then stops.
+    stop_after = taken.ok() ? taken->cut + 5 : 0;
+    for (auto& t : threads) t.join();
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(status[w].ok()) << status[w];
+    cut = taken->cut;
+    EXPECT_GE(cut, 7u);
+    for (int w = 0; w < kWorkers; ++w) EXPECT_GT(rounds[w].load(), cut) << "worker " << w;
+  }
+  ServerCheckpointOptions restore;
+  restore.dir = root;
+  restore.restore = true;
+  restore.coordinate = false;
+  auto cluster = InProcessCluster::Start(2, kPlacement, {}, restore);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto reader = (*cluster)->Connect(100);
+  std::vector<float> values(kKeys), sparse(sparse_keys.size());
+  PullRange pull{"sum", 0, kKeys, absl::MakeSpan(values)};
+  ASSERT_TRUE(reader->Pull({&pull, 1}).ok());
+  ASSERT_TRUE(reader->PullKeys("ssum", sparse_keys, 1, absl::MakeSpan(sparse)).ok());
+  const float expected = static_cast<float>(kWorkers * cut);
+  for (uint64_t k = 0; k < kKeys; ++k) ASSERT_EQ(values[k], expected) << "key " << k;
+  for (size_t i = 0; i < sparse_keys.size(); ++i) {
+    ASSERT_EQ(sparse[i], expected) << "sparse key " << sparse_keys[i];
+  }
+  for (uint32_t w = 0; w < kWorkers; ++w) {
+    absl::StatusOr<PsClient::WorkerPosition> position = (*cluster)->Connect(w)->Position();
+    ASSERT_TRUE(position.ok()) << position.status();
+    EXPECT_EQ(position->clocks["sum"], cut) << "worker " << w;
+    EXPECT_EQ(position->clocks["ssum"], cut) << "worker " << w;
+  }
+}
+
+}  // namespace
+}  // namespace ps
