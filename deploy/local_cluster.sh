@@ -7,7 +7,14 @@
 #
 #   deploy/local_cluster.sh [--servers S] [--workers W]
 #                           [--model mlp|softmax|sparse_lr|embedding_mlp]
-#                           [--epochs N] [--keep_logs] [-- extra ps_worker flags]
+#                           [--epochs N] [--keep_logs]
+#                           [--checkpoint_dir DIR [--checkpoint_every SECONDS] [--resume]]
+#                           [-- extra ps_worker flags]
+#
+# --checkpoint_dir DIR: the servers checkpoint the model into DIR every
+# --checkpoint_every seconds (default 10) and when stopped (Ctrl-C included).
+# --resume: the servers first restore the newest valid checkpoint in DIR and
+# the workers continue at the epoch and step it holds.
 #
 # --model sparse_lr and embedding_mlp train on LibSVM files, given as worker
 # flags (which reach the evaluation too, so --num_fields agrees):
@@ -22,6 +29,9 @@ workers=4
 model=mlp
 epochs=5
 keep_logs=0
+checkpoint_dir=""
+checkpoint_every=10
+resume=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,12 +40,20 @@ while [ $# -gt 0 ]; do
     --model) model="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --keep_logs) keep_logs=1; shift ;;
+    --checkpoint_dir) checkpoint_dir="$2"; shift 2 ;;
+    --checkpoint_every) checkpoint_every="$2"; shift 2 ;;
+    --resume) resume=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-for pair in "servers:$servers" "workers:$workers" "epochs:$epochs"; do
+if [ "$resume" = 1 ] && [ -z "$checkpoint_dir" ]; then
+  echo "local_cluster.sh: --resume needs --checkpoint_dir DIR (where the checkpoints are)" >&2
+  exit 2
+fi
+for pair in "servers:$servers" "workers:$workers" "epochs:$epochs" \
+    "checkpoint_every:$checkpoint_every"; do
   name="${pair%%:*}"; value="${pair#*:}"
   if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
     echo "local_cluster.sh: --$name=$value must be a positive integer" >&2; exit 2
@@ -67,13 +85,29 @@ trap 'echo "local_cluster.sh: interrupted, stopping every process"; exit 130' IN
 
 start=$(date +%s.%N)
 echo "local_cluster.sh: starting $servers server(s) and $workers worker(s), model $model, $epochs epoch(s)${extra[*]:+, worker flags: ${extra[*]}} (logs in $run_dir)"
-start_servers "$bin" "$run_dir" "$servers"
-echo "local_cluster.sh: servers up at $spec"
+server_flags=()
+worker_flags=()
+if [ -n "$checkpoint_dir" ]; then
+  mkdir -p "$checkpoint_dir"
+  checkpoint_dir="$(cd "$checkpoint_dir" && pwd)"
+  # Server 0 coordinates; the ports are known only once the servers run, so
+  # the cluster spec reaches them through a file.
+  server_flags=(--checkpoint_dir="$checkpoint_dir" --servers_file="$run_dir/spec"
+                --checkpoint_every_seconds="$checkpoint_every")
+  if [ "$resume" = 1 ]; then
+    server_flags+=(--restore)
+    worker_flags=(--resume)
+  fi
+fi
+start_servers "$bin" "$run_dir" "$servers" "${server_flags[@]}"
+echo "$spec" > "$run_dir/spec.tmp" && mv "$run_dir/spec.tmp" "$run_dir/spec"
+echo "local_cluster.sh: servers up at $spec${checkpoint_dir:+, checkpoints in $checkpoint_dir every ${checkpoint_every}s}"
+[ "$resume" = 1 ] && grep -h "restored\|passed over" "$run_dir"/server0.log | sed 's/^/local_cluster.sh: /'
 
 worker_pids=()
 for ((w = 0; w < workers; w++)); do
   "$bin/worker/ps_worker" --servers="$spec" --worker_index="$w" --num_workers="$workers" \
-    --model="$model" --epochs="$epochs" "${extra[@]}" \
+    --model="$model" --epochs="$epochs" "${worker_flags[@]}" "${extra[@]}" \
     > >(tee "$run_dir/worker$w.log") 2>&1 &
   worker_pids+=($!)
   pids+=($!)
