@@ -136,6 +136,14 @@ absl::StatusOr<uint64_t> CheckpointCoordinator::MarkEverywhere(uint64_t since,
 
 absl::StatusOr<CheckpointResult> CheckpointCoordinator::Take(bool full) {
   absl::MutexLock lock(&take_mu_);
+  absl::StatusOr<CheckpointResult> result = TakeLocked(full);
+  // The servers may have moved (a launcher rewrote their addresses): ask
+  // the source again next time.
+  if (!result.ok() && source_) peers_.clear();
+  return result;
+}
+
+absl::StatusOr<CheckpointResult> CheckpointCoordinator::TakeLocked(bool full) {
   if (peers_.empty() && source_) {
     absl::StatusOr<Peers> peers = source_();
     if (!peers.ok()) return Prefixed(peers.status(), "checkpoint: finding the servers");

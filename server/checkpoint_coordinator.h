@@ -69,8 +69,8 @@ class CheckpointCoordinator {
  public:
   using Peers = std::vector<std::unique_ptr<CheckpointPeer>>;
   // Called at the first checkpoint (for a launcher that learns the servers'
-  // addresses only after they started); a failure fails that checkpoint
-  // and the next one asks again.
+  // addresses only after they started), and again after a checkpoint
+  // failed; its failure fails that checkpoint.
   using PeerSource = std::function<absl::StatusOr<Peers>()>;
 
   // peers[i] is server i.
@@ -83,6 +83,7 @@ class CheckpointCoordinator {
   absl::StatusOr<CheckpointResult> Take(bool full);
 
  private:
+  absl::StatusOr<CheckpointResult> TakeLocked(bool full) ABSL_EXCLUSIVE_LOCKS_REQUIRED(take_mu_);
   // Steps 1-2: the cut marked on every server; *incremental_ok whether
   // every server can write what changed since `since`.
   absl::StatusOr<uint64_t> MarkEverywhere(uint64_t since, bool* incremental_ok)
