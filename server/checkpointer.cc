@@ -199,6 +199,8 @@ absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
   const FoundCheckpoint& found = chain->back();
   const proto::CheckpointManifest& m = found.manifest;
   if (m.cut() > 0) store.RaiseMaxClock(m.cut() - 1);
+  // An incremental checkpoint may follow this one: what was loaded is in it.
+  store.SetRestoredCut(m.cut());
   for (const proto::WorkerClock& c : m.clocks()) {
     core_->clocks().Restore(c.table(), c.worker_id(), c.clock());
   }

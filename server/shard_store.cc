@@ -420,7 +420,10 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
       Slice* slice = table.slice(s);
       const uint64_t slice_first = s * slice_size;
       absl::MutexLock lock(&slice->mu);
-      Slice::Copy* const also = PrepareCut(*slice, clock, def, cut_state_, budget_);
+      uint64_t tag;
+      Slice::Copy* const also = PrepareCut(*slice, clock, def, cut_state_, budget_, &tag);
+      slice->tag = std::max(slice->tag, tag);
+      if (also != nullptr) also->tag = std::max(also->tag, tag);
       rows.resize(e - b);
       row_states.resize(state_per_value ? e - b : 0);
       for (int pass = 0; pass < (also != nullptr ? 2 : 1); ++pass) {
@@ -443,7 +446,10 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
     Slice* slice = table.slice(s);
     const uint64_t slice_first = s * slice_size;
     absl::MutexLock lock(&slice->mu);
-    Slice::Copy* const also = PrepareCut(*slice, clock, def, cut_state_, budget_);
+    uint64_t tag;
+    Slice::Copy* const also = PrepareCut(*slice, clock, def, cut_state_, budget_, &tag);
+    slice->tag = std::max(slice->tag, tag);
+    if (also != nullptr) also->tag = std::max(also->tag, tag);
     // Taken under the lock (the analysis does not follow it into `runs`).
     float* const values = slice->values.data();
     float* const states = slice->state.data();

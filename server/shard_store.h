@@ -11,6 +11,10 @@
 // created; a push whose new rows do not fit is refused.
 // Tables are initialized outside every lock, so creating a large one does
 // not hold up other calls. Knows nothing of gRPC.
+// Checkpoints are full or incremental (WriteCut's `since`): each dense slice
+// carries a uint64 change tag (8 bytes a slice), each sparse row a uint32
+// one (4 bytes a row) and each sparse slice the keys it evicted lately
+// (server/sparse_table.h); server/cut_state.h says how changes are tagged.
 #ifndef PS_SERVER_SHARD_STORE_H_
 #define PS_SERVER_SHARD_STORE_H_
 
@@ -137,7 +141,8 @@ class ShardStore {
   // Marks the cut at `cut` (>= 1) on every table here. FAILED_PRECONDITION,
   // with nothing marked, when a cut is already marked, or when a push at a
   // clock >= cut has already been applied here (names that clock: a later
-  // cut is needed).
+  // cut is needed). Even when refused for that clock, later changes are
+  // tagged after `cut` (an overstatement, never a loss).
   absl::Status MarkCut(uint64_t cut);
   // Every push of the cut has been applied here: from now on every push is
   // outside it, whatever its clock.
@@ -147,6 +152,19 @@ class ShardStore {
   // checkpoint_records.h), taken under the slice's lock; the slice then
   // leaves the cut. The cut ends, whatever the result. Errors: why the cut
   // failed (e.g. no memory for a copy), then sink's.
+  //
+  // since = 0: a full checkpoint, every slice whole. since = B > 0: an
+  // incremental checkpoint to be chained to the committed checkpoint at cut
+  // B (the caller's contract: B is the cut of the last checkpoint committed,
+  // so no later call passes a smaller one). Only what changed since B is
+  // written: a dense slice whole when changed, a sparse slice as a `delta`
+  // record of its changed rows and erased keys (or whole, see
+  // SparseTable::WriteCut), nothing for an unchanged slice. It is honoured
+  // when B < cut and B is the cut of one of the last kKeptBases successful
+  // WriteCuts here or the one passed to SetRestoredCut since; otherwise
+  // every slice is written whole, without `delta` (records that replace
+  // their slices, so the result is right chained to any base).
+  static constexpr size_t kKeptBases = 4;
   absl::Status WriteCut(
       absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
       uint64_t since = 0);
@@ -168,7 +186,14 @@ class ShardStore {
   // store's placement. Returns the keys loaded. Errors: NOT_FOUND (no such
   // table), FAILED_PRECONDITION (the record's layout is not the table's),
   // DATA_LOSS (keys outside the table), RESOURCE_EXHAUSTED (memory budget).
+  // What it loads counts as unchanged (tag 0) for incremental checkpoints.
   absl::StatusOr<uint64_t> LoadRecord(const SliceRecord& record);
+  // After every record of a checkpoint's chain was loaded, before any push:
+  // the store now holds the checkpoint at cut `cut` (> 0), so later changes
+  // are tagged after it and WriteCut(sink, cut) writes only what changed
+  // since the restore. Without this call an incremental WriteCut on top of
+  // the restored checkpoint writes every slice whole.
+  void SetRestoredCut(uint64_t cut);
 
   int server_index() const { return server_index_; }
   const Placement& placement() const { return placement_; }
@@ -213,6 +238,9 @@ class ShardStore {
   absl::Mutex cut_mu_;
   uint64_t cut_ ABSL_GUARDED_BY(cut_mu_) = 0;  // 0: none marked
   std::vector<std::shared_ptr<Table>> cut_tables_ ABSL_GUARDED_BY(cut_mu_);
+  // Cuts an incremental write may be on top of (WriteCut), oldest first, at
+  // most kKeptBases.
+  std::vector<uint64_t> bases_ ABSL_GUARDED_BY(cut_mu_);
 };
 
 }  // namespace ps

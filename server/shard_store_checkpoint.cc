@@ -9,10 +9,13 @@
 namespace ps {
 
 Slice::Copy* PrepareCut(Slice& slice, uint64_t clock, const proto::TableDef& def,
-                        CutState& cut_state, MemoryBudget& budget) {
-  if (slice.cut == 0) return nullptr;
-  if (clock < slice.cut && !cut_state.complete()) return slice.copy.get();
-  if (slice.copy != nullptr) return nullptr;
+                        CutState& cut_state, MemoryBudget& budget, uint64_t* tag) {
+  if (cut_state.Inside(slice.cut, clock)) {
+    *tag = slice.cut;
+    return slice.copy.get();
+  }
+  *tag = cut_state.ChangeTag();
+  if (slice.cut == 0 || slice.copy != nullptr) return nullptr;
   const uint64_t bytes = (slice.values.size() + slice.state.size()) * sizeof(float);
   if (!budget.TryCharge(bytes)) {
     cut_state.Fail(absl::ResourceExhaustedError(
@@ -25,6 +28,7 @@ Slice::Copy* PrepareCut(Slice& slice, uint64_t clock, const proto::TableDef& def
   slice.copy = std::make_unique<Slice::Copy>();
   slice.copy->values = slice.values;
   slice.copy->state = slice.state;
+  slice.copy->tag = slice.tag;
   return nullptr;
 }
 
@@ -60,6 +64,9 @@ absl::Status ShardStore::MarkCut(uint64_t cut) {
     }
     cut_state_.set_complete(false);
     cut_state_.ClearError();
+    // Before any slice is marked: from its mark on, a change to it outside
+    // the cut is tagged after the cut.
+    cut_state_.RaiseLastMarked(cut);
     for (const auto& table : tables) table->SetCut(cut, budget_);
     cut_ = cut;
     cut_tables_ = std::move(tables);
@@ -116,8 +123,12 @@ std::string DenseRecord(const proto::TableDef& def, uint64_t s, uint64_t first_k
 absl::Status ShardStore::WriteCut(
     absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
     uint64_t since) {
-  if (since != 0) return absl::UnimplementedError("checkpoint: incremental writes (pending)");
   std::vector<std::shared_ptr<Table>> tables;
+  uint64_t cut = 0;
+  // Erased keys tagged <= prune_upto are needed by no write on top of a
+  // base still kept, nor on top of this cut (erasures after its mark are
+  // tagged > cut).
+  uint64_t prune_upto = 0;
   {
     absl::MutexLock lock(&cut_mu_);
     if (cut_ == 0) {
@@ -125,6 +136,17 @@ absl::Status ShardStore::WriteCut(
           absl::StrCat("checkpoint: no cut is marked on server ", server_index_));
     }
     tables = cut_tables_;
+    cut = cut_;
+    if (since >= cut || std::find(bases_.begin(), bases_.end(), since) == bases_.end()) {
+      since = 0;  // not a base here: whole slices
+    } else {
+      // The caller never goes back below a committed base.
+      bases_.erase(std::remove_if(bases_.begin(), bases_.end(),
+                                  [since](uint64_t b) { return b < since; }),
+                   bases_.end());
+    }
+    prune_upto = cut;
+    for (uint64_t b : bases_) prune_upto = std::min(prune_upto, b);
   }
   absl::Status status = cut_state_.error();
   std::sort(tables.begin(), tables.end(),
@@ -135,7 +157,8 @@ absl::Status ShardStore::WriteCut(
     const proto::TableDef& def = table->def();
     const uint32_t floats_per_row = def.width() * (1 + table->optimizer().state_per_value());
     if (SparseTable* sparse = table->sparse()) {
-      status = sparse->WriteCut([&](std::string record) { return sink(def, std::move(record)); });
+      status = sparse->WriteCut([&](std::string record) { return sink(def, std::move(record)); },
+                                since, prune_upto);
       continue;
     }
     for (uint64_t s = 0; s < table->num_slices() && status.ok(); ++s) {
@@ -146,19 +169,36 @@ absl::Status ShardStore::WriteCut(
         absl::MutexLock lock(&slice->mu);
         if (slice->cut == 0) continue;  // failed: cut_state_ says why
         const bool copied = slice->copy != nullptr;
-        record = DenseRecord(def, s, s * slice_size, floats_per_row,
-                             copied ? slice->copy->values : slice->values,
-                             copied ? slice->copy->state : slice->state);
+        // Unchanged since the base: nothing to write.
+        if (since == 0 || (copied ? slice->copy->tag : slice->tag) > since) {
+          record = DenseRecord(def, s, s * slice_size, floats_per_row,
+                               copied ? slice->copy->values : slice->values,
+                               copied ? slice->copy->state : slice->state);
+        }
         DropCopy(*slice, budget_);
         slice->cut = 0;
       }
-      status = sink(def, std::move(record));
+      if (!record.empty()) status = sink(def, std::move(record));
     }
   }
   // A copy that failed while the cut was written fails it too.
   if (status.ok()) status = cut_state_.error();
+  if (status.ok()) {
+    // Written: a later incremental write may be on top of this cut.
+    absl::MutexLock lock(&cut_mu_);
+    bases_.erase(std::remove(bases_.begin(), bases_.end(), cut), bases_.end());
+    bases_.push_back(cut);
+    if (bases_.size() > kKeptBases) bases_.erase(bases_.begin());
+  }
   EndCut();
   return status;
+}
+
+void ShardStore::SetRestoredCut(uint64_t cut) {
+  if (cut == 0) return;
+  cut_state_.RaiseLastMarked(cut);
+  absl::MutexLock lock(&cut_mu_);
+  bases_.assign(1, cut);
 }
 
 std::vector<proto::TableDef> ShardStore::TableDefs() const {
@@ -207,6 +247,7 @@ absl::StatusOr<uint64_t> ShardStore::LoadRecord(const SliceRecord& record) {
       const uint64_t at = k - s * slice_size;   // in the slice
       const uint64_t from = k - h.first_key();  // in the record
       const uint64_t n = run_end - k;
+      slice->tag = 0;  // the restored checkpoint's, unchanged
       record.CopyFloats(from * width, n * width, slice->values.data() + at * width);
       if (state_per_key > 0) {
         record.CopyFloats(h.num_rows() * width + from * state_per_key, n * state_per_key,

@@ -20,11 +20,16 @@ struct Slice {
   absl::Mutex mu;
   std::vector<float> values ABSL_GUARDED_BY(mu);  // keys x width
   std::vector<float> state ABSL_GUARDED_BY(mu);   // values x state_per_value
+  // The largest change tag of the slice (server/cut_state.h): 0 when
+  // loaded from a checkpoint and unchanged since.
+  uint64_t tag ABSL_GUARDED_BY(mu) = 0;
   // The checkpoint cut this slice is in (0: none), and its copy as of the
-  // cut once a push outside the cut changed it (server/cut_state.h).
+  // cut once a push outside the cut changed it (server/cut_state.h); the
+  // copy's tag is the slice's at the copy, raised by pushes inside the cut.
   uint64_t cut ABSL_GUARDED_BY(mu) = 0;
   struct Copy {
     std::vector<float> values, state;
+    uint64_t tag = 0;
   };
   std::unique_ptr<Copy> copy ABSL_GUARDED_BY(mu);
 };
@@ -33,9 +38,9 @@ struct Slice {
 // push must also be applied to (an in-cut push on a copied slice), or null;
 // copies the slice first when the push is outside the cut, charging `budget`
 // (when it is short, the cut fails through cut_state and the slice leaves
-// it).
+// it). Sets *tag to the push's change tag (the cut when inside it).
 Slice::Copy* PrepareCut(Slice& slice, uint64_t clock, const proto::TableDef& def,
-                        CutState& cut_state, MemoryBudget& budget)
+                        CutState& cut_state, MemoryBudget& budget, uint64_t* tag)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
 // Drops the slice's copy, if any, giving its bytes back to `budget`.
 void DropCopy(Slice& slice, MemoryBudget& budget) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
@@ -65,6 +70,7 @@ class ShardStore::Table {
       const uint64_t keys = std::min(def.num_keys(), first + slice_size) - first;
       auto slice = std::make_unique<Slice>();
       absl::MutexLock lock(&slice->mu);
+      slice->tag = cut_state->ChangeTag();
       slice->values.resize(keys * def.width());
       InitializeValues(def, first, keys, slice->values.data());
       slice->state.resize(slice->values.size() * optimizer_->state_per_value());

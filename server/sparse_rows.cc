@@ -25,7 +25,8 @@ size_t CapacityFor(size_t n) {
 
 SparseRows::SparseRows(size_t floats_per_row)
     : floats_per_row_(floats_per_row),
-      chunk_shift_(ChunkShift(floats_per_row)),
+      stride_(floats_per_row + kTagFloats),
+      chunk_shift_(ChunkShift(stride_)),
       chunk_rows_(uint32_t{1} << chunk_shift_) {}
 
 size_t SparseRows::Probe(uint64_t key, uint64_t hash) const {
@@ -57,13 +58,15 @@ float* SparseRows::Insert(uint64_t key, uint64_t hash, bool* created) {
     row = next_row_++;
   }
   if ((row >> chunk_shift_) >= chunks_.size()) {
-    chunks_.push_back(std::make_unique<float[]>(size_t{chunk_rows_} * floats_per_row_));
+    chunks_.push_back(std::make_unique<float[]>(size_t{chunk_rows_} * stride_));
   }
   slot.key = key;
   slot.row = row;
   ++size_;
   *created = true;
-  return RowAt(row);
+  float* const at = RowAt(row);
+  set_tag(at, 0);
+  return at;
 }
 
 std::unique_ptr<SparseRows> SparseRows::Clone() const {
@@ -72,7 +75,7 @@ std::unique_ptr<SparseRows> SparseRows::Clone() const {
   copy->size_ = size_;
   copy->next_row_ = next_row_;
   copy->free_rows_ = free_rows_;
-  const size_t chunk_floats = size_t{chunk_rows_} * floats_per_row_;
+  const size_t chunk_floats = size_t{chunk_rows_} * stride_;
   for (const auto& chunk : chunks_) {
     copy->chunks_.push_back(std::make_unique<float[]>(chunk_floats));
     std::copy(chunk.get(), chunk.get() + chunk_floats, copy->chunks_.back().get());
@@ -124,19 +127,20 @@ void SparseRows::Grow() {
 uint64_t SparseRows::bytes() const {
   return slots_.capacity() * sizeof(Slot) + free_rows_.capacity() * sizeof(uint32_t) +
          (chunks_.size() > 2 ? chunks_.capacity() * sizeof(chunks_[0]) : 0) +
-         chunks_.size() * (uint64_t{chunk_rows_} * floats_per_row_ * sizeof(float));
+         chunks_.size() * (uint64_t{chunk_rows_} * stride_ * sizeof(float));
 }
 
 uint64_t SparseRows::BytesToInsert(size_t floats_per_row, const Shape& shape, size_t n) {
+  const size_t stride = floats_per_row + kTagFloats;
   uint64_t bytes = 0;
   const size_t cap = CapacityFor(shape.size + n);
   if (cap > shape.slots) bytes += cap * sizeof(Slot);
-  const uint32_t shift = ChunkShift(floats_per_row);
+  const uint32_t shift = ChunkShift(stride);
   const uint64_t chunk_rows = uint64_t{1} << shift;
   const uint64_t chunks_needed = (shape.next_row + n + chunk_rows - 1) >> shift;
   if (chunks_needed > shape.chunks) {
     bytes += (chunks_needed - shape.chunks) *
-             (chunk_rows * floats_per_row * sizeof(float) + 2 * sizeof(std::unique_ptr<float[]>));
+             (chunk_rows * stride * sizeof(float) + 2 * sizeof(std::unique_ptr<float[]>));
   }
   return bytes;
 }

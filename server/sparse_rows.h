@@ -5,9 +5,12 @@
 // and row number, at most 7/8 full, so a lookup usually touches one cache
 // line) points into rows kept in fixed-size chunks.
 // A row is `floats_per_row` contiguous floats (a table's values for the key
-// followed by their optimizer state), so a row costs its floats plus 12 bytes
-// per map slot, about 14-27 bytes with the map between 7/16 and 7/8 full,
-// and nothing per key on the heap. Rows never move once created (chunks are
+// followed by their optimizer state), then a uint32 change tag (incremental
+// checkpoints, server/cut_state.h) in the next 4 bytes, so a row costs its
+// floats plus 4 bytes of tag plus 12 bytes per map slot, about 14-27 bytes
+// with the map between 7/16 and 7/8 full, and nothing per key on the heap.
+// The tag sits right after the row's floats (no lookup to find it, usually
+// the row's own cache line); Clone copies it with the row. Rows never move once created (chunks are
 // not reallocated), so a row's address stays valid until its key is erased
 // (its row then goes to the next new key); growing the map only moves keys
 // and row numbers.
@@ -20,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -42,7 +46,7 @@ class SparseRows {
   float* Find(uint64_t key, uint64_t hash) const;
   float* Find(uint64_t key) const { return Find(key, Hash(key)); }
   // The row of `key`; when absent, a new row (its floats unset: the caller
-  // initializes them) and *created = true.
+  // initializes them; its tag 0) and *created = true.
   float* Insert(uint64_t key, uint64_t hash, bool* created);
   float* Insert(uint64_t key, bool* created) { return Insert(key, Hash(key), created); }
   // Starts loading the map slot a key of this hash starts probing at.
@@ -63,6 +67,18 @@ class SparseRows {
   // from r mod capacity on): a cheap random pick for sampled eviction.
   // False when there are no rows.
   bool SampleKey(uint64_t r, uint64_t* key) const;
+
+  // The change tag stored after `row` (a row of this map).
+  uint32_t tag(const float* row) const {
+    uint32_t t;
+    std::memcpy(&t, row + floats_per_row_, sizeof t);
+    return t;
+  }
+  void set_tag(float* row, uint32_t tag) { std::memcpy(row + floats_per_row_, &tag, sizeof tag); }
+  // Sets the row's tag to `tag` if that is larger (tags only grow).
+  void RaiseTag(float* row, uint32_t tag) {
+    if (tag > this->tag(row)) set_tag(row, tag);
+  }
 
   size_t size() const { return size_; }
   // Bytes held by the map and the chunks.
@@ -96,9 +112,13 @@ class SparseRows {
  private:
   static constexpr uint32_t kEmpty = ~uint32_t{0};
 
+  // Floats a row takes in a chunk: its floats, then one for the tag.
+  static constexpr size_t kTagFloats = 1;
+  static_assert(kTagFloats * sizeof(float) == sizeof(uint32_t), "the tag fills one float");
+
   float* RowAt(uint32_t row) const {
     return chunks_[row >> chunk_shift_].get() +
-           static_cast<size_t>(row & (chunk_rows_ - 1)) * floats_per_row_;
+           static_cast<size_t>(row & (chunk_rows_ - 1)) * stride_;
   }
   struct Slot {
     uint64_t key;
@@ -112,6 +132,7 @@ class SparseRows {
   size_t Probe(uint64_t key, uint64_t hash) const;
 
   const size_t floats_per_row_;
+  const size_t stride_;   // floats_per_row_ + kTagFloats
   uint32_t chunk_shift_;  // rows per chunk = 1 << chunk_shift_
   uint32_t chunk_rows_;
   std::vector<Slot> slots_;  // size a power of two, or empty

@@ -1,5 +1,6 @@
 #include "server/sparse_rows.h"
 
+#include <memory>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -82,6 +83,32 @@ TEST(SparseRowsTest, ErasedRowsAreReusedAndSamplesAreKeysWithRows) {
   SparseRows empty(4);
   uint64_t key = 0;
   EXPECT_FALSE(empty.SampleKey(3, &key));
+}
+
+TEST(SparseRowsTest, TagsStartAtZeroOnlyGrowAndAreCloned) {
+  SparseRows rows(3);
+  bool created = false;
+  std::vector<float*> at;
+  for (uint64_t k = 0; k < 100; ++k) {
+    float* row = rows.Insert(k, &created);
+    for (int f = 0; f < 3; ++f) row[f] = -1.0f;  // the row's floats: not the tag
+    EXPECT_EQ(rows.tag(row), 0u);
+    rows.RaiseTag(row, static_cast<uint32_t>(k + 5));
+    rows.RaiseTag(row, 1);  // lower: kept
+    at.push_back(row);
+  }
+  for (uint64_t k = 0; k < 100; ++k) {
+    EXPECT_EQ(rows.tag(at[k]), k + 5);
+    EXPECT_EQ(at[k][2], -1.0f);
+  }
+  const std::unique_ptr<SparseRows> copy = rows.Clone();
+  rows.set_tag(at[7], 1000);
+  EXPECT_EQ(copy->tag(copy->Find(7)), 12u);
+  // A row reused for another key starts at 0 again.
+  ASSERT_TRUE(rows.Erase(7));
+  float* reused = rows.Insert(12345, &created);
+  EXPECT_EQ(reused, at[7]);
+  EXPECT_EQ(rows.tag(reused), 0u);
 }
 
 TEST(SparseRowsTest, BytesPerRowStayCloseToTheRowsFloats) {

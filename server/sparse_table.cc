@@ -104,6 +104,7 @@ void SparseTable::EvictRow(Slice& slice, uint64_t key) {
   if (slice.rows.Erase(key)) {
     evicted_.fetch_add(1, std::memory_order_relaxed);
     rows_.fetch_sub(1, std::memory_order_relaxed);
+    NoteErased(slice, key);
   }
 }
 
@@ -275,7 +276,9 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   for (const Group& g : groups) {
     Slice& slice = *slices_[g.slice];
     absl::MutexLock lock(&slice.mu);
-    SparseRows* const also = PrepareCut(slice, clock);
+    uint64_t tag;
+    SparseRows* const also = PrepareCut(slice, clock, &tag);
+    const uint32_t row_tag = RowTag(tag);
     const uint64_t before = slice.rows.bytes();
     bool all_rows = true;
     for (size_t i = g.begin; i < g.end; ++i) {
@@ -300,8 +303,19 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
         if (created) {
           InitRow(keys[i], rows[i]);
           ++created_rows;
+          if (slice.copy == nullptr) {
+            // Re-created: no longer erased.
+            if (!slice.erased.empty()) slice.erased.erase(keys[i]);
+          } else {
+            // Created while the slice is copied for a cut: the copy may lack
+            // the key (the erased entry stays, see the header) or hold an
+            // older row of it, which this new row differs from whether the
+            // push is in the cut or not: a change outside the cut.
+            slice.rows.set_tag(rows[i], RowTag(ChangeTag()));
+          }
         }
       }
+      slice.rows.RaiseTag(rows[i], row_tag);
       if (states != nullptr) states[i] = rows[i] + width_;
     }
     // The rows of the group, in runs without refused keys.
@@ -324,7 +338,9 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     if (also != nullptr) {
       const uint64_t copy_before = also->bytes();
       for (size_t i = g.begin; i < g.end; ++i) {
-        if (rows[i] != nullptr) ApplyToCopy(*also, keys[i], hashes[i], &grads[i * width_], clock);
+        if (rows[i] != nullptr) {
+          ApplyToCopy(*also, keys[i], hashes[i], &grads[i * width_], clock, row_tag);
+        }
       }
       // New rows of the copy: charged as they come (a bounded overshoot).
       const uint64_t copy_grown = also->bytes() - copy_before;

@@ -10,6 +10,24 @@
 // charged to the server's MemoryBudget as slices grow, before rows are
 // created.
 //
+// Incremental checkpoints (server/cut_state.h): each row carries a change
+// tag, a uint32 kept by SparseRows right after the row's floats (4 bytes a
+// row; a tag past 2^32 - 1 is stored as that, which only overstates; a
+// write on top of a cut >= 2^32 - 1 writes whole slices). A push stores
+// each touched row's tag once, under the slice lock it already holds: no
+// extra lookup. A row created while its slice is copied for a cut is
+// tagged as a change outside the cut, even by a push inside it: it may
+// replace an evicted row that the copy still holds.
+// Each slice also remembers the keys it erased (evictions) with the
+// erasure's tag, until no checkpoint they could be missing from can be a
+// base any more (WriteCut's prune_upto); re-creating a key drops it, except
+// while the slice has a copy for a cut (the copy may lack the key: the
+// entry stays, and a write skips entries whose key it holds). The list is
+// capped at max(kMinErasedCap, live rows) keys a slice (a flat hash map of
+// 16-byte slots: ~20-40 bytes a key; not charged to the memory budget);
+// past the cap it is dropped whole, and every write on top of a cut before
+// the drop writes that slice whole (erased_lost).
+//
 // Thread-safe. Knows nothing of gRPC, clocks of workers or de-duplication:
 // the store's caller decides whether a push is applied (Admit).
 #ifndef PS_SERVER_SPARSE_TABLE_H_
@@ -20,6 +38,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -108,7 +127,8 @@ class SparseTable {
   static constexpr uint64_t kSketchBytes = 4 * 2048;
 
   // Checkpoints (server/cut_state.h). `cut_state` must outlive the table;
-  // set before SetCut.
+  // set before SetCut and before any push (without it, changes are tagged
+  // as if no cut had been marked).
   void set_cut_state(CutState* cut_state) { cut_state_ = cut_state; }
   // Puts every owned slice in the cut at clock `cut` (0: out of any cut,
   // an abandoned or finished one), dropping the previous cut's copies.
@@ -117,14 +137,33 @@ class SparseTable {
   // proto/checkpoint.proto) of the copy, or of the slice when it has none,
   // taken under its lock, then passed to sink after the lock is released;
   // the slice leaves the cut. Stops at sink's first error.
-  absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink);
+  // since = 0: every slice whole (a full checkpoint). since = B > 0 (the
+  // caller vouches that B is the cut of a checkpoint this table's slices
+  // were written to, or restored from, and that changes are tagged since):
+  // a `delta` record of the rows tagged > B and of the erased keys tagged
+  // > B that the written rows lack, and no record for a slice with neither;
+  // a slice whose erased keys were dropped after B (the cap), and every
+  // slice when B >= 2^32 - 1, is written whole (a record without delta,
+  // which replaces the slice in a chain as well).
+  // Erased keys tagged <= prune_upto are forgotten as their slice is
+  // written: the caller guarantees no later write is on top of a cut below
+  // it.
+  absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
+                        uint64_t since = 0, uint64_t prune_upto = 0);
   // Restore: loads the rows of a record of this table whose bucket is owned
   // here (none when it is not). A record without `delta` replaces the
   // bucket's rows; with it, adds or replaces rows and erases its erased
-  // keys. Errors: FAILED_PRECONDITION (row layout differs from this table's),
-  // DATA_LOSS (a key of another bucket), RESOURCE_EXHAUSTED (memory budget).
+  // keys. Loaded rows get tag 0: they are the restored checkpoint's, so an
+  // incremental one on top of it does not repeat them. Errors:
+  // FAILED_PRECONDITION (row layout differs from this table's), DATA_LOSS (a
+  // key of another bucket), RESOURCE_EXHAUSTED (memory budget).
   // Returns the rows loaded.
   absl::StatusOr<uint64_t> LoadRecord(const SliceRecord& record);
+
+  // Erased keys remembered for incremental checkpoints, over every slice.
+  uint64_t erased_keys() const;
+  // The fewest erased keys a slice may remember (see the cap above).
+  static constexpr size_t kMinErasedCap = 64;
 
   // Rows and bytes (maps and chunks) held here.
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
@@ -149,18 +188,39 @@ class SparseTable {
     uint64_t cut ABSL_GUARDED_BY(mu) = 0;
     std::unique_ptr<SparseRows> copy ABSL_GUARDED_BY(mu);
     uint64_t copy_bytes ABSL_GUARDED_BY(mu) = 0;  // charged to the budget
+    // Keys erased from `rows`, with the erasure's change tag; and the
+    // largest tag of entries dropped by the cap (0: none).
+    absl::flat_hash_map<uint64_t, uint64_t> erased ABSL_GUARDED_BY(mu);
+    uint64_t erased_lost ABSL_GUARDED_BY(mu) = 0;
   };
   // Before a push at `clock` changes the slice: the copy it is also applied
   // to (an in-cut push on a copied slice), or null; copies the slice first
-  // when the push is outside the cut.
-  SparseRows* PrepareCut(Slice& slice, uint64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // when the push is outside the cut. Sets *tag to the push's change tag.
+  SparseRows* PrepareCut(Slice& slice, uint64_t clock, uint64_t* tag)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Copies the slice for the cut (when it has no copy yet and is in one).
   void CopyForCut(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
-  // Applies one key's gradient to the copy (creating its row there).
+  // Applies one key's gradient to the copy (creating its row there),
+  // raising the row's tag to `tag`.
   void ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
-                   uint64_t clock);
+                   uint64_t clock, uint32_t tag);
   // The record of bucket `s` holding `rows`.
   std::string RecordOf(uint64_t s, const SparseRows& rows) const;
+  // The delta record of bucket `s` on top of cut `since`: the rows of `rows`
+  // tagged > since, and the keys of `erased` tagged > since that `rows`
+  // lacks; empty when there are none.
+  std::string DeltaRecordOf(uint64_t s, const SparseRows& rows,
+                            const absl::flat_hash_map<uint64_t, uint64_t>& erased,
+                            uint64_t since) const;
+  // Remembers that `key` was erased from the slice now (cap included).
+  void NoteErased(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // The tag of a change outside every cut.
+  uint64_t ChangeTag() const { return cut_state_ != nullptr ? cut_state_->ChangeTag() : 1; }
+  // A change tag as stored in a row (saturated).
+  static constexpr uint64_t kMaxRowTag = ~uint32_t{0};
+  static uint32_t RowTag(uint64_t tag) {
+    return static_cast<uint32_t>(tag < kMaxRowTag ? tag : kMaxRowTag);
+  }
   // Drops the slice's copy and gives its bytes back.
   void DropCopy(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Starts loading the map slot of the key whose hash is `hash` (a key of an

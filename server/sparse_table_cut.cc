@@ -1,5 +1,8 @@
 // SparseTable's checkpoint cut and restore (server/cut_state.h).
+#include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/sparse_table.h"
@@ -25,16 +28,18 @@ void SparseTable::CopyForCut(Slice& slice) {
   slice.copy_bytes = bytes;
 }
 
-SparseRows* SparseTable::PrepareCut(Slice& slice, uint64_t clock) {
-  if (slice.cut == 0) return nullptr;
-  const bool inside = clock < slice.cut && cut_state_ != nullptr && !cut_state_->complete();
-  if (inside) return slice.copy.get();
-  CopyForCut(slice);
+SparseRows* SparseTable::PrepareCut(Slice& slice, uint64_t clock, uint64_t* tag) {
+  if (cut_state_ != nullptr && cut_state_->Inside(slice.cut, clock)) {
+    *tag = slice.cut;
+    return slice.copy.get();
+  }
+  *tag = ChangeTag();
+  CopyForCut(slice);  // a no-op outside a cut or when copied
   return nullptr;
 }
 
 void SparseTable::ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
-                              uint64_t clock) {
+                              uint64_t clock, uint32_t tag) {
   bool created = false;
   float* row = copy.Insert(key, hash, &created);
   if (created) InitRow(key, row);
@@ -42,6 +47,36 @@ void SparseTable::ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, con
   optimizer_->ApplyRows(&row, state_floats_ > 0 ? &state : nullptr, grad, 1, width_, clock,
                         nullptr);
   if (meta_) Touch(row, clock);
+  copy.RaiseTag(row, tag);
+}
+
+void SparseTable::NoteErased(Slice& slice, uint64_t key) {
+  const uint64_t tag = ChangeTag();
+  auto it = slice.erased.find(key);
+  if (it != slice.erased.end()) {
+    it->second = std::max(it->second, tag);
+    return;
+  }
+  if (slice.erased.size() >= std::max<size_t>(kMinErasedCap, slice.rows.size())) {
+    // Over the cap: forget them all; a write on top of a cut before now
+    // writes this slice whole.
+    uint64_t lost = tag;
+    for (const auto& [k, t] : slice.erased) lost = std::max(lost, t);
+    slice.erased_lost = std::max(slice.erased_lost, lost);
+    absl::flat_hash_map<uint64_t, uint64_t>().swap(slice.erased);
+    return;
+  }
+  slice.erased.emplace(key, tag);
+}
+
+uint64_t SparseTable::erased_keys() const {
+  uint64_t n = 0;
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    n += slice->erased.size();
+  }
+  return n;
 }
 
 void SparseTable::DropCopy(Slice& slice) {
@@ -86,7 +121,46 @@ std::string SparseTable::RecordOf(uint64_t s, const SparseRows& rows) const {
   return out;
 }
 
-absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink) {
+std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
+                                       const absl::flat_hash_map<uint64_t, uint64_t>& erased,
+                                       uint64_t since) const {
+  std::vector<std::pair<uint64_t, const float*>> changed;
+  rows.ForEach([&](uint64_t key, const float* row) {
+    if (rows.tag(row) > since) changed.emplace_back(key, row);
+  });
+  std::vector<uint64_t> gone;
+  for (const auto& [key, tag] : erased) {
+    if (tag > since && rows.Find(key) == nullptr) gone.push_back(key);
+  }
+  if (changed.empty() && gone.empty()) return std::string();
+  proto::SliceHeader header;
+  header.set_table(def_.name());
+  header.set_slice(s);
+  header.set_sparse(true);
+  header.set_num_rows(changed.size());
+  header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
+  header.set_width(static_cast<uint32_t>(width_));
+  header.set_delta(true);
+  header.set_num_erased(gone.size());
+  std::string out;
+  AppendSliceHeader(header, &out);
+  const size_t row_bytes = floats_per_row_ * sizeof(float);
+  const size_t start = out.size();
+  out.resize(start + changed.size() * (8 + row_bytes) + gone.size() * 8);
+  char* keys = &out[start];
+  char* values = keys + changed.size() * 8;
+  for (const auto& [key, row] : changed) {
+    std::memcpy(keys, &key, 8);
+    keys += 8;
+    std::memcpy(values, row, row_bytes);
+    values += row_bytes;
+  }
+  if (!gone.empty()) std::memcpy(values, gone.data(), gone.size() * 8);
+  return out;
+}
+
+absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
+                                   uint64_t since, uint64_t prune_upto) {
   for (uint64_t s = 0; s < slices_.size(); ++s) {
     Slice* slice = slices_[s].get();
     if (slice == nullptr) continue;
@@ -94,10 +168,20 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
     {
       absl::MutexLock lock(&slice->mu);
       if (slice->cut == 0) continue;  // failed (cut_state_ says why)
-      record = RecordOf(s, slice->copy != nullptr ? *slice->copy : slice->rows);
+      const SparseRows& rows = slice->copy != nullptr ? *slice->copy : slice->rows;
+      if (since == 0 || since >= kMaxRowTag || since < slice->erased_lost) {
+        record = RecordOf(s, rows);
+      } else {
+        record = DeltaRecordOf(s, rows, slice->erased, since);
+      }
+      if (prune_upto > 0) {
+        absl::erase_if(slice->erased, [&](const auto& e) { return e.second <= prune_upto; });
+        if (slice->erased_lost <= prune_upto) slice->erased_lost = 0;
+      }
       DropCopy(*slice);
       slice->cut = 0;
     }
+    if (record.empty()) continue;  // nothing changed since `since`
     if (absl::Status st = sink(std::move(record)); !st.ok()) return st;
   }
   return absl::OkStatus();
@@ -137,6 +221,7 @@ absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
     bool created = false;
     float* row = slice->rows.Insert(key, &created);
     record.CopyRow(i, row);
+    slice->rows.set_tag(row, 0);  // the restored checkpoint's, unchanged
   }
   for (uint64_t i = 0; i < h.num_erased(); ++i) slice->rows.Erase(record.ErasedKey(i));
   const uint64_t after = slice->rows.bytes();
