@@ -36,9 +36,10 @@ std::string TestRoot(const std::string& name) {
   return root;
 }
 
-// Takes a checkpoint of `cluster` into root, as ps_admin --checkpoint_dir does.
+// Takes a checkpoint of `cluster` into root, as ps_admin --checkpoint_dir
+// does: a full one, or with full_every > 0 one chained to root's newest.
 absl::StatusOr<CheckpointResult> TakeCheckpoint(InProcessCluster& cluster,
-                                                const std::string& root) {
+                                                const std::string& root, int full_every = 0) {
   CheckpointCoordinator::Peers peers;
   for (int i = 0; i < cluster.num_servers(); ++i) {
     peers.push_back(NewGrpcCheckpointPeer(i, cluster.addresses()[i]));
@@ -48,7 +49,8 @@ absl::StatusOr<CheckpointResult> TakeCheckpoint(InProcessCluster& cluster,
   options.slice_size = kPlacement.slice_size;
   options.virtual_nodes = kPlacement.virtual_nodes;
   options.write_timeout = absl::Seconds(20);
-  return CheckpointCoordinator(std::move(peers), options).Take(/*full=*/true);
+  options.full_every = full_every;
+  return CheckpointCoordinator(std::move(peers), options).Take(/*full=*/full_every == 0);
 }
 
 // Everything a full checkpoint holds, independent of which server wrote
@@ -311,6 +313,78 @@ TEST(CheckpointClusterTest, CutIsConsistentWhileAsyncWorkersPush) {
     EXPECT_EQ(position->clocks["sum"], cut) << "worker " << w;
     EXPECT_EQ(position->clocks["ssum"], cut) << "worker " << w;
   }
+}
+
+// Training between checkpoints touches a few keys; the chain full +
+// incremental + incremental restores (onto fewer servers) to exactly what a
+// full checkpoint of the same moment restores to.
+TEST(CheckpointClusterTest, IncrementalChainRestoresLikeAFullCheckpoint) {
+  const std::string chain_root = TestRoot("chain"), full_root = TestRoot("chain_full");
+  const proto::TableDef dense = AdagradTable(), sparse = AdamSparseTable();
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> grad(0, 1);
+  uint64_t clock = 0;
+  std::vector<uint64_t> increments_bytes;
+  uint64_t full_bytes = 0;
+  {
+    auto cluster = InProcessCluster::Start(3, kPlacement);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto worker = (*cluster)->Connect(0);
+    ASSERT_TRUE(worker->CreateTable(dense).ok());
+    ASSERT_TRUE(worker->CreateTable(sparse).ok());
+    // Pushes to dense keys [begin, begin + n) and to `count` random sparse keys.
+    auto train = [&](uint64_t begin, uint64_t n, int count) {
+      std::vector<float> g(n * dense.width());
+      for (float& x : g) x = grad(rng);
+      PushRange op{dense.name(), begin, begin + n, g};
+      ASSERT_TRUE(worker->Push({&op, 1}, clock).ok());
+      std::vector<uint64_t> keys;
+      for (int i = 0; i < count; ++i) keys.push_back(rng() % 100000);
+      std::vector<float> sg(keys.size() * sparse.width());
+      for (float& x : sg) x = grad(rng);
+      ASSERT_TRUE(worker->PushKeys(sparse.name(), keys, sparse.width(), sg, clock).ok());
+      ++clock;
+    };
+    for (int i = 0; i < 5; ++i) train(0, dense.num_keys(), 400);
+    absl::StatusOr<CheckpointResult> first = TakeCheckpoint(**cluster, chain_root, 3);
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ(first->base_sequence, 0u) << "the first checkpoint is full";
+    full_bytes = first->bytes;
+    for (uint64_t begin : {100u, 2000u}) {
+      train(begin, 50, 10);
+      absl::StatusOr<CheckpointResult> next = TakeCheckpoint(**cluster, chain_root, 3);
+      ASSERT_TRUE(next.ok()) << next.status();
+      EXPECT_EQ(next->base_sequence, next->sequence - 1) << "incremental on the previous one";
+      increments_bytes.push_back(next->bytes);
+    }
+    absl::StatusOr<CheckpointResult> full = TakeCheckpoint(**cluster, full_root);
+    ASSERT_TRUE(full.ok()) << full.status();
+    EXPECT_EQ(full->base_sequence, 0u);
+  }
+  for (uint64_t bytes : increments_bytes) {
+    EXPECT_LT(bytes * 5, full_bytes) << "an increment of a few keys is small";
+  }
+  // Both restored onto 2 servers, then compared through full checkpoints of
+  // the restored clusters (values and optimizer state).
+  std::vector<Content> restored;
+  for (const std::string& root : {chain_root, full_root}) {
+    ServerCheckpointOptions restore;
+    restore.dir = root;
+    restore.restore = true;
+    restore.coordinate = false;
+    auto cluster = InProcessCluster::Start(2, kPlacement, {}, restore);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    absl::StatusOr<CheckpointResult> again = TakeCheckpoint(**cluster, root + "_again");
+    ASSERT_TRUE(again.ok()) << again.status();
+    restored.push_back(ReadContent(again->path));
+  }
+  EXPECT_EQ(restored[0].dense.size(), 3000u / 64 + 1);
+  EXPECT_TRUE(restored[0].dense == restored[1].dense);
+  ASSERT_EQ(restored[0].sparse.size(), restored[1].sparse.size());
+  for (const auto& [key, row] : restored[1].sparse) {
+    EXPECT_TRUE(SameBits(row, restored[0].sparse[key])) << key.first << " key " << key.second;
+  }
+  EXPECT_EQ(restored[0].clocks, restored[1].clocks);
 }
 
 }  // namespace
