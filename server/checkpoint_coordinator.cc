@@ -170,7 +170,10 @@ absl::StatusOr<CheckpointResult> CheckpointCoordinator::TakeLocked(bool full) {
   bool incremental_ok = false;
   absl::StatusOr<uint64_t> cut = MarkEverywhere(since, &incremental_ok);
   if (!cut.ok()) return cut.status();
-  if (!incremental_ok) since = base_sequence = 0;
+  // An increment holds the changes tagged above its base's cut; pushes in a
+  // cut equal to the base's (no clock has advanced since) would be tagged
+  // with the base's own cut and missed: such a checkpoint is full.
+  if (!incremental_ok || *cut <= since) since = base_sequence = 0;
   result.cut = *cut;
   result.base_sequence = base_sequence;
   result.path = absl::StrCat(options_.root, "/", CheckpointDirName(result.sequence));

@@ -18,8 +18,9 @@
 //
 // Incremental: unless asked for a full one, the checkpoint is chained to
 // the newest complete one under ROOT when its chain holds fewer than
-// `full_every` incremental checkpoints and every server can write what
-// changed since (MARK's incremental_ok); otherwise it is full.
+// `full_every` incremental checkpoints, every server can write what changed
+// since (MARK's incremental_ok) and the new cut is above the base's (some
+// clock advanced); otherwise it is full.
 //
 // A failure at any step leaves no MANIFEST: the previous checkpoint stays
 // the newest valid one. Thread-safe; checkpoints are taken one at a time.
