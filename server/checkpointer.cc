@@ -59,8 +59,9 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
               marked_ == 0 ? std::string(" (none)") : absl::StrCat(" (it has ", marked_, ")"))));
         }
         marked_ = 0;
+        // Under the lock: a MARK must not land while the slices leave the cut.
+        store.EndCut();
       }
-      store.EndCut();
       return done(proto::CheckpointResponse());
     }
     case proto::CHECKPOINT_WRITE:
@@ -100,8 +101,8 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
             absl::MutexLock lock(&mu_);
             marked_ = 0;
             writing_ = false;
+            core_->store().EndCut();
           }
-          core_->store().EndCut();
           return done(status);
         }
         // Every push of the cut is in: later ones are outside it.

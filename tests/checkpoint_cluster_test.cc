@@ -53,6 +53,16 @@ absl::StatusOr<CheckpointResult> TakeCheckpoint(InProcessCluster& cluster,
   return CheckpointCoordinator(std::move(peers), options).Take(/*full=*/full_every == 0);
 }
 
+// A cluster of `servers` that restored the newest checkpoint under root.
+absl::StatusOr<std::unique_ptr<InProcessCluster>> RestoredCluster(const std::string& root,
+                                                                  int servers) {
+  ServerCheckpointOptions restore;
+  restore.dir = root;
+  restore.restore = true;
+  restore.coordinate = false;  // checkpoints are taken from the test
+  return InProcessCluster::Start(servers, kPlacement, {}, restore);
+}
+
 // Everything a full checkpoint holds, independent of which server wrote
 // what: dense slices by (table, first key) with their payload (values and
 // optimizer state), sparse rows by (table, key), and the worker clocks.
@@ -183,11 +193,7 @@ TEST(CheckpointClusterTest, RoundTripOntoClustersOfOtherSizesIsBitIdentical) {
 
   for (int servers : {3, 2, 5}) {
     SCOPED_TRACE(absl::StrCat(servers, " servers"));
-    ServerCheckpointOptions restore;
-    restore.dir = root;
-    restore.restore = true;
-    restore.coordinate = false;
-    auto cluster = InProcessCluster::Start(servers, kPlacement, {}, restore);
+    auto cluster = RestoredCluster(root, servers);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     for (uint32_t w = 0; w < 2; ++w) {
       auto client = (*cluster)->Connect(w);
@@ -291,11 +297,7 @@ TEST(CheckpointClusterTest, CutIsConsistentWhileAsyncWorkersPush) {
     EXPECT_GE(cut, 7u);
     for (int w = 0; w < kWorkers; ++w) EXPECT_GT(rounds[w].load(), cut) << "worker " << w;
   }
-  ServerCheckpointOptions restore;
-  restore.dir = root;
-  restore.restore = true;
-  restore.coordinate = false;
-  auto cluster = InProcessCluster::Start(2, kPlacement, {}, restore);
+  auto cluster = RestoredCluster(root, 2);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto reader = (*cluster)->Connect(100);
   std::vector<float> values(kKeys), sparse(sparse_keys.size());
@@ -368,11 +370,7 @@ TEST(CheckpointClusterTest, IncrementalChainRestoresLikeAFullCheckpoint) {
   // the restored clusters (values and optimizer state).
   std::vector<Content> restored;
   for (const std::string& root : {chain_root, full_root}) {
-    ServerCheckpointOptions restore;
-    restore.dir = root;
-    restore.restore = true;
-    restore.coordinate = false;
-    auto cluster = InProcessCluster::Start(2, kPlacement, {}, restore);
+    auto cluster = RestoredCluster(root, 2);
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     absl::StatusOr<CheckpointResult> again = TakeCheckpoint(**cluster, root + "_again");
     ASSERT_TRUE(again.ok()) << again.status();

@@ -198,17 +198,21 @@ absl::StatusOr<TableLayout> PsClient::TableLayoutFor(const std::string& table) {
   proto::InfoRequest request;
   request.set_table(table);
   proto::InfoResponse reply;
-  const int servers[] = {0};
-  absl::Status status = CallRunner::FirstError(RunCalls(
-      servers, "Info", DataPolicy(), [&](size_t, absl::Time deadline, Transport::Done done) {
-        reply.Clear();
-        transport_->Info(0, request, deadline, /*wait_for_ready=*/false, &reply, std::move(done));
-      }));
-  if (!status.ok()) return status;
+  if (absl::Status s = InfoOfServer0(request, &reply); !s.ok()) return s;
   const TableLayout layout = LayoutOf(reply.table());
   absl::MutexLock lock(&layouts_mu_);
   layouts_[table] = layout;
   return layout;
+}
+
+absl::Status PsClient::InfoOfServer0(const proto::InfoRequest& request,
+                                     proto::InfoResponse* reply) {
+  const int servers[] = {0};
+  return CallRunner::FirstError(RunCalls(
+      servers, "Info", DataPolicy(), [&](size_t, absl::Time deadline, Transport::Done done) {
+        reply->Clear();
+        transport_->Info(0, request, deadline, /*wait_for_ready=*/false, reply, std::move(done));
+      }));
 }
 
 absl::StatusOr<PsClient::WorkerPosition> PsClient::Position() {
@@ -216,13 +220,7 @@ absl::StatusOr<PsClient::WorkerPosition> PsClient::Position() {
   request.set_worker_clocks(true);
   request.set_worker_id(options_.worker_id);
   proto::InfoResponse reply;
-  const int servers[] = {0};
-  absl::Status status = CallRunner::FirstError(RunCalls(
-      servers, "Info", DataPolicy(), [&](size_t, absl::Time deadline, Transport::Done done) {
-        reply.Clear();
-        transport_->Info(0, request, deadline, /*wait_for_ready=*/false, &reply, std::move(done));
-      }));
-  if (!status.ok()) return status;
+  if (absl::Status s = InfoOfServer0(request, &reply); !s.ok()) return s;
   WorkerPosition position;
   position.restored_from = reply.restored_from();
   position.restored_cut = reply.restored_cut();

@@ -217,6 +217,8 @@ class PsClient final : public ParamClient {
   static absl::StatusOr<std::unique_ptr<PsClient>> Start(std::unique_ptr<PsClient> client);
   // Checks every server's Info against the options.
   absl::Status CheckServers();
+  // One Info call to server 0, retried as data calls are.
+  absl::Status InfoOfServer0(const proto::InfoRequest& request, proto::InfoResponse* reply);
   // The layout (dense or sparse slices) of `table`: recorded by this
   // client's CreateTable, else asked of server 0 once (Info naming the
   // table). Errors: NOT_FOUND naming the table, or the Info call's.
