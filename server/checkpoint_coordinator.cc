@@ -77,7 +77,9 @@ std::vector<absl::StatusOr<proto::CheckpointResponse>> CheckpointCoordinator::Ca
   std::vector<std::thread> threads;
   threads.reserve(peers_.size());
   for (size_t i = 0; i < peers_.size(); ++i) {
-    threads.emplace_back([&, i] { replies[i] = peers_[i]->Call(request, timeout); });
+    // The threads are joined before take_mu_ is released.
+    CheckpointPeer* peer = peers_[i].get();
+    threads.emplace_back([&, peer, i] { replies[i] = peer->Call(request, timeout); });
   }
   for (std::thread& t : threads) t.join();
   return replies;
