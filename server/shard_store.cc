@@ -211,13 +211,27 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   // a concurrent creator of the same table may win the race.
   auto table = std::make_shared<Table>(def, *std::move(optimizer), server_index_, placement_,
                                        &budget_, clock_, &cut_state_);
-  absl::MutexLock lock(&tables_mu_);
-  --tables_pending_;
-  auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
-  if (inserted) return true;
-  budget_.Release(*bytes);
-  if (SameTableDef(it->second->def(), def)) return false;
-  return Conflict(it->second->def(), def);
+  std::shared_ptr<Table> created = table;
+  {
+    absl::MutexLock lock(&tables_mu_);
+    --tables_pending_;
+    auto [it, inserted] = tables_.try_emplace(def.name(), std::move(table));
+    if (!inserted) {
+      budget_.Release(*bytes);
+      if (SameTableDef(it->second->def(), def)) return false;
+      return Conflict(it->second->def(), def);
+    }
+  }
+  // A table created while a cut is marked joins it, so that its pushes
+  // below the cut are in that checkpoint (cut_mu_ is taken before
+  // tables_mu_, as in MarkCut).
+  absl::MutexLock cut_lock(&cut_mu_);
+  if (cut_ != 0 &&
+      std::find(cut_tables_.begin(), cut_tables_.end(), created) == cut_tables_.end()) {
+    created->SetCut(cut_, budget_);
+    cut_tables_.push_back(created);
+  }
+  return true;
 }
 
 absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTable(

@@ -125,6 +125,27 @@ TEST_P(CutTest, HoldsExactlyThePushesBelowTheCut) {
   store.EndCut();
 }
 
+// A table created after the cut was marked joins it: its pushes below the
+// cut are in the checkpoint, those at or above it are not.
+TEST_P(CutTest, TableCreatedDuringTheCutJoinsIt) {
+  const bool sparse = GetParam();
+  ShardStore store(0, kOne);
+  ASSERT_TRUE(store.CreateTable(Counter("old", sparse)).ok());
+  ASSERT_TRUE(store.MarkCut(5).ok());
+  ASSERT_TRUE(store.CreateTable(Counter("new", sparse)).ok());
+  const std::vector<uint64_t> keys = Keys(40, sparse);
+  ASSERT_TRUE(PushAll(store, "new", keys, 3).ok());  // inside
+  ASSERT_TRUE(PushAll(store, "new", keys, 5).ok());  // outside
+  store.CompleteCut();
+  const std::string file = WriteAll(store);
+  ShardStore restored(0, kOne);
+  ASSERT_TRUE(restored.CreateTable(Counter("old", sparse)).ok());
+  ASSERT_TRUE(restored.CreateTable(Counter("new", sparse)).ok());
+  ASSERT_TRUE(LoadAll(restored, file).ok());
+  for (float v : PullAll(restored, "new", keys)) EXPECT_EQ(v, 1.0f);
+  for (float v : PullAll(store, "new", keys)) EXPECT_EQ(v, 2.0f);
+}
+
 // The store of `p` that owns key k of table "w" (8 buckets or keys per slice).
 ShardStore& Owner(const Placement& p, std::vector<std::unique_ptr<ShardStore>>& stores, uint64_t k,
                   bool sparse) {
