@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
                                options.num_servers, ") for --servers=", servers));
     }
     if (listen.empty()) listen = spec->servers[options.server_index];
+    options.checkpoint.servers = spec->servers;
   } else {
     options.num_servers = absl::GetFlag(FLAGS_num_servers);
     if (options.num_servers < 1) {
@@ -152,7 +153,6 @@ int main(int argc, char** argv) {
   ps::ServerCheckpointOptions& ckpt = options.checkpoint;
   ckpt.dir = absl::GetFlag(FLAGS_checkpoint_dir);
   ckpt.restore = absl::GetFlag(FLAGS_restore);
-  if (!servers.empty()) ckpt.servers = ps::ClusterSpec::Parse(servers)->servers;
   ckpt.servers_file = absl::GetFlag(FLAGS_servers_file);
   const double every = absl::GetFlag(FLAGS_checkpoint_every_seconds);
   const double ckpt_timeout = absl::GetFlag(FLAGS_checkpoint_timeout_seconds);
