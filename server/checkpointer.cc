@@ -43,7 +43,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
           marked_ = cut;
           marked_at_ = absl::Now();
           reply.set_marked(true);
-          reply.set_incremental_ok(IncrementalOkLocked(request.since()));
+          reply.set_incremental_ok(store.CanWriteSince(request.since()));
         }
       }
       reply.set_max_clock(store.max_clock());
@@ -81,7 +81,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
       return done(absl::FailedPreconditionError(absl::StrCat(
           "checkpoint: server ", server_index_, " has no cut marked at ", cut, " to write")));
     }
-    if (since != 0 && !IncrementalOkLocked(since)) {
+    if (since != 0 && !store.CanWriteSince(since)) {
       marked_ = 0;
       store.EndCut();
       return done(absl::FailedPreconditionError(absl::StrCat(
@@ -120,23 +120,10 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
             absl::MutexLock lock(&mu_);
             marked_ = 0;
             writing_ = false;
-            if (part.ok()) RememberLocked(cut, since);
           }
           done(std::move(part));
         });
       });
-}
-
-bool Checkpointer::IncrementalOkLocked(uint64_t since) const {
-  return since != 0 && since >= since_floor_ &&
-         std::find(bases_.begin(), bases_.end(), since) != bases_.end();
-}
-
-void Checkpointer::RememberLocked(uint64_t cut, uint64_t since) {
-  since_floor_ = std::max(since_floor_, since);
-  bases_.push_back(cut);
-  constexpr size_t kBasesKept = 8;
-  if (bases_.size() > kBasesKept) bases_.erase(bases_.begin());
 }
 
 absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::string& dir,
@@ -210,8 +197,6 @@ absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
         {d.worker_id(), {d.request_ids().begin(), d.request_ids().end()}, d.forgotten_max()});
   }
   core_->set_restored(found.path, m.cut());
-  absl::MutexLock lock(&mu_);
-  RememberLocked(m.cut(), 0);
   return found;
 }
 

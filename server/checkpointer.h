@@ -63,8 +63,6 @@ class Checkpointer {
   // after that cut): this server's manifest part.
   absl::StatusOr<proto::CheckpointResponse> WritePart(const std::string& dir, uint64_t cut,
                                                       uint64_t since);
-  bool IncrementalOkLocked(uint64_t since) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RememberLocked(uint64_t cut, uint64_t since) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   PsCore* const core_;
   const int server_index_;
@@ -73,10 +71,6 @@ class Checkpointer {
   absl::Time marked_at_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a WRITE of marked_ is under way
   std::thread writer_ ABSL_GUARDED_BY(mu_);
-  // Cuts of the checkpoints written or restored here, newest last (a few).
-  std::vector<uint64_t> bases_ ABSL_GUARDED_BY(mu_);
-  // The largest `since` of a write here: older bases are no longer complete.
-  uint64_t since_floor_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ps

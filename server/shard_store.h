@@ -165,6 +165,9 @@ class ShardStore {
   // every slice is written whole, without `delta` (records that replace
   // their slices, so the result is right chained to any base).
   static constexpr size_t kKeptBases = 4;
+  // Whether WriteCut(sink, since) of the cut now marked would honour
+  // `since` (> 0) as above, rather than write every slice whole.
+  bool CanWriteSince(uint64_t since);
   absl::Status WriteCut(
       absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
       uint64_t since = 0);
@@ -211,6 +214,7 @@ class ShardStore {
   void CopyValues(Table& table, const KeySpec& keys, const SparseTable::KeyPlan& plan,
                   char* dst) const;
   // NOT_FOUND for an unknown table.
+  bool CanWriteSinceLocked(uint64_t since) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(cut_mu_);
   absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;
   // FindTable, then checks that every key exists and is owned here. For a
   // sparse table, *plan gets the keys' plan (hashes and slice groups), which

@@ -120,6 +120,16 @@ std::string DenseRecord(const proto::TableDef& def, uint64_t s, uint64_t first_k
 
 }  // namespace
 
+bool ShardStore::CanWriteSinceLocked(uint64_t since) const {
+  return since != 0 && since < cut_ &&
+         std::find(bases_.begin(), bases_.end(), since) != bases_.end();
+}
+
+bool ShardStore::CanWriteSince(uint64_t since) {
+  absl::MutexLock lock(&cut_mu_);
+  return CanWriteSinceLocked(since);
+}
+
 absl::Status ShardStore::WriteCut(
     absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
     uint64_t since) {
@@ -137,7 +147,7 @@ absl::Status ShardStore::WriteCut(
     }
     tables = cut_tables_;
     cut = cut_;
-    if (since >= cut || std::find(bases_.begin(), bases_.end(), since) == bases_.end()) {
+    if (!CanWriteSinceLocked(since)) {
       since = 0;  // not a base here: whole slices
     } else {
       // The caller never goes back below a committed base.
