@@ -22,6 +22,11 @@ PACKAGES=(
   "libbenchmark-dev:Google Benchmark"
   "zlib1g-dev:gzip reader for the IDX data files"
   "dataset-fashion-mnist:Fashion-MNIST data set"
+  "etcd-server:membership and ring versions for replicated clusters (--replicas)"
+  "etcd-client:etcdctl, to inspect a cluster's membership records"
+  "libcpp-httplib-dev:HTTP client for etcd's v3 JSON gateway"
+  "nlohmann-json3-dev:JSON for etcd's v3 JSON gateway"
+  "iproute2:network namespaces for the partition test"
 )
 
 if [ "${1:-}" = "--bench" ]; then

@@ -19,6 +19,7 @@ _PKG_CONFIG_LIBS = {
     "absl_inlined_vector": ["absl_inlined_vector"],
     "absl_random": ["absl_random_random"],
     "zlib": ["zlib"],
+    "httplib": ["cpp-httplib"],
     "gtest": ["gtest", "gmock"],
     "gtest_main": ["gtest_main"],
     "benchmark": ["benchmark"],

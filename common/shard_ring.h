@@ -1,0 +1,94 @@
+// ShardRing: which servers hold each logical shard of a replicated cluster,
+// as one version of proto::RingRecord (proto/membership.proto), and the pure
+// step that turns one version into the next when servers die, join or drain.
+//
+// Slices hash to logical shards exactly as they hash to servers in a static
+// cluster (common/placement.h, with num_servers = the number of shards), so
+// the planner is the same; a shard is served by its chain (primary first,
+// tail last). Chains start as shard i -> servers i, i+1, ... (r distinct
+// ones, in ring order). ShardRing is immutable and thread-safe; NextRing is
+// a pure function, so every server computes the same next version.
+#ifndef PS_COMMON_SHARD_RING_H_
+#define PS_COMMON_SHARD_RING_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/membership.pb.h"
+
+namespace ps {
+
+class ShardRing {
+ public:
+  // Checks the record: at least one shard, replicas >= 1, every server of a
+  // chain has a member entry, no server twice in one chain. Errors:
+  // INVALID_ARGUMENT naming the shard or server.
+  static absl::StatusOr<ShardRing> FromRecord(proto::RingRecord record);
+  // The first version: shard i's chain is servers i, i+1, ... (min(r, n)
+  // distinct ones) of the members, which must be servers 0 .. num_shards-1.
+  // Errors: INVALID_ARGUMENT when a member is missing or r < 1.
+  static absl::StatusOr<ShardRing> Initial(int num_shards, int replicas,
+                                           const std::map<uint32_t, proto::MemberRecord>& members);
+
+  uint64_t version() const { return record_.version(); }
+  int num_shards() const { return record_.shards_size(); }
+  int replicas() const { return static_cast<int>(record_.replicas()); }
+  const proto::RingRecord& record() const { return record_; }
+
+  // The primary of the shard, or nullopt when its chain is empty (every
+  // copy lost).
+  std::optional<uint32_t> Primary(int shard) const;
+  // The server this one forwards the shard's updates to: the next in the
+  // chain, or after the tail the first joining server; nullopt for the last.
+  // Also nullopt when `server` is not in the chain.
+  std::optional<uint32_t> Successor(int shard, uint32_t server) const;
+  // Whether `server` is in the shard's chain or joining it.
+  bool Holds(int shard, uint32_t server) const;
+  bool IsPrimary(int shard, uint32_t server) const { return Primary(shard) == server; }
+  // host:port of a server named in the ring ("" if not named).
+  std::string Address(uint32_t server) const;
+  uint64_t Incarnation(uint32_t server) const;
+  // "shard 2: 1 -> 0 (+3 joining)" per shard, for logs and ps_admin.
+  std::string Describe() const;
+
+ private:
+  explicit ShardRing(proto::RingRecord record) : record_(std::move(record)) {}
+  proto::RingRecord record_;
+};
+
+// What the manager knows besides the ring: the live servers (members with a
+// lease) and which joining servers finished their copy.
+struct RingInputs {
+  std::map<uint32_t, proto::MemberRecord> live;
+  // (shard, server) -> the incarnation that finished copying the shard.
+  std::map<std::pair<int, uint32_t>, uint64_t> synced;
+  std::vector<uint32_t> draining;  // asked to leave (ps_admin drain)
+  std::vector<uint32_t> adding;    // asked to take shards (ps_admin add-server)
+};
+
+// The next ring version, or nullopt when nothing changes. In this order:
+//  1. a server that is not live, or live under another incarnation (it
+//     restarted and lost its copies), leaves every chain; the next in a
+//     chain becomes primary;
+//  2. a joining server whose copy finished joins the chain's end;
+//  3. a draining server leaves a chain once the chain has r other servers
+//     (or, with fewer live ones, once all of them are in it);
+//  4. a chain with fewer than r servers (joining included; draining ones
+//     not counted) gets the live, non-draining server holding the fewest
+//     shards as a joining one (lowest id on ties);
+//  5. servers being added (`adding`, live) take over shards: while one holds
+//     fewer shards than the average rounded down, it joins the chain of the
+//     shard of the most loaded server (it becomes that shard's primary once
+//     synced, and the server it relieves leaves the chain: see 3).
+// A chain that lost every server stays empty (its data is gone; clients get
+// UNAVAILABLE naming it).
+std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
+                                          const RingInputs& inputs);
+
+}  // namespace ps
+
+#endif  // PS_COMMON_SHARD_RING_H_

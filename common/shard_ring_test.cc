@@ -1,0 +1,162 @@
+#include "common/shard_ring.h"
+
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+std::map<uint32_t, proto::MemberRecord> Members(std::initializer_list<uint32_t> ids,
+                                                uint64_t incarnation = 7) {
+  std::map<uint32_t, proto::MemberRecord> out;
+  for (uint32_t id : ids) {
+    proto::MemberRecord m;
+    m.set_server_id(id);
+    m.set_address("127.0.0.1:" + std::to_string(9000 + id));
+    m.set_incarnation(incarnation + id);
+    out[id] = m;
+  }
+  return out;
+}
+
+std::vector<uint32_t> Servers(const proto::RingRecord& r, int shard) {
+  return {r.shards(shard).servers().begin(), r.shards(shard).servers().end()};
+}
+std::vector<uint32_t> Joining(const proto::RingRecord& r, int shard) {
+  return {r.shards(shard).joining().begin(), r.shards(shard).joining().end()};
+}
+
+TEST(ShardRingTest, InitialChainsFollowTheRing) {
+  auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2}));
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_EQ(ring->version(), 1u);
+  EXPECT_EQ(Servers(ring->record(), 0), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(Servers(ring->record(), 2), (std::vector<uint32_t>{2, 0}));
+  EXPECT_EQ(ring->Primary(1), 1u);
+  EXPECT_EQ(ring->Successor(1, 1), 2u);
+  EXPECT_EQ(ring->Successor(1, 2), std::nullopt);
+  EXPECT_EQ(ring->Successor(1, 0), std::nullopt);
+  EXPECT_EQ(ring->Address(2), "127.0.0.1:9002");
+  EXPECT_FALSE(ShardRing::Initial(3, 2, Members({0, 2})).ok());
+  // r larger than the cluster: every server, once.
+  auto all = ShardRing::Initial(2, 5, Members({0, 1}));
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(Servers(all->record(), 1), (std::vector<uint32_t>{1, 0}));
+}
+
+TEST(ShardRingTest, RejectsBadRecords) {
+  auto ring = ShardRing::Initial(2, 2, Members({0, 1}));
+  ASSERT_TRUE(ring.ok());
+  proto::RingRecord twice = ring->record();
+  twice.mutable_shards(0)->add_joining(0);
+  EXPECT_FALSE(ShardRing::FromRecord(twice).ok());
+  proto::RingRecord unnamed = ring->record();
+  unnamed.mutable_shards(0)->add_joining(5);
+  EXPECT_FALSE(ShardRing::FromRecord(unnamed).ok());
+}
+
+TEST(ShardRingTest, DeadPrimaryIsReplacedByItsSuccessorAndAReplicaJoins) {
+  auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live = Members({1, 2});
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->version(), 2u);
+  EXPECT_EQ(Servers(*next, 0), (std::vector<uint32_t>{1}));  // promoted
+  EXPECT_EQ(Servers(*next, 2), (std::vector<uint32_t>{2}));
+  EXPECT_EQ(Servers(*next, 1), (std::vector<uint32_t>{1, 2}));
+  // Each short chain gets the other live server as a joining copy.
+  EXPECT_EQ(Joining(*next, 0), (std::vector<uint32_t>{2}));
+  EXPECT_EQ(Joining(*next, 2), (std::vector<uint32_t>{1}));
+  EXPECT_FALSE(next->members().contains(0));
+  // Nothing more happens until the copies finish.
+  EXPECT_FALSE(NextRing(*next, in).has_value());
+  in.synced[{0, 2}] = in.live[2].incarnation();
+  auto joined = NextRing(*next, in);
+  ASSERT_TRUE(joined.has_value());
+  EXPECT_EQ(Servers(*joined, 0), (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(Joining(*joined, 0).empty());
+  EXPECT_EQ(Joining(*joined, 2), (std::vector<uint32_t>{1}));
+  auto view = ShardRing::FromRecord(*joined);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->Successor(2, 2), 1u);  // the tail feeds the joining copy
+}
+
+TEST(ShardRingTest, ARestartedServerHoldsNothingAndRejoins) {
+  auto ring = ShardRing::Initial(2, 2, Members({0, 1}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live = Members({0});
+  in.live[1] = Members({1}, 100)[1];  // same id, new incarnation
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Servers(*next, 1), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Joining(*next, 1), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(Joining(*next, 0), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(next->members().at(1).incarnation(), in.live[1].incarnation());
+  // A synced record of the old incarnation does not count.
+  in.synced[{1, 1}] = 8;
+  auto again = NextRing(*next, in);
+  EXPECT_FALSE(again.has_value());
+}
+
+TEST(ShardRingTest, AllCopiesLostLeavesTheChainEmpty) {
+  auto ring = ShardRing::Initial(3, 1, Members({0, 1, 2}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live = Members({0, 2});
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_TRUE(Servers(*next, 1).empty());
+  EXPECT_TRUE(Joining(*next, 1).empty());
+  auto view = ShardRing::FromRecord(*next);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->Primary(1), std::nullopt);
+  EXPECT_NE(view->Describe().find("shard 1: LOST"), std::string::npos);
+}
+
+TEST(ShardRingTest, DrainCopiesFirstThenLeaves) {
+  auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2, 3}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live = Members({0, 1, 2, 3});
+  in.draining = {0};
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  // Server 0 stays until the replacement copies.
+  EXPECT_EQ(Servers(*next, 0), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(Joining(*next, 0), (std::vector<uint32_t>{3}));
+  EXPECT_EQ(Joining(*next, 2), (std::vector<uint32_t>{3}));
+  in.synced[{0, 3}] = in.live[3].incarnation();
+  in.synced[{2, 3}] = in.live[3].incarnation();
+  auto done = NextRing(*next, in);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(Servers(*done, 0), (std::vector<uint32_t>{1, 3}));
+  EXPECT_EQ(Servers(*done, 2), (std::vector<uint32_t>{2, 3}));
+  EXPECT_FALSE(done->members().contains(0));
+}
+
+TEST(ShardRingTest, AddedServerTakesShardsFromTheMostLoaded) {
+  auto ring = ShardRing::Initial(4, 1, Members({0, 1, 2, 3}));
+  ASSERT_TRUE(ring.ok());
+  // Server 3 died; server 0 got its shard; then server 4 is added.
+  proto::RingRecord r = ring->record();
+  r.mutable_shards(3)->set_servers(0, 0);
+  r.mutable_members()->erase(3);
+  RingInputs in;
+  in.live = Members({0, 1, 2, 4});
+  in.adding = {4};
+  auto next = NextRing(r, in);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Joining(*next, 0), (std::vector<uint32_t>{4}));
+  in.synced[{0, 4}] = in.live[4].incarnation();
+  auto moved = NextRing(*next, in);
+  ASSERT_TRUE(moved.has_value());
+  // Server 4 joined and server 0, over r and the most loaded, left.
+  EXPECT_EQ(Servers(*moved, 0), (std::vector<uint32_t>{4}));
+  EXPECT_EQ(Servers(*moved, 3), (std::vector<uint32_t>{0}));
+  EXPECT_FALSE(NextRing(*moved, in).has_value());
+}
+
+}  // namespace
+}  // namespace ps
