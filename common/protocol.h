@@ -23,6 +23,11 @@ constexpr int kPushPullReplyValuesField = proto::PushPullResponse::kValuesFieldN
 // the request again with its key list.
 constexpr char kKeyListNotCached[] = "key list not cached";
 
+// gRPC metadata key of every data call: the logical shard it is for. A
+// replicated server holds several shards and serves the one named; a static
+// server checks that it is its own.
+constexpr char kShardMetadataKey[] = "x-ps-shard";
+
 // "/ps.proto.ParameterServer/<method>" of the unary method of the service
 // with the given request and reply types, found in the service's generated
 // descriptor: Push (PushRequest -> PushResponse), Pull (PullRequest ->

@@ -22,6 +22,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/etcd_kv_store.h"
 #include "common/log.h"
 #include "common/process_tuning.h"
 #include "server/ps_server.h"
@@ -54,6 +55,19 @@ ABSL_FLAG(uint64_t, key_list_cache_mb, 64,
           "MiB of key lists kept for workers' key-list caching (all workers together, apart "
           "from --memory_budget_mb; 0: none kept)");
 
+ABSL_FLAG(std::string, etcd, "",
+          "replicated cluster: etcd's client endpoint (host:port); membership and the ring "
+          "live there. Without it the cluster is static (--servers / --num_servers)");
+ABSL_FLAG(std::string, cluster, "default", "with --etcd: the cluster's name (its etcd prefix)");
+ABSL_FLAG(int, server_id, -1,
+          "with --etcd: this server's id; ids 0..--shards-1 form the first ring (default: --index)");
+ABSL_FLAG(int, shards, 0, "with --etcd: logical shards of a new cluster (default: --num_servers)");
+ABSL_FLAG(int, replicas, 2, "with --etcd: servers per shard's chain (r)");
+ABSL_FLAG(double, lease_seconds, 3,
+          "with --etcd: this server's etcd lease; it is declared dead this long after it stops "
+          "renewing it");
+ABSL_FLAG(std::string, advertise, "",
+          "with --etcd: the host:port others reach this server at (default: the bound address)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
           "root of the checkpoints (ckpt-<sequence> directories); server 0 coordinates them. "
           "Empty: no checkpoints");
@@ -143,6 +157,9 @@ int main(int argc, char** argv) {
     options.checkpoint.servers = spec->servers;
   } else {
     options.num_servers = absl::GetFlag(FLAGS_num_servers);
+    if (options.num_servers < 1 && !absl::GetFlag(FLAGS_etcd).empty()) {
+      options.num_servers = std::max(1, absl::GetFlag(FLAGS_shards));
+    }
     if (options.num_servers < 1) {
       return Fail("give --servers=host:port,... or --num_servers=N");
     }
@@ -173,6 +190,26 @@ int main(int argc, char** argv) {
   if (ckpt.dir.empty() && (ckpt.restore || every > 0 || ckpt.every_clocks > 0)) {
     return Fail("--restore, --checkpoint_every_seconds and --checkpoint_every_clocks need "
                 "--checkpoint_dir");
+  }
+
+  std::unique_ptr<ps::KvStore> kv;
+  if (const std::string etcd = absl::GetFlag(FLAGS_etcd); !etcd.empty()) {
+    ps::ServerReplicationOptions& r = options.replication;
+    kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{etcd});
+    r.kv = kv.get();
+    r.cluster = absl::GetFlag(FLAGS_cluster);
+    const int id = absl::GetFlag(FLAGS_server_id);
+    r.server_id = static_cast<uint32_t>(id >= 0 ? id : options.server_index);
+    r.num_shards = absl::GetFlag(FLAGS_shards) > 0 ? absl::GetFlag(FLAGS_shards)
+                                                   : options.num_servers;
+    r.replicas = absl::GetFlag(FLAGS_replicas);
+    const double lease_s = absl::GetFlag(FLAGS_lease_seconds);
+    if (r.replicas < 1 || !(lease_s >= 1) || lease_s > 600 || r.cluster.empty()) {
+      return Fail(absl::StrCat("--replicas=", r.replicas, " must be >= 1, --lease_seconds=",
+                               lease_s, " in [1, 600] and --cluster non-empty"));
+    }
+    r.lease = absl::Seconds(lease_s);
+    r.advertise_address = absl::GetFlag(FLAGS_advertise);
   }
 
   // Block the stop signals before gRPC starts its threads, so only the

@@ -80,8 +80,14 @@ absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
         " bytes, over the limit of ", options_.limits.max_table_name_bytes,
         " (ps_server --max_table_name_bytes)"));
   }
+  absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
   absl::StatusOr<bool> created = store_.CreateTable(def);
   if (!created.ok()) return created.status();
+  if (*created && log_ != nullptr) {
+    proto::ForwardEntry entry;
+    *entry.mutable_create_table() = request;
+    log_->Append(std::move(entry));
+  }
   if (*created) LogEvent(LogPrefix(), absl::StrCat("table created: ", TableDefSummary(def)));
   proto::CreateTableResponse reply;
   reply.set_created(*created);
@@ -128,7 +134,57 @@ absl::Status PsCore::CheckPush(const PushArgs& args) const {
                    options_.limits);
 }
 
+proto::ForwardEntry PsCore::ForwardEntryOf(const PushArgs& args) {
+  proto::ForwardEntry entry;
+  proto::PushRequest* p = entry.mutable_push();
+  const proto::PushRequest& h = args.header;
+  p->set_table(h.table());
+  p->set_worker_id(h.worker_id());
+  p->set_clock(h.clock());
+  p->set_request_id(h.request_id());
+  p->set_round_parts(h.round_parts());
+  if (args.clock_only) return entry;
+  if (args.keys.is_list) {
+    p->set_key_list(reinterpret_cast<const char*>(args.keys.keys.data()),
+                    args.keys.keys.size() * sizeof(uint64_t));
+  } else {
+    for (const KeySpec::Range& r : args.keys.ranges) {
+      proto::KeyRange* range = p->add_ranges();
+      range->set_begin(r.begin);
+      range->set_end(r.end);
+    }
+  }
+  p->set_values(reinterpret_cast<const char*>(args.values.data()),
+                args.values.size() * sizeof(float));
+  return entry;
+}
+
+void PsCore::AfterReplicated(ReplicationLog::Done done) {
+  if (log_ == nullptr) {
+    done(absl::OkStatus());
+  } else {
+    log_->Barrier(std::move(done));
+  }
+}
+
+void PsCore::RunOrdered(const std::function<void()>& fn) {
+  absl::MutexLock lock(&order_mu_);
+  fn();
+}
+
+absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry) {
+  if (entry.has_create_table()) return CreateTable(entry.create_table()).status();
+  if (!entry.has_push()) {
+    return absl::InvalidArgumentError("forwarded entry is neither a push nor a table creation");
+  }
+  PushArgs args;
+  if (absl::Status s = DecodePush(entry.push(), nullptr, &args); !s.ok()) return s;
+  if (absl::Status s = CheckPush(args); !s.ok()) return s;
+  return Apply(args).status();
+}
+
 absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
+  absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
   const proto::PushRequest& h = args.header;
   auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
   proto::PushResponse reply;
@@ -142,7 +198,10 @@ absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
     reply.set_duplicate(result->duplicate);
     reply.set_version(result->version);
   }
-  if (!reply.duplicate()) clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+  if (!reply.duplicate()) {
+    clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+    if (log_ != nullptr) log_->Append(ForwardEntryOf(args));
+  }
   return reply;
 }
 
@@ -264,15 +323,20 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   }
   // Applied and read back under one lock per run (ShardStore::PushAndRead).
   auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
-  auto pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
-    return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room);
-  });
+  absl::StatusOr<ShardStore::PushResult> pushed;
+  {
+    absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+    pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
+      return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room);
+    });
+    if (pushed.ok() && !pushed->duplicate) {
+      clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+      if (log_ != nullptr) log_->Append(ForwardEntryOf(*args));
+    }
+  }
   if (!pushed.ok()) {
     done(pushed.status());
     return;
-  }
-  if (!pushed->duplicate) {
-    clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
   }
   // The worker has now pushed rounds 0..clock: it reads at clock + 1.
   proto::PullRequest pull;

@@ -36,6 +36,7 @@
 #include "server/key_list_cache.h"
 #include "server/pull_stats.h"
 #include "server/request_args.h"
+#include "server/replication_log.h"
 #include "server/request_dedup.h"
 #include "server/server_limits.h"
 #include "server/shard_store.h"
@@ -135,6 +136,22 @@ class PsCore {
   // Fails every parked call with `status`, and every later one at once.
   void Close(const absl::Status& status);
 
+  // Replication (server/replica_link.h): from now on every applied update
+  // (push, table creation) is appended to `log`, in the order applied, under
+  // the core's order lock. Set once, before serving; must outlive the core.
+  void set_replication(ReplicationLog* log) { log_ = log; }
+  // Runs `done` once every update applied so far has reached the chain's
+  // tail (at once without replication). Writers call it before answering.
+  void AfterReplicated(ReplicationLog::Done done);
+  // A replica applies an update its predecessor forwarded: a push as Apply
+  // does (de-duplicated by request id, never parked), a table creation as
+  // CreateTable does. Snapshot parts are not for the core (ShardHost).
+  // Errors: those of Apply and CreateTable, INVALID_ARGUMENT for an entry
+  // that is not an update.
+  absl::Status ApplyForwarded(const proto::ForwardEntry& entry);
+  // Runs fn under the order lock: no update is applied meanwhile.
+  void RunOrdered(const std::function<void()>& fn);
+
   void set_address(const std::string& address);
   // The checkpoint restored at start, for Info.
   void set_restored(const std::string& path, uint64_t cut);
@@ -161,8 +178,14 @@ class PsCore {
                   uint64_t version, proto::PullResponse* reply);
   std::string LogPrefix() const;
 
+  // The entry a replica applies for this push.
+  static proto::ForwardEntry ForwardEntryOf(const PushArgs& args);
+
   const PsCoreOptions options_;
   Clock* const clock_;
+  ReplicationLog* log_ = nullptr;
+  // With replication: held while an update is applied and appended to log_.
+  absl::Mutex order_mu_;
   ShardStore store_;
   ClockTracker clocks_;
   RequestDedup dedup_;

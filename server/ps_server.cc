@@ -19,25 +19,44 @@
 namespace ps {
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
-  if (options.num_servers < 1 || options.server_index < 0 ||
-      options.server_index >= options.num_servers) {
+  const bool replicated = options.replication.kv != nullptr;
+  if (replicated && (!options.checkpoint.dir.empty())) {
+    return absl::InvalidArgumentError(
+        "checkpoints (--checkpoint_dir) are not supported yet in a replicated cluster (--etcd); "
+        "replication keeps every acknowledged update on --replicas servers instead");
+  }
+  if (!replicated && (options.num_servers < 1 || options.server_index < 0 ||
+                      options.server_index >= options.num_servers)) {
     return absl::InvalidArgumentError(
         absl::StrCat("server index ", options.server_index, " is outside [0, ", options.num_servers,
                      "); check --index against the number of servers in --servers"));
   }
   std::unique_ptr<PsServer> server(new PsServer());
   server->options_ = options;
-  PsCoreOptions core_options;
-  core_options.server_index = options.server_index;
-  core_options.num_servers = options.num_servers;
-  core_options.placement = options.placement;
-  core_options.limits = options.limits;
-  core_options.clock = options.clock;
-  server->core_ = std::make_unique<PsCore>(core_options);
-  server->checkpointer_ = std::make_unique<Checkpointer>(server->core_.get(), options.server_index);
-  if (absl::Status s = server->Restore(); !s.ok()) return s;
-  server->service_ = std::make_unique<PsService>(server->core_.get());
-  server->admin_ = std::make_unique<AdminService>(
+  ShardHostOptions host;
+  host.core.server_index = options.server_index;
+  host.core.num_servers = replicated ? options.replication.num_shards : options.num_servers;
+  host.core.placement = options.placement;
+  host.core.limits = options.limits;
+  host.core.clock = options.clock;
+  if (replicated) {
+    server->forward_transport_ = NewGrpcForwardTransport();
+    host.transport = server->forward_transport_.get();
+    host.server_id = options.replication.server_id;
+    host.on_synced = [s = server.get()](int shard) {
+      if (s->membership_ != nullptr) s->membership_->ReportSynced(shard);
+    };
+  }
+  server->host_ = std::make_unique<ShardHost>(host);
+  if (!replicated) {
+    server->core_ = server->host_->Cores().at(0);
+    server->checkpointer_ =
+        std::make_unique<Checkpointer>(server->core_.get(), options.server_index);
+    if (absl::Status s = server->Restore(); !s.ok()) return s;
+  }
+  server->service_ = std::make_unique<PsService>(server->host_.get());
+  server->replication_ = std::make_unique<ReplicationService>(server->host_.get());
+  if (!replicated) server->admin_ = std::make_unique<AdminService>(
       server->checkpointer_.get(), options.server_index,
       [s = server.get()](const proto::CheckpointRequest& request, AdminService::Done done) {
         s->Coordinate(request, std::move(done));
@@ -47,7 +66,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(server->service_.get());
-  builder.RegisterService(server->admin_.get());
+  if (server->admin_ != nullptr) builder.RegisterService(server->admin_.get());
+  builder.RegisterService(server->replication_.get());
   // Requests may carry the limit plus framing; responses are checked by the service.
   builder.SetMaxReceiveMessageSize(static_cast<int>(
       std::min<uint64_t>(options.limits.max_message_bytes + (1 << 16), INT32_MAX)));
@@ -64,8 +84,25 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   const std::string& listen = options.listen_address;
   const size_t colon = listen.rfind(':');
   server->address_ = absl::StrCat(listen.substr(0, colon), ":", server->port_);
-  server->core_->set_address(server->address_);
+  for (auto& core : server->host_->Cores()) core->set_address(server->address_);
   server->ticker_ = std::thread([s = server.get()] { s->TickLoop(); });
+  if (replicated) {
+    const ServerReplicationOptions& r = options.replication;
+    MembershipOptions m;
+    m.kv = r.kv;
+    m.cluster = r.cluster;
+    m.server_id = r.server_id;
+    m.address = r.advertise_address.empty() ? server->address_ : r.advertise_address;
+    m.num_shards = r.num_shards;
+    m.replicas = r.replicas;
+    m.lease = r.lease;
+    m.clock = options.clock;
+    absl::StatusOr<std::unique_ptr<MembershipAgent>> agent =
+        MembershipAgent::Start(m, server->host_.get());
+    if (!agent.ok()) return agent.status();
+    server->membership_ = *std::move(agent);
+    return server;
+  }
   if (absl::Status s = server->StartScheduler(); !s.ok()) return s;
   LogEvent(absl::StrCat("ps_server ", options.server_index, " ", server->address_),
            absl::StrCat("started: shard ", options.server_index, " of ", options.num_servers,
@@ -224,7 +261,9 @@ void PsServer::TickLoop() {
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&shut_down_), options_.tick_interval)) return;
     }
-    for (const std::string& event : core_->Tick()) LogEvent(who, event);
+    for (auto& core : host_->Cores()) {
+      for (const std::string& event : core->Tick()) LogEvent(who, event);
+    }
   }
 }
 
@@ -242,11 +281,16 @@ void PsServer::Shutdown() {
     shut_down_ = true;
   }
   if (ticker_.joinable()) ticker_.join();
+  // Leaves the cluster at once: the others take over without waiting for
+  // the lease to expire.
+  if (membership_ != nullptr) membership_->Stop(/*leave=*/true);
   if (server_ == nullptr) return;  // Start failed before the server ran
   // Parked pulls and pushes end now, and new ones fail at once, so that the
   // server can drain.
-  core_->Close(absl::UnavailableError(
-      absl::StrCat("server ", options_.server_index, " (", address_, ") is shutting down")));
+  for (auto& core : host_->Cores()) {
+    core->Close(absl::UnavailableError(
+        absl::StrCat("server ", options_.server_index, " (", address_, ") is shutting down")));
+  }
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   LogEvent(absl::StrCat("ps_server ", options_.server_index, " ", address_), "shut down");
 }

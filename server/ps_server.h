@@ -23,6 +23,11 @@
 #include "server/checkpointer.h"
 #include "server/ps_core.h"
 #include "server/ps_service.h"
+#include "server/replica_link.h"
+#include "server/replication_service.h"
+#include "server/shard_host.h"
+#include "server/membership_agent.h"
+#include "common/kv_store.h"
 #include "server/server_limits.h"
 
 namespace ps {
@@ -51,6 +56,19 @@ struct ServerCheckpointOptions {
   absl::Duration write_timeout = absl::Seconds(60);
 };
 
+// Replicated clusters (server/membership_agent.h): membership and the ring
+// in etcd, each shard on a chain of `replicas` servers.
+struct ServerReplicationOptions {
+  KvStore* kv = nullptr;  // null: a static cluster (server_index of num_servers)
+  std::string cluster = "default";
+  uint32_t server_id = 0;
+  int num_shards = 1;  // for the first ring (servers 0..num_shards-1)
+  int replicas = 2;
+  absl::Duration lease = absl::Seconds(3);
+  // The address others reach this server at; empty: the bound address.
+  std::string advertise_address;
+};
+
 struct ServerOptions {
   std::string listen_address = "127.0.0.1:0";  // port 0: pick a free port
   int server_index = 0;
@@ -61,6 +79,7 @@ struct ServerOptions {
   absl::Duration tick_interval = absl::Milliseconds(20);
   Clock* clock = Clock::Real();
   ServerCheckpointOptions checkpoint;
+  ServerReplicationOptions replication;
 };
 
 class PsServer {
@@ -75,7 +94,9 @@ class PsServer {
   // host:port actually bound.
   const std::string& address() const { return address_; }
   int port() const { return port_; }
+  // Static clusters: the server's one shard. (Replicated: the host's.)
   PsCore& core() { return *core_; }
+  ShardHost& host() { return *host_; }
   ShardStore& store() { return core_->store(); }
   ClockTracker& clocks() { return core_->clocks(); }
 
@@ -103,8 +124,12 @@ class PsServer {
   ServerOptions options_;
   std::string address_;
   int port_ = 0;
-  std::unique_ptr<PsCore> core_;
+  std::unique_ptr<ForwardTransport> forward_transport_;
+  std::unique_ptr<ShardHost> host_;
+  std::shared_ptr<PsCore> core_;  // static clusters: the one shard
   std::unique_ptr<PsService> service_;
+  std::unique_ptr<ReplicationService> replication_;
+  std::unique_ptr<MembershipAgent> membership_;
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<AdminService> admin_;
   uint64_t restored_cut_ = 0;

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/protocol.h"
 #include "common/raw_message.h"
@@ -65,8 +67,8 @@ struct CallState {
 // OnDone deletes the reactor, which gRPC calls once after Finish.
 class PsService::Reactor final : public grpc::ServerUnaryReactor {
  public:
-  Reactor(PsCore* core, std::shared_ptr<CallState> state)
-      : core_(core), state_(std::move(state)) {}
+  Reactor(std::shared_ptr<PsCore> core, std::shared_ptr<CallState> state)
+      : core_(std::move(core)), state_(std::move(state)) {}
 
   // Records the core's id of the parked call, or releases it at once when
   // the client already went away.
@@ -93,12 +95,26 @@ class PsService::Reactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 
  private:
-  PsCore* const core_;
+  const std::shared_ptr<PsCore> core_;
   const std::shared_ptr<CallState> state_;
 };
 
-PsService::PsService(PsCore* core)
-    : core_(core), admin_thread_([this] { AdminLoop(); }) {}
+PsService::PsService(ShardHost* host)
+    : host_(host), admin_thread_([this] { AdminLoop(); }) {}
+
+absl::StatusOr<std::shared_ptr<PsCore>> PsService::CoreFor(grpc::CallbackServerContext* ctx) const {
+  int shard = -1;
+  const auto& metadata = ctx->client_metadata();
+  auto it = metadata.find(kShardMetadataKey);
+  if (it != metadata.end()) {
+    const std::string value(it->second.data(), it->second.size());
+    if (!absl::SimpleAtoi(value, &shard) || shard < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metadata ", kShardMetadataKey, " is '", value, "'; want a shard number"));
+    }
+  }
+  return host_->ForWorker(shard);
+}
 
 PsService::~PsService() {
   {
@@ -128,13 +144,19 @@ void PsService::AdminLoop() {
 grpc::ServerUnaryReactor* PsService::CreateTable(grpc::CallbackServerContext* ctx,
                                                  const proto::CreateTableRequest* req,
                                                  proto::CreateTableResponse* resp) {
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  if (!core.ok()) return Finish(ctx, core.status());
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   // Initializing a large table takes seconds: never on a gRPC thread.
   absl::MutexLock lock(&admin_mu_);
-  admin_tasks_.push_back([this, reactor, req, resp] {
-    absl::StatusOr<proto::CreateTableResponse> reply = core_->CreateTable(*req);
-    if (reply.ok()) *resp = *std::move(reply);
-    reactor->Finish(ToGrpcStatus(reply.status()));
+  admin_tasks_.push_back([core = *std::move(core), reactor, req, resp] {
+    absl::StatusOr<proto::CreateTableResponse> reply = core->CreateTable(*req);
+    if (!reply.ok()) {
+      reactor->Finish(ToGrpcStatus(reply.status()));
+      return;
+    }
+    *resp = *std::move(reply);
+    core->AfterReplicated([reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
   });
   return reactor;
 }
@@ -163,39 +185,51 @@ PsCore::Allocate AllocatePayload(CallState* s) {
 
 grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
+  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx);
+  if (!found.ok()) return Finish(ctx, found.status());
+  std::shared_ptr<PsCore> core = *std::move(found);
   auto state = std::make_shared<CallState>();
-  auto* reactor = new Reactor(core_, state);
-  absl::Status parsed = ParsePush(*req, &core_->key_lists(), state.get());
+  auto* reactor = new Reactor(core, state);
+  absl::Status parsed = ParsePush(*req, &core->key_lists(), state.get());
   if (!parsed.ok()) {
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
-  PsCore::CallId id = core_->Push(
+  PsCore::CallId id = core->Push(
       &state->push, WaitDeadline(ctx),
-      [reactor, resp, state](absl::StatusOr<proto::PushResponse> reply) {
-        if (reply.ok()) *resp = SerializeToBuffer(*reply);
-        reactor->Finish(ToGrpcStatus(reply.status()));
+      [reactor, resp, state, core](absl::StatusOr<proto::PushResponse> reply) {
+        if (!reply.ok()) {
+          reactor->Finish(ToGrpcStatus(reply.status()));
+          return;
+        }
+        *resp = SerializeToBuffer(*reply);
+        // Acknowledged once the chain's tail has it (and the state, whose
+        // views the forwarded entry was built from, is no longer needed).
+        core->AfterReplicated([reactor, state](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
       });
-  Reactor::Park(core_, *state, id);
+  Reactor::Park(core.get(), *state, id);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
+  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx);
+  if (!found.ok()) return Finish(ctx, found.status());
+  std::shared_ptr<PsCore> core = *std::move(found);
   auto state = std::make_shared<CallState>();
-  auto* reactor = new Reactor(core_, state);
+  auto* reactor = new Reactor(core, state);
   proto::PullRequest header;
   absl::Status parsed =
       ParseRaw(*req, {kPullKeyListField}, &state->slices, &header, &state->fields);
   if (parsed.ok()) {
-    parsed = DecodePull(header, state->fields.Raw(kPullKeyListField), &core_->key_lists(),
+    parsed = DecodePull(header, state->fields.Raw(kPullKeyListField), &core->key_lists(),
                         &state->pull);
   }
   if (!parsed.ok()) {
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
-  PsCore::CallId id = core_->Pull(
+  PsCore::CallId id = core->Pull(
       &state->pull, WaitDeadline(ctx),
       // The values are copied from the store straight into the reply's slice.
       AllocatePayload(state.get()),
@@ -205,40 +239,51 @@ grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
         }
         reactor->Finish(ToGrpcStatus(reply.status()));
       });
-  Reactor::Park(core_, *state, id);
+  Reactor::Park(core.get(), *state, id);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::PushPull(grpc::CallbackServerContext* ctx,
                                               const grpc::ByteBuffer* req,
                                               grpc::ByteBuffer* resp) {
-  // Never parks: done before this returns.
-  CallState state;
+  // Never parks; with replication, answered once the chain's tail has it.
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  if (!core.ok()) return Finish(ctx, core.status());
+  auto state = std::make_shared<CallState>();
   proto::PushPullRequest header;
   absl::Status status =
-      ParseRaw(*req, {kPushPullValuesField}, &state.slices, &header, &state.fields);
+      ParseRaw(*req, {kPushPullValuesField}, &state->slices, &header, &state->fields);
   if (status.ok()) {
-    absl::StatusOr<proto::PushPullResponse> reply = core_->PushPullMany(
-        header, state.fields.Raw(kPushPullValuesField), AllocatePayload(&state));
+    absl::StatusOr<proto::PushPullResponse> reply = (*core)->PushPullMany(
+        header, state->fields.Raw(kPushPullValuesField), AllocatePayload(state.get()));
     status = reply.status();
     if (reply.ok()) {
-      *resp = BuildMessage(*reply, kPushPullReplyValuesField, std::move(state.payload));
+      *resp = BuildMessage(*reply, kPushPullReplyValuesField, std::move(state->payload));
     }
   }
-  return Finish(ctx, status);
+  if (!status.ok()) return Finish(ctx, status);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  (*core)->AfterReplicated([reactor, state](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::PushBatch(grpc::CallbackServerContext* ctx,
                                                const proto::PushBatchRequest* req,
                                                proto::PushBatchResponse* resp) {
-  *resp = core_->PushBatch(*req);
-  return Finish(ctx, absl::OkStatus());
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  if (!core.ok()) return Finish(ctx, core.status());
+  *resp = (*core)->PushBatch(*req);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  (*core)->AfterReplicated([reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
                                           const proto::InfoRequest* req,
                                           proto::InfoResponse* resp) {
-  absl::StatusOr<proto::InfoResponse> reply = core_->Info(*req);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  if (!core.ok()) return Finish(ctx, core.status());
+  absl::StatusOr<proto::InfoResponse> reply = (*core)->Info(*req);
   if (reply.ok()) *resp = *std::move(reply);
   return Finish(ctx, reply.status());
 }
@@ -246,14 +291,18 @@ grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,
                                                const proto::HeartbeatRequest* req,
                                                proto::HeartbeatResponse* resp) {
-  absl::StatusOr<proto::HeartbeatResponse> reply = core_->Heartbeat(*req);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  if (!core.ok()) return Finish(ctx, core.status());
+  absl::StatusOr<proto::HeartbeatResponse> reply = (*core)->Heartbeat(*req);
   if (reply.ok()) *resp = *std::move(reply);
   return Finish(ctx, reply.status());
 }
 
 grpc::ServerUnaryReactor* PsService::Stats(grpc::CallbackServerContext* ctx,
                                            const proto::StatsRequest*, proto::StatsResponse* resp) {
-  *resp = core_->Stats();
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  if (!core.ok()) return Finish(ctx, core.status());
+  *resp = (*core)->Stats();
   return Finish(ctx, absl::OkStatus());
 }
 

@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/ps.grpc.pb.h"
 #include "server/ps_core.h"
+#include "server/shard_host.h"
 
 namespace ps {
 
@@ -41,8 +42,9 @@ using PsServiceBase = proto::ParameterServer::WithCallbackMethod_CreateTable<
 
 class PsService final : public PsServiceBase {
  public:
-  // `core` must outlive the service.
-  explicit PsService(PsCore* core);
+  // Each call goes to the core of the shard its x-ps-shard metadata names
+  // (ShardHost::ForWorker). `host` must outlive the service.
+  explicit PsService(ShardHost* host);
   // Waits for the admin thread to finish the CreateTable calls it holds.
   ~PsService() override;
 
@@ -69,8 +71,9 @@ class PsService final : public PsServiceBase {
  private:
   class Reactor;
   void AdminLoop();
+  absl::StatusOr<std::shared_ptr<PsCore>> CoreFor(grpc::CallbackServerContext* ctx) const;
 
-  PsCore* const core_;
+  ShardHost* const host_;
   absl::Mutex admin_mu_;
   std::deque<std::function<void()>> admin_tasks_ ABSL_GUARDED_BY(admin_mu_);
   bool stopping_ ABSL_GUARDED_BY(admin_mu_) = false;

@@ -23,6 +23,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
+#include "common/etcd_kv_store.h"
+#include "worker/client/shard_directory.h"
 #include "common/process_tuning.h"
 #include "common/value_encoding.h"
 #include "worker/train/dataset.h"
@@ -36,6 +38,10 @@
 #include "worker/train/trainer.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
+ABSL_FLAG(std::string, etcd, "",
+          "instead of --servers: a replicated cluster's etcd endpoint (host:port); calls follow "
+          "its ring across failovers");
+ABSL_FLAG(std::string, cluster, "default", "with --etcd: the cluster's name");
 ABSL_FLAG(int, worker_index, 0, "this worker's index in [0, num_workers)");
 ABSL_FLAG(int, num_workers, 1, "number of workers sharing the data");
 ABSL_FLAG(std::string, model, "mlp",
@@ -179,11 +185,25 @@ void PrintServerStats(ps::PsClient& client, const std::string& prefix) {
 
 // The client options every model shares: the servers, this worker's id,
 // deadlines, placement and traffic reduction.
+// With --etcd: the ring's directory (set once in main, before any client).
+std::shared_ptr<const ps::ShardDirectory>& Directory() {
+  static auto* directory = new std::shared_ptr<const ps::ShardDirectory>();
+  return *directory;
+}
+
 void SetClientOptions(const ps::ClusterSpec& spec, int worker_index,
                       ps::PsClientOptions* options) {
   options->servers = spec.servers;
   options->worker_id = static_cast<uint32_t>(worker_index);
   options->timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
+  if (Directory() != nullptr) {
+    // Retries span a failover (the dead server's lease, then the new ring):
+    // 40 attempts, at most kMaxBackoff apart, of at most 2.5 s each, which
+    // stays inside the servers' de-duplication retention (120 s).
+    options->directory = Directory();
+    options->timeout = std::min(options->timeout, absl::Milliseconds(2500));
+    options->max_attempts = 40;
+  }
   options->placement.slice_size = absl::GetFlag(FLAGS_slice_size);
   options->placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
   // --wire_floats was checked in main().
@@ -323,8 +343,19 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   ps::TuneProcessForDataPath();
 
-  auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
-  if (!spec.ok()) return Fail(absl::StrCat("--servers: ", spec.status().message()));
+  absl::StatusOr<ps::ClusterSpec> spec = ps::ClusterSpec();
+  static std::unique_ptr<ps::KvStore> etcd;
+  if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {
+    etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{endpoint});
+    auto directory =
+        ps::EtcdShardDirectory::Start(etcd.get(), absl::GetFlag(FLAGS_cluster), absl::Seconds(60));
+    if (!directory.ok()) return Fail(absl::StrCat("--etcd=", endpoint, ": ",
+                                                  directory.status().message()));
+    Directory() = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
+  } else {
+    spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
+    if (!spec.ok()) return Fail(absl::StrCat("--servers: ", spec.status().message()));
+  }
   auto hidden = ParseHidden(absl::GetFlag(FLAGS_hidden));
   if (!hidden.ok()) return Fail(std::string(hidden.status().message()));
 

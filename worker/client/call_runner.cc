@@ -122,7 +122,8 @@ void CallRunner::EndAttempt(const std::shared_ptr<AsyncRun>& run) const {
     finish(std::move(run->final_status));
     return;
   }
-  timer_->RunAfter(run->policy.backoff * run->attempt, [this, run] { StartAttempt(run); });
+  timer_->RunAfter(std::min(run->policy.backoff * run->attempt, kMaxBackoff),
+                   [this, run] { StartAttempt(run); });
 }
 
 void CallRunner::StartAndWait(absl::Duration spin,

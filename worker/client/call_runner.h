@@ -44,6 +44,10 @@ struct CallPolicy {
   absl::Duration spin;
 };
 
+// The longest wait between two attempts (backoff * attempt grows up to it):
+// a client that waits for a failover retries at least this often.
+constexpr absl::Duration kMaxBackoff = absl::Milliseconds(250);
+
 // Whether a failure may be transient (and the request may have been applied
 // without the reply arriving): UNAVAILABLE, DEADLINE_EXCEEDED.
 bool IsRetryable(const absl::Status& status);

@@ -33,28 +33,46 @@ void TypedCall(std::shared_ptr<grpc::ClientContext> context, Transport::Done don
 }  // namespace
 
 GrpcTransport::GrpcTransport(std::vector<std::string> addresses, Clock* clock)
-    : addresses_(std::move(addresses)), clock_(clock) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  args.SetMaxSendMessageSize(-1);
-  // PsClient retries by itself, with the same request id.
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  for (const std::string& address : addresses_) {
+    : addresses_(std::move(addresses)), clock_(clock) {}
+
+GrpcTransport::GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock)
+    : directory_(std::move(directory)), clock_(clock) {}
+
+GrpcTransport::Stubs* GrpcTransport::StubsFor(int server) const {
+  const std::string address = directory_ ? directory_->PrimaryAddress(server) : addresses_[server];
+  if (address.empty()) return nullptr;
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<Stubs>& stubs = stubs_[address];
+  if (stubs == nullptr) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    // PsClient retries by itself, with the same request id.
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
     auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-    stubs_.push_back(proto::ParameterServer::NewStub(channel));
-    generic_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+    stubs = std::make_unique<Stubs>();
+    stubs->stub = proto::ParameterServer::NewStub(channel);
+    stubs->generic = std::make_unique<grpc::GenericStub>(channel);
   }
+  return stubs.get();
+}
+
+void GrpcTransport::NoPrimary(int server, const Done& done) const {
+  done(absl::UnavailableError(absl::StrCat(ServerName(server), " has no primary now")));
 }
 
 std::string GrpcTransport::ServerName(int server) const {
+  if (directory_) return directory_->Describe(server);
   return absl::StrCat("server ", server, " (", addresses_[server], ")");
 }
 
-std::shared_ptr<grpc::ClientContext> GrpcTransport::NewContext(absl::Time deadline) const {
+std::shared_ptr<grpc::ClientContext> GrpcTransport::NewContext(int server,
+                                                               absl::Time deadline) const {
   auto context = std::make_shared<grpc::ClientContext>();
   if (deadline != absl::InfiniteFuture()) {
     context->set_deadline(absl::ToChronoTime(absl::Now() + (deadline - clock_->Now())));
   }
+  context->AddMetadata(kShardMetadataKey, absl::StrCat(server));
   return context;
 }
 
@@ -92,15 +110,17 @@ void GrpcTransport::StartPush(int server, const std::string& method,
                               absl::Time deadline,
                               std::function<absl::Status(const grpc::ByteBuffer&)> decode,
                               Done done) {
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
   auto owned = std::make_unique<PushState>();
-  owned->context = NewContext(deadline);
+  owned->context = NewContext(server, deadline);
   owned->decode = std::move(decode);
   owned->done = std::move(done);
   // Set before BuildMessage, which releases empty pieces at once.
   owned->pending.store(static_cast<int>(value_pieces.size()) + 1);
   PushState* state = owned.release();  // owned by `pending` from here on
   state->request = BuildMessage(header, field, value_pieces, &ReleasePushPiece, state);
-  generic_stubs_[server]->UnaryCall(
+  stubs->generic->UnaryCall(
       state->context.get(), method, grpc::StubOptions(), &state->request, &state->response,
       [state](grpc::Status s) {
         state->status = FromGrpcStatus(s);
@@ -166,11 +186,13 @@ void GrpcTransport::Pull(int server, const proto::PullRequest& request, absl::Ti
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
   };
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
   auto state = std::make_shared<PullState>();
-  state->context = NewContext(deadline);
+  state->context = NewContext(server, deadline);
   state->request = SerializeToBuffer(request);
   PullState* s = state.get();
-  generic_stubs_[server]->UnaryCall(
+  stubs->generic->UnaryCall(
       s->context.get(), PullMethodPath(), grpc::StubOptions(), &s->request, &s->response,
       [state = std::move(state), reply_header, consume = std::move(consume_values),
        done = std::move(done)](grpc::Status grpc_status) {
@@ -184,39 +206,49 @@ void GrpcTransport::Pull(int server, const proto::PullRequest& request, absl::Ti
 
 void GrpcTransport::PushBatch(int server, const proto::PushBatchRequest& request,
                               absl::Time deadline, proto::PushBatchResponse* reply, Done done) {
-  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs_[server]->async()->PushBatch(ctx, &request, reply, std::move(callback));
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
+  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs->stub->async()->PushBatch(ctx, &request, reply, std::move(callback));
   });
 }
 
 void GrpcTransport::CreateTable(int server, const proto::CreateTableRequest& request,
                                 absl::Time deadline, proto::CreateTableResponse* reply,
                                 Done done) {
-  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs_[server]->async()->CreateTable(ctx, &request, reply, std::move(callback));
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
+  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs->stub->async()->CreateTable(ctx, &request, reply, std::move(callback));
   });
 }
 
 void GrpcTransport::Info(int server, const proto::InfoRequest& request, absl::Time deadline,
                          bool wait_for_ready, proto::InfoResponse* reply, Done done) {
-  std::shared_ptr<grpc::ClientContext> context = NewContext(deadline);
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
+  std::shared_ptr<grpc::ClientContext> context = NewContext(server, deadline);
   context->set_wait_for_ready(wait_for_ready);
   TypedCall(std::move(context), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs_[server]->async()->Info(ctx, &request, reply, std::move(callback));
+    stubs->stub->async()->Info(ctx, &request, reply, std::move(callback));
   });
 }
 
 void GrpcTransport::Heartbeat(int server, const proto::HeartbeatRequest& request,
                               absl::Time deadline, proto::HeartbeatResponse* reply, Done done) {
-  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs_[server]->async()->Heartbeat(ctx, &request, reply, std::move(callback));
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
+  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs->stub->async()->Heartbeat(ctx, &request, reply, std::move(callback));
   });
 }
 
 void GrpcTransport::Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
                           proto::StatsResponse* reply, Done done) {
-  TypedCall(NewContext(deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs_[server]->async()->Stats(ctx, &request, reply, std::move(callback));
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
+  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
+    stubs->stub->async()->Stats(ctx, &request, reply, std::move(callback));
   });
 }
 

@@ -22,7 +22,10 @@
 
 #include "common/clock.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/ps.grpc.pb.h"
+#include "worker/client/shard_directory.h"
 #include "worker/client/transport.h"
 
 namespace ps {
@@ -32,8 +35,13 @@ class GrpcTransport final : public Transport {
   // Creates one channel per address (host:port, server i = addresses[i]).
   // Connects lazily: unreachable servers show at the first call.
   GrpcTransport(std::vector<std::string> addresses, Clock* clock = Clock::Real());
+  // A replicated cluster: "server" i is shard i, and each call goes to the
+  // shard's primary as the directory says when the call starts.
+  GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock = Clock::Real());
 
-  int num_servers() const override { return static_cast<int>(addresses_.size()); }
+  int num_servers() const override {
+    return directory_ ? directory_->num_shards() : static_cast<int>(addresses_.size());
+  }
   std::string ServerName(int server) const override;
 
   void Push(int server, const proto::PushRequest& header,
@@ -59,8 +67,18 @@ class GrpcTransport final : public Transport {
 
  private:
   struct PushState;
-  // A fresh context whose deadline is `deadline` (on clock_) in real time.
-  std::shared_ptr<grpc::ClientContext> NewContext(absl::Time deadline) const;
+  struct Stubs {
+    std::unique_ptr<proto::ParameterServer::Stub> stub;
+    std::unique_ptr<grpc::GenericStub> generic;
+  };
+  // The stubs of the server (or shard's primary) now; null when the shard
+  // has no primary.
+  Stubs* StubsFor(int server) const;
+  // A fresh context whose deadline is `deadline` (on clock_) in real time,
+  // naming the shard in its metadata.
+  std::shared_ptr<grpc::ClientContext> NewContext(int server, absl::Time deadline) const;
+  // done(UNAVAILABLE) for a shard without a primary.
+  void NoPrimary(int server, const Done& done) const;
   static void ReleasePushPiece(void* state);
   static void FinishPush(PushState* state);
   // Sends the zero-copy push of Push and PushPull: `header` followed by
@@ -71,9 +89,10 @@ class GrpcTransport final : public Transport {
                  std::function<absl::Status(const grpc::ByteBuffer&)> decode, Done done);
 
   const std::vector<std::string> addresses_;
+  const std::shared_ptr<const ShardDirectory> directory_;
   Clock* const clock_;
-  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs_;
-  std::vector<std::unique_ptr<grpc::GenericStub>> generic_stubs_;
+  mutable absl::Mutex mu_;
+  mutable absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ps

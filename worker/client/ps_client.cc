@@ -62,12 +62,14 @@ PsClient::~PsClient() {
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
+  Clock* clock = options.clock != nullptr ? options.clock : Clock::Real();
+  if (options.directory != nullptr) {
+    return Connect(options, std::make_unique<GrpcTransport>(options.directory, clock));
+  }
   if (options.servers.empty()) {
     return absl::InvalidArgumentError("no servers given; see --servers");
   }
-  return Connect(options,
-                 std::make_unique<GrpcTransport>(
-                     options.servers, options.clock != nullptr ? options.clock : Clock::Real()));
+  return Connect(options, std::make_unique<GrpcTransport>(options.servers, clock));
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options,
@@ -152,8 +154,8 @@ absl::Status PsClient::CheckServers() {
     // the push's id, or a retry of an applied push would apply it twice.
     const absl::Duration retention = absl::Milliseconds(info.dedup_retention_ms());
     const int attempts = std::max(1, options_.max_attempts);
-    const absl::Duration window =
-        options_.timeout * attempts + options_.retry_backoff * (attempts * (attempts - 1) / 2);
+    absl::Duration window = options_.timeout * attempts;
+    for (int a = 1; a < attempts; ++a) window += std::min(options_.retry_backoff * a, kMaxBackoff);
     if (info.dedup_retention_ms() > 0 && window >= retention) {
       return absl::FailedPreconditionError(absl::StrCat(
           name, " remembers push ids for ", absl::FormatDuration(retention),

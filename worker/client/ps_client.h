@@ -38,12 +38,17 @@
 #include "worker/client/key_list_memory.h"
 #include "worker/client/param_client.h"
 #include "worker/client/planner.h"
+#include "worker/client/shard_directory.h"
 #include "worker/client/transport.h"
 
 namespace ps {
 
 struct PsClientOptions {
   std::vector<std::string> servers;  // host:port, in shard order
+  // Instead of `servers`: a replicated cluster's shards, each reached at its
+  // primary (worker/client/shard_directory.h). Retries (max_attempts,
+  // retry_backoff) then also cover a failover.
+  std::shared_ptr<const ShardDirectory> directory;
   PlacementConfig placement;         // must match the servers' (checked)
   uint32_t worker_id = 0;
   absl::Duration timeout = absl::Seconds(10);          // per attempt

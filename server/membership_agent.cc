@@ -1,0 +1,275 @@
+#include "server/membership_agent.h"
+
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/cluster_keys.h"
+#include "common/log.h"
+#include "common/shard_ring.h"
+#include "proto/membership.pb.h"
+
+namespace ps {
+namespace {
+
+uint64_t NewIncarnation() {
+  static absl::Mutex mu(absl::kConstInit);
+  static absl::BitGen* gen = new absl::BitGen();
+  absl::MutexLock lock(&mu);
+  return absl::Uniform<uint64_t>(*gen, 1, std::numeric_limits<uint64_t>::max());
+}
+
+// The cluster's records, parsed.
+struct ClusterState {
+  bool has_ring = false;
+  proto::RingRecord ring;
+  int64_t ring_revision = 0;
+  RingInputs inputs;
+  std::vector<std::string> synced_keys;
+};
+
+absl::StatusOr<ClusterState> Parse(const std::string& cluster, const KvRange& range) {
+  ClusterState state;
+  const std::string prefix = ClusterPrefix(cluster);
+  for (const KvEntry& e : range.entries) {
+    const std::string rest = e.key.substr(prefix.size());
+    std::vector<std::string> parts = absl::StrSplit(rest, '/');
+    uint32_t id = 0;
+    if (rest == "ring") {
+      if (absl::Status s = FromJson(e.key, e.value, &state.ring); !s.ok()) return s;
+      state.has_ring = true;
+      state.ring_revision = e.mod_revision;
+    } else if (parts.size() == 2 && parts[0] == "members" && absl::SimpleAtoi(parts[1], &id)) {
+      proto::MemberRecord m;
+      if (absl::Status s = FromJson(e.key, e.value, &m); !s.ok()) return s;
+      state.inputs.live[id] = m;
+    } else if (parts.size() == 3 && parts[0] == "synced" && absl::SimpleAtoi(parts[2], &id)) {
+      int shard = 0;
+      proto::SyncedRecord r;
+      if (!absl::SimpleAtoi(parts[1], &shard)) continue;
+      if (absl::Status s = FromJson(e.key, e.value, &r); !s.ok()) return s;
+      state.inputs.synced[{shard, id}] = r.incarnation();
+      state.synced_keys.push_back(e.key);
+    } else if (parts.size() == 2 && parts[0] == "draining" && absl::SimpleAtoi(parts[1], &id)) {
+      state.inputs.draining.push_back(id);
+    } else if (parts.size() == 2 && parts[0] == "adding" && absl::SimpleAtoi(parts[1], &id)) {
+      state.inputs.adding.push_back(id);
+    }
+  }
+  return state;
+}
+
+}  // namespace
+
+MembershipAgent::MembershipAgent(MembershipOptions options, ShardHost* host)
+    : options_(std::move(options)), host_(host) {}
+
+absl::StatusOr<std::unique_ptr<MembershipAgent>> MembershipAgent::Start(MembershipOptions options,
+                                                                        ShardHost* host) {
+  if (options.kv == nullptr || options.num_shards < 1 || options.replicas < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("membership needs an etcd endpoint (--etcd), shards >= 1 and replicas >= 1; "
+                     "got shards ",
+                     options.num_shards, ", replicas ", options.replicas));
+  }
+  std::unique_ptr<MembershipAgent> agent(new MembershipAgent(std::move(options), host));
+  if (absl::Status s = agent->Register(); !s.ok()) return s;
+  agent->keepalive_ = std::thread([a = agent.get()] { a->KeepAliveLoop(); });
+  agent->watcher_ = std::thread([a = agent.get()] { a->WatchLoop(); });
+  return agent;
+}
+
+MembershipAgent::~MembershipAgent() { Stop(false); }
+
+std::string MembershipAgent::Who() const {
+  return absl::StrCat("ps_server id ", options_.server_id, " ", options_.address);
+}
+
+bool MembershipAgent::Stopping() {
+  absl::MutexLock lock(&mu_);
+  return stop_;
+}
+
+absl::Status MembershipAgent::Register() {
+  const absl::Time sent = options_.clock->Now();
+  absl::StatusOr<int64_t> lease = options_.kv->GrantLease(options_.lease);
+  if (!lease.ok()) return lease.status();
+  proto::MemberRecord member;
+  member.set_server_id(options_.server_id);
+  member.set_address(options_.address);
+  member.set_incarnation(NewIncarnation());
+  // Copies this server held under an older incarnation are gone from the
+  // ring's point of view; so are its synced records.
+  if (absl::StatusOr<KvRange> synced =
+          options_.kv->GetPrefix(ClusterPrefix(options_.cluster) + "synced/");
+      synced.ok()) {
+    for (const KvEntry& e : synced->entries) {
+      if (absl::EndsWith(e.key, absl::StrCat("/", options_.server_id))) {
+        (void)options_.kv->Delete(e.key);
+      }
+    }
+  }
+  absl::StatusOr<int64_t> put =
+      options_.kv->Put(MemberKey(options_.cluster, options_.server_id), ToJson(member), *lease);
+  if (!put.ok()) return put.status();
+  absl::MutexLock lock(&mu_);
+  lease_ = *lease;
+  incarnation_ = member.incarnation();
+  last_renewed_ = sent;
+  LogEvent(Who(), absl::StrCat("registered in etcd cluster '", options_.cluster,
+                               "' (lease ttl ", absl::FormatDuration(options_.lease),
+                               ", incarnation ", incarnation_, ")"));
+  return absl::OkStatus();
+}
+
+void MembershipAgent::KeepAliveLoop() {
+  while (true) {
+    int64_t lease;
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+      if (options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping),
+                                           options_.lease / 3)) {
+        return;
+      }
+      lease = lease_;
+    }
+    const absl::Time sent = options_.clock->Now();
+    absl::Status s = lease == 0 ? Register() : options_.kv->KeepAlive(lease);
+    bool fenced;
+    {
+      absl::MutexLock lock(&mu_);
+      if (s.ok()) {
+        last_renewed_ = std::max(last_renewed_, sent);
+      } else if (absl::IsNotFound(s)) {
+        LogEvent(Who(), "etcd lease expired; registering again with a new incarnation");
+        lease_ = 0;
+        last_renewed_ = absl::InfinitePast();
+      }
+      fenced = options_.clock->Now() - last_renewed_ > options_.lease * 2 / 3;
+    }
+    host_->SetFenced(fenced);
+  }
+}
+
+void MembershipAgent::WatchLoop() {
+  int64_t revision = 0;
+  while (!Stopping()) {
+    absl::StatusOr<int64_t> read = Step();
+    if (!read.ok()) {
+      LogEvent(Who(), absl::StrCat("reading the cluster from etcd: ", read.status().ToString()));
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+      options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping), absl::Milliseconds(500));
+      continue;
+    }
+    revision = *read;
+    // Wake within a second even without a change, to notice Stop.
+    (void)options_.kv->WaitForChange(ClusterPrefix(options_.cluster), revision,
+                                     options_.clock->Now() + absl::Seconds(1));
+  }
+}
+
+absl::StatusOr<int64_t> MembershipAgent::Step() {
+  absl::StatusOr<KvRange> range = options_.kv->GetPrefix(ClusterPrefix(options_.cluster));
+  if (!range.ok()) return range.status();
+  absl::StatusOr<ClusterState> state = Parse(options_.cluster, *range);
+  if (!state.ok()) return state.status();
+  if (state->has_ring) {
+    absl::StatusOr<ShardRing> ring = ShardRing::FromRecord(state->ring);
+    if (!ring.ok()) return ring.status();
+    std::shared_ptr<const ShardRing> current = host_->ring();
+    if (current == nullptr || ring->version() > current->version()) {
+      host_->SetRing(std::make_shared<const ShardRing>(*std::move(ring)));
+    }
+  }
+  // Copies that completed here while etcd was not told (or could not be).
+  if (std::shared_ptr<const ShardRing> ring = host_->ring(); ring != nullptr) {
+    for (int shard : host_->CompleteShards()) {
+      if (shard >= ring->num_shards()) continue;
+      const auto& joining = ring->record().shards(shard).joining();
+      if (std::find(joining.begin(), joining.end(), options_.server_id) != joining.end() &&
+          !state->inputs.synced.count({shard, options_.server_id})) {
+        ReportSynced(shard);
+      }
+    }
+  }
+  // Only the live server with the lowest id manages.
+  const auto& live = state->inputs.live;
+  if (live.empty() || live.begin()->first != options_.server_id) return range->revision;
+  {
+    absl::MutexLock lock(&mu_);
+    if (lease_ == 0 || live.begin()->second.incarnation() != incarnation_) return range->revision;
+  }
+  std::optional<proto::RingRecord> next;
+  if (!state->has_ring) {
+    std::map<uint32_t, proto::MemberRecord> first;
+    for (int i = 0; i < options_.num_shards; ++i) {
+      auto it = live.find(i);
+      if (it == live.end()) return range->revision;  // wait for servers 0..n-1
+      first[i] = it->second;
+    }
+    absl::StatusOr<ShardRing> initial =
+        ShardRing::Initial(options_.num_shards, options_.replicas, first);
+    if (!initial.ok()) return initial.status();
+    next = initial->record();
+  } else {
+    next = NextRing(state->ring, state->inputs);
+  }
+  if (!next) return range->revision;
+  std::vector<KvOp> ops;
+  ops.push_back({KvOp::kPut, RingKey(options_.cluster), ToJson(*next), 0});
+  // Synced records of copies that joined (or were dropped) are spent.
+  absl::StatusOr<ShardRing> view = ShardRing::FromRecord(*next);
+  if (!view.ok()) return view.status();
+  for (const auto& [key, incarnation] : state->inputs.synced) {
+    const auto& joining = next->shards(key.first).joining();
+    if (std::find(joining.begin(), joining.end(), key.second) == joining.end()) {
+      ops.push_back({KvOp::kDelete, SyncedKey(options_.cluster, key.first, key.second), "", 0});
+    }
+  }
+  absl::StatusOr<bool> committed =
+      options_.kv->Txn({{RingKey(options_.cluster), state->ring_revision}}, ops);
+  if (!committed.ok()) return committed.status();
+  if (*committed) LogEvent(Who(), absl::StrCat("committed ", view->Describe()));
+  return range->revision;
+}
+
+void MembershipAgent::ReportSynced(int shard) {
+  std::shared_ptr<const ShardRing> ring = host_->ring();
+  proto::SyncedRecord record;
+  record.set_ring_version(ring ? ring->version() : 0);
+  {
+    absl::MutexLock lock(&mu_);
+    record.set_incarnation(incarnation_);
+  }
+  absl::StatusOr<int64_t> put =
+      options_.kv->Put(SyncedKey(options_.cluster, shard, options_.server_id), ToJson(record));
+  LogEvent(Who(), put.ok() ? absl::StrCat("copy of shard ", shard, " complete; told etcd")
+                           : absl::StrCat("copy of shard ", shard,
+                                          " complete, but etcd could not be told: ",
+                                          put.status().ToString()));
+}
+
+void MembershipAgent::Stop(bool leave) {
+  int64_t lease;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return;
+    stop_ = true;
+    lease = lease_;
+  }
+  if (keepalive_.joinable()) keepalive_.join();
+  if (watcher_.joinable()) watcher_.join();
+  if (leave && lease != 0) {
+    absl::Status s = options_.kv->RevokeLease(lease);
+    LogEvent(Who(), s.ok() ? "left the cluster (lease revoked)"
+                           : absl::StrCat("could not revoke the lease: ", s.ToString()));
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,85 @@
+// MembershipAgent: a replicated server's link to the cluster's records in
+// etcd (common/cluster_keys.h), behind the KvStore interface.
+//
+//  - Registers: grants a lease and writes members/<id> under it with a new
+//    incarnation; renews the lease every ttl / 3. If no renewal has
+//    succeeded for 2/3 of the ttl, the host is fenced (it refuses calls)
+//    before etcd can expire the lease and another server take its shards.
+//    A lease found expired is replaced by a new one with a new incarnation:
+//    the ring then drops this server's copies and it rejoins by copying.
+//  - Watches the cluster's prefix and hands every newer ring to the host.
+//  - The live server with the lowest id is the manager: it commits the
+//    first ring once servers 0..shards-1 have registered, and then each
+//    NextRing (common/shard_ring.h) as a transaction on the ring's
+//    mod_revision, so that of concurrent managers one wins and the others
+//    re-read. Membership changes therefore wait for etcd; serving does not.
+//
+// Thread-safe. Owns two threads; Stop (or the destructor) joins them.
+#ifndef PS_SERVER_MEMBERSHIP_AGENT_H_
+#define PS_SERVER_MEMBERSHIP_AGENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/kv_store.h"
+#include "server/shard_host.h"
+
+namespace ps {
+
+struct MembershipOptions {
+  KvStore* kv = nullptr;  // not owned
+  std::string cluster = "default";
+  uint32_t server_id = 0;
+  std::string address;    // host:port workers and servers reach this server at
+  int num_shards = 1;     // for the first ring
+  int replicas = 1;       // for the first ring
+  absl::Duration lease = absl::Seconds(3);
+  Clock* clock = Clock::Real();
+};
+
+class MembershipAgent {
+ public:
+  // Registers and starts the threads. Errors: INVALID_ARGUMENT (no store,
+  // shards or replicas < 1), the store's (UNAVAILABLE naming the endpoint).
+  static absl::StatusOr<std::unique_ptr<MembershipAgent>> Start(MembershipOptions options,
+                                                                ShardHost* host);
+  ~MembershipAgent();
+
+  // Stops the threads; with `leave`, revokes the lease so that the others
+  // take over at once instead of after the ttl. Idempotent.
+  void Stop(bool leave);
+
+  // A joining copy of `shard` is complete: recorded in etcd for the manager.
+  void ReportSynced(int shard);
+
+ private:
+  MembershipAgent(MembershipOptions options, ShardHost* host);
+  absl::Status Register();
+  void KeepAliveLoop();
+  void WatchLoop();
+  // Reads the cluster's records, hands a newer ring to the host and, as
+  // manager, commits the next ring. Returns the revision read.
+  absl::StatusOr<int64_t> Step();
+  bool Stopping();
+  std::string Who() const;
+
+  const MembershipOptions options_;
+  ShardHost* const host_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;  // 0: must register again
+  uint64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_renewed_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // send time
+  std::thread keepalive_;
+  std::thread watcher_;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_MEMBERSHIP_AGENT_H_

@@ -1,0 +1,149 @@
+// ReplicaLink: the ordered stream of one shard's updates from this server to
+// the next server of the shard's chain (chain replication, PS paper 4.3).
+//
+// The shard's core appends each applied update (ReplicationLog::Append,
+// under its order lock); one sender thread sends them in that order, in
+// batches of whatever has accumulated while the previous batch was in
+// flight, and retries a failed batch (same sequence numbers: the receiver
+// applies each entry once) until it is acknowledged or the successor
+// changes. A batch's acknowledgement means the chain's tail applied it, so
+// Barrier callbacks then run.
+//
+// A new successor first gets a snapshot of the shard: at that point of the
+// stream (SnapshotSource::Begin, under the core's order lock) the copy is
+// fixed, every update appended before it is in the copy and is not sent
+// again. So a server that joins, or becomes the successor after a failure,
+// is brought up to date by the same stream. Without a successor (this
+// server is the tail) entries are acknowledged at once.
+//
+// Thread-safe. The transport, source and clock must outlive the link.
+#ifndef PS_SERVER_REPLICA_LINK_H_
+#define PS_SERVER_REPLICA_LINK_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "proto/replication.pb.h"
+#include "server/replication_log.h"
+
+namespace ps {
+
+// How a link reaches a server: one blocking attempt. gRPC in servers
+// (NewGrpcForwardTransport), in-process fakes in tests.
+class ForwardTransport {
+ public:
+  virtual ~ForwardTransport() = default;
+  virtual absl::StatusOr<proto::ForwardResponse> Forward(const std::string& address,
+                                                         const proto::ForwardRequest& request,
+                                                         absl::Duration timeout) = 0;
+};
+// Keeps one channel per address. Thread-safe.
+std::unique_ptr<ForwardTransport> NewGrpcForwardTransport();
+
+// The shard's state, as a new successor receives it.
+class SnapshotSource {
+ public:
+  virtual ~SnapshotSource() = default;
+  // Fixes the copy now (every update applied so far is in it, none after),
+  // then runs `after`, both under the shard's order lock so that no update
+  // is applied in between. When `after` returns false the copy is dropped
+  // (Write is not called). Errors: why no copy could be fixed.
+  virtual absl::Status Begin(const std::function<bool()>& after) = 0;
+  // Emits the copy fixed by Begin as snapshot entries, the last with
+  // last = true. Stops at emit's first error and returns it.
+  virtual absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit) = 0;
+};
+
+class ReplicaLink final : public ReplicationLog {
+ public:
+  struct Target {
+    uint32_t server = 0;
+    std::string address;
+  };
+  struct Options {
+    int shard = 0;
+    uint32_t self = 0;  // this server's id
+    size_t max_batch_bytes = 16 << 20;
+    size_t max_batch_entries = 1024;
+    absl::Duration rpc_timeout = absl::Seconds(10);
+    absl::Duration retry_backoff = absl::Milliseconds(50);
+  };
+  struct Stats {
+    uint64_t entries_sent = 0;   // each entry once, however often its batch was sent
+    uint64_t batches = 0;        // acknowledged batches
+    uint64_t batches_resent = 0; // attempts after a failure
+    uint64_t entries_resent = 0; // entries in those attempts
+    uint64_t snapshots = 0;      // snapshots completed
+    uint64_t snapshot_bytes = 0;
+    size_t pending = 0;          // entries and barriers waiting
+  };
+
+  ReplicaLink(Options options, ForwardTransport* transport, SnapshotSource* source,
+              Clock* clock = Clock::Real());
+  // Fails what is pending with UNAVAILABLE and stops the sender.
+  ~ReplicaLink() override;
+
+  void Append(proto::ForwardEntry entry) override;
+  void Barrier(Done done) override;
+
+  // The ring changed: `target` is the shard's successor from now on
+  // (nullopt: this server is the tail, and everything pending is at the
+  // tail). A different successor gets a snapshot before anything else;
+  // what was pending is in it.
+  void Retarget(uint64_t ring_version, std::optional<Target> target);
+  // This server left the chain: what is pending fails with `status`, and so
+  // does every later Barrier.
+  void Close(const absl::Status& status);
+
+  Stats stats() const;
+
+ private:
+  struct Item {
+    bool marker = false;  // a snapshot goes here
+    bool has_entry = false;
+    proto::ForwardEntry entry;  // moved into a request when sent
+    size_t bytes = 0;
+    std::vector<Done> dones;    // run once this item (and all before) are at the tail
+  };
+  void Run();
+  // One snapshot for the marker at the front of the queue.
+  void SendSnapshot(uint64_t stream, const Target& target);
+  // Sends `request` until acknowledged (OK), the stream changes or the link
+  // stops (CANCELLED).
+  absl::Status SendUntilAcked(uint64_t stream, const Target& target, proto::ForwardRequest& request,
+                              size_t entries);
+  // Pops the first `n` items (and barriers right after them) into *dones.
+  void PopLocked(size_t n, std::vector<Done>* dones) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void RunAll(std::vector<Done>& dones, const absl::Status& status);
+
+  const Options options_;
+  ForwardTransport* const transport_;
+  SnapshotSource* const source_;
+  Clock* const clock_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  std::optional<Target> target_ ABSL_GUARDED_BY(mu_);
+  uint64_t ring_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stream_ ABSL_GUARDED_BY(mu_) = 0;  // changes with the target
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status closed_status_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::thread sender_;  // last: starts after the fields it uses
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_REPLICA_LINK_H_

@@ -1,0 +1,114 @@
+// ShardHost: the logical shards one server process serves, each a PsCore.
+//
+// Static clusters: one shard (the server's index), no replication; this is
+// what every server was before replication. Replicated clusters (etcd): the
+// ring (common/shard_ring.h) says which shards this server holds and its
+// place in each chain. For each shard held the host keeps a core, and a
+// ReplicaLink to the shard's successor; the core appends what it applies to
+// the link, and writes are answered once the link says the tail has them.
+//
+// Workers reach a shard's core only on its primary (ForWorker), and not at
+// all while the server is fenced (its etcd lease may have expired, so
+// another server may have been promoted). Forward receives a predecessor's
+// stream: only from the predecessor the ring names, entries applied once
+// each in sequence order. A stream starts with a snapshot: the shard's core
+// is replaced by a fresh one filled from it, and when the last part arrives
+// the copy is complete (a joining server then reports it, on_synced).
+//
+// Thread-safe. Cores are shared_ptrs: a call that holds one finishes on it
+// even if the ring moves the shard away meanwhile.
+#ifndef PS_SERVER_SHARD_HOST_H_
+#define PS_SERVER_SHARD_HOST_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/shard_ring.h"
+#include "proto/replication.pb.h"
+#include "server/ps_core.h"
+#include "server/replica_link.h"
+
+namespace ps {
+
+struct ShardHostOptions {
+  // Template of every shard's core; server_index (the shard) and
+  // num_servers (the number of shards) are set per shard.
+  PsCoreOptions core;
+  // Replicated: this server's id and how links reach other servers (must
+  // outlive the host). Null transport: static, one shard, core.server_index.
+  uint32_t server_id = 0;
+  ForwardTransport* transport = nullptr;
+  // Runs (on a gRPC thread, without host locks) when a joining copy of
+  // `shard` is complete.
+  std::function<void(int shard)> on_synced;
+};
+
+class ShardHost {
+ public:
+  explicit ShardHost(ShardHostOptions options);
+  ~ShardHost();
+
+  bool replicated() const { return options_.transport != nullptr; }
+
+  // The core that serves workers for `shard` (-1: the request named none).
+  // A static server has one: its own shard's (clients check at connect, by
+  // Info, that they list the servers in shard order). Errors (replicated):
+  // UNAVAILABLE when this server is not the shard's primary in its ring
+  // (names the ring version and the primary, so the client re-reads the
+  // ring), when it is fenced, or before the first ring; INVALID_ARGUMENT for
+  // a shard outside the ring.
+  absl::StatusOr<std::shared_ptr<PsCore>> ForWorker(int shard) const;
+
+  // A predecessor's batch. `done` gets OK with the sequence number applied
+  // at the tail, or: FAILED_PRECONDITION when the sender is not this
+  // server's predecessor for the shard in this server's ring, or the stream
+  // is unknown (it does not start with its first entry) or has a gap;
+  // UNAVAILABLE when fenced.
+  using ForwardDone = std::function<void(absl::Status, proto::ForwardResponse)>;
+  void Forward(const proto::ForwardRequest& request, ForwardDone done);
+
+  // A new ring version (ignored when not newer than the current one).
+  void SetRing(std::shared_ptr<const ShardRing> ring);
+  std::shared_ptr<const ShardRing> ring() const;
+  // Fenced: no worker call and no forward is served (the lease may be gone).
+  void SetFenced(bool fenced);
+  bool fenced() const;
+
+  // Shards whose copy here is complete.
+  std::vector<int> CompleteShards() const;
+  // Every core held (for ticks, stats and shutdown).
+  std::vector<std::shared_ptr<PsCore>> Cores() const;
+  // Replication counters summed over the links.
+  ReplicaLink::Stats LinkStats() const;
+
+ private:
+  // One shard held here: its core, the copy source over it, and its link.
+  struct Replica;
+  // A shard's slot: the replica (replaced by a new stream's snapshot) and
+  // the receiving state.
+  struct Slot;
+  std::unique_ptr<Replica> NewReplica(int shard) const;
+  // Points the slot's link at the shard's successor in `ring` (no target
+  // until the slot's copy is complete).
+  void RetargetLocked(int shard, Slot& slot, const ShardRing& ring) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Applies one snapshot part to a fresh core.
+  static absl::Status ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part);
+  std::string Who() const;
+
+  const ShardHostOptions options_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ShardRing> ring_ ABSL_GUARDED_BY(mu_);
+  bool fenced_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<int, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SHARD_HOST_H_
