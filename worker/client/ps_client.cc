@@ -118,10 +118,14 @@ absl::Status PsClient::CheckServers() {
   const proto::InfoRequest request;
   // Servers may still be starting: wait for them, up to connect_timeout, in
   // one attempt each.
+  // In a replicated cluster a shard's primary may not have read the ring
+  // yet (UNAVAILABLE): asked again until the deadline.
   const absl::Time deadline = clock_->Now() + options_.connect_timeout;
-  {
-    absl::BlockingCounter countdown(n);
-    for (int s = 0; s < n; ++s) {
+  std::vector<int> pending(n);
+  for (int s = 0; s < n; ++s) pending[s] = s;
+  while (!pending.empty()) {
+    absl::BlockingCounter countdown(static_cast<int>(pending.size()));
+    for (int s : pending) {
       transport_->Info(s, request, deadline, /*wait_for_ready=*/true, &replies[s],
                        [&countdown, &status, s](absl::Status result) {
                          status[s] = std::move(result);
@@ -129,6 +133,15 @@ absl::Status PsClient::CheckServers() {
                        });
     }
     countdown.Wait();
+    std::vector<int> again;
+    for (int s : pending) {
+      if (options_.directory != nullptr && absl::IsUnavailable(status[s]) &&
+          clock_->Now() + kMaxBackoff < deadline) {
+        again.push_back(s);
+      }
+    }
+    if (!again.empty()) clock_->SleepFor(kMaxBackoff);
+    pending = std::move(again);
   }
   for (int s = 0; s < n; ++s) {
     const std::string name = transport_->ServerName(s);

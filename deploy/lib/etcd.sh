@@ -1,0 +1,39 @@
+# Sourced by the deploy scripts and tests that run a replicated cluster:
+# starts a single-node etcd on free loopback ports with its data in a given
+# directory.
+#
+#   start_etcd WORK_DIR
+#     sets `etcd_endpoint` (127.0.0.1:PORT) and `etcd_pid`; the data and the
+#     log (etcd.log) are under WORK_DIR. Returns 1, with the log's tail, when
+#     etcd does not answer within 10 s (three tries on new ports).
+
+_ps_free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+start_etcd() {
+  local work_dir=$1 client peer attempt
+  command -v etcd >/dev/null || { echo "etcd is not installed; run deploy/setup.sh" >&2; return 1; }
+  for attempt in 1 2 3; do
+    client=$(_ps_free_port)
+    peer=$(_ps_free_port)
+    etcd --name ps --data-dir "$work_dir/etcd" \
+      --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+      --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+      --initial-cluster "ps=http://127.0.0.1:$peer" >"$work_dir/etcd.log" 2>&1 &
+    etcd_pid=$!
+    for _ in $(seq 1 100); do
+      if ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$client" endpoint health >/dev/null 2>&1; then
+        etcd_endpoint="127.0.0.1:$client"
+        return 0
+      fi
+      kill -0 "$etcd_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$etcd_pid" 2>/dev/null || true
+    wait "$etcd_pid" 2>/dev/null || true
+  done
+  echo "etcd did not start (3 tries); the end of $work_dir/etcd.log:" >&2
+  tail -n 20 "$work_dir/etcd.log" >&2
+  return 1
+}
