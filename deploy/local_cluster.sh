@@ -9,12 +9,19 @@
 #                           [--model mlp|softmax|sparse_lr|embedding_mlp]
 #                           [--epochs N] [--keep_logs]
 #                           [--checkpoint_dir DIR [--checkpoint_every SECONDS] [--resume]]
+#                           [--replicas R [--kill_server_after SECONDS]]
 #                           [-- extra ps_worker flags]
 #
 # --checkpoint_dir DIR: the servers checkpoint the model into DIR every
 # --checkpoint_every seconds (default 10) and when stopped (Ctrl-C included).
 # --resume: the servers first restore the newest valid checkpoint in DIR and
 # the workers continue at the epoch and step it holds.
+#
+# --replicas R: a replicated cluster. A single-node etcd starts on a free
+# loopback port (data in the run's directory); each shard lives on a chain of
+# R servers; workers find the primaries through etcd and follow failovers.
+# --kill_server_after S: SIGKILL the last server S seconds into training,
+# to watch the job survive it.
 #
 # --model sparse_lr and embedding_mlp train on LibSVM files, given as worker
 # flags (which reach the evaluation too, so --num_fields agrees):
@@ -32,6 +39,8 @@ keep_logs=0
 checkpoint_dir=""
 checkpoint_every=10
 resume=0
+replicas=0
+kill_after=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,8 +52,10 @@ while [ $# -gt 0 ]; do
     --checkpoint_dir) checkpoint_dir="$2"; shift 2 ;;
     --checkpoint_every) checkpoint_every="$2"; shift 2 ;;
     --resume) resume=1; shift ;;
+    --replicas) replicas="$2"; shift 2 ;;
+    --kill_server_after) kill_after="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,8 +63,16 @@ if [ "$resume" = 1 ] && [ -z "$checkpoint_dir" ]; then
   echo "local_cluster.sh: --resume needs --checkpoint_dir DIR (where the checkpoints are)" >&2
   exit 2
 fi
+if [ "$replicas" != 0 ] && [ -n "$checkpoint_dir" ]; then
+  echo "local_cluster.sh: --replicas does not combine with --checkpoint_dir yet" >&2
+  exit 2
+fi
+if [ "$kill_after" != 0 ] && [ "$replicas" = 0 ]; then
+  echo "local_cluster.sh: --kill_server_after needs --replicas (a static cluster loses the shard)" >&2
+  exit 2
+fi
 for pair in "servers:$servers" "workers:$workers" "epochs:$epochs" \
-    "checkpoint_every:$checkpoint_every"; do
+    "checkpoint_every:$checkpoint_every" "replicas:${replicas/#0/1}" "kill_server_after:${kill_after/#0/1}"; do
   name="${pair%%:*}"; value="${pair#*:}"
   if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
     echo "local_cluster.sh: --$name=$value must be a positive integer" >&2; exit 2
@@ -62,6 +81,7 @@ done
 
 cd "$(dirname "$0")/.."
 source deploy/lib/servers.sh
+source deploy/lib/etcd.sh
 deploy/setup.sh
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
 bin="$(bazel info bazel-bin 2>/dev/null)"
@@ -73,6 +93,8 @@ cleanup() {
   trap - EXIT INT TERM
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # etcd last: stopping servers leave the cluster through it.
+  if [ -n "${etcd_pid:-}" ]; then kill -TERM "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; fi
   if [ "$keep_logs" = 1 ] || [ "$status" -ne 0 ]; then
     echo "local_cluster.sh: logs kept in $run_dir"
   else
@@ -99,19 +121,37 @@ if [ -n "$checkpoint_dir" ]; then
     worker_flags=(--resume)
   fi
 fi
+connect=()
+if [ "$replicas" != 0 ]; then
+  start_etcd "$run_dir" || exit 1
+  echo "local_cluster.sh: etcd at $etcd_endpoint (data in $run_dir/etcd)"
+  server_flags+=(--etcd="$etcd_endpoint" --replicas="$replicas" --lease_seconds=2)
+fi
 start_servers "$bin" "$run_dir" "$servers" "${server_flags[@]}"
 echo "$spec" > "$run_dir/spec.tmp" && mv "$run_dir/spec.tmp" "$run_dir/spec"
-echo "local_cluster.sh: servers up at $spec${checkpoint_dir:+, checkpoints in $checkpoint_dir every ${checkpoint_every}s}"
+echo "local_cluster.sh: servers up at $spec${checkpoint_dir:+, checkpoints in $checkpoint_dir every ${checkpoint_every}s}${etcd_endpoint:+, each shard on $replicas of them}"
+if [ "$replicas" != 0 ]; then
+  connect=(--etcd="$etcd_endpoint")
+else
+  connect=(--servers="$spec")
+fi
 [ "$resume" = 1 ] && grep -h "restored\|passed over" "$run_dir"/server0.log | sed 's/^/local_cluster.sh: /'
 
 worker_pids=()
 for ((w = 0; w < workers; w++)); do
-  "$bin/worker/ps_worker" --servers="$spec" --worker_index="$w" --num_workers="$workers" \
+  "$bin/worker/ps_worker" "${connect[@]}" --worker_index="$w" --num_workers="$workers" \
     --model="$model" --epochs="$epochs" "${worker_flags[@]}" "${extra[@]}" \
     > >(tee "$run_dir/worker$w.log") 2>&1 &
   worker_pids+=($!)
   pids+=($!)
 done
+
+if [ "$kill_after" != 0 ]; then
+  victim=$((servers - 1))
+  ( sleep "$kill_after"  # the fault's moment, not a synchronisation
+    kill -KILL "${server_pids[$victim]}" 2>/dev/null &&
+      echo "local_cluster.sh: killed server $victim (SIGKILL) ${kill_after}s into training" ) &
+fi
 
 failed=0
 for ((w = 0; w < workers; w++)); do
@@ -124,7 +164,7 @@ done
 train_end=$(date +%s.%N)
 
 echo "local_cluster.sh: all workers done; evaluating the final parameters"
-"$bin/worker/ps_worker" --servers="$spec" --worker_index=0 --num_workers="$workers" \
+"$bin/worker/ps_worker" "${connect[@]}" --worker_index=0 --num_workers="$workers" \
   --model="$model" "${extra[@]}" --eval_only > "$run_dir/eval.log" 2>&1 ||
   { cat "$run_dir/eval.log" >&2; exit 1; }
 accuracy=$(sed -n 's/^RESULT .*test_accuracy=\([0-9.]*\).*/\1/p' "$run_dir/eval.log")

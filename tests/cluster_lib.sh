@@ -2,6 +2,7 @@
 # processes on kernel-chosen ports and stops everything on exit.
 #   start_servers N [extra ps_server flags]  -> sets $spec; pids in $server_pids
 #   fail MESSAGE
+#   wait_for_line FILE PATTERN
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
 server_bin="$root/server/ps_server"
 worker_bin="$root/worker/ps_worker"
@@ -14,6 +15,12 @@ cleanup() { for p in "${all_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; d
 trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+
+wait_for_line() {  # FILE PATTERN: waits (at most 30 s) until FILE has a line matching PATTERN
+  local _
+  for _ in $(seq 1 600); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+  fail "no line matching '$2' in $1"
+}
 
 start_servers() {
   local n=$1 i

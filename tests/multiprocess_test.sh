@@ -112,11 +112,6 @@ done
 # Two live processes claiming the same worker id: the second is refused,
 # naming the first; once the first is dead and its lease has expired on
 # every server, a restarted worker with that id is accepted.
-wait_for_line() {  # FILE PATTERN: waits (at most 30 s) until FILE has a line matching PATTERN
-  local _
-  for _ in $(seq 1 600); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-  fail "no line matching '$2' in $1"
-}
 "$worker_bin" --servers="$spec" --worker_index=1 --num_workers=2 --model=softmax --table_prefix=twin \
   --epochs=1000 --max_train_examples=2000 --lease_seconds=1 --progress_seconds=100 >"$dir/first.log" 2>&1 &
 first=$!

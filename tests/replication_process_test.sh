@@ -3,7 +3,8 @@
 # 3 ps_server processes with --replicas=2, and 4 workers (exact_sum_client)
 # each pushing +1 to every one of 20000 keys; one server is killed with
 # SIGKILL at a moment drawn from the seed, for 10 seeds. Every key must end
-# at exactly workers * pushes.
+# at exactly workers * pushes. Then the Fashion-MNIST job, with a server
+# killed after the first epoch, must still reach 85% test accuracy.
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
 source "$root/deploy/lib/etcd.sh"
@@ -43,4 +44,26 @@ for ((seed = 1; seed <= seeds; seed++)); do
   for p in "${server_pids[@]}"; do wait "$p" 2>/dev/null || true; done
 done
 printf '%s\n' "${summary[@]}" > "${TEST_UNDECLARED_OUTPUTS_DIR:-$dir}/replication_summary.txt"
-echo "PASS: $seeds seeds, every key exact after a SIGKILL"
+echo "$seeds seeds: every key exact after a SIGKILL"
+
+# Training under a fault: Fashion-MNIST, 3 servers at r=2, 4 workers; server
+# 2 is killed once every worker has finished its first epoch.
+start_servers 3 --etcd="$etcd_endpoint" --cluster=train --replicas=2 --lease_seconds=2
+train_pids=()
+for w in 0 1 2 3; do
+  "$worker_bin" --etcd="$etcd_endpoint" --cluster=train --worker_index=$w --num_workers=4 \
+    --model=mlp --epochs=4 >"$dir/train$w.log" 2>&1 &
+  train_pids+=($!)
+  all_pids+=($!)
+done
+for w in 0 1 2 3; do wait_for_line "$dir/train$w.log" "epoch 1 step .*(epoch end)"; done
+kill -KILL "${server_pids[2]}"
+for w in 0 1 2 3; do
+  wait "${train_pids[$w]}" || { tail -n 5 "$dir/train$w.log"; fail "worker $w failed after the kill"; }
+done
+"$worker_bin" --etcd="$etcd_endpoint" --cluster=train --model=mlp --eval_only >"$dir/eval.log" 2>&1 ||
+  { cat "$dir/eval.log"; fail "evaluation failed"; }
+accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/eval.log")
+echo "training with server 2 killed after epoch 1: test accuracy $accuracy"
+awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.85) }' || fail "accuracy $accuracy < 0.85"
+echo "PASS: $seeds exact-sum seeds and training survived a SIGKILL"
