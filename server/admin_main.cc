@@ -9,9 +9,20 @@
 //       server can write to), with up to N incremental checkpoints between
 //       full ones.
 //
-// Exits 0 when the checkpoint is complete (its MANIFEST written), 1 when it
-// failed (the message names the server and what went wrong), 2 on bad usage.
+//   ps_admin ring --etcd=HOST:PORT --cluster=NAME
+//       prints a replicated cluster's ring: each shard's chain and the
+//       members' addresses.
+//   ps_admin add-server --etcd=... --cluster=NAME --server_id=N
+//       gives a running server (ps_server --etcd --server_id=N) its share of
+//       the shards, and waits until it holds them.
+//   ps_admin drain --etcd=... --cluster=NAME --server_id=N
+//       moves every copy off server N, and waits until it holds none (it may
+//       then be stopped).
+//
+// Exits 0 when done (a checkpoint: its MANIFEST written), 1 when it failed
+// (the message names the server and what went wrong), 2 on bad usage.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,8 +32,11 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/cluster_spec.h"
+#include "common/etcd_kv_store.h"
+#include "server/cluster_admin.h"
 #include "server/checkpoint_coordinator.h"
 #include "server/checkpoint_peer.h"
 
@@ -34,14 +48,22 @@ ABSL_FLAG(int, incremental, 0,
           "with --checkpoint_dir: up to this many incremental checkpoints between full ones");
 ABSL_FLAG(int, keep, 3, "with --checkpoint_dir: complete checkpoints kept");
 ABSL_FLAG(double, timeout_seconds, 60,
-          "how long the servers may wait for the workers to finish the rounds before the cut");
+          "checkpoint: how long the servers may wait for the workers to finish the rounds "
+          "before the cut; add-server, drain: how long to wait for the ring to settle");
+ABSL_FLAG(std::string, etcd, "", "ring, add-server, drain: etcd's client endpoint (host:port)");
+ABSL_FLAG(std::string, cluster, "default", "ring, add-server, drain: the cluster's name");
+ABSL_FLAG(int, server_id, -1, "add-server, drain: the server's id");
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice, recorded in the manifest");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server, recorded in the manifest");
 
 namespace {
 
 int Usage(const std::string& why) {
-  std::fprintf(stderr, "ps_admin: %s\nusage: ps_admin checkpoint --servers=h:p,... (see --help)\n",
+  std::fprintf(stderr,
+               "ps_admin: %s\nusage: ps_admin checkpoint --servers=h:p,...\n"
+               "       ps_admin ring --etcd=h:p --cluster=NAME\n"
+               "       ps_admin add-server|drain --etcd=h:p --cluster=NAME --server_id=N\n"
+               "(see --help)\n",
                why.c_str());
   return 2;
 }
@@ -54,13 +76,72 @@ void Print(const std::string& path, uint64_t sequence, uint64_t base, uint64_t c
               bytes / 1048576.0, absl::ToDoubleSeconds(took));
 }
 
+int Failed(const std::string& what, const absl::Status& status) {
+  std::fprintf(stderr, "ps_admin: %s failed: %s\n", what.c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
+void PrintRing(const ps::ShardRing& ring) {
+  std::printf("%s\n", ring.Describe().c_str());
+  const auto& members = ring.record().members();
+  std::map<uint32_t, ps::proto::MemberRecord> sorted(members.begin(), members.end());
+  for (const auto& [id, member] : sorted) {
+    std::printf("  server %u at %s (incarnation %llu)\n", id, member.address().c_str(),
+                static_cast<unsigned long long>(member.incarnation()));
+  }
+}
+
+// ring, add-server and drain: the replicated cluster's records in etcd.
+int Membership(const std::string& command) {
+  const std::string endpoint = absl::GetFlag(FLAGS_etcd);
+  if (endpoint.empty()) return Usage(absl::StrCat(command, " needs --etcd=host:port"));
+  const double timeout = absl::GetFlag(FLAGS_timeout_seconds);
+  if (!(timeout > 0) || timeout > 86400) {
+    return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 86400]"));
+  }
+  ps::EtcdKvStore kv(ps::EtcdOptions{endpoint});
+  const std::string cluster = absl::GetFlag(FLAGS_cluster);
+  if (command == "ring") {
+    absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(kv, cluster);
+    if (!ring.ok()) return Failed("reading the ring", ring.status());
+    PrintRing(*ring);
+    return 0;
+  }
+  const int id = absl::GetFlag(FLAGS_server_id);
+  if (id < 0) return Usage(absl::StrCat(command, " needs --server_id=N (>= 0); got ", id));
+  ps::ClusterAdminOptions options;
+  options.kv = &kv;
+  options.cluster = cluster;
+  options.timeout = absl::Seconds(timeout);
+  options.progress = [](const std::string& line) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  const uint32_t server = static_cast<uint32_t>(id);
+  if (command == "add-server") {
+    absl::StatusOr<std::vector<int>> shards = ps::AddServer(options, server);
+    if (!shards.ok()) return Failed(absl::StrCat("adding server ", id), shards.status());
+    std::printf("server %d added: it holds shards %s\n", id, absl::StrJoin(*shards, ", ").c_str());
+    return 0;
+  }
+  absl::Status drained = ps::DrainServer(options, server);
+  if (!drained.ok()) return Failed(absl::StrCat("draining server ", id), drained);
+  std::printf("server %d drained: it holds no shard and may be stopped\n", id);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Administers a parameter-server cluster. See the README.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (args.size() != 2 || std::string(args[1]) != "checkpoint") {
-    return Usage("expected one command: checkpoint");
+  const std::string command = args.size() == 2 ? args[1] : "";
+  if (command == "ring" || command == "add-server" || command == "drain") {
+    return Membership(command);
+  }
+  if (command != "checkpoint") {
+    return Usage("expected one command: checkpoint, ring, add-server or drain");
   }
   auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
   if (!spec.ok()) return Usage(absl::StrCat("--servers: ", spec.status().message()));

@@ -1,69 +1,18 @@
 #include "server/membership_agent.h"
 
-#include <limits>
 #include <utility>
 #include <vector>
 
-#include "absl/random/random.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
 #include "common/cluster_keys.h"
+#include "common/cluster_state.h"
 #include "common/log.h"
+#include "common/random_id.h"
 #include "common/shard_ring.h"
 #include "proto/membership.pb.h"
 
 namespace ps {
-namespace {
-
-uint64_t NewIncarnation() {
-  static absl::Mutex mu(absl::kConstInit);
-  static absl::BitGen* gen = new absl::BitGen();
-  absl::MutexLock lock(&mu);
-  return absl::Uniform<uint64_t>(*gen, 1, std::numeric_limits<uint64_t>::max());
-}
-
-// The cluster's records, parsed.
-struct ClusterState {
-  bool has_ring = false;
-  proto::RingRecord ring;
-  int64_t ring_revision = 0;
-  RingInputs inputs;
-  std::vector<std::string> synced_keys;
-};
-
-absl::StatusOr<ClusterState> Parse(const std::string& cluster, const KvRange& range) {
-  ClusterState state;
-  const std::string prefix = ClusterPrefix(cluster);
-  for (const KvEntry& e : range.entries) {
-    const std::string rest = e.key.substr(prefix.size());
-    std::vector<std::string> parts = absl::StrSplit(rest, '/');
-    uint32_t id = 0;
-    if (rest == "ring") {
-      if (absl::Status s = FromJson(e.key, e.value, &state.ring); !s.ok()) return s;
-      state.has_ring = true;
-      state.ring_revision = e.mod_revision;
-    } else if (parts.size() == 2 && parts[0] == "members" && absl::SimpleAtoi(parts[1], &id)) {
-      proto::MemberRecord m;
-      if (absl::Status s = FromJson(e.key, e.value, &m); !s.ok()) return s;
-      state.inputs.live[id] = m;
-    } else if (parts.size() == 3 && parts[0] == "synced" && absl::SimpleAtoi(parts[2], &id)) {
-      int shard = 0;
-      proto::SyncedRecord r;
-      if (!absl::SimpleAtoi(parts[1], &shard)) continue;
-      if (absl::Status s = FromJson(e.key, e.value, &r); !s.ok()) return s;
-      state.inputs.synced[{shard, id}] = r.incarnation();
-      state.synced_keys.push_back(e.key);
-    } else if (parts.size() == 2 && parts[0] == "draining" && absl::SimpleAtoi(parts[1], &id)) {
-      state.inputs.draining.push_back(id);
-    } else if (parts.size() == 2 && parts[0] == "adding" && absl::SimpleAtoi(parts[1], &id)) {
-      state.inputs.adding.push_back(id);
-    }
-  }
-  return state;
-}
-
-}  // namespace
 
 MembershipAgent::MembershipAgent(MembershipOptions options, ShardHost* host)
     : options_(std::move(options)), host_(host) {}
@@ -101,7 +50,7 @@ absl::Status MembershipAgent::Register() {
   proto::MemberRecord member;
   member.set_server_id(options_.server_id);
   member.set_address(options_.address);
-  member.set_incarnation(NewIncarnation());
+  member.set_incarnation(RandomNonZeroId());
   // Copies this server held under an older incarnation are gone from the
   // ring's point of view; so are its synced records.
   if (absl::StatusOr<KvRange> synced =
@@ -177,7 +126,7 @@ void MembershipAgent::WatchLoop() {
 absl::StatusOr<int64_t> MembershipAgent::Step() {
   absl::StatusOr<KvRange> range = options_.kv->GetPrefix(ClusterPrefix(options_.cluster));
   if (!range.ok()) return range.status();
-  absl::StatusOr<ClusterState> state = Parse(options_.cluster, *range);
+  absl::StatusOr<ClusterState> state = ParseClusterState(options_.cluster, *range);
   if (!state.ok()) return state.status();
   if (state->has_ring) {
     absl::StatusOr<ShardRing> ring = ShardRing::FromRecord(state->ring);

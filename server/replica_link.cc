@@ -3,10 +3,10 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/random_id.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -48,15 +48,6 @@ class GrpcForwardTransport final : public ForwardTransport {
   absl::flat_hash_map<std::string, std::unique_ptr<proto::PsReplication::Stub>> stubs_
       ABSL_GUARDED_BY(mu_);
 };
-
-uint64_t NewStreamId() {
-  static absl::Mutex mu(absl::kConstInit);
-  static absl::BitGen* gen = new absl::BitGen();
-  absl::MutexLock lock(&mu);
-  uint64_t id = 0;
-  while (id == 0) id = absl::Uniform<uint64_t>(*gen);
-  return id;
-}
 
 }  // namespace
 
@@ -123,7 +114,7 @@ void ReplicaLink::Retarget(uint64_t ring_version, std::optional<Target> target) 
                       (!target || (target->server == target_->server &&
                                    target->address == target_->address));
     if (same && stream_ != 0) return;
-    stream_ = NewStreamId();
+    stream_ = RandomNonZeroId();
     next_seq_ = 1;
     target_ = std::move(target);
     if (!target_) {
