@@ -14,8 +14,18 @@
 
 namespace ps {
 
+bool EtcdDownEverywhere(const std::vector<absl::StatusOr<proto::EtcdContactResponse>>& peers) {
+  for (const absl::StatusOr<proto::EtcdContactResponse>& peer : peers) {
+    if (!peer.ok() || peer->last_call_answered()) return false;
+  }
+  return true;
+}
+
 MembershipAgent::MembershipAgent(MembershipOptions options, ShardHost* host)
-    : options_(std::move(options)), host_(host) {}
+    : options_(std::move(options)),
+      host_(host),
+      own_contact_(options_.clock),
+      contact_(options_.contact != nullptr ? options_.contact : &own_contact_) {}
 
 absl::StatusOr<std::unique_ptr<MembershipAgent>> MembershipAgent::Start(MembershipOptions options,
                                                                         ShardHost* host) {
@@ -29,6 +39,7 @@ absl::StatusOr<std::unique_ptr<MembershipAgent>> MembershipAgent::Start(Membersh
   if (absl::Status s = agent->Register(); !s.ok()) return s;
   agent->keepalive_ = std::thread([a = agent.get()] { a->KeepAliveLoop(); });
   agent->watcher_ = std::thread([a = agent.get()] { a->WatchLoop(); });
+  agent->fencer_ = std::thread([a = agent.get()] { a->FenceLoop(); });
   return agent;
 }
 
@@ -46,6 +57,7 @@ bool MembershipAgent::Stopping() {
 absl::Status MembershipAgent::Register() {
   const absl::Time sent = options_.clock->Now();
   absl::StatusOr<int64_t> lease = options_.kv->GrantLease(options_.lease);
+  contact_->Note(sent, lease.status());
   if (!lease.ok()) return lease.status();
   proto::MemberRecord member;
   member.set_server_id(options_.server_id);
@@ -89,28 +101,90 @@ void MembershipAgent::KeepAliveLoop() {
     }
     const absl::Time sent = options_.clock->Now();
     absl::Status s = lease == 0 ? Register() : options_.kv->KeepAlive(lease);
-    bool fenced;
+    contact_->Note(sent, s);
+    absl::MutexLock lock(&mu_);
+    if (s.ok()) {
+      last_renewed_ = std::max(last_renewed_, sent);
+    } else if (absl::IsNotFound(s)) {
+      LogEvent(Who(), "etcd lease expired; registering again with a new incarnation");
+      lease_ = 0;
+      last_renewed_ = absl::InfinitePast();
+    }
+  }
+}
+
+// Separate from the renewals, so that a renewal hanging on a cut-off network
+// does not delay the fence.
+void MembershipAgent::FenceLoop() {
+  bool outage = false;  // etcd down for everyone, as last found
+  absl::Time confirmed = absl::InfinitePast();
+  const absl::Duration ttl = options_.lease;
+  while (true) {
+    absl::Duration late;
+    bool expired;
     {
       absl::MutexLock lock(&mu_);
-      if (s.ok()) {
-        last_renewed_ = std::max(last_renewed_, sent);
-      } else if (absl::IsNotFound(s)) {
-        LogEvent(Who(), "etcd lease expired; registering again with a new incarnation");
-        lease_ = 0;
-        last_renewed_ = absl::InfinitePast();
-      }
-      fenced = options_.clock->Now() - last_renewed_ > options_.lease * 2 / 3;
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+      if (options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping), ttl / 8)) return;
+      late = options_.clock->Now() - last_renewed_;
+      expired = lease_ == 0;
     }
-    host_->SetFenced(fenced);
+    const absl::Time now = options_.clock->Now();
+    if (expired || late <= ttl / 2) {
+      if (outage) LogEvent(Who(), "etcd answers again");
+      outage = false;
+      host_->SetFenced(expired);
+      continue;
+    }
+    // A renewal is late: is etcd down for everyone? Asked again every ttl/6.
+    if (!outage || now - confirmed > ttl / 6) {
+      const bool everywhere = OutageEverywhere();
+      if (everywhere && !outage) {
+        std::shared_ptr<const ShardRing> ring = host_->ring();
+        LogEvent(Who(), absl::StrCat("etcd unreachable from this server and from every other "
+                                     "server of ring v",
+                                     ring ? ring->version() : 0,
+                                     ": serving on with it; membership changes wait for etcd"));
+      }
+      if (!everywhere && outage) {
+        LogEvent(Who(), "etcd outage over for another server, or one cannot be reached");
+      }
+      outage = everywhere;
+      if (everywhere) confirmed = now;
+    }
+    const bool fresh = outage && now - confirmed <= ttl / 3;
+    host_->SetFenced(late > ttl * 2 / 3 && !fresh);
   }
+}
+
+bool MembershipAgent::OutageEverywhere() {
+  std::shared_ptr<const ShardRing> ring = host_->ring();
+  if (options_.peers == nullptr || ring == nullptr) return false;
+  const absl::Duration timeout = std::min(absl::Milliseconds(250), options_.lease / 8);
+  for (const auto& [id, member] : ring->record().members()) {
+    if (id == options_.server_id) continue;
+    if (!EtcdDownEverywhere({options_.peers->EtcdContact(member.address(), timeout)})) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void MembershipAgent::WatchLoop() {
   int64_t revision = 0;
+  int failures = 0;  // in a row: the first is logged, and the recovery
   while (!Stopping()) {
     absl::StatusOr<int64_t> read = Step();
+    if (read.ok() && failures > 0) {
+      LogEvent(Who(), absl::StrCat("reading the cluster from etcd again, after ", failures,
+                                   " failed reads"));
+      failures = 0;
+    }
     if (!read.ok()) {
-      LogEvent(Who(), absl::StrCat("reading the cluster from etcd: ", read.status().ToString()));
+      if (failures++ == 0) {
+        LogEvent(Who(), absl::StrCat("reading the cluster from etcd: ", read.status().ToString(),
+                                     " (retrying every 0.5 s)"));
+      }
       absl::MutexLock lock(&mu_);
       auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
       options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping), absl::Milliseconds(500));
@@ -124,7 +198,9 @@ void MembershipAgent::WatchLoop() {
 }
 
 absl::StatusOr<int64_t> MembershipAgent::Step() {
+  const absl::Time sent = options_.clock->Now();
   absl::StatusOr<KvRange> range = options_.kv->GetPrefix(ClusterPrefix(options_.cluster));
+  contact_->Note(sent, range.status());
   if (!range.ok()) return range.status();
   absl::StatusOr<ClusterState> state = ParseClusterState(options_.cluster, *range);
   if (!state.ok()) return state.status();
@@ -214,6 +290,7 @@ void MembershipAgent::Stop(bool leave) {
   }
   if (keepalive_.joinable()) keepalive_.join();
   if (watcher_.joinable()) watcher_.join();
+  if (fencer_.joinable()) fencer_.join();
   if (leave && lease != 0) {
     absl::Status s = options_.kv->RevokeLease(lease);
     LogEvent(Who(), s.ok() ? "left the cluster (lease revoked)"

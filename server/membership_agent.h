@@ -5,6 +5,13 @@
 //    incarnation; renews the lease every ttl / 3. If no renewal has
 //    succeeded for 2/3 of the ttl, the host is fenced (it refuses calls)
 //    before etcd can expire the lease and another server take its shards.
+//    Unless etcd is down for everyone: once a renewal is late (half the
+//    ttl) the server asks every other server of its ring (EtcdContact);
+//    when each one answers and none got an answer to its latest etcd call
+//    either, nobody can change the ring (and etcd extends every lease when
+//    it comes back), so the host serves on with the last ring, asking
+//    again every ttl / 6. A server cut off from etcd, or from any other
+//    server, is fenced.
 //    A lease found expired is replaced by a new one with a new incarnation:
 //    the ring then drops this server's copies and it rejoins by copying.
 //  - Watches the cluster's prefix and hands every newer ring to the host.
@@ -14,7 +21,7 @@
 //    mod_revision, so that of concurrent managers one wins and the others
 //    re-read. Membership changes therefore wait for etcd; serving does not.
 //
-// Thread-safe. Owns two threads; Stop (or the destructor) joins them.
+// Thread-safe. Owns three threads; Stop (or the destructor) joins them.
 #ifndef PS_SERVER_MEMBERSHIP_AGENT_H_
 #define PS_SERVER_MEMBERSHIP_AGENT_H_
 
@@ -22,12 +29,15 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/kv_store.h"
+#include "server/etcd_contact.h"
+#include "server/replica_link.h"
 #include "server/shard_host.h"
 
 namespace ps {
@@ -41,7 +51,18 @@ struct MembershipOptions {
   int replicas = 1;       // for the first ring
   absl::Duration lease = absl::Seconds(3);
   Clock* clock = Clock::Real();
+  // Where this server's answers from etcd are noted (may be null: the agent
+  // keeps its own), and how it asks the other servers for theirs (null:
+  // never asks, so it is fenced whenever renewals are overdue).
+  EtcdContact* contact = nullptr;
+  ForwardTransport* peers = nullptr;
 };
+
+// Whether etcd is down for everyone, by the other servers' answers to
+// EtcdContact (an error: that server cannot be reached): true when every one
+// answered and none got an answer to its latest call to etcd. True for no
+// other server.
+bool EtcdDownEverywhere(const std::vector<absl::StatusOr<proto::EtcdContactResponse>>& peers);
 
 class MembershipAgent {
  public:
@@ -63,6 +84,10 @@ class MembershipAgent {
   absl::Status Register();
   void KeepAliveLoop();
   void WatchLoop();
+  void FenceLoop();
+  // Asks the other servers of the ring; stops at the first that is not in
+  // the same etcd outage.
+  bool OutageEverywhere();
   // Reads the cluster's records, hands a newer ring to the host and, as
   // manager, commits the next ring. Returns the revision read.
   absl::StatusOr<int64_t> Step();
@@ -71,6 +96,8 @@ class MembershipAgent {
 
   const MembershipOptions options_;
   ShardHost* const host_;
+  EtcdContact own_contact_;
+  EtcdContact* const contact_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;  // 0: must register again
@@ -78,6 +105,7 @@ class MembershipAgent {
   absl::Time last_renewed_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // send time
   std::thread keepalive_;
   std::thread watcher_;
+  std::thread fencer_;
 };
 
 }  // namespace ps

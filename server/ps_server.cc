@@ -43,7 +43,9 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     server->forward_transport_ = NewGrpcForwardTransport();
     host.transport = server->forward_transport_.get();
     host.server_id = options.replication.server_id;
+    server->etcd_contact_ = std::make_unique<EtcdContact>(options.clock);
     host.on_synced = [s = server.get()](int shard) {
+      absl::MutexLock lock(&s->membership_mu_);
       if (s->membership_ != nullptr) s->membership_->ReportSynced(shard);
     };
   }
@@ -55,7 +57,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     if (absl::Status s = server->Restore(); !s.ok()) return s;
   }
   server->service_ = std::make_unique<PsService>(server->host_.get());
-  server->replication_ = std::make_unique<ReplicationService>(server->host_.get());
+  server->replication_ =
+      std::make_unique<ReplicationService>(server->host_.get(), server->etcd_contact_.get());
   if (!replicated) server->admin_ = std::make_unique<AdminService>(
       server->checkpointer_.get(), options.server_index,
       [s = server.get()](const proto::CheckpointRequest& request, AdminService::Done done) {
@@ -97,9 +100,12 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     m.replicas = r.replicas;
     m.lease = r.lease;
     m.clock = options.clock;
+    m.contact = server->etcd_contact_.get();
+    m.peers = server->forward_transport_.get();
     absl::StatusOr<std::unique_ptr<MembershipAgent>> agent =
         MembershipAgent::Start(m, server->host_.get());
     if (!agent.ok()) return agent.status();
+    absl::MutexLock lock(&server->membership_mu_);
     server->membership_ = *std::move(agent);
     return server;
   }
@@ -283,7 +289,10 @@ void PsServer::Shutdown() {
   if (ticker_.joinable()) ticker_.join();
   // Leaves the cluster at once: the others take over without waiting for
   // the lease to expire.
-  if (membership_ != nullptr) membership_->Stop(/*leave=*/true);
+  {
+    absl::MutexLock lock(&membership_mu_);
+    if (membership_ != nullptr) membership_->Stop(/*leave=*/true);
+  }
   if (server_ == nullptr) return;  // Start failed before the server ran
   // Parked pulls and pushes end now, and new ones fail at once, so that the
   // server can drain.

@@ -26,6 +26,7 @@
 #include "server/replica_link.h"
 #include "server/replication_service.h"
 #include "server/shard_host.h"
+#include "server/etcd_contact.h"
 #include "server/membership_agent.h"
 #include "common/kv_store.h"
 #include "server/server_limits.h"
@@ -125,11 +126,14 @@ class PsServer {
   std::string address_;
   int port_ = 0;
   std::unique_ptr<ForwardTransport> forward_transport_;
+  std::unique_ptr<EtcdContact> etcd_contact_;
   std::unique_ptr<ShardHost> host_;
   std::shared_ptr<PsCore> core_;  // static clusters: the one shard
   std::unique_ptr<PsService> service_;
   std::unique_ptr<ReplicationService> replication_;
-  std::unique_ptr<MembershipAgent> membership_;
+  // Set once started; read by the host's on_synced (a gRPC thread).
+  absl::Mutex membership_mu_;
+  std::unique_ptr<MembershipAgent> membership_ ABSL_GUARDED_BY(membership_mu_);
   std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<AdminService> admin_;
   uint64_t restored_cut_ = 0;

@@ -29,6 +29,16 @@ class GrpcForwardTransport final : public ForwardTransport {
     return response;
   }
 
+  absl::StatusOr<proto::EtcdContactResponse> EtcdContact(const std::string& address,
+                                                         absl::Duration timeout) override {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    proto::EtcdContactResponse response;
+    grpc::Status status = StubFor(address)->EtcdContact(&context, {}, &response);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+
  private:
   proto::PsReplication::Stub* StubFor(const std::string& address) {
     absl::MutexLock lock(&mu_);
@@ -112,7 +122,8 @@ void ReplicaLink::Retarget(uint64_t ring_version, std::optional<Target> target) 
     if (closed_) return;
     const bool same = target.has_value() == target_.has_value() &&
                       (!target || (target->server == target_->server &&
-                                   target->address == target_->address));
+                                   target->address == target_->address &&
+                                   target->incarnation == target_->incarnation));
     if (same && stream_ != 0) return;
     stream_ = RandomNonZeroId();
     next_seq_ = 1;

@@ -46,6 +46,12 @@ class ForwardTransport {
   virtual absl::StatusOr<proto::ForwardResponse> Forward(const std::string& address,
                                                          const proto::ForwardRequest& request,
                                                          absl::Duration timeout) = 0;
+  // Whether the server at `address` reaches etcd (server/etcd_contact.h).
+  // Transports without it: UNIMPLEMENTED.
+  virtual absl::StatusOr<proto::EtcdContactResponse> EtcdContact(const std::string& address,
+                                                                 absl::Duration timeout) {
+    return absl::UnimplementedError("this transport cannot ask servers about etcd");
+  }
 };
 // Keeps one channel per address. Thread-safe.
 std::unique_ptr<ForwardTransport> NewGrpcForwardTransport();
@@ -69,6 +75,9 @@ class ReplicaLink final : public ReplicationLog {
   struct Target {
     uint32_t server = 0;
     std::string address;
+    // A restarted server (same id and address, new incarnation) holds
+    // nothing: it is a new successor and gets a snapshot.
+    uint64_t incarnation = 0;
   };
   struct Options {
     int shard = 0;

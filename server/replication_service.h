@@ -1,25 +1,33 @@
 // gRPC adapter of the PsReplication service (proto/replication.proto): hands
 // each Forward to the ShardHost and answers when the host's callback runs
-// (once the chain's tail has the entries). No logic of its own. Thread-safe.
+// (once the chain's tail has the entries), and reports this server's last
+// answer from etcd. No logic of its own. Thread-safe.
 #ifndef PS_SERVER_REPLICATION_SERVICE_H_
 #define PS_SERVER_REPLICATION_SERVICE_H_
 
 #include "proto/replication.grpc.pb.h"
+#include "server/etcd_contact.h"
 #include "server/shard_host.h"
 
 namespace ps {
 
 class ReplicationService final : public proto::PsReplication::CallbackService {
  public:
-  // `host` must outlive the service.
-  explicit ReplicationService(ShardHost* host) : host_(host) {}
+  // `host` and `contact` (may be null: never in touch) must outlive the
+  // service.
+  ReplicationService(ShardHost* host, const ps::EtcdContact* contact)
+      : host_(host), contact_(contact) {}
 
   grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx,
                                     const proto::ForwardRequest* request,
                                     proto::ForwardResponse* response) override;
+  grpc::ServerUnaryReactor* EtcdContact(grpc::CallbackServerContext* ctx,
+                                        const proto::EtcdContactRequest* request,
+                                        proto::EtcdContactResponse* response) override;
 
  private:
   ShardHost* const host_;
+  const ps::EtcdContact* const contact_;
 };
 
 }  // namespace ps

@@ -65,6 +65,10 @@ struct ShardHost::Slot {
   uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
 };
 
+std::shared_ptr<PsCore> ShardHost::CoreOf(const std::shared_ptr<Replica>& replica) {
+  return std::shared_ptr<PsCore>(replica, replica->core.get());
+}
+
 ShardHost::ShardHost(ShardHostOptions options) : options_(std::move(options)) {
   if (!replicated()) {
     auto slot = std::make_shared<Slot>();
@@ -81,9 +85,13 @@ ShardHost::~ShardHost() {
     absl::MutexLock lock(&mu_);
     slots.swap(slots_);
   }
-  // Links stop (failing what is pending) before their cores go.
+  // Links fail what is pending (a caller may still hold a core: its link
+  // goes with the last holder).
   for (auto& [shard, slot] : slots) {
-    if (slot->replica->link) slot->replica->link.reset();
+    if (slot->replica->link) {
+      slot->replica->link->Close(absl::UnavailableError(
+          absl::StrCat(Who(), " is stopping; retry at the new primary")));
+    }
   }
 }
 
@@ -110,7 +118,7 @@ absl::StatusOr<std::shared_ptr<PsCore>> ShardHost::ForWorker(int shard) const {
   if (!replicated()) {
     // The shard the client meant is checked at connect (Info reports this
     // server's index, and a client with another order is refused).
-    return slots_.at(options_.core.server_index)->replica->core;
+    return CoreOf(slots_.at(options_.core.server_index)->replica);
   }
   if (fenced_) {
     return absl::UnavailableError(absl::StrCat(
@@ -138,14 +146,14 @@ absl::StatusOr<std::shared_ptr<PsCore>> ShardHost::ForWorker(int shard) const {
     return absl::UnavailableError(
         absl::StrCat(Who(), " does not hold a complete copy of shard ", shard, " yet"));
   }
-  return it->second->replica->core;
+  return CoreOf(it->second->replica);
 }
 
 void ShardHost::RetargetLocked(int shard, Slot& slot, const ShardRing& ring) const {
   std::optional<ReplicaLink::Target> target;
   if (slot.complete) {
     if (std::optional<uint32_t> next = ring.Successor(shard, options_.server_id)) {
-      target = ReplicaLink::Target{*next, ring.Address(*next)};
+      target = ReplicaLink::Target{*next, ring.Address(*next), ring.Incarnation(*next)};
     }
   }
   slot.replica->link->Retarget(ring.version(), target);
@@ -217,7 +225,7 @@ std::vector<int> ShardHost::CompleteShards() const {
 std::vector<std::shared_ptr<PsCore>> ShardHost::Cores() const {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<std::shared_ptr<PsCore>> cores;
-  for (const auto& [shard, slot] : slots_) cores.push_back(slot->replica->core);
+  for (const auto& [shard, slot] : slots_) cores.push_back(CoreOf(slot->replica));
   return cores;
 }
 
@@ -318,7 +326,7 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
     }
     {
       absl::ReaderMutexLock lock(&mu_);
-      core = slot->replica->core;
+      core = CoreOf(slot->replica);
     }
     for (int i = 0; i < request.entries_size(); ++i) {
       const uint64_t seq = request.first_seq() + i;

@@ -94,6 +94,10 @@ class ShardHost {
   // the receiving state.
   struct Slot;
   std::unique_ptr<Replica> NewReplica(int shard) const;
+  // The replica's core, keeping the whole replica (and so the link the core
+  // appends to) alive while the caller holds it, even after the ring drops
+  // it.
+  static std::shared_ptr<PsCore> CoreOf(const std::shared_ptr<Replica>& replica);
   // Points the slot's link at the shard's successor in `ring` (no target
   // until the slot's copy is complete).
   void RetargetLocked(int shard, Slot& slot, const ShardRing& ring) const

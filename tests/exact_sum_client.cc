@@ -29,6 +29,8 @@ ABSL_FLAG(int, pushes, 400, "pushes per worker");
 ABSL_FLAG(uint64_t, keys, 20000, "keys of the table (spread over every shard)");
 ABSL_FLAG(std::string, table, "sum", "table name");
 ABSL_FLAG(std::string, started_file, "", "written once every worker has pushed once");
+ABSL_FLAG(std::string, progress_file, "",
+          "rewritten every 50 ms with the number of pushes acknowledged so far (all workers)");
 
 namespace {
 
@@ -68,6 +70,22 @@ int main(int argc, char** argv) {
   }
   const absl::Time start = absl::Now();
   std::atomic<int> started{0};
+  std::atomic<int64_t> acknowledged{0};
+  std::atomic<bool> finished{false};
+  std::thread progress;
+  if (const std::string path = absl::GetFlag(FLAGS_progress_file); !path.empty()) {
+    progress = std::thread([&, path] {
+      while (!finished.load()) {
+        const std::string tmp = path + ".tmp";
+        if (std::FILE* f = std::fopen(tmp.c_str(), "w"); f != nullptr) {
+          std::fprintf(f, "%lld\n", static_cast<long long>(acknowledged.load()));
+          std::fclose(f);
+          std::rename(tmp.c_str(), path.c_str());
+        }
+        absl::SleepFor(absl::Milliseconds(50));  // a report's period, not a synchronisation
+      }
+    });
+  }
   std::vector<std::string> errors(workers);
   std::vector<absl::Duration> longest(workers);
   std::vector<std::thread> threads;
@@ -88,6 +106,7 @@ int main(int argc, char** argv) {
           errors[w] = absl::StrCat("worker ", w, " push ", k, ": ", s.message());
           return;
         }
+        acknowledged.fetch_add(1);
         if (k == 0 && started.fetch_add(1) + 1 == workers &&
             !absl::GetFlag(FLAGS_started_file).empty()) {
           std::FILE* f = std::fopen(absl::GetFlag(FLAGS_started_file).c_str(), "w");
@@ -97,6 +116,8 @@ int main(int argc, char** argv) {
     });
   }
   for (std::thread& t : threads) t.join();
+  finished = true;
+  if (progress.joinable()) progress.join();
   for (const std::string& e : errors) {
     if (!e.empty()) return Fail(e);
   }

@@ -6,9 +6,34 @@
 #     sets `etcd_endpoint` (127.0.0.1:PORT) and `etcd_pid`; the data and the
 #     log (etcd.log) are under WORK_DIR. Returns 1, with the log's tail, when
 #     etcd does not answer within 10 s (three tries on new ports).
+#   restart_etcd
+#     after etcd was stopped (or killed): starts it again on the same ports
+#     and data, and sets `etcd_pid`. Returns 1 when it does not answer
+#     within 10 s.
 
 _ps_free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# DIR CLIENT_PORT PEER_PORT: runs etcd in the background (etcd_pid), and
+# waits until it answers.
+_ps_run_etcd() {
+  local work_dir=$1 client=$2 peer=$3
+  etcd --name ps --data-dir "$work_dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "ps=http://127.0.0.1:$peer" >>"$work_dir/etcd.log" 2>&1 &
+  etcd_pid=$!
+  for _ in $(seq 1 100); do
+    if ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$client" endpoint health >/dev/null 2>&1; then
+      return 0
+    fi
+    kill -0 "$etcd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$etcd_pid" 2>/dev/null || true
+  wait "$etcd_pid" 2>/dev/null || true
+  return 1
 }
 
 start_etcd() {
@@ -17,23 +42,21 @@ start_etcd() {
   for attempt in 1 2 3; do
     client=$(_ps_free_port)
     peer=$(_ps_free_port)
-    etcd --name ps --data-dir "$work_dir/etcd" \
-      --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
-      --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-      --initial-cluster "ps=http://127.0.0.1:$peer" >"$work_dir/etcd.log" 2>&1 &
-    etcd_pid=$!
-    for _ in $(seq 1 100); do
-      if ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$client" endpoint health >/dev/null 2>&1; then
-        etcd_endpoint="127.0.0.1:$client"
-        return 0
-      fi
-      kill -0 "$etcd_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$etcd_pid" 2>/dev/null || true
-    wait "$etcd_pid" 2>/dev/null || true
+    if _ps_run_etcd "$work_dir" "$client" "$peer"; then
+      etcd_endpoint="127.0.0.1:$client"
+      _ps_etcd_args=("$work_dir" "$client" "$peer")
+      return 0
+    fi
   done
   echo "etcd did not start (3 tries); the end of $work_dir/etcd.log:" >&2
   tail -n 20 "$work_dir/etcd.log" >&2
   return 1
+}
+
+restart_etcd() {
+  if ! _ps_run_etcd "${_ps_etcd_args[@]}"; then
+    echo "etcd did not restart; the end of ${_ps_etcd_args[0]}/etcd.log:" >&2
+    tail -n 20 "${_ps_etcd_args[0]}/etcd.log" >&2
+    return 1
+  fi
 }

@@ -1,0 +1,461 @@
+// ShardHosts in one process, chained by an in-memory ForwardTransport that
+// calls the target host's Forward directly: which core serves workers,
+// replication down a chain, a joining copy, refused forwards, dropped
+// shards. No sockets; waits are bounded, never sleeps.
+#include "server/shard_host.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/shard_ring.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/membership.pb.h"
+#include "proto/replication.pb.h"
+#include "server/ps_core.h"
+#include "server/request_args.h"
+
+namespace ps {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr absl::Duration kWait = absl::Seconds(20);
+constexpr uint64_t kKeys = 16;
+constexpr uint32_t kWidth = 2;
+
+std::string Address(uint32_t server) { return absl::StrCat("h", server); }
+
+// host.Forward, waited for (bounded) as a blocking transport call.
+absl::StatusOr<proto::ForwardResponse> CallForward(ShardHost& host,
+                                                   const proto::ForwardRequest& request,
+                                                   absl::Duration timeout = kWait) {
+  struct Answer {
+    absl::Notification done;
+    absl::Status status;
+    proto::ForwardResponse response;
+  };
+  auto answer = std::make_shared<Answer>();  // the callback may outlive a timed-out wait
+  host.Forward(request, [answer](absl::Status s, proto::ForwardResponse r) {
+    answer->status = std::move(s);
+    answer->response = std::move(r);
+    answer->done.Notify();
+  });
+  if (!answer->done.WaitForNotificationWithTimeout(timeout)) {
+    return absl::DeadlineExceededError("ShardHost::Forward did not answer");
+  }
+  if (!answer->status.ok()) return answer->status;
+  return answer->response;
+}
+
+// Address -> host. Counts the snapshot parts sent to each address.
+class InMemoryTransport final : public ForwardTransport {
+ public:
+  // A host replaced or cleared is released outside the lock (its links
+  // may be calling Forward).
+  void Add(const std::string& address, std::shared_ptr<ShardHost> host) {
+    absl::MutexLock lock(&mu_);
+    host.swap(hosts_[address]);
+  }
+  void Clear() {
+    std::map<std::string, std::shared_ptr<ShardHost>> hosts;
+    absl::MutexLock lock(&mu_);
+    hosts.swap(hosts_);
+  }
+  int snapshot_parts(const std::string& address) const {
+    absl::MutexLock lock(&mu_);
+    auto it = snapshot_parts_.find(address);
+    return it == snapshot_parts_.end() ? 0 : it->second;
+  }
+
+  absl::StatusOr<proto::ForwardResponse> Forward(const std::string& address,
+                                                 const proto::ForwardRequest& request,
+                                                 absl::Duration timeout) override {
+    std::shared_ptr<ShardHost> host;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = hosts_.find(address);
+      if (it == hosts_.end()) return absl::UnavailableError(absl::StrCat("no host at ", address));
+      host = it->second;
+      for (const auto& e : request.entries()) snapshot_parts_[address] += e.has_snapshot();
+    }
+    return CallForward(*host, request, timeout);
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<ShardHost>> hosts_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int> snapshot_parts_ ABSL_GUARDED_BY(mu_);
+};
+
+struct Chain {
+  std::vector<uint32_t> servers;
+  std::vector<uint32_t> joining;
+};
+
+// A ring of one chain per shard; members are the servers named, at "h<id>",
+// incarnation 100 + id unless given.
+std::shared_ptr<const ShardRing> Ring(uint64_t version, const std::vector<Chain>& chains,
+                                      std::map<uint32_t, uint64_t> incarnations = {}) {
+  proto::RingRecord record;
+  record.set_version(version);
+  record.set_replicas(2);
+  auto member = [&](uint32_t s) {
+    proto::MemberRecord& m = (*record.mutable_members())[s];
+    m.set_server_id(s);
+    m.set_address(Address(s));
+    m.set_incarnation(incarnations.count(s) ? incarnations[s] : 100 + s);
+  };
+  for (const Chain& c : chains) {
+    proto::ShardChain* chain = record.add_shards();
+    for (uint32_t s : c.servers) chain->add_servers(s), member(s);
+    for (uint32_t s : c.joining) chain->add_joining(s), member(s);
+  }
+  absl::StatusOr<ShardRing> ring = ShardRing::FromRecord(record);
+  EXPECT_TRUE(ring.ok()) << ring.status();
+  return std::make_shared<const ShardRing>(*std::move(ring));
+}
+
+proto::CreateTableRequest SumTable() {
+  proto::CreateTableRequest req;
+  proto::TableDef* def = req.mutable_table();
+  def->set_name("w");
+  def->set_num_keys(kKeys);
+  def->set_width(kWidth);
+  def->set_initializer(proto::INIT_ZEROS);
+  def->set_optimizer(proto::OPT_SGD);
+  def->set_learning_rate(1.0f);
+  return req;
+}
+
+// Waits (bounded) until every update applied on `core` so far is at the tail.
+absl::Status Replicated(PsCore& core) {
+  auto result = std::make_shared<std::pair<absl::Notification, absl::Status>>();
+  core.AfterReplicated([result](absl::Status s) {
+    result->second = std::move(s);
+    result->first.Notify();
+  });
+  if (!result->first.WaitForNotificationWithTimeout(kWait)) {
+    return absl::DeadlineExceededError("AfterReplicated did not run");
+  }
+  return result->second;
+}
+
+absl::Status CreateTable(PsCore& core) {
+  if (absl::Status s = core.CreateTable(SumTable()).status(); !s.ok()) return s;
+  return Replicated(core);
+}
+
+// A push of every key (distinct values per key and request) by worker 1,
+// then its replication; the push's status, else the replication's.
+absl::Status Push(PsCore& core, uint64_t request_id) {
+  proto::PushRequest req;
+  req.set_table("w");
+  req.set_worker_id(1);
+  req.set_request_id(request_id);
+  req.add_ranges()->set_end(kKeys);
+  std::vector<float> grads(kKeys * kWidth);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = -static_cast<float>(request_id * (i + 1));
+  req.set_values(std::string(reinterpret_cast<const char*>(grads.data()),
+                             grads.size() * sizeof(float)));
+  PushArgs args;
+  if (absl::Status s = DecodePush(req, &core.key_lists(), &args); !s.ok()) return s;
+  absl::Status pushed = absl::DeadlineExceededError("an async push completes inside Push");
+  core.Push(&args, absl::InfiniteFuture(),
+            [&pushed](absl::StatusOr<proto::PushResponse> r) { pushed = r.status(); });
+  if (!pushed.ok()) return pushed;
+  return Replicated(core);
+}
+
+std::vector<float> Values(PsCore& core) {
+  std::string bytes;
+  absl::StatusOr<uint64_t> read = core.store().Pull("w", KeySpec::Single(0, kKeys), &bytes);
+  EXPECT_TRUE(read.ok()) << read.status();
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+class ShardHostTest : public ::testing::Test {
+ protected:
+  ~ShardHostTest() override {
+    transport_.Clear();
+    for (auto& host : hosts_) host.reset();  // predecessors first
+  }
+
+  // (Re)starts server `id` at "h<id>", serving one shard in all.
+  ShardHost& Start(uint32_t id) {
+    ShardHostOptions options;
+    options.core.num_servers = 1;
+    options.server_id = id;
+    options.transport = &transport_;
+    options.on_synced = [this, id](int shard) {
+      absl::MutexLock lock(&mu_);
+      synced_[id].push_back(shard);
+    };
+    hosts_[id] = std::make_shared<ShardHost>(options);
+    transport_.Add(Address(id), hosts_[id]);
+    return *hosts_[id];
+  }
+  ShardHost& host(uint32_t id) { return *hosts_[id]; }
+  // Rings go to the hosts tail first, as a watch might deliver them.
+  void SetRing(const std::shared_ptr<const ShardRing>& ring, std::vector<uint32_t> order) {
+    for (uint32_t id : order) hosts_[id]->SetRing(ring);
+  }
+  std::shared_ptr<PsCore> Primary(uint32_t id) {
+    absl::StatusOr<std::shared_ptr<PsCore>> core = hosts_[id]->ForWorker(0);
+    EXPECT_TRUE(core.ok()) << core.status();
+    return core.ok() ? *core : nullptr;
+  }
+  // The one core held by host `id`.
+  std::shared_ptr<PsCore> OnlyCore(uint32_t id) {
+    std::vector<std::shared_ptr<PsCore>> cores = hosts_[id]->Cores();
+    EXPECT_EQ(cores.size(), 1u);
+    return cores.empty() ? nullptr : cores[0];
+  }
+  // Whether host `id` reported `shard` synced within kWait.
+  bool WaitSynced(uint32_t id, int shard) {
+    absl::MutexLock lock(&mu_);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return std::find(synced_[id].begin(), synced_[id].end(), shard) != synced_[id].end();
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&done), kWait);
+  }
+  std::vector<int> synced(uint32_t id) {
+    absl::MutexLock lock(&mu_);
+    return synced_[id];
+  }
+
+  absl::Mutex mu_;
+  std::array<std::vector<int>, 3> synced_ ABSL_GUARDED_BY(mu_);
+  InMemoryTransport transport_;
+  std::array<std::shared_ptr<ShardHost>, 3> hosts_;  // after what they use
+};
+
+TEST_F(ShardHostTest, ForWorkerOnlyOnTheUnfencedPrimaryOfAShardInTheRing) {
+  Start(0);
+  Start(1);
+  absl::StatusOr<std::shared_ptr<PsCore>> none = host(0).ForWorker(0);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(none.status().message(), HasSubstr("has not read the ring"));
+
+  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
+  absl::StatusOr<std::shared_ptr<PsCore>> replica = host(1).ForWorker(0);
+  EXPECT_EQ(replica.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(replica.status().message(), HasSubstr("not the primary of shard 0 in ring version 1"));
+  EXPECT_THAT(replica.status().message(), HasSubstr("server 0 at h0"));
+  EXPECT_EQ(host(0).ForWorker(1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(host(0).ForWorker(-1).status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_NE(Primary(0), nullptr);
+
+  host(0).SetFenced(true);
+  absl::StatusOr<std::shared_ptr<PsCore>> fenced = host(0).ForWorker(0);
+  EXPECT_EQ(fenced.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(fenced.status().message(), HasSubstr("fenced"));
+  host(0).SetFenced(false);
+  EXPECT_TRUE(host(0).ForWorker(0).ok());
+}
+
+// Chain 0 -> 1 -> 2: a write is acknowledged once the tail applied it.
+TEST_F(ShardHostTest, WritesReachTheTailBeforeTheyAreAcknowledged) {
+  for (uint32_t id : {0, 1, 2}) Start(id);
+  SetRing(Ring(1, {{{0, 1, 2}}}), {2, 1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(CreateTable(*primary).ok());
+  for (uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(Push(*primary, id).ok());
+
+  const std::vector<float> expected = Values(*primary);
+  EXPECT_EQ(expected[1], 2.0f * (1 + 2 + 3)) << "key 0, column 1: -grad summed";
+  for (uint32_t id : {1, 2}) {
+    std::shared_ptr<PsCore> copy = OnlyCore(id);
+    ASSERT_NE(copy, nullptr);
+    EXPECT_EQ(Values(*copy), expected) << "server " << id;
+    EXPECT_THAT(host(id).CompleteShards(), ElementsAre(0));
+  }
+  ReplicaLink::Stats stats = host(0).LinkStats();
+  EXPECT_EQ(stats.snapshots, 1u);
+  EXPECT_GE(stats.entries_sent, 3u);
+  EXPECT_EQ(stats.pending, 0u);
+  EXPECT_THAT(synced(1), IsEmpty()) << "in the chain from the start: nothing to report";
+}
+
+// A server joining a chain copies the shard by a snapshot, reports it, and
+// receives the updates after it; joining the chain later needs no new copy.
+TEST_F(ShardHostTest, JoiningServerCopiesTheShardThenFollowsTheStream) {
+  Start(0);
+  Start(1);
+  SetRing(Ring(1, {{{0}}}), {1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(CreateTable(*primary).ok());
+  ASSERT_TRUE(Push(*primary, 1).ok());
+  ASSERT_TRUE(Push(*primary, 2).ok());
+  EXPECT_THAT(host(1).Cores(), IsEmpty());
+
+  SetRing(Ring(2, {{{0}, {1}}}), {1, 0});
+  ASSERT_TRUE(WaitSynced(1, 0));
+  EXPECT_THAT(host(1).CompleteShards(), ElementsAre(0));
+  EXPECT_GE(transport_.snapshot_parts("h1"), 1);
+  std::shared_ptr<PsCore> copy = OnlyCore(1);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(Values(*copy), Values(*primary));
+
+  ASSERT_TRUE(Push(*primary, 3).ok());
+  EXPECT_EQ(Values(*copy), Values(*primary));
+
+  SetRing(Ring(3, {{{0, 1}}}), {1, 0});
+  ASSERT_TRUE(Push(*primary, 4).ok());
+  EXPECT_EQ(Values(*copy), Values(*primary));
+  EXPECT_EQ(host(0).LinkStats().snapshots, 1u) << "same successor: the stream goes on";
+  EXPECT_THAT(synced(1), ElementsAre(0));
+  EXPECT_THAT(synced(0), IsEmpty());
+}
+
+// Server 1 receiving on its own (no server 0 running): the request is built here.
+TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
+  Start(1);
+  proto::ForwardRequest request;
+  request.set_shard(0);
+  request.set_from_server(0);
+  request.set_ring_version(1);
+  request.set_stream_id(77);
+  request.set_first_seq(1);
+  proto::SnapshotPart* last = request.add_entries()->mutable_snapshot();
+  last->set_last(true);
+  *last->add_tables() = SumTable().table();
+  EXPECT_EQ(CallForward(host(1), request).status().code(), absl::StatusCode::kUnavailable)
+      << "no ring yet";
+
+  host(1).SetRing(Ring(1, {{{0, 1}}, {{2}}}));
+  proto::ForwardRequest stranger = request;
+  stranger.set_from_server(2);
+  absl::StatusOr<proto::ForwardResponse> refused = CallForward(host(1), stranger);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("not the successor of server 2"));
+  stranger.set_from_server(1);
+  EXPECT_EQ(CallForward(host(1), stranger).status().code(), absl::StatusCode::kFailedPrecondition);
+  stranger.set_from_server(0);
+  stranger.set_shard(1);  // server 1 is not in shard 1's chain
+  EXPECT_EQ(CallForward(host(1), stranger).status().code(), absl::StatusCode::kFailedPrecondition);
+  proto::ForwardRequest midway = request;
+  midway.set_first_seq(5);
+  EXPECT_EQ(CallForward(host(1), midway).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "an unknown stream must start at 1";
+  host(1).SetFenced(true);
+  EXPECT_EQ(CallForward(host(1), request).status().code(), absl::StatusCode::kUnavailable);
+  host(1).SetFenced(false);
+
+  // The stream from the predecessor: snapshot, then a push sent twice.
+  absl::StatusOr<proto::ForwardResponse> applied = CallForward(host(1), request);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->applied_seq(), 1u);
+  proto::ForwardRequest push = request;
+  push.set_first_seq(2);
+  push.clear_entries();
+  proto::PushRequest* p = push.add_entries()->mutable_push();
+  p->set_table("w");
+  p->set_worker_id(1);
+  p->set_request_id(9);
+  p->add_ranges()->set_end(1);
+  const float grads[kWidth] = {-1.0f, -2.0f};
+  p->set_values(std::string(reinterpret_cast<const char*>(grads), sizeof grads));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    applied = CallForward(host(1), push);
+    ASSERT_TRUE(applied.ok()) << applied.status();
+    EXPECT_EQ(applied->applied_seq(), 2u);
+  }
+  std::shared_ptr<PsCore> copy = OnlyCore(1);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(Values(*copy)[0], 1.0f) << "a resent entry applies once";
+  EXPECT_EQ(Values(*copy)[1], 2.0f);
+  push.set_first_seq(4);
+  absl::StatusOr<proto::ForwardResponse> gap = CallForward(host(1), push);
+  EXPECT_EQ(gap.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(gap.status().message(), HasSubstr("entry 4 arrived before 3"));
+}
+
+TEST_F(ShardHostTest, LeavingTheChainDropsTheShard) {
+  Start(0);
+  Start(1);
+  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(CreateTable(*primary).ok());
+  ASSERT_TRUE(Push(*primary, 1).ok());
+  EXPECT_EQ(host(1).Cores().size(), 1u);
+  EXPECT_THAT(host(1).CompleteShards(), ElementsAre(0));
+
+  SetRing(Ring(2, {{{0}}}), {0, 1});
+  EXPECT_THAT(host(1).Cores(), IsEmpty());
+  EXPECT_THAT(host(1).CompleteShards(), IsEmpty());
+  EXPECT_EQ(host(1).ForWorker(0).status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(Push(*primary, 2).ok()) << "server 0 is the tail now";
+  EXPECT_EQ(host(0).LinkStats().pending, 0u);
+}
+
+// Regression: a successor was known by (server id, address) only. Server 1
+// restarts at the same address (fixed ports: Kubernetes, Compose); in one
+// step NextRing drops its old incarnation and adds the new one as joining.
+// The old stream must not go on (the new process would refuse it forever):
+// the new incarnation gets a snapshot and syncs.
+TEST_F(ShardHostTest, RestartedSuccessorAtTheSameAddressGetsASnapshot) {
+  Start(0);
+  Start(1);
+  std::shared_ptr<const ShardRing> first = Ring(1, {{{0, 1}}}, {{0, 10}, {1, 11}});
+  SetRing(first, {1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(CreateTable(*primary).ok());
+  ASSERT_TRUE(Push(*primary, 1).ok());
+
+  hosts_[1].reset();  // the transport still holds it until replaced
+  Start(1);
+  RingInputs inputs;
+  inputs.live[0] = first->record().members().at(0);
+  inputs.live[1] = first->record().members().at(1);
+  inputs.live[1].set_incarnation(12);
+  std::optional<proto::RingRecord> next = NextRing(first->record(), inputs);
+  ASSERT_TRUE(next.has_value());
+  ASSERT_THAT(next->shards(0).servers(), ElementsAre(0));
+  ASSERT_THAT(next->shards(0).joining(), ElementsAre(1));
+  absl::StatusOr<ShardRing> second = ShardRing::FromRecord(*next);
+  ASSERT_TRUE(second.ok());
+  SetRing(std::make_shared<const ShardRing>(*second), {1, 0});
+
+  EXPECT_TRUE(WaitSynced(1, 0)) << "the new process never received a snapshot";
+  EXPECT_TRUE(Push(*primary, 2).ok());
+}
+
+// Regression: a dropped shard's replica (and its link) was freed while a
+// caller still held the core, whose next write then used the freed link. A
+// held core keeps its replica alive, and its writes fail with UNAVAILABLE.
+TEST_F(ShardHostTest, WriteOnACoreHeldAcrossADropFailsInsteadOfUsingAFreedLink) {
+  Start(0);
+  Start(1);
+  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
+  std::shared_ptr<PsCore> held = Primary(0);
+  ASSERT_NE(held, nullptr);
+  ASSERT_TRUE(CreateTable(*held).ok());
+  SetRing(Ring(2, {{{1}}}), {1, 0});  // server 0 leaves; 1 is primary
+  EXPECT_THAT(host(0).Cores(), IsEmpty());
+  EXPECT_EQ(Push(*held, 1).code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace ps
