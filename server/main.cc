@@ -66,6 +66,10 @@ ABSL_FLAG(int, replicas, 2, "with --etcd: servers per shard's chain (r)");
 ABSL_FLAG(double, lease_seconds, 3,
           "with --etcd: this server's etcd lease; it is declared dead this long after it stops "
           "renewing it");
+ABSL_FLAG(bool, standby, false,
+          "with --etcd: joining a running cluster, take no shard until ps_admin add-server (or "
+          "until a chain is short of copies); by default a server that joins or comes back "
+          "takes its share");
 ABSL_FLAG(std::string, advertise, "",
           "with --etcd: the host:port others reach this server at (default: the bound address)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
@@ -210,6 +214,7 @@ int main(int argc, char** argv) {
     }
     r.lease = absl::Seconds(lease_s);
     r.advertise_address = absl::GetFlag(FLAGS_advertise);
+    r.standby = absl::GetFlag(FLAGS_standby);
   }
 
   // Block the stop signals before gRPC starts its threads, so only the

@@ -77,13 +77,26 @@ absl::Status MembershipAgent::Register() {
   absl::StatusOr<int64_t> put =
       options_.kv->Put(MemberKey(options_.cluster, options_.server_id), ToJson(member), *lease);
   if (!put.ok()) return put.status();
+  // Into a running cluster: ask for a share (the manager balances).
+  absl::StatusOr<KvRange> ring = options_.kv->Get(RingKey(options_.cluster));
+  if (!ring.ok()) return ring.status();
+  const bool running = !ring->entries.empty();
+  if (running && !options_.standby) {
+    absl::StatusOr<int64_t> add =
+        options_.kv->Put(AddKey(options_.cluster, options_.server_id), "{}", *lease);
+    if (!add.ok()) return add.status();
+  }
   absl::MutexLock lock(&mu_);
   lease_ = *lease;
   incarnation_ = member.incarnation();
   last_renewed_ = sent;
   LogEvent(Who(), absl::StrCat("registered in etcd cluster '", options_.cluster,
                                "' (lease ttl ", absl::FormatDuration(options_.lease),
-                               ", incarnation ", incarnation_, ")"));
+                               ", incarnation ", incarnation_, ")",
+                               !running ? ""
+                               : options_.standby
+                                   ? "; standby: waiting for ps_admin add-server"
+                                   : "; asking for a share of the shards"));
   return absl::OkStatus();
 }
 
@@ -120,23 +133,28 @@ void MembershipAgent::FenceLoop() {
   absl::Time confirmed = absl::InfinitePast();
   const absl::Duration ttl = options_.lease;
   while (true) {
-    absl::Duration late;
+    absl::Time renewed;
     bool expired;
     {
       absl::MutexLock lock(&mu_);
       auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
-      if (options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping), ttl / 8)) return;
-      late = options_.clock->Now() - last_renewed_;
+      if (options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping), ttl / 10)) return;
+      renewed = last_renewed_;
       expired = lease_ == 0;
     }
     const absl::Time now = options_.clock->Now();
+    const absl::Duration late = now - renewed;
     if (expired || late <= ttl / 2) {
       if (outage) LogEvent(Who(), "etcd answers again");
       outage = false;
       host_->SetFenced(expired);
       continue;
     }
-    // A renewal is late: is etcd down for everyone? Asked again every ttl/6.
+    // A renewal is late. Past 2/3 of the ttl, fenced at once unless etcd
+    // was found down for everyone lately (asking may take a while).
+    const bool due = late > ttl * 2 / 3;
+    if (due && !(outage && now - confirmed <= ttl / 3)) host_->SetFenced(true);
+    // Is etcd down for everyone? Asked from ttl/2 on, again every ttl/6.
     if (!outage || now - confirmed > ttl / 6) {
       const bool everywhere = OutageEverywhere();
       if (everywhere && !outage) {
@@ -152,8 +170,8 @@ void MembershipAgent::FenceLoop() {
       outage = everywhere;
       if (everywhere) confirmed = now;
     }
-    const bool fresh = outage && now - confirmed <= ttl / 3;
-    host_->SetFenced(late > ttl * 2 / 3 && !fresh);
+    const bool still_due = options_.clock->Now() - renewed > ttl * 2 / 3;
+    host_->SetFenced(still_due && !(outage && now - confirmed <= ttl / 3));
   }
 }
 

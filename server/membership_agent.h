@@ -14,6 +14,8 @@
 //    server, is fenced.
 //    A lease found expired is replaced by a new one with a new incarnation:
 //    the ring then drops this server's copies and it rejoins by copying.
+//    Registering into a running cluster, a server asks for its share of the
+//    shards (adding/<id>, under its lease) unless it is a standby.
 //  - Watches the cluster's prefix and hands every newer ring to the host.
 //  - The live server with the lowest id is the manager: it commits the
 //    first ring once servers 0..shards-1 have registered, and then each
@@ -56,6 +58,11 @@ struct MembershipOptions {
   // never asks, so it is fenced whenever renewals are overdue).
   EtcdContact* contact = nullptr;
   ForwardTransport* peers = nullptr;
+  // Registering into a cluster that has a ring already (a new server, or one
+  // that comes back): false asks for a share of the shards at once (the
+  // request ps_admin add-server makes, under this server's lease); true
+  // waits for ps_admin add-server, or for a chain short of copies.
+  bool standby = false;
 };
 
 // Whether etcd is down for everyone, by the other servers' answers to

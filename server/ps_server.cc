@@ -99,6 +99,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     m.num_shards = r.num_shards;
     m.replicas = r.replicas;
     m.lease = r.lease;
+    m.standby = r.standby;
     m.clock = options.clock;
     m.contact = server->etcd_contact_.get();
     m.peers = server->forward_transport_.get();

@@ -68,6 +68,8 @@ struct ServerReplicationOptions {
   absl::Duration lease = absl::Seconds(3);
   // The address others reach this server at; empty: the bound address.
   std::string advertise_address;
+  // See MembershipOptions::standby.
+  bool standby = false;
 };
 
 struct ServerOptions {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Elasticity under load, with real processes: a real etcd, 3 ps_server
 # processes at --replicas=2, and 4 workers (exact_sum_client) pushing +1 to
-# 20000 keys. While they push, a fourth server is started and added
-# (ps_admin add-server), then server 1 is drained (ps_admin drain) and
+# 20000 keys. While they push, a fourth server is started (--standby) and
+# added (ps_admin add-server), then server 1 is drained (ps_admin drain) and
 # stopped. Every key must end at exactly workers * pushes, the drained
 # server must hold nothing, and the added one must hold shards.
 set -euo pipefail
@@ -27,8 +27,8 @@ all_pids+=("$client")
 for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
 [ -e "$dir/started" ] || { cat "$dir/client.log"; fail "the workers did not start"; }
 
-# A new server registers; it takes no shard until it is added.
-"$server_bin" --server_id=3 --shards=3 --listen=127.0.0.1:0 --port_file="$dir/p3" \
+# A new standby server registers; it takes no shard until it is added.
+"$server_bin" --standby --server_id=3 --shards=3 --listen=127.0.0.1:0 --port_file="$dir/p3" \
   "${common[@]}" 2>"$dir/server3.log" &
 server3=$!
 all_pids+=("$server3")

@@ -2,30 +2,31 @@
 # starts a single-node etcd on free loopback ports with its data in a given
 # directory.
 #
-#   start_etcd WORK_DIR
-#     sets `etcd_endpoint` (127.0.0.1:PORT) and `etcd_pid`; the data and the
-#     log (etcd.log) are under WORK_DIR. Returns 1, with the log's tail, when
-#     etcd does not answer within 10 s (three tries on new ports).
+#   start_etcd WORK_DIR [HOST]
+#     sets `etcd_endpoint` (HOST:PORT, HOST 127.0.0.1 by default) and
+#     `etcd_pid`; the data and the log (etcd.log) are under WORK_DIR. Returns
+#     1, with the log's tail, when etcd does not answer within 10 s (three
+#     tries on new ports).
 #   restart_etcd
 #     after etcd was stopped (or killed): starts it again on the same ports
 #     and data, and sets `etcd_pid`. Returns 1 when it does not answer
 #     within 10 s.
 
-_ps_free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+_ps_free_port() {  # [HOST]
+  python3 -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1]); s.close()' "${1:-127.0.0.1}"
 }
 
-# DIR CLIENT_PORT PEER_PORT: runs etcd in the background (etcd_pid), and
-# waits until it answers.
+# DIR HOST CLIENT_PORT PEER_PORT: runs etcd in the background (etcd_pid),
+# and waits until it answers.
 _ps_run_etcd() {
-  local work_dir=$1 client=$2 peer=$3
+  local work_dir=$1 host=$2 client=$3 peer=$4
   etcd --name ps --data-dir "$work_dir/etcd" \
-    --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
-    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-    --initial-cluster "ps=http://127.0.0.1:$peer" >>"$work_dir/etcd.log" 2>&1 &
+    --listen-client-urls "http://$host:$client" --advertise-client-urls "http://$host:$client" \
+    --listen-peer-urls "http://$host:$peer" --initial-advertise-peer-urls "http://$host:$peer" \
+    --initial-cluster "ps=http://$host:$peer" >>"$work_dir/etcd.log" 2>&1 &
   etcd_pid=$!
   for _ in $(seq 1 100); do
-    if ETCDCTL_API=3 etcdctl --endpoints="127.0.0.1:$client" endpoint health >/dev/null 2>&1; then
+    if ETCDCTL_API=3 etcdctl --endpoints="$host:$client" endpoint health >/dev/null 2>&1; then
       return 0
     fi
     kill -0 "$etcd_pid" 2>/dev/null || break
@@ -37,14 +38,14 @@ _ps_run_etcd() {
 }
 
 start_etcd() {
-  local work_dir=$1 client peer attempt
+  local work_dir=$1 host=${2:-127.0.0.1} client peer attempt
   command -v etcd >/dev/null || { echo "etcd is not installed; run deploy/setup.sh" >&2; return 1; }
   for attempt in 1 2 3; do
-    client=$(_ps_free_port)
-    peer=$(_ps_free_port)
-    if _ps_run_etcd "$work_dir" "$client" "$peer"; then
-      etcd_endpoint="127.0.0.1:$client"
-      _ps_etcd_args=("$work_dir" "$client" "$peer")
+    client=$(_ps_free_port "$host")
+    peer=$(_ps_free_port "$host")
+    if _ps_run_etcd "$work_dir" "$host" "$client" "$peer"; then
+      etcd_endpoint="$host:$client"
+      _ps_etcd_args=("$work_dir" "$host" "$client" "$peer")
       return 0
     fi
   done
