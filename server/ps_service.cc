@@ -102,7 +102,8 @@ class PsService::Reactor final : public grpc::ServerUnaryReactor {
 PsService::PsService(ShardHost* host)
     : host_(host), admin_thread_([this] { AdminLoop(); }) {}
 
-absl::StatusOr<std::shared_ptr<PsCore>> PsService::CoreFor(grpc::CallbackServerContext* ctx) const {
+absl::StatusOr<std::shared_ptr<PsCore>> PsService::CoreFor(grpc::CallbackServerContext* ctx,
+                                                           int* shard_out) const {
   int shard = -1;
   const auto& metadata = ctx->client_metadata();
   auto it = metadata.find(kShardMetadataKey);
@@ -113,6 +114,7 @@ absl::StatusOr<std::shared_ptr<PsCore>> PsService::CoreFor(grpc::CallbackServerC
           absl::StrCat("metadata ", kShardMetadataKey, " is '", value, "'; want a shard number"));
     }
   }
+  if (shard_out != nullptr) *shard_out = shard;
   return host_->ForWorker(shard);
 }
 
@@ -300,9 +302,20 @@ grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* PsService::Stats(grpc::CallbackServerContext* ctx,
                                            const proto::StatsRequest*, proto::StatsResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  int shard = -1;
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, &shard);
   if (!core.ok()) return Finish(ctx, core.status());
   *resp = (*core)->Stats();
+  if (std::optional<ReplicaLink::Stats> link = host_->LinkStats(shard)) {
+    proto::ReplicationStats* r = resp->mutable_replication();
+    r->set_entries_forwarded(link->entries_sent);
+    r->set_batches(link->batches);
+    r->set_batches_resent(link->batches_resent);
+    r->set_entries_resent(link->entries_resent);
+    r->set_snapshots(link->snapshots);
+    r->set_snapshot_bytes(link->snapshot_bytes);
+    r->set_pending(link->pending);
+  }
   return Finish(ctx, absl::OkStatus());
 }
 

@@ -71,7 +71,9 @@ class PsService final : public PsServiceBase {
  private:
   class Reactor;
   void AdminLoop();
-  absl::StatusOr<std::shared_ptr<PsCore>> CoreFor(grpc::CallbackServerContext* ctx) const;
+  // The core the call's shard metadata names (and the shard, when asked).
+  absl::StatusOr<std::shared_ptr<PsCore>> CoreFor(grpc::CallbackServerContext* ctx,
+                                                  int* shard = nullptr) const;
 
   ShardHost* const host_;
   absl::Mutex admin_mu_;

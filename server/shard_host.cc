@@ -246,6 +246,13 @@ ReplicaLink::Stats ShardHost::LinkStats() const {
   return total;
 }
 
+std::optional<ReplicaLink::Stats> ShardHost::LinkStats(int shard) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = slots_.find(shard);
+  if (!replicated() || it == slots_.end() || !it->second->replica->link) return std::nullopt;
+  return it->second->replica->link->stats();
+}
+
 absl::Status ShardHost::ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part) {
   ShardStore& store = core.store();
   if (part.has_def()) {

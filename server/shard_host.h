@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,9 @@ class ShardHost {
   std::vector<std::shared_ptr<PsCore>> Cores() const;
   // Replication counters summed over the links.
   ReplicaLink::Stats LinkStats() const;
+  // The counters of the link of `shard` (to its successor); nullopt when
+  // the host is static or does not hold the shard.
+  std::optional<ReplicaLink::Stats> LinkStats(int shard) const;
 
  private:
   // One shard held here: its core, the copy source over it, and its link.

@@ -292,6 +292,12 @@ TEST_F(ShardHostTest, WritesReachTheTailBeforeTheyAreAcknowledged) {
   EXPECT_EQ(stats.snapshots, 1u);
   EXPECT_GE(stats.entries_sent, 3u);
   EXPECT_EQ(stats.pending, 0u);
+  // The shard's own link, as the Stats RPC reports it; none for a shard
+  // not held.
+  std::optional<ReplicaLink::Stats> shard0 = host(0).LinkStats(0);
+  ASSERT_TRUE(shard0.has_value());
+  EXPECT_EQ(shard0->entries_sent, stats.entries_sent);
+  EXPECT_FALSE(host(0).LinkStats(1).has_value());
   EXPECT_THAT(synced(1), IsEmpty()) << "in the chain from the start: nothing to report";
 }
 

@@ -139,10 +139,27 @@ int main(int argc, char** argv) {
     }
   }
   const absl::Duration slowest = *std::max_element(longest.begin(), longest.end());
+  // Replication counters of the primaries at the end (a killed server's die
+  // with it).
+  ps::proto::ReplicationStats replication;
+  auto stats = (*reader)->Stats();
+  if (!stats.ok()) return Fail(std::string(stats.status().message()));
+  for (const ps::ServerStats& server : *stats) {
+    const ps::proto::ReplicationStats& r = server.stats.replication();
+    replication.set_entries_forwarded(replication.entries_forwarded() + r.entries_forwarded());
+    replication.set_entries_resent(replication.entries_resent() + r.entries_resent());
+    replication.set_batches_resent(replication.batches_resent() + r.batches_resent());
+    replication.set_snapshots(replication.snapshots() + r.snapshots());
+  }
   std::printf("RESULT keys=%llu workers=%d pushes=%d wrong=%llu seconds=%.2f pushes_per_second=%.0f "
-              "longest_push_seconds=%.3f\n",
+              "longest_push_seconds=%.3f forwarded=%llu resent=%llu resent_batches=%llu "
+              "snapshots=%llu\n",
               static_cast<unsigned long long>(keys), workers, pushes,
               static_cast<unsigned long long>(wrong), seconds, workers * pushes / seconds,
-              absl::ToDoubleSeconds(slowest));
+              absl::ToDoubleSeconds(slowest),
+              static_cast<unsigned long long>(replication.entries_forwarded()),
+              static_cast<unsigned long long>(replication.entries_resent()),
+              static_cast<unsigned long long>(replication.batches_resent()),
+              static_cast<unsigned long long>(replication.snapshots()));
   return wrong == 0 ? 0 : Fail(absl::StrCat(wrong, " of ", keys, " keys are not ", want));
 }
