@@ -34,6 +34,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/grpc_lifetime.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
 #include "server/cluster_admin.h"
@@ -134,6 +135,7 @@ int Membership(const std::string& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Administers a parameter-server cluster. See the README.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const std::string command = args.size() == 2 ? args[1] : "";

@@ -21,6 +21,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_lifetime.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
 #include "common/log.h"
@@ -104,6 +105,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Parameter-server shard. See the README.");
   absl::ParseCommandLine(argc, argv);
   ps::TuneProcessForDataPath();

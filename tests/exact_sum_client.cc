@@ -17,6 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_lifetime.h"
 #include "common/etcd_kv_store.h"
 #include "tests/test_tables.h"
 #include "worker/client/ps_client.h"
@@ -42,6 +43,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ps::KeepGrpcUntilExit();
   absl::ParseCommandLine(argc, argv);
   ps::EtcdKvStore etcd(ps::EtcdOptions{absl::GetFlag(FLAGS_etcd)});
   auto directory =

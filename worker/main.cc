@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/grpc_lifetime.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
 #include "worker/client/shard_directory.h"
@@ -339,6 +340,7 @@ absl::StatusOr<uint64_t> ResumeClock(ps::PsClient& client,
 }  // namespace
 
 int main(int argc, char** argv) {
+  ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Downpour SGD worker. See the README.");
   absl::ParseCommandLine(argc, argv);
   ps::TuneProcessForDataPath();
