@@ -21,9 +21,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "common/grpc_lifetime.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
+#include "common/grpc_lifetime.h"
 #include "common/log.h"
 #include "common/process_tuning.h"
 #include "server/ps_server.h"
@@ -105,7 +105,6 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Parameter-server shard. See the README.");
   absl::ParseCommandLine(argc, argv);
   ps::TuneProcessForDataPath();
@@ -226,6 +225,8 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // After the mask: gRPC's threads inherit it, so the signals reach sigwait.
+  ps::KeepGrpcUntilExit();
 
   auto server = ps::PsServer::Start(options);
   if (!server.ok()) return Fail(std::string(server.status().message()));

@@ -7,13 +7,8 @@
 # server must hold nothing, and the added one must hold shards.
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-source "$root/deploy/lib/etcd.sh"
-client_bin="$root/tests/exact_sum_client"
-admin_bin="$root/server/ps_admin"
-
-start_etcd "$dir" || fail "etcd did not start"
-all_pids+=("$etcd_pid")
-echo "etcd at $etcd_endpoint"
+source "$(dirname "$0")/etcd_cluster_lib.sh"
+start_test_etcd
 cluster=elastic
 common=(--etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2)
 admin() { "$admin_bin" "$@" --etcd="$etcd_endpoint" --cluster=$cluster --timeout_seconds=60; }

@@ -13,13 +13,8 @@
 #     server's shards fail over, and every key is exact.
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-source "$root/deploy/lib/etcd.sh"
-client_bin="$root/tests/exact_sum_client"
-admin_bin="$root/server/ps_admin"
-
-start_etcd "$dir" || fail "etcd did not start"
-all_pids+=("$etcd_pid")
-echo "etcd at $etcd_endpoint"
+source "$(dirname "$0")/etcd_cluster_lib.sh"
+start_test_etcd
 ring_version() {  # CLUSTER: the ring's version, read with ps_admin
   "$admin_bin" ring --etcd="$etcd_endpoint" --cluster="$1" | sed -n 's/^ring v\([0-9]*\) .*/\1/p'
 }

@@ -10,9 +10,7 @@
 # acknowledged update lost, none applied twice. Needs root (ip netns).
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-source "$root/deploy/lib/etcd.sh"
-client_bin="$root/tests/exact_sum_client"
-admin_bin="$root/server/ps_admin"
+source "$(dirname "$0")/etcd_cluster_lib.sh"
 
 [ "$(id -u)" = 0 ] || fail "this test creates a network namespace: it must run as root"
 command -v ip >/dev/null || fail "ip (iproute2) is not installed; run deploy/setup.sh"
@@ -38,8 +36,7 @@ ip netns exec "$ns" ip link set "$ns_if" up
 ip netns exec "$ns" ip link set lo up
 echo "namespace $ns: server 0 at $inside, the rest at $outside"
 
-start_etcd "$dir" "$outside" || fail "etcd did not start on $outside"
-all_pids+=("$etcd_pid")
+start_test_etcd "$outside"
 cluster=part
 flags=(--etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2 --shards=3)
 server_pids=()

@@ -7,12 +7,8 @@
 # killed after the first epoch, must still reach 85% test accuracy.
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-source "$root/deploy/lib/etcd.sh"
-client_bin="$root/tests/exact_sum_client"
-
-start_etcd "$dir" || fail "etcd did not start"
-all_pids+=("$etcd_pid")
-echo "etcd at $etcd_endpoint"
+source "$(dirname "$0")/etcd_cluster_lib.sh"
+start_test_etcd
 
 seeds=${REPLICATION_SEEDS:-10}
 pushes=2500
