@@ -150,10 +150,12 @@ void MembershipAgent::FenceLoop() {
       host_->SetFenced(expired);
       continue;
     }
-    // A renewal is late. Past 2/3 of the ttl, fenced at once unless etcd
-    // was found down for everyone lately (asking may take a while).
+    // Etcd was found down for everyone lately: serving on is safe.
+    auto fresh = [&] { return outage && now - confirmed <= ttl / 3; };
+    // A renewal is late. Past 2/3 of the ttl, fenced at once unless fresh
+    // (asking may take a while).
     const bool due = late > ttl * 2 / 3;
-    if (due && !(outage && now - confirmed <= ttl / 3)) host_->SetFenced(true);
+    if (due && !fresh()) host_->SetFenced(true);
     // Is etcd down for everyone? Asked from ttl/2 on, again every ttl/6.
     if (!outage || now - confirmed > ttl / 6) {
       const bool everywhere = OutageEverywhere();
@@ -171,7 +173,7 @@ void MembershipAgent::FenceLoop() {
       if (everywhere) confirmed = now;
     }
     const bool still_due = options_.clock->Now() - renewed > ttl * 2 / 3;
-    host_->SetFenced(still_due && !(outage && now - confirmed <= ttl / 3));
+    host_->SetFenced(still_due && !fresh());
   }
 }
 
