@@ -27,13 +27,13 @@ PACKAGES=(
   "libcpp-httplib-dev:HTTP client for etcd's v3 JSON gateway"
   "nlohmann-json3-dev:JSON for etcd's v3 JSON gateway"
   "iproute2:network namespaces for the partition test"
+  "python3-numpy:reads exported checkpoints in ckpt_export_test"
 )
 
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(
     "iperf3:loopback TCP bandwidth, the network limit benchmarks are compared with"
     "python3-torch:PyTorch CPU, the single-process training baseline"
-    "python3-numpy:used by the PyTorch baseline"
     "libopenblas0-pthread:optimized BLAS for PyTorch (Debian's default BLAS is the reference one)"
     "gnuplot-nox:plots of the benchmark results"
   )

@@ -3,10 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_channels.h"
 #include "common/grpc_status.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/support/channel_arguments.h"
+#include "grpcpp/client_context.h"
 #include "proto/admin.grpc.pb.h"
 
 namespace ps {
@@ -16,11 +15,7 @@ class GrpcCheckpointPeer final : public CheckpointPeer {
  public:
   GrpcCheckpointPeer(int server_index, const std::string& address)
       : name_(absl::StrCat("server ", server_index, " (", address, ")")) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    stub_ = proto::PsAdmin::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    stub_ = proto::PsAdmin::NewStub(NewPeerChannel(address));
   }
 
   absl::StatusOr<proto::CheckpointResponse> Call(const proto::CheckpointRequest& request,

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/cluster_spec.h"
+#include "common/grpc_channels.h"
 #include "absl/time/clock.h"
 #include "server/checkpoint_peer.h"
 #include "common/log.h"
@@ -78,6 +79,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   // gRPC sets SO_REUSEPORT by default: a second server on the same port
   // would silently share its traffic. A taken port must be an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  AcceptPeerKeepalive(&builder);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(

@@ -4,12 +4,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/grpc_channels.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/random_id.h"
 #include "grpcpp/client_context.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "proto/replication.grpc.pb.h"
 
 namespace ps {
@@ -44,12 +43,7 @@ class GrpcForwardTransport final : public ForwardTransport {
     absl::MutexLock lock(&mu_);
     auto& stub = stubs_[address];
     if (stub == nullptr) {
-      grpc::ChannelArguments args;
-      args.SetMaxReceiveMessageSize(-1);
-      args.SetMaxSendMessageSize(-1);
-      args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-      stub = proto::PsReplication::NewStub(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+      stub = proto::PsReplication::NewStub(NewPeerChannel(address));
     }
     return stub.get();
   }

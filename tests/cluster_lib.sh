@@ -14,7 +14,18 @@ server_pids=()
 cleanup() { for p in "${all_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# Fails the test, with the last lines of every log of the run (what the
+# processes said is most of what a failure in CI leaves to go on).
+fail() {
+  echo "FAIL: $*" >&2
+  local f
+  for f in "$dir"/*.log; do
+    [ -f "$f" ] || continue
+    echo "--- last lines of $(basename "$f"):" >&2
+    tail -n 12 "$f" >&2
+  done
+  exit 1
+}
 
 wait_for_line() {  # FILE PATTERN: waits (at most 30 s) until FILE has a line matching PATTERN
   local _

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_channels.h"
 #include "common/grpc_status.h"
 #include "common/protocol.h"
 #include "grpcpp/client_context.h"
@@ -44,12 +45,7 @@ GrpcTransport::Stubs* GrpcTransport::StubsFor(int server) const {
   absl::MutexLock lock(&mu_);
   std::unique_ptr<Stubs>& stubs = stubs_[address];
   if (stubs == nullptr) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    args.SetMaxSendMessageSize(-1);
-    // PsClient retries by itself, with the same request id.
-    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    std::shared_ptr<grpc::Channel> channel = NewPeerChannel(address);
     stubs = std::make_unique<Stubs>();
     stubs->stub = proto::ParameterServer::NewStub(channel);
     stubs->generic = std::make_unique<grpc::GenericStub>(channel);

@@ -3,7 +3,9 @@
 //
 // Push and Pull use the raw wire path (common/raw_message.h): pushed values
 // are sent straight from the caller's memory (zero-copy; done runs only once
-// the RPC has completed AND gRPC has released every piece), and pulled
+// the RPC has completed AND gRPC has released every piece: for a peer that
+// stopped reading, when keepalive closes the connection, common/
+// grpc_channels.h), and pulled
 // values are handed to consume_values as views into gRPC's receive buffers
 // (so the caller copies them once, into its own). The other methods use the
 // generated stubs. gRPC's own retries are off: PsClient retries with the
