@@ -169,6 +169,9 @@ ClockTracker::WaitId ClockTracker::WhenPullReady(const std::string& table, uint3
 
 ClockTracker::WaitId ClockTracker::WhenPushReady(const std::string& table, uint32_t worker,
                                                  uint64_t t, absl::Time deadline, Callback ready) {
+  // The pusher has read round t: it computed this push from it. A new
+  // primary after a failover may not have seen that read.
+  PullServed(table, worker, t);
   return Wait({0, false, table, worker, t, t + 1, deadline, std::move(ready)});
 }
 
@@ -270,22 +273,25 @@ void ClockTracker::PushApplied(const std::string& table, uint32_t worker, uint64
     absl::MutexLock lock(&mu_);
     Table& t = tables_[table];
     PerWorker& p = t.workers[worker];
-    if (clock < p.completed) return;  // a late part of a finished round
-    uint32_t& applied = p.partial[clock];
-    if (++applied < std::max<uint32_t>(parts, 1)) {
-      if (p.partial.size() > kMaxPartialRounds) {
-        auto oldest = std::min_element(p.partial.begin(), p.partial.end());
-        p.partial.erase(oldest);
+    // Round `clock` was read before it was pushed (so a copy that applies
+    // the chain's pushes knows the reads of BSP rounds too).
+    bool changed = clock + 1 > p.pulled_plus1;
+    if (changed) p.pulled_plus1 = clock + 1;
+    // A late part of a finished round counts for nothing more.
+    if (clock >= p.completed && ++p.partial[clock] >= std::max<uint32_t>(parts, 1)) {
+      p.completed = clock + 1;
+      // Rounds below the completed clock need no more counting.
+      absl::erase_if(p.partial, [&p](const auto& entry) { return entry.first < p.completed; });
+      t.server_clock = std::max(t.server_clock, p.completed);
+      auto wit = workers_.find(worker);
+      if (wit != workers_.end()) {
+        wit->second.last_clock = std::max(wit->second.last_clock, clock + 1);
       }
-      return;
+      changed = true;
+    } else if (p.partial.size() > kMaxPartialRounds) {
+      p.partial.erase(std::min_element(p.partial.begin(), p.partial.end()));
     }
-    p.completed = clock + 1;
-    // Rounds below the completed clock need no more counting.
-    absl::erase_if(p.partial, [&p](const auto& entry) { return entry.first < p.completed; });
-    t.server_clock = std::max(t.server_clock, p.completed);
-    auto wit = workers_.find(worker);
-    if (wit != workers_.end()) wit->second.last_clock = std::max(wit->second.last_clock, clock + 1);
-    CollectLocked(&fired, nullptr);
+    if (changed) CollectLocked(&fired, nullptr);
   }
   Run(fired);
 }

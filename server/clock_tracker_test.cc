@@ -117,6 +117,29 @@ TEST_F(ClockTrackerTest, BspPushWaitsUntilEveryoneReadTheRound) {
   EXPECT_TRUE(push.status.has_value() && push.status->ok());
 }
 
+// After a failover the new primary has seen none of the round's reads,
+// which went to the old one. A push of round t says its worker read t, and
+// so does a push of round t applied from the chain: the round's pushes go
+// through once every worker has either read it here or pushed it.
+TEST_F(ClockTrackerTest, PushesOfARoundStandForItsReads) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.Heartbeat(1, 0, absl::Seconds(5));
+  tracker_.Heartbeat(2, 0, absl::Seconds(5));
+  tracker_.PushApplied("t", 2, 4, 1);  // worker 2's round 4, from the chain
+  Result push;
+  tracker_.WhenPushReady("t", 0, 4, Far(), push.Callback());
+  EXPECT_FALSE(push.status.has_value()) << "worker 1 has neither read nor pushed round 4";
+  Result other;
+  tracker_.WhenPushReady("t", 1, 4, Far(), other.Callback());
+  ASSERT_TRUE(push.status.has_value() && push.status->ok());
+  ASSERT_TRUE(other.status.has_value() && other.status->ok());
+  // A late part of a finished round still says its round was read.
+  tracker_.PushApplied("t", 2, 4, 1);
+  Result next;
+  tracker_.WhenPushReady("t", 0, 5, Far(), next.Callback());
+  EXPECT_FALSE(next.status.has_value()) << "nobody else has read round 5";
+}
+
 TEST_F(ClockTrackerTest, RoundCompletesWhenAllPartsAreIn) {
   tracker_.Heartbeat(0, 0, absl::Seconds(5));
   tracker_.PushApplied("t", 0, 0, 3);
@@ -139,6 +162,7 @@ TEST_F(ClockTrackerTest, LeavingWorkerStopsCountingAtOnce) {
 
 TEST_F(ClockTrackerTest, CloseEndsEveryWaitAndRefusesNewOnes) {
   tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.Heartbeat(1, 0, absl::Seconds(5));  // the push waits for worker 1's read
   Result a, b;
   tracker_.WhenPullReady("t", 0, 3, 0, Far(), a.Callback());
   tracker_.WhenPushReady("u", 0, 3, Far(), b.Callback());

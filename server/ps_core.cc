@@ -174,6 +174,12 @@ void PsCore::RunOrdered(const std::function<void()>& fn) {
 
 absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry) {
   if (entry.has_create_table()) return CreateTable(entry.create_table()).status();
+  if (entry.has_heartbeat()) {
+    // The primary took it; a copy whose view of the worker differs (its
+    // lease was counted from a little later) keeps what it has.
+    (void)Heartbeat(entry.heartbeat());
+    return absl::OkStatus();
+  }
   if (!entry.has_push()) {
     return absl::InvalidArgumentError("forwarded entry is neither a push nor a table creation");
   }
@@ -431,6 +437,20 @@ void PsCore::RecordRead(const proto::PullRequest& h, uint64_t params_clock, absl
 void PsCore::Cancel(CallId id) { clocks_.Cancel(id); }
 
 absl::StatusOr<proto::HeartbeatResponse> PsCore::Heartbeat(const proto::HeartbeatRequest& request) {
+  absl::StatusOr<proto::HeartbeatResponse> reply = TakeHeartbeat(request);
+  if (reply.ok() && log_ != nullptr) {
+    // Taken first, appended after: taking it may run parked calls, which
+    // take the order lock themselves.
+    proto::ForwardEntry entry;
+    *entry.mutable_heartbeat() = request;
+    absl::MutexLock order(&order_mu_);
+    log_->Append(std::move(entry));
+  }
+  return reply;
+}
+
+absl::StatusOr<proto::HeartbeatResponse> PsCore::TakeHeartbeat(
+    const proto::HeartbeatRequest& request) {
   proto::HeartbeatResponse reply;
   if (request.leaving()) {
     clocks_.Leave(request.worker_id(), request.incarnation());

@@ -122,6 +122,7 @@ class PsCore {
   // Registers the worker, renews its lease or (leaving) drops it. Errors:
   // INVALID_ARGUMENT (lease over the limit, clock over the limit),
   // ALREADY_EXISTS (another live process holds this worker id: names it).
+  // With replication, a heartbeat taken is also appended to the log.
   absl::StatusOr<proto::HeartbeatResponse> Heartbeat(const proto::HeartbeatRequest& request);
 
   // This server's place in the cluster; with request.table, also that
@@ -169,6 +170,8 @@ class PsCore {
   absl::Status CheckPush(const PushArgs& args) const;
   absl::Status CheckPull(const PullArgs& args) const;
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;
+  // Heartbeat without the log.
+  absl::StatusOr<proto::HeartbeatResponse> TakeHeartbeat(const proto::HeartbeatRequest& request);
   absl::Status Serve(const proto::PullRequest& header, const KeySpec& keys,
                      uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
                      proto::PullResponse* reply);

@@ -196,6 +196,52 @@ TEST_F(PsCoreTest, SecondProcessWithTheSameWorkerIdIsRefusedUntilTheLeaseExpires
   ASSERT_TRUE(restarted.ok()) << restarted.status();
 }
 
+// Collects what a replicated core appends, as the chain would carry it.
+class CollectingLog final : public ReplicationLog {
+ public:
+  void Append(proto::ForwardEntry entry) override { entries.push_back(std::move(entry)); }
+  void Barrier(Done done) override { done(absl::OkStatus()); }
+  std::vector<proto::ForwardEntry> entries;
+};
+
+// A copy learns the workers' leases from the chain: promoted, it counts
+// every live worker in its waits before any of them has called it.
+TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
+  CollectingLog log;
+  core_->set_replication(&log);
+  PsCoreOptions options;
+  options.clock = &clock_;
+  options.address = "copy:0";
+  PsCore copy(options);
+  auto forward = [&] {
+    for (const proto::ForwardEntry& e : log.entries) ASSERT_TRUE(copy.ApplyForwarded(e).ok());
+    log.entries.clear();
+  };
+  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  log.entries.clear();  // table creation is forwarded by the service, not tested here
+  proto::HeartbeatRequest hb;
+  hb.set_worker_id(5);
+  hb.set_clock(7);
+  hb.set_lease_ms(1000);
+  hb.set_incarnation(55);
+  ASSERT_TRUE(core_->Heartbeat(hb).ok());
+  ASSERT_EQ(log.entries.size(), 1u);
+  EXPECT_TRUE(log.entries[0].has_heartbeat());
+  EXPECT_EQ(copy.clocks().ParamsClock("w"), UINT64_MAX) << "no worker known yet";
+  forward();
+  EXPECT_EQ(copy.clocks().ParamsClock("w"), 7u) << "worker 5 live at clock 7 on the copy";
+  // A refused heartbeat (another process, same id) is not forwarded.
+  hb.set_incarnation(66);
+  EXPECT_EQ(core_->Heartbeat(hb).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(log.entries.empty());
+  // Leaving is forwarded too.
+  hb.set_incarnation(55);
+  hb.set_leaving(true);
+  ASSERT_TRUE(core_->Heartbeat(hb).ok());
+  forward();
+  EXPECT_EQ(copy.clocks().ParamsClock("w"), UINT64_MAX) << "worker 5 left on the copy too";
+}
+
 TEST_F(PsCoreTest, ParkedPullIsReleasedAtOnceWhenCancelled) {
   ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
   ASSERT_TRUE(Heartbeat(1, 1).ok());

@@ -13,6 +13,7 @@ struct ShardHost::Replica final : public SnapshotSource {
   std::shared_ptr<PsCore> core;
   std::vector<RequestDedup::Window> windows;  // fixed by Begin
   std::vector<proto::TableDef> tables;        // fixed by Begin
+  std::vector<ClockTracker::WorkerClock> clocks;  // fixed by Begin
   std::unique_ptr<ReplicaLink> link;          // last: destroyed first
 
   absl::Status Begin(const std::function<bool()>& after) override {
@@ -29,6 +30,7 @@ struct ShardHost::Replica final : public SnapshotSource {
       }
       windows = core->dedup().Export(std::numeric_limits<uint64_t>::max());
       tables = store.TableDefs();
+      clocks = core->clocks().Clocks(std::numeric_limits<uint64_t>::max());
     });
     return result;
   }
@@ -52,6 +54,12 @@ struct ShardHost::Replica final : public SnapshotSource {
       d->set_worker_id(w.worker_id);
       for (uint64_t id : w.request_ids) d->add_request_ids(id);
       d->set_forgotten_max(w.forgotten_max);
+    }
+    for (const ClockTracker::WorkerClock& c : clocks) {
+      proto::WorkerClock* out = part->add_clocks();
+      out->set_table(c.table);
+      out->set_worker_id(c.worker);
+      out->set_clock(c.clock);
     }
     return emit(std::move(entry));
   }
@@ -275,6 +283,9 @@ absl::Status ShardHost::ApplySnapshotPart(PsCore& core, const proto::SnapshotPar
     w.request_ids.assign(d.request_ids().begin(), d.request_ids().end());
     w.forgotten_max = d.forgotten_max();
     core.dedup().Import(w);
+  }
+  for (const proto::WorkerClock& c : part.clocks()) {
+    core.clocks().Restore(c.table(), c.worker_id(), c.clock());
   }
   return absl::OkStatus();
 }

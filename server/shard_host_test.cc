@@ -162,12 +162,14 @@ absl::Status CreateTable(PsCore& core) {
 }
 
 // A push of every key (distinct values per key and request) by worker 1,
-// then its replication; the push's status, else the replication's.
+// at clock request_id, then its replication; the push's status, else the
+// replication's.
 absl::Status Push(PsCore& core, uint64_t request_id) {
   proto::PushRequest req;
   req.set_table("w");
   req.set_worker_id(1);
   req.set_request_id(request_id);
+  req.set_clock(request_id);
   req.add_ranges()->set_end(kKeys);
   std::vector<float> grads(kKeys * kWidth);
   for (size_t i = 0; i < grads.size(); ++i) grads[i] = -static_cast<float>(request_id * (i + 1));
@@ -180,6 +182,15 @@ absl::Status Push(PsCore& core, uint64_t request_id) {
             [&pushed](absl::StatusOr<proto::PushResponse> r) { pushed = r.status(); });
   if (!pushed.ok()) return pushed;
   return Replicated(core);
+}
+
+// "table/worker=clock" for each worker clock the core keeps.
+std::vector<std::string> WorkerClocks(PsCore& core) {
+  std::vector<std::string> out;
+  for (const ClockTracker::WorkerClock& c : core.clocks().Clocks(UINT64_MAX)) {
+    out.push_back(absl::StrCat(c.table, "/", c.worker, "=", c.clock));
+  }
+  return out;
 }
 
 std::vector<float> Values(PsCore& core) {
@@ -321,6 +332,7 @@ TEST_F(ShardHostTest, JoiningServerCopiesTheShardThenFollowsTheStream) {
   std::shared_ptr<PsCore> copy = OnlyCore(1);
   ASSERT_NE(copy, nullptr);
   EXPECT_EQ(Values(*copy), Values(*primary));
+  EXPECT_THAT(WorkerClocks(*copy), ElementsAre("w/1=3")) << "the snapshot carries the clocks";
 
   ASSERT_TRUE(Push(*primary, 3).ok());
   EXPECT_EQ(Values(*copy), Values(*primary));
