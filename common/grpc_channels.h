@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/metrics.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/server_builder.h"
 
@@ -27,6 +28,12 @@ inline constexpr absl::Duration kKeepaliveTimeout = absl::Seconds(2);
 // retries off (callers retry with their request ids), keepalive as above.
 // Connects lazily.
 std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address);
+
+// From now on, channels NewPeerChannel opens record their calls in
+// `registry` (common/grpc_metrics.h); null: stop. For main() of a process
+// that serves metrics, before it opens channels. `registry` must outlive
+// every channel opened meanwhile.
+void RecordPeerCallsIn(MetricsRegistry* registry);
 
 // Lets clients ping as NewPeerChannel's do (gRPC servers otherwise answer
 // pings more frequent than every 5 minutes, without data, with GOAWAY).

@@ -7,10 +7,14 @@
 #
 #   deploy/local_cluster.sh [--servers S] [--workers W]
 #                           [--model mlp|softmax|sparse_lr|embedding_mlp]
-#                           [--epochs N] [--keep_logs]
+#                           [--epochs N] [--keep_logs] [--plot FILE.png]
 #                           [--checkpoint_dir DIR [--checkpoint_every SECONDS] [--resume]]
 #                           [--replicas R [--kill_server_after SECONDS]]
 #                           [-- extra ps_worker flags]
+#
+# Each worker writes its training curve as CSV (ps_worker --curve_csv), and
+# the loss and speed of every worker against time are plotted with gnuplot
+# into --plot (default $TMPDIR/ps_training.png, or /tmp/ps_training.png).
 #
 # --checkpoint_dir DIR: the servers checkpoint the model into DIR every
 # --checkpoint_every seconds (default 10) and when stopped (Ctrl-C included).
@@ -36,6 +40,7 @@ workers=4
 model=mlp
 epochs=5
 keep_logs=0
+plot="${TMPDIR:-/tmp}/ps_training.png"
 checkpoint_dir=""
 checkpoint_every=10
 resume=0
@@ -49,13 +54,14 @@ while [ $# -gt 0 ]; do
     --model) model="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --keep_logs) keep_logs=1; shift ;;
+    --plot) plot="$2"; shift 2 ;;
     --checkpoint_dir) checkpoint_dir="$2"; shift 2 ;;
     --checkpoint_every) checkpoint_every="$2"; shift 2 ;;
     --resume) resume=1; shift ;;
     --replicas) replicas="$2"; shift 2 ;;
     --kill_server_after) kill_after="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -140,8 +146,8 @@ fi
 worker_pids=()
 for ((w = 0; w < workers; w++)); do
   "$bin/worker/ps_worker" "${connect[@]}" --worker_index="$w" --num_workers="$workers" \
-    --model="$model" --epochs="$epochs" "${worker_flags[@]}" "${extra[@]}" \
-    > >(tee "$run_dir/worker$w.log") 2>&1 &
+    --model="$model" --epochs="$epochs" --curve_csv="$run_dir/curve$w.csv" --progress_seconds=0.5 \
+    "${worker_flags[@]}" "${extra[@]}" > >(tee "$run_dir/worker$w.log") 2>&1 &
   worker_pids+=($!)
   pids+=($!)
 done
@@ -174,3 +180,5 @@ awk -v s="$servers" -v w="$workers" -v m="$model" -v e="$epochs" -v a="$accuracy
   -v t0="$start" -v t1="$train_end" -v t2="$end" 'BEGIN {
     printf "local_cluster.sh: RESULT servers=%d workers=%d model=%s epochs=%d%s test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
       s, w, m, e, (u != "" ? " test_auc=" u : ""), a, t1 - t0, t2 - t0 }'
+"$(dirname "$0")/plot_training.sh" "$plot" "$run_dir"/curve*.csv ||
+  echo "local_cluster.sh: no plot ($plot)" >&2

@@ -28,6 +28,9 @@ PACKAGES=(
   "nlohmann-json3-dev:JSON for etcd's v3 JSON gateway"
   "iproute2:network namespaces for the partition test"
   "python3-numpy:reads exported checkpoints in ckpt_export_test"
+  "prometheus:scrapes the servers' and workers' metrics in prometheus_test"
+  "gnuplot-nox:training-curve plots of deploy/local_cluster.sh"
+  "curl:HTTP checks of the metrics and health endpoints in tests"
 )
 
 if [ "${1:-}" = "--bench" ]; then
@@ -35,7 +38,6 @@ if [ "${1:-}" = "--bench" ]; then
     "iperf3:loopback TCP bandwidth, the network limit benchmarks are compared with"
     "python3-torch:PyTorch CPU, the single-process training baseline"
     "libopenblas0-pthread:optimized BLAS for PyTorch (Debian's default BLAS is the reference one)"
-    "gnuplot-nox:plots of the benchmark results"
   )
 fi
 

@@ -74,6 +74,9 @@ absl::StatusOr<CheckpointResult> CheckpointScheduler::TakeAndAnswer(bool full,
     {
       absl::MutexLock lock(&mu_);
       last_cut_ = std::max(last_cut_, result->cut);
+      ++record_.taken;
+      record_.last_cut = result->cut;
+      record_.last_taken_at = absl::Now();
     }
     log_(absl::StrFormat(
         "checkpoint %s (%s): cut %d, %s, %d files, %.1f MiB in %.3f s%s", result->path, why,
@@ -83,10 +86,19 @@ absl::StatusOr<CheckpointResult> CheckpointScheduler::TakeAndAnswer(bool full,
         result->files, result->bytes / 1048576.0, absl::ToDoubleSeconds(result->took),
         result->pruned.empty() ? "" : absl::StrCat(", pruned ", result->pruned.size())));
   } else {
+    {
+      absl::MutexLock lock(&mu_);
+      ++record_.failed;
+    }
     log_(absl::StrCat("checkpoint (", why, ") failed: ", result.status().message()));
   }
   for (Pending& p : waiting) p.done(result);
   return result;
+}
+
+CheckpointScheduler::Record CheckpointScheduler::record() const {
+  absl::MutexLock lock(&mu_);
+  return record_;
 }
 
 absl::StatusOr<CheckpointResult> CheckpointScheduler::Stop(bool last) {

@@ -54,6 +54,15 @@ class CheckpointScheduler {
   // result (CANCELLED without `last`). Idempotent.
   absl::StatusOr<CheckpointResult> Stop(bool last);
 
+  // What was taken so far, for metrics.
+  struct Record {
+    uint64_t taken = 0;
+    uint64_t failed = 0;
+    uint64_t last_cut = 0;     // of the latest one taken (0: none)
+    absl::Time last_taken_at;  // InfinitePast: none
+  };
+  Record record() const;
+
  private:
   struct Pending {
     bool full;
@@ -69,8 +78,9 @@ class CheckpointScheduler {
   const std::function<uint64_t()> max_clock_;
   const std::function<void(const std::string&)> log_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
+  Record record_ ABSL_GUARDED_BY(mu_) = {0, 0, 0, absl::InfinitePast()};
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   bool final_answered_ ABSL_GUARDED_BY(mu_) = false;  // later requests fail at once

@@ -23,8 +23,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
+#include "common/grpc_channels.h"
 #include "common/grpc_lifetime.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "common/process_tuning.h"
 #include "server/ps_server.h"
 #include "server/server_limits.h"
@@ -92,6 +95,10 @@ ABSL_FLAG(int, checkpoint_keep, 3, "server 0: complete checkpoints kept (with th
 ABSL_FLAG(int, checkpoint_incremental, 0,
           "server 0: up to this many incremental checkpoints (what changed since the previous "
           "one) between full ones (0: always full)");
+ABSL_FLAG(int, metrics_port, -1,
+          "serve Prometheus metrics (/metrics), /healthz and /readyz over HTTP on this port, on "
+          "the host of --listen (0: a free port; -1: off)");
+ABSL_FLAG(std::string, metrics_port_file, "", "if set, write the metrics port to this file");
 ABSL_FLAG(double, checkpoint_timeout_seconds, 60,
           "how long a checkpoint may wait for the workers to finish the rounds before its cut");
 
@@ -100,6 +107,20 @@ namespace {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "ps_server: %s\n", message.c_str());
   return 2;
+}
+
+// Writes `port` to `path` (flag `flag`) atomically: a reader sees all or nothing.
+absl::Status WritePortFile(const std::string& path, int port, const char* flag) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << port << "\n";
+    if (!out) return absl::InternalError(absl::StrCat(flag, "=", path, ": cannot write"));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat(flag, "=", path, ": cannot rename ", tmp));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -228,19 +249,39 @@ int main(int argc, char** argv) {
   // After the mask: gRPC's threads inherit it, so the signals reach sigwait.
   ps::KeepGrpcUntilExit();
 
+  // Declared before the server: its collector reads the server, and the
+  // HTTP endpoint (declared after it) stops first.
+  ps::MetricsRegistry metrics;
+  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  if (metrics_port < -1 || metrics_port > 65535) {
+    return Fail(absl::StrCat("--metrics_port=", metrics_port, " must be in 0..65535, or -1 (off)"));
+  }
+  if (metrics_port >= 0) {
+    options.metrics = &metrics;
+    ps::RecordPeerCallsIn(&metrics);
+  }
   auto server = ps::PsServer::Start(options);
   if (!server.ok()) return Fail(std::string(server.status().message()));
 
-  const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    const std::string tmp = port_file + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << (*server)->port() << "\n";
-      if (!out) return Fail(absl::StrCat("--port_file=", port_file, ": cannot write"));
+  std::unique_ptr<ps::MetricsHttpServer> metrics_http;
+  if (metrics_port >= 0) {
+    const size_t colon = listen.rfind(':');
+    std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    ps::PsServer* s = server->get();
+    auto started = ps::MetricsHttpServer::Start(host, metrics_port, &metrics,
+                                                [s] { return s->Readiness(); });
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    metrics_http = *std::move(started);
+    if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
+      if (absl::Status w = WritePortFile(f, metrics_http->port(), "--metrics_port_file"); !w.ok()) {
+        return Fail(std::string(w.message()));
+      }
     }
-    if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
-      return Fail(absl::StrCat("--port_file=", port_file, ": cannot rename ", tmp));
+  }
+  if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
+    if (absl::Status w = WritePortFile(f, (*server)->port(), "--port_file"); !w.ok()) {
+      return Fail(std::string(w.message()));
     }
   }
 

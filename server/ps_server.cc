@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -11,10 +12,13 @@
 #include "absl/strings/strip.h"
 #include "common/cluster_spec.h"
 #include "common/grpc_channels.h"
+#include "common/grpc_metrics.h"
 #include "absl/time/clock.h"
 #include "server/checkpoint_peer.h"
 #include "common/log.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/server_builder.h"
 
 namespace ps {
@@ -66,6 +70,10 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
         s->Coordinate(request, std::move(done));
       });
 
+  // Every server answers grpc.health.v1.Health (SERVING while Readiness()
+  // is OK, set by the ticker) and server reflection (grpcurl, grpc_cli).
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
@@ -80,6 +88,13 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   // would silently share its traffic. A taken port must be an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   AcceptPeerKeepalive(&builder);
+  if (options.metrics != nullptr) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> metrics;
+    metrics.push_back(NewServerMetricsInterceptors(options.metrics));
+    builder.experimental().SetInterceptorCreators(std::move(metrics));
+    options.metrics->AddCollector(
+        [s = server.get()](MetricsWriter& out) { s->CollectMetrics(out); });
+  }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(
@@ -265,6 +280,7 @@ void PsServer::LastCheckpoint() {
 
 void PsServer::TickLoop() {
   const std::string who = absl::StrCat("ps_server ", options_.server_index, " ", address_);
+  std::optional<bool> serving;  // as last told to the health service
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -273,7 +289,29 @@ void PsServer::TickLoop() {
     for (auto& core : host_->Cores()) {
       for (const std::string& event : core->Tick()) LogEvent(who, event);
     }
+    const bool ready = Readiness().ok();
+    if (serving != ready) {
+      if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+        health->SetServingStatus(ready);
+      }
+      serving = ready;
+    }
   }
+}
+
+absl::Status PsServer::Readiness() const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("shutting down");
+  }
+  if (options_.replication.kv == nullptr) return absl::OkStatus();
+  if (host_->fenced()) {
+    return absl::UnavailableError("fenced: the etcd lease could not be renewed in time");
+  }
+  if (host_->ring() == nullptr) {
+    return absl::UnavailableError("no ring yet: waiting for the first servers to register in etcd");
+  }
+  return absl::OkStatus();
 }
 
 void PsServer::Shutdown() {

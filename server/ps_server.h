@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics.h"
 #include "common/placement.h"
 #include "grpcpp/server.h"
 #include "common/clock.h"
@@ -83,6 +84,10 @@ struct ServerOptions {
   Clock* clock = Clock::Real();
   ServerCheckpointOptions checkpoint;
   ServerReplicationOptions replication;
+  // Where this server's metrics go (server/ps_server_metrics.cc): every
+  // call it serves, and its tables, memory, replication and membership at
+  // scrape time. Null: none kept. Must outlive the server.
+  MetricsRegistry* metrics = nullptr;
 };
 
 class PsServer {
@@ -93,6 +98,10 @@ class PsServer {
   // checkpoint is under the directory; DATA_LOSS naming the file).
   static absl::StatusOr<std::unique_ptr<PsServer>> Start(const ServerOptions& options);
   ~PsServer();
+
+  // OK when the server serves its shards; else why not (before the first
+  // ring, fenced, shutting down): the readiness probe's answer.
+  absl::Status Readiness() const;
 
   // host:port actually bound.
   const std::string& address() const { return address_; }
@@ -114,6 +123,8 @@ class PsServer {
   // Runs ClockTracker::Tick every tick_interval and logs its events, until
   // Shutdown.
   void TickLoop();
+  // The gauges and counters read at scrape time (ps_server_metrics.cc).
+  void CollectMetrics(MetricsWriter& out) const;
   // Restores (options_.checkpoint.restore) before the server serves.
   absl::Status Restore();
   // Server 0 with a checkpoint directory: the coordinator and its timers.
@@ -142,7 +153,7 @@ class PsServer {
   std::unique_ptr<grpc::Server> server_;
   std::thread ticker_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // Shutdown has begun
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // the ticker stops
   std::unique_ptr<CheckpointScheduler> scheduler_ ABSL_GUARDED_BY(mu_);

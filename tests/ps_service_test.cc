@@ -11,6 +11,8 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
 #include "absl/synchronization/notification.h"
@@ -89,6 +91,37 @@ class PsServiceTest : public ::testing::Test {
   uint64_t own_ = 0, foreign_ = 0;
   PlacementConfig placement_;
 };
+
+// grpc.health.v1.Health/Check of the whole server ("" service), sent as
+// raw bytes: the empty request, and SERVING is field 1 = 1 (bytes 08 01).
+TEST_F(PsServiceTest, HealthServiceAnswersServingWhileReady) {
+  ASSERT_TRUE(server_->Readiness().ok());
+  grpc::GenericStub generic(
+      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  grpc::ByteBuffer request;
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  grpc::Slice empty("", 0);
+  request = grpc::ByteBuffer(&empty, 1);
+  // The ticker sets the serving status within a tick of the start.
+  for (int i = 0; i < 200; ++i) {
+    grpc::ClientContext attempt;
+    absl::Notification answered;
+    generic.UnaryCall(&attempt, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                      &response, [&](grpc::Status s) {
+                        status = s;
+                        answered.Notify();
+                      });
+    answered.WaitForNotification();
+    if (status.ok()) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  grpc::Slice reply;
+  ASSERT_TRUE(response.DumpToSingleSlice(&reply).ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(reply.begin()), reply.size()),
+            std::string("\x08\x01", 2));
+}
 
 TEST_F(PsServiceTest, RetriedPushWithSameRequestIdIsAppliedOnce) {
   proto::PushResponse first, again;

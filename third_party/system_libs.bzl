@@ -25,6 +25,11 @@ _PKG_CONFIG_LIBS = {
     "benchmark": ["benchmark"],
 }
 
+# Libraries without a pkg-config module: target name -> link flags.
+_PLAIN_LIBS = {
+    "grpcpp_reflection": ["-lgrpc++_reflection"],
+}
+
 def _pkg_config_libs(ctx, modules):
     result = ctx.execute(["pkg-config", "--libs"] + modules)
     if result.return_code != 0:
@@ -41,6 +46,14 @@ def _system_libs_impl(ctx):
         lines.append("cc_library(")
         lines.append("    name = %r," % name)
         lines.append("    linkopts = %r," % linkopts)
+        lines.append(")")
+        lines.append("")
+
+    for name, flags in _PLAIN_LIBS.items():
+        lines.append("cc_library(")
+        lines.append("    name = %r," % name)
+        lines.append("    linkopts = %r," % flags)
+        lines.append('    deps = [":grpcpp"],')
         lines.append(")")
         lines.append("")
 

@@ -24,7 +24,10 @@
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
+#include "common/grpc_channels.h"
 #include "common/grpc_lifetime.h"
+#include "common/metrics.h"
+#include "common/metrics_http.h"
 #include "worker/client/shard_directory.h"
 #include "common/process_tuning.h"
 #include "common/value_encoding.h"
@@ -36,6 +39,7 @@
 #include "worker/train/optimizer_spec.h"
 #include "worker/train/sparse_trainer.h"
 #include "worker/client/ps_client.h"
+#include "worker/train/training_observer.h"
 #include "worker/train/trainer.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
@@ -111,6 +115,17 @@ ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
 ABSL_FLAG(int64_t, max_train_examples, 0, "use only the first N training examples (0: all)");
 ABSL_FLAG(std::string, table_prefix, "", "table name prefix (default: the model name)");
 ABSL_FLAG(double, progress_seconds, 5, "seconds between progress lines");
+ABSL_FLAG(std::string, curve_csv, "",
+          "write the training curve here as CSV (seconds, epoch, step, examples, loss, "
+          "examples/s, staleness; the last row adds the test result)");
+ABSL_FLAG(int, metrics_port, -1,
+          "serve Prometheus metrics (/metrics), /healthz and /readyz over HTTP on this port "
+          "(0: a free port; -1: off)");
+ABSL_FLAG(std::string, metrics_host, "127.0.0.1", "address the metrics endpoint listens on");
+ABSL_FLAG(std::string, metrics_port_file, "", "if set, write the metrics port to this file");
+ABSL_FLAG(double, metrics_linger_seconds, 0,
+          "with --metrics_port: after the run, keep serving the metrics this long, so that a "
+          "scraper sees the final values (SIGTERM ends it early)");
 ABSL_FLAG(double, timeout_seconds, 10, "deadline of each RPC attempt");
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice (must match the servers)");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server (must match the servers)");
@@ -187,6 +202,12 @@ void PrintServerStats(ps::PsClient& client, const std::string& prefix) {
 // The client options every model shares: the servers, this worker's id,
 // deadlines, placement and traffic reduction.
 // With --etcd: the ring's directory (set once in main, before any client).
+// The worker's curve and metrics (set up in main, before any channel).
+ps::TrainingObserver*& Observer() {
+  static ps::TrainingObserver* observer = nullptr;
+  return observer;
+}
+
 std::shared_ptr<const ps::ShardDirectory>& Directory() {
   static auto* directory = new std::shared_ptr<const ps::ShardDirectory>();
   return *directory;
@@ -281,6 +302,7 @@ int RunSparse(const std::string& model, const ps::ClusterSpec& spec,
     sc.row_cache_rows = absl::GetFlag(FLAGS_row_cache_rows);
     sc.push_threshold = static_cast<float>(absl::GetFlag(FLAGS_push_threshold));
     sc.progress_interval = config.progress_interval;
+    sc.on_progress = Observer()->Sink();
     auto stats = mlp ? ps::TrainEmbeddingMlp(**client, train, sc, emb, PrintLine)
                      : ps::TrainSparseLr(**client, train, sc, PrintLine);
     if (!stats.ok()) {
@@ -308,6 +330,7 @@ int RunSparse(const std::string& model, const ps::ClusterSpec& spec,
               eval->auc, eval->accuracy, eval->logloss, static_cast<long long>(eval->examples));
   std::printf("test auc %.4f accuracy %.4f\n", eval->auc, eval->accuracy);
   std::printf("RESULT test_auc=%.4f test_accuracy=%.4f\n", eval->auc, eval->accuracy);
+  Observer()->Finish("auc", eval->auc);
   return 0;
 }
 
@@ -339,12 +362,8 @@ absl::StatusOr<uint64_t> ResumeClock(ps::PsClient& client,
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
-  absl::SetProgramUsageMessage("Downpour SGD worker. See the README.");
-  absl::ParseCommandLine(argc, argv);
-  ps::TuneProcessForDataPath();
-
+// Everything after the flags and the metrics endpoint; returns the exit code.
+static int RunWorker() {
   absl::StatusOr<ps::ClusterSpec> spec = ps::ClusterSpec();
   static std::unique_ptr<ps::KvStore> etcd;
   if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {
@@ -485,6 +504,7 @@ int main(int argc, char** argv) {
         shard.num_classes, (*model)->name().c_str(), static_cast<long long>((*model)->num_params()),
         (*client)->num_servers());
     std::fflush(stdout);
+    config.on_progress = Observer()->Sink();
     auto stats = ps::TrainDownpour(**client, **model, shard, config, PrintLine);
     if (!stats.ok())
       return Fail(absl::StrCat(who, ": training failed: ", stats.status().message()));
@@ -516,5 +536,47 @@ int main(int argc, char** argv) {
   std::printf("%s: test accuracy %.4f (%lld test examples)\n", who.c_str(), accuracy,
               static_cast<long long>(test.num_examples));
   std::printf("RESULT test_accuracy=%.4f\n", accuracy);
+  Observer()->Finish("accuracy", accuracy);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  ps::KeepGrpcUntilExit();
+  absl::SetProgramUsageMessage("Downpour SGD worker. See the README.");
+  absl::ParseCommandLine(argc, argv);
+  ps::TuneProcessForDataPath();
+
+  // Before any channel opens: channels record their calls when it is set.
+  static ps::MetricsRegistry* const metrics = new ps::MetricsRegistry();
+  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  if (metrics_port < -1 || metrics_port > 65535) {
+    return Fail(absl::StrCat("--metrics_port=", metrics_port, " must be in 0..65535, or -1 (off)"));
+  }
+  if (metrics_port >= 0) ps::RecordPeerCallsIn(metrics);
+  auto observer =
+      ps::TrainingObserver::Create(absl::GetFlag(FLAGS_curve_csv), metrics_port >= 0 ? metrics : nullptr);
+  if (!observer.ok()) return Fail(std::string(observer.status().message()));
+  Observer() = observer->get();
+  std::unique_ptr<ps::MetricsHttpServer> metrics_http;
+  if (metrics_port >= 0) {
+    auto started =
+        ps::MetricsHttpServer::Start(absl::GetFlag(FLAGS_metrics_host), metrics_port, metrics, nullptr);
+    if (!started.ok()) return Fail(std::string(started.status().message()));
+    metrics_http = *std::move(started);
+    if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
+      std::FILE* out = std::fopen((f + ".tmp").c_str(), "w");
+      if (out == nullptr || std::fprintf(out, "%d\n", metrics_http->port()) < 0 ||
+          std::fclose(out) != 0 || std::rename((f + ".tmp").c_str(), f.c_str()) != 0) {
+        return Fail(absl::StrCat("--metrics_port_file=", f, ": cannot write it"));
+      }
+    }
+  }
+
+  const int code = RunWorker();
+  std::fflush(stdout);
+  if (metrics_http != nullptr && code == 0) {
+    // A batch job's last values are scraped only while the endpoint lives.
+    absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_metrics_linger_seconds)));
+  }
+  return code;
 }

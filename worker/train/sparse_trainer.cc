@@ -97,6 +97,16 @@ absl::StatusOr<SparseTrainStats> RunSparseTraining(
             100.0 * io.keys_pushed() / std::max<int64_t>(1, stats.keys),
             epoch_loss / std::max<int64_t>(1, epoch_examples)));
         next_progress = now + config.progress_interval;
+        if (config.on_progress) {
+          ProgressPoint point;
+          point.seconds = secs;
+          point.epoch = epoch + 1;
+          point.step = stats.steps;
+          point.examples = stats.examples;
+          point.loss = epoch_loss / std::max<int64_t>(1, epoch_examples);
+          point.examples_per_second = stats.examples / secs;
+          config.on_progress(point);
+        }
       }
     }
     stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_examples);

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
+#include "worker/train/progress.h"
 #include "worker/client/ps_client.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/sparse_row_io.h"
@@ -55,6 +56,8 @@ struct SparseTrainerConfig {
   float push_threshold = 0;
   size_t filter_rows = 1 << 20;
   absl::Duration progress_interval = absl::Seconds(5);
+  // Gets each progress line's numbers too (when set).
+  ProgressSink on_progress;
 };
 
 // The row cache and filter settings of a config.

@@ -204,6 +204,11 @@ class DownpourRun {
     wait_ += info.waited;
   }
 
+  double MeanStaleness() {
+    absl::MutexLock lock(&stats_mu_);
+    return pushes_ ? staleness_sum_ / pushes_ : 0.0;
+  }
+
   std::string ProgressLine(int epoch, int64_t steps, double loss, double examples_per_second,
                            absl::Duration elapsed, bool epoch_end) {
     absl::MutexLock lock(&stats_mu_);
@@ -349,10 +354,24 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
 
       const absl::Time now = absl::Now();
       const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
-      if (progress && (now - window_start >= config_.progress_interval || epoch_end)) {
+      if ((progress || config_.on_progress) &&
+          (now - window_start >= config_.progress_interval || epoch_end)) {
         const double secs = absl::ToDoubleSeconds(now - window_start);
-        progress(ProgressLine(epoch, stats.steps, window_loss / std::max<int64_t>(1, window_steps),
-                              secs > 0 ? window_examples / secs : 0.0, now - start, epoch_end));
+        const double loss = window_loss / std::max<int64_t>(1, window_steps);
+        const double rate = secs > 0 ? window_examples / secs : 0.0;
+        if (progress) progress(ProgressLine(epoch, stats.steps, loss, rate, now - start, epoch_end));
+        if (config_.on_progress) {
+          ProgressPoint point;
+          point.seconds = absl::ToDoubleSeconds(now - start);
+          point.epoch = epoch;
+          point.step = stats.steps;
+          point.examples = stats.examples;
+          point.loss = loss;
+          point.examples_per_second = rate;
+          point.mean_staleness = MeanStaleness();
+          point.epoch_end = epoch_end;
+          config_.on_progress(point);
+        }
         window_start = now;
         window_examples = 0;
         window_loss = 0;

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
+#include "worker/train/progress.h"
 #include "worker/train/dataset.h"
 #include "worker/train/model.h"
 #include "worker/client/param_client.h"
@@ -63,6 +64,8 @@ struct TrainerConfig {
   uint64_t seed = 1;      // shuffling
   std::string table_prefix = "model";
   absl::Duration progress_interval = absl::Seconds(5);
+  // Gets each progress line's numbers too (when set).
+  ProgressSink on_progress;
 };
 
 // Validates the config. INVALID_ARGUMENT naming the field and its value.
