@@ -22,8 +22,10 @@
 // Exits 0 when done (a checkpoint: its MANIFEST written), 1 when it failed
 // (the message names the server and what went wrong), 2 on bad usage.
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,10 @@
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_lifetime.h"
+#include "server/checkpoint_files.h"
+#include "server/cluster_status.h"
+#include "worker/client/ps_client.h"
+#include "worker/client/shard_directory.h"
 #include "server/cluster_admin.h"
 #include "server/checkpoint_coordinator.h"
 #include "server/checkpoint_peer.h"
@@ -64,6 +70,8 @@ int Usage(const std::string& why) {
                "ps_admin: %s\nusage: ps_admin checkpoint --servers=h:p,...\n"
                "       ps_admin ring --etcd=h:p --cluster=NAME\n"
                "       ps_admin add-server|drain --etcd=h:p --cluster=NAME --server_id=N\n"
+               "       ps_admin status --servers=h:p,... | --etcd=h:p --cluster=NAME "
+               "[--checkpoint_dir=DIR]\n"
                "(see --help)\n",
                why.c_str());
   return 2;
@@ -132,6 +140,65 @@ int Membership(const std::string& command) {
   return 0;
 }
 
+// status: each shard's Stats from its primary, and the newest checkpoint.
+int Status() {
+  const double timeout = absl::GetFlag(FLAGS_timeout_seconds);
+  if (!(timeout > 0) || timeout > 3600) {
+    return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 3600]"));
+  }
+  ps::PsClientOptions options;
+  options.timeout = absl::Seconds(std::min(timeout, 10.0));
+  options.connect_timeout = absl::Seconds(timeout);
+  options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
+  options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  std::unique_ptr<ps::EtcdKvStore> kv;
+  std::string ring_line;
+  std::function<std::string(int)> name;  // of a shard's primary
+  if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {
+    kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{endpoint});
+    absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(*kv, absl::GetFlag(FLAGS_cluster));
+    if (!ring.ok()) return Failed("reading the ring", ring.status());
+    ring_line = ring->Describe();
+    name = [r = *ring](int shard) {
+      std::optional<uint32_t> primary = r.Primary(shard);
+      return primary ? absl::StrCat("server ", *primary, " (", r.Address(*primary), ")")
+                     : std::string("no primary");
+    };
+    auto directory = ps::EtcdShardDirectory::Start(kv.get(), absl::GetFlag(FLAGS_cluster),
+                                                   absl::Seconds(timeout));
+    if (!directory.ok()) return Failed("following the ring", directory.status());
+    options.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
+  } else {
+    auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
+    if (!spec.ok()) return Usage(absl::StrCat("status needs --servers or --etcd: ",
+                                              spec.status().message()));
+    options.servers = spec->servers;
+    name = [servers = spec->servers](int shard) {
+      return absl::StrCat("server ", shard, " (", servers[shard], ")");
+    };
+  }
+  auto client = ps::PsClient::Connect(options);
+  if (!client.ok()) return Failed("connecting", client.status());
+  absl::StatusOr<std::vector<ps::ServerStats>> stats = (*client)->Stats();
+  if (!stats.ok()) return Failed("reading the statistics", stats.status());
+  std::vector<ps::ShardStatus> shards;
+  for (ps::ServerStats& s : *stats) {
+    shards.push_back({s.server, name(s.server), std::move(s.stats)});
+  }
+  if (!ring_line.empty()) std::printf("%s\n", ring_line.c_str());
+  std::printf("%s", ps::FormatClusterStatus(shards).c_str());
+  if (const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir); !dir.empty()) {
+    absl::StatusOr<ps::FoundCheckpoint> newest = ps::FindNewestValidCheckpoint(dir, nullptr);
+    if (!newest.ok()) {
+      std::printf("checkpoints: %s\n", std::string(newest.status().message()).c_str());
+    } else {
+      std::printf("newest checkpoint: %s (cut %llu)\n", newest->path.c_str(),
+                  static_cast<unsigned long long>(newest->manifest.cut()));
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,8 +209,9 @@ int main(int argc, char** argv) {
   if (command == "ring" || command == "add-server" || command == "drain") {
     return Membership(command);
   }
+  if (command == "status") return Status();
   if (command != "checkpoint") {
-    return Usage("expected one command: checkpoint, ring, add-server or drain");
+    return Usage("expected one command: checkpoint, status, ring, add-server or drain");
   }
   auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
   if (!spec.ok()) return Usage(absl::StrCat("--servers: ", spec.status().message()));

@@ -517,6 +517,8 @@ proto::StatsResponse PsCore::Stats() {
   reply.set_key_list_bytes(key_lists.bytes);
   reply.set_key_list_hits(key_lists.hits);
   reply.set_key_list_misses(key_lists.misses);
+  reply.set_memory_bytes(store_.bytes_used());
+  reply.set_memory_budget_bytes(options_.limits.memory_budget_bytes);
   absl::flat_hash_set<std::string> listed;
   for (proto::TableStats& t : stats_.Snapshot()) {
     t.set_server_clock(clocks_.ServerClock(t.table()));

@@ -52,4 +52,9 @@ retries=$(grep -c 'retrying' "$dir/client.log" || true)
 awk -v s="$start" -v a="$added" -v d="$drained" -v r="$retries" 'BEGIN {
   printf "add-server took %.2f s, drain %.2f s, calls retried by the workers: %d\n", a - s, d - a, r }' |
   tee "${TEST_UNDECLARED_OUTPUTS_DIR:-$dir}/elasticity_summary.txt"
+"$admin_bin" status --etcd="$etcd_endpoint" --cluster=$cluster >"$dir/status.log" 2>&1 ||
+  fail "ps_admin status failed"
+cat "$dir/status.log"
+grep -q "^ring v[0-9]* r=2" "$dir/status.log" || fail "ps_admin status printed no ring"
+grep -q "^3 shard(s), " "$dir/status.log" || fail "ps_admin status did not list the 3 shards"
 echo "PASS: a server added and another drained under load; every key exact"
