@@ -3,10 +3,12 @@
 #include <atomic>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "common/grpc_metrics.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "grpcpp/support/client_interceptor.h"
 
 namespace ps {
 
@@ -17,11 +19,63 @@ std::atomic<MetricsRegistry*>& PeerCallRegistry() {
   return registry;
 }
 
+absl::Mutex& DefaultSecurityMu() {
+  static absl::Mutex* const mu = new absl::Mutex();
+  return *mu;
+}
+PeerSecurity& DefaultSecurity() ABSL_EXCLUSIVE_LOCKS_REQUIRED(DefaultSecurityMu()) {
+  static PeerSecurity* const security = new PeerSecurity();
+  return *security;
+}
+
+// Adds `authorization: Bearer <token>` to every call of the channel.
+class TokenInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit TokenInterceptor(const std::string* header) : header_(header) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->insert({"authorization", *header_});
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string* const header_;
+};
+
+class TokenInterceptors final : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit TokenInterceptors(const std::string& token) : header_("Bearer " + token) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo*) override {
+    return new TokenInterceptor(&header_);
+  }
+
+ private:
+  const std::string header_;  // lives as long as the channel that owns the factory
+};
+
 }  // namespace
 
 void RecordPeerCallsIn(MetricsRegistry* registry) { PeerCallRegistry().store(registry); }
 
-std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address) {
+void SetDefaultPeerSecurity(PeerSecurity security) {
+  absl::MutexLock lock(&DefaultSecurityMu());
+  DefaultSecurity() = std::move(security);
+}
+
+std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address,
+                                              const PeerSecurity* security) {
+  PeerSecurity chosen;
+  if (security != nullptr) {
+    chosen = *security;
+  } else {
+    absl::MutexLock lock(&DefaultSecurityMu());
+    chosen = DefaultSecurity();
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      chosen.credentials != nullptr ? chosen.credentials : grpc::InsecureChannelCredentials();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
@@ -30,13 +84,14 @@ std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, absl::ToInt64Milliseconds(kKeepaliveTimeout));
   // Pings go on while data cannot be sent: that is when they are needed.
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  if (!chosen.token.empty()) interceptors.push_back(std::make_unique<TokenInterceptors>(chosen.token));
   if (MetricsRegistry* registry = PeerCallRegistry().load(); registry != nullptr) {
-    std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> metrics;
-    metrics.push_back(NewClientMetricsInterceptors(registry));
-    return grpc::experimental::CreateCustomChannelWithInterceptors(
-        address, grpc::InsecureChannelCredentials(), args, std::move(metrics));
+    interceptors.push_back(NewClientMetricsInterceptors(registry));
   }
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  if (interceptors.empty()) return grpc::CreateCustomChannel(address, credentials, args);
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, credentials, args,
+                                                                 std::move(interceptors));
 }
 
 void AcceptPeerKeepalive(grpc::ServerBuilder* builder) {

@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "common/metrics.h"
+#include "common/peer_security.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/server_builder.h"
 
@@ -25,9 +26,16 @@ inline constexpr absl::Duration kKeepaliveTime = absl::Seconds(2);
 inline constexpr absl::Duration kKeepaliveTimeout = absl::Seconds(2);
 
 // A channel to a peer at host:port: messages of any size, gRPC's own
-// retries off (callers retry with their request ids), keepalive as above.
-// Connects lazily.
-std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address);
+// retries off (callers retry with their request ids), keepalive as above,
+// TLS and a token as `security` says (null: the process's default, see
+// SetDefaultPeerSecurity). Connects lazily.
+std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address,
+                                              const PeerSecurity* security = nullptr);
+
+// The security of the channels NewPeerChannel opens without one of their
+// own (common/peer_security.h); at first plaintext without a token. For
+// main(), from its flags, before it opens channels.
+void SetDefaultPeerSecurity(PeerSecurity security);
 
 // From now on, channels NewPeerChannel opens record their calls in
 // `registry` (common/grpc_metrics.h); null: stop. For main() of a process

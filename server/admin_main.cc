@@ -36,6 +36,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/grpc_channels.h"
+#include "common/peer_security.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_lifetime.h"
@@ -57,6 +59,13 @@ ABSL_FLAG(int, keep, 3, "with --checkpoint_dir: complete checkpoints kept");
 ABSL_FLAG(double, timeout_seconds, 60,
           "checkpoint: how long the servers may wait for the workers to finish the rounds "
           "before the cut; add-server, drain: how long to wait for the ring to settle");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle: verify the servers' certificates with it (enables TLS)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of this process (with --tls_key: presented to servers that require client certificates)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding this process's token, sent with every call (see the README's security "
+          "section)");
 ABSL_FLAG(std::string, etcd, "", "ring, add-server, drain: etcd's client endpoint (host:port)");
 ABSL_FLAG(std::string, cluster, "default", "ring, add-server, drain: the cluster's name");
 ABSL_FLAG(int, server_id, -1, "add-server, drain: the server's id");
@@ -205,6 +214,13 @@ int main(int argc, char** argv) {
   ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Administers a parameter-server cluster. See the README.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  {
+    auto peer = ps::PeerSecurityFromFiles(
+        {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+        absl::GetFlag(FLAGS_token_file));
+    if (!peer.ok()) return Usage(std::string(peer.status().message()));
+    ps::SetDefaultPeerSecurity(*std::move(peer));
+  }
   const std::string command = args.size() == 2 ? args[1] : "";
   if (command == "ring" || command == "add-server" || command == "drain") {
     return Membership(command);

@@ -11,6 +11,10 @@ grpc::ServerUnaryReactor* AdminService::Checkpoint(grpc::CallbackServerContext* 
                                                    const proto::CheckpointRequest* req,
                                                    proto::CheckpointResponse* resp) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kAdmin, "Checkpoint"); !s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
   // gRPC keeps resp alive until Finish.
   Done done = [reactor, resp](absl::StatusOr<proto::CheckpointResponse> reply) {
     if (reply.ok()) *resp = *std::move(reply);

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "proto/admin.grpc.pb.h"
+#include "server/authorizer.h"
 #include "server/checkpointer.h"
 
 namespace ps {
@@ -19,11 +20,15 @@ class AdminService final : public proto::PsAdmin::CallbackService {
   using Done = std::function<void(absl::StatusOr<proto::CheckpointResponse>)>;
   using Coordinate = std::function<void(const proto::CheckpointRequest&, Done)>;
 
-  // `checkpointer` must outlive the service; `coordinate` may be empty.
-  AdminService(Checkpointer* checkpointer, int server_index, Coordinate coordinate)
+  // `checkpointer` and `authorizer` (may be null: every call allowed; else
+  // calls need the admin role) must outlive the service; `coordinate` may
+  // be empty.
+  AdminService(Checkpointer* checkpointer, int server_index, Coordinate coordinate,
+               const Authorizer* authorizer = nullptr)
       : checkpointer_(checkpointer),
         server_index_(server_index),
-        coordinate_(std::move(coordinate)) {}
+        coordinate_(std::move(coordinate)),
+        authorizer_(authorizer) {}
 
   grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* ctx,
                                        const proto::CheckpointRequest* req,
@@ -33,6 +38,7 @@ class AdminService final : public proto::PsAdmin::CallbackService {
   Checkpointer* const checkpointer_;
   const int server_index_;
   const Coordinate coordinate_;
+  const Authorizer* const authorizer_;
 };
 
 }  // namespace ps

@@ -28,7 +28,9 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/peer_security.h"
 #include "common/process_tuning.h"
+#include "server/authorizer.h"
 #include "server/ps_server.h"
 #include "server/server_limits.h"
 
@@ -95,6 +97,18 @@ ABSL_FLAG(int, checkpoint_keep, 3, "server 0: complete checkpoints kept (with th
 ABSL_FLAG(int, checkpoint_incremental, 0,
           "server 0: up to this many incremental checkpoints (what changed since the previous "
           "one) between full ones (0: always full)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle: verify the peers' certificates with it (a server requires and verifies "
+          "its clients' certificates: mutual TLS)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of this process (a server's: required for TLS; also presented to its peers)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding this process's token, sent with every call (see the README's security "
+          "section)");
+ABSL_FLAG(std::string, tokens_file, "",
+          "accepted tokens and their roles, one '<worker|admin> <token>' per line; calls without "
+          "one are refused (UNAUTHENTICATED), and calls beyond their role too "
+          "(PERMISSION_DENIED)");
 ABSL_FLAG(int, metrics_port, -1,
           "serve Prometheus metrics (/metrics), /healthz and /readyz over HTTP on this port, on "
           "the host of --listen (0: a free port; -1: off)");
@@ -248,6 +262,26 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // After the mask: gRPC's threads inherit it, so the signals reach sigwait.
   ps::KeepGrpcUntilExit();
+
+  const ps::TlsFiles tls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+                        absl::GetFlag(FLAGS_tls_key)};
+  if (tls.enabled()) {
+    auto credentials = ps::ServerTlsCredentials(tls);
+    if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
+    options.credentials = *std::move(credentials);
+  }
+  // Its own calls to the other servers: the same certificate and CA, and
+  // its token (an admin's, see the README).
+  auto peer = ps::PeerSecurityFromFiles(tls, absl::GetFlag(FLAGS_token_file));
+  if (!peer.ok()) return Fail(std::string(peer.status().message()));
+  ps::SetDefaultPeerSecurity(*std::move(peer));
+  std::unique_ptr<ps::Authorizer> authorizer;
+  if (const std::string f = absl::GetFlag(FLAGS_tokens_file); !f.empty()) {
+    auto parsed = ps::Authorizer::FromFile(f);
+    if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+    authorizer = *std::move(parsed);
+    options.authorizer = authorizer.get();
+  }
 
   // Declared before the server: its collector reads the server, and the
   // HTTP endpoint (declared after it) stops first.

@@ -61,21 +61,25 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
         std::make_unique<Checkpointer>(server->core_.get(), options.server_index);
     if (absl::Status s = server->Restore(); !s.ok()) return s;
   }
-  server->service_ = std::make_unique<PsService>(server->host_.get());
-  server->replication_ =
-      std::make_unique<ReplicationService>(server->host_.get(), server->etcd_contact_.get());
+  const Authorizer* auth = options.authorizer;
+  server->service_ = std::make_unique<PsService>(server->host_.get(), auth);
+  server->replication_ = std::make_unique<ReplicationService>(
+      server->host_.get(), server->etcd_contact_.get(), auth);
   if (!replicated) server->admin_ = std::make_unique<AdminService>(
       server->checkpointer_.get(), options.server_index,
       [s = server.get()](const proto::CheckpointRequest& request, AdminService::Done done) {
         s->Coordinate(request, std::move(done));
-      });
+      },
+      auth);
 
   // Every server answers grpc.health.v1.Health (SERVING while Readiness()
   // is OK, set by the ticker) and server reflection (grpcurl, grpc_cli).
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(options.listen_address,
+                           options.credentials != nullptr ? options.credentials
+                                                          : grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(server->service_.get());
   if (server->admin_ != nullptr) builder.RegisterService(server->admin_.get());

@@ -19,6 +19,8 @@
 #include "common/placement.h"
 #include "grpcpp/server.h"
 #include "common/clock.h"
+#include "grpcpp/security/server_credentials.h"
+#include "server/authorizer.h"
 #include "server/admin_service.h"
 #include "server/checkpoint_scheduler.h"
 #include "server/checkpointer.h"
@@ -88,6 +90,12 @@ struct ServerOptions {
   // call it serves, and its tables, memory, replication and membership at
   // scrape time. Null: none kept. Must outlive the server.
   MetricsRegistry* metrics = nullptr;
+  // TLS (common/peer_security.h); null: plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  // Tokens and roles (server/authorizer.h); null: every call allowed. Must
+  // outlive the server. The server's own calls to its peers use the
+  // process's default peer security (common/grpc_channels.h).
+  const Authorizer* authorizer = nullptr;
 };
 
 class PsServer {

@@ -99,11 +99,13 @@ class PsService::Reactor final : public grpc::ServerUnaryReactor {
   const std::shared_ptr<CallState> state_;
 };
 
-PsService::PsService(ShardHost* host)
-    : host_(host), admin_thread_([this] { AdminLoop(); }) {}
+PsService::PsService(ShardHost* host, const Authorizer* authorizer)
+    : host_(host), authorizer_(authorizer), admin_thread_([this] { AdminLoop(); }) {}
 
 absl::StatusOr<std::shared_ptr<PsCore>> PsService::CoreFor(grpc::CallbackServerContext* ctx,
+                                                           absl::string_view what,
                                                            int* shard_out) const {
+  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kWorker, what); !s.ok()) return s;
   int shard = -1;
   const auto& metadata = ctx->client_metadata();
   auto it = metadata.find(kShardMetadataKey);
@@ -146,7 +148,7 @@ void PsService::AdminLoop() {
 grpc::ServerUnaryReactor* PsService::CreateTable(grpc::CallbackServerContext* ctx,
                                                  const proto::CreateTableRequest* req,
                                                  proto::CreateTableResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "CreateTable");
   if (!core.ok()) return Finish(ctx, core.status());
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   // Initializing a large table takes seconds: never on a gRPC thread.
@@ -187,7 +189,7 @@ PsCore::Allocate AllocatePayload(CallState* s) {
 
 grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx);
+  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx, "Push");
   if (!found.ok()) return Finish(ctx, found.status());
   std::shared_ptr<PsCore> core = *std::move(found);
   auto state = std::make_shared<CallState>();
@@ -215,7 +217,7 @@ grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
 
 grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
                                           const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx);
+  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx, "Pull");
   if (!found.ok()) return Finish(ctx, found.status());
   std::shared_ptr<PsCore> core = *std::move(found);
   auto state = std::make_shared<CallState>();
@@ -249,7 +251,7 @@ grpc::ServerUnaryReactor* PsService::PushPull(grpc::CallbackServerContext* ctx,
                                               const grpc::ByteBuffer* req,
                                               grpc::ByteBuffer* resp) {
   // Never parks; with replication, answered once the chain's tail has it.
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "PushPull");
   if (!core.ok()) return Finish(ctx, core.status());
   auto state = std::make_shared<CallState>();
   proto::PushPullRequest header;
@@ -272,7 +274,7 @@ grpc::ServerUnaryReactor* PsService::PushPull(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* PsService::PushBatch(grpc::CallbackServerContext* ctx,
                                                const proto::PushBatchRequest* req,
                                                proto::PushBatchResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "PushBatch");
   if (!core.ok()) return Finish(ctx, core.status());
   *resp = (*core)->PushBatch(*req);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
@@ -283,7 +285,7 @@ grpc::ServerUnaryReactor* PsService::PushBatch(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
                                           const proto::InfoRequest* req,
                                           proto::InfoResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Info");
   if (!core.ok()) return Finish(ctx, core.status());
   absl::StatusOr<proto::InfoResponse> reply = (*core)->Info(*req);
   if (reply.ok()) *resp = *std::move(reply);
@@ -293,7 +295,7 @@ grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,
                                                const proto::HeartbeatRequest* req,
                                                proto::HeartbeatResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Heartbeat");
   if (!core.ok()) return Finish(ctx, core.status());
   absl::StatusOr<proto::HeartbeatResponse> reply = (*core)->Heartbeat(*req);
   if (reply.ok()) *resp = *std::move(reply);
@@ -303,7 +305,7 @@ grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* PsService::Stats(grpc::CallbackServerContext* ctx,
                                            const proto::StatsRequest*, proto::StatsResponse* resp) {
   int shard = -1;
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, &shard);
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Stats", &shard);
   if (!core.ok()) return Finish(ctx, core.status());
   *resp = (*core)->Stats();
   if (std::optional<ReplicaLink::Stats> link = host_->LinkStats(shard)) {

@@ -25,6 +25,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/authorizer.h"
 #include "server/ps_core.h"
 #include "server/shard_host.h"
 
@@ -43,8 +44,9 @@ using PsServiceBase = proto::ParameterServer::WithCallbackMethod_CreateTable<
 class PsService final : public PsServiceBase {
  public:
   // Each call goes to the core of the shard its x-ps-shard metadata names
-  // (ShardHost::ForWorker). `host` must outlive the service.
-  explicit PsService(ShardHost* host);
+  // (ShardHost::ForWorker), once its token has the worker role
+  // (`authorizer` null: every call allowed). Both must outlive the service.
+  explicit PsService(ShardHost* host, const Authorizer* authorizer = nullptr);
   // Waits for the admin thread to finish the CreateTable calls it holds.
   ~PsService() override;
 
@@ -71,11 +73,14 @@ class PsService final : public PsServiceBase {
  private:
   class Reactor;
   void AdminLoop();
-  // The core the call's shard metadata names (and the shard, when asked).
+  // The core the call's shard metadata names (and the shard, when asked),
+  // after the token check; `what` names the call in errors.
   absl::StatusOr<std::shared_ptr<PsCore>> CoreFor(grpc::CallbackServerContext* ctx,
+                                                  absl::string_view what,
                                                   int* shard = nullptr) const;
 
   ShardHost* const host_;
+  const Authorizer* const authorizer_;
   absl::Mutex admin_mu_;
   std::deque<std::function<void()>> admin_tasks_ ABSL_GUARDED_BY(admin_mu_);
   bool stopping_ ABSL_GUARDED_BY(admin_mu_) = false;

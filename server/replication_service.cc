@@ -8,6 +8,10 @@ grpc::ServerUnaryReactor* ReplicationService::Forward(grpc::CallbackServerContex
                                                       const proto::ForwardRequest* request,
                                                       proto::ForwardResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kAdmin, "Forward"); !s.ok()) {
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
   host_->Forward(*request, [reactor, response](absl::Status status, proto::ForwardResponse r) {
     if (status.ok()) *response = std::move(r);
     reactor->Finish(ToGrpcStatus(status));
@@ -18,6 +22,11 @@ grpc::ServerUnaryReactor* ReplicationService::Forward(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* ReplicationService::EtcdContact(grpc::CallbackServerContext* ctx,
                                                           const proto::EtcdContactRequest*,
                                                           proto::EtcdContactResponse* response) {
+  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kAdmin, "EtcdContact"); !s.ok()) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
   const absl::Duration age =
       contact_ == nullptr ? absl::InfiniteDuration() : contact_->SinceAnswer();
   response->set_last_call_answered(contact_ != nullptr && contact_->LastCallAnswered());

@@ -6,6 +6,7 @@
 #define PS_SERVER_REPLICATION_SERVICE_H_
 
 #include "proto/replication.grpc.pb.h"
+#include "server/authorizer.h"
 #include "server/etcd_contact.h"
 #include "server/shard_host.h"
 
@@ -13,10 +14,12 @@ namespace ps {
 
 class ReplicationService final : public proto::PsReplication::CallbackService {
  public:
-  // `host` and `contact` (may be null: never in touch) must outlive the
-  // service.
-  ReplicationService(ShardHost* host, const ps::EtcdContact* contact)
-      : host_(host), contact_(contact) {}
+  // `host`, `contact` (may be null: never in touch) and `authorizer` (may
+  // be null: every call allowed; else calls need the admin role) must
+  // outlive the service.
+  ReplicationService(ShardHost* host, const ps::EtcdContact* contact,
+                     const Authorizer* authorizer = nullptr)
+      : host_(host), contact_(contact), authorizer_(authorizer) {}
 
   grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx,
                                     const proto::ForwardRequest* request,
@@ -28,6 +31,7 @@ class ReplicationService final : public proto::PsReplication::CallbackService {
  private:
   ShardHost* const host_;
   const ps::EtcdContact* const contact_;
+  const Authorizer* const authorizer_;
 };
 
 }  // namespace ps

@@ -28,6 +28,7 @@
 #include "common/grpc_lifetime.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/peer_security.h"
 #include "worker/client/shard_directory.h"
 #include "common/process_tuning.h"
 #include "common/value_encoding.h"
@@ -118,6 +119,13 @@ ABSL_FLAG(double, progress_seconds, 5, "seconds between progress lines");
 ABSL_FLAG(std::string, curve_csv, "",
           "write the training curve here as CSV (seconds, epoch, step, examples, loss, "
           "examples/s, staleness; the last row adds the test result)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA bundle: verify the servers' certificates with it (enables TLS)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of this process (with --tls_key: presented to servers that require client certificates)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
+ABSL_FLAG(std::string, token_file, "",
+          "file holding this process's token, sent with every call (see the README's security "
+          "section)");
 ABSL_FLAG(int, metrics_port, -1,
           "serve Prometheus metrics (/metrics), /healthz and /readyz over HTTP on this port "
           "(0: a free port; -1: off)");
@@ -546,6 +554,13 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   ps::TuneProcessForDataPath();
 
+  {
+    auto peer = ps::PeerSecurityFromFiles(
+        {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+        absl::GetFlag(FLAGS_token_file));
+    if (!peer.ok()) return Fail(std::string(peer.status().message()));
+    ps::SetDefaultPeerSecurity(*std::move(peer));
+  }
   // Before any channel opens: channels record their calls when it is set.
   static ps::MetricsRegistry* const metrics = new ps::MetricsRegistry();
   const int metrics_port = absl::GetFlag(FLAGS_metrics_port);

@@ -33,11 +33,13 @@ void TypedCall(std::shared_ptr<grpc::ClientContext> context, Transport::Done don
 
 }  // namespace
 
-GrpcTransport::GrpcTransport(std::vector<std::string> addresses, Clock* clock)
-    : addresses_(std::move(addresses)), clock_(clock) {}
+GrpcTransport::GrpcTransport(std::vector<std::string> addresses, Clock* clock,
+                             std::shared_ptr<const PeerSecurity> security)
+    : addresses_(std::move(addresses)), clock_(clock), security_(std::move(security)) {}
 
-GrpcTransport::GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock)
-    : directory_(std::move(directory)), clock_(clock) {}
+GrpcTransport::GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock,
+                             std::shared_ptr<const PeerSecurity> security)
+    : directory_(std::move(directory)), clock_(clock), security_(std::move(security)) {}
 
 GrpcTransport::Stubs* GrpcTransport::StubsFor(int server) const {
   const std::string address = directory_ ? directory_->PrimaryAddress(server) : addresses_[server];
@@ -45,7 +47,7 @@ GrpcTransport::Stubs* GrpcTransport::StubsFor(int server) const {
   absl::MutexLock lock(&mu_);
   std::unique_ptr<Stubs>& stubs = stubs_[address];
   if (stubs == nullptr) {
-    std::shared_ptr<grpc::Channel> channel = NewPeerChannel(address);
+    std::shared_ptr<grpc::Channel> channel = NewPeerChannel(address, security_.get());
     stubs = std::make_unique<Stubs>();
     stubs->stub = proto::ParameterServer::NewStub(channel);
     stubs->generic = std::make_unique<grpc::GenericStub>(channel);

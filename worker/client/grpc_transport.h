@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/peer_security.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -36,10 +37,14 @@ class GrpcTransport final : public Transport {
  public:
   // Creates one channel per address (host:port, server i = addresses[i]).
   // Connects lazily: unreachable servers show at the first call.
-  GrpcTransport(std::vector<std::string> addresses, Clock* clock = Clock::Real());
+  // `security`: TLS and token of the channels; null: the process's default
+  // (common/grpc_channels.h).
+  GrpcTransport(std::vector<std::string> addresses, Clock* clock = Clock::Real(),
+                std::shared_ptr<const PeerSecurity> security = nullptr);
   // A replicated cluster: "server" i is shard i, and each call goes to the
   // shard's primary as the directory says when the call starts.
-  GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock = Clock::Real());
+  GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock = Clock::Real(),
+                std::shared_ptr<const PeerSecurity> security = nullptr);
 
   int num_servers() const override {
     return directory_ ? directory_->num_shards() : static_cast<int>(addresses_.size());
@@ -93,6 +98,7 @@ class GrpcTransport final : public Transport {
   const std::vector<std::string> addresses_;
   const std::shared_ptr<const ShardDirectory> directory_;
   Clock* const clock_;
+  const std::shared_ptr<const PeerSecurity> security_;
   mutable absl::Mutex mu_;
   mutable absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_ ABSL_GUARDED_BY(mu_);
 };

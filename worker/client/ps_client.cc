@@ -64,12 +64,12 @@ PsClient::~PsClient() {
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
   Clock* clock = options.clock != nullptr ? options.clock : Clock::Real();
   if (options.directory != nullptr) {
-    return Connect(options, std::make_unique<GrpcTransport>(options.directory, clock));
+    return Connect(options, std::make_unique<GrpcTransport>(options.directory, clock, options.security));
   }
   if (options.servers.empty()) {
     return absl::InvalidArgumentError("no servers given; see --servers");
   }
-  return Connect(options, std::make_unique<GrpcTransport>(options.servers, clock));
+  return Connect(options, std::make_unique<GrpcTransport>(options.servers, clock, options.security));
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options,
@@ -149,7 +149,10 @@ absl::Status PsClient::CheckServers() {
       return absl::Status(status[s].code(),
                           absl::StrCat(name, " did not answer within ",
                                        absl::FormatDuration(options_.connect_timeout), " (",
-                                       status[s].message(), "); is it running? see --servers"));
+                                       status[s].message(),
+                                       "); is it running? see --servers. A server with TLS "
+                                       "answers only clients with --tls_ca, and --tls_cert and "
+                                       "--tls_key from its CA"));
     }
     const proto::InfoResponse& info = replies[s];
     if (info.server_index() != static_cast<uint32_t>(s) ||

@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/peer_security.h"
 #include "common/clock.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
@@ -49,6 +50,10 @@ struct PsClientOptions {
   // primary (worker/client/shard_directory.h). Retries (max_attempts,
   // retry_backoff) then also cover a failover.
   std::shared_ptr<const ShardDirectory> directory;
+  // TLS and token of the connections (common/peer_security.h); null: the
+  // process's default (common/grpc_channels.h), plaintext unless main() set
+  // one from its flags.
+  std::shared_ptr<const PeerSecurity> security;
   PlacementConfig placement;         // must match the servers' (checked)
   uint32_t worker_id = 0;
   absl::Duration timeout = absl::Seconds(10);          // per attempt

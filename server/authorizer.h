@@ -1,0 +1,66 @@
+// Token authentication with roles, checked by every RPC handler.
+//
+// A tokens file gives each accepted token a role, one per line:
+//     worker  3f9c2a...      # comment
+//     admin   b71e04...
+// Blank lines and #-comments are skipped. A token is 16 to 256 printable
+// characters without spaces. Roles are ordered: admin may do everything a
+// worker may. Workers' calls (ParameterServer) need worker; checkpoints
+// (PsAdmin) and the servers' calls to each other (PsReplication) need admin,
+// so servers carry an admin token.
+//
+// A call carries its token as metadata `authorization: Bearer <token>`
+// (common/grpc_channels.h adds it). Errors: UNAUTHENTICATED when the token
+// is missing or unknown, PERMISSION_DENIED when its role is too low.
+// Without a tokens file every call is allowed. Thread-safe (immutable).
+#ifndef PS_SERVER_AUTHORIZER_H_
+#define PS_SERVER_AUTHORIZER_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/server_context.h"
+
+namespace ps {
+
+enum class Role { kWorker = 1, kAdmin = 2 };
+
+const char* RoleName(Role role);
+
+class Authorizer {
+ public:
+  // Parses a tokens file's text; `source` names it in errors, which give
+  // the line: INVALID_ARGUMENT for an unknown role, a malformed or short
+  // token, a token listed twice, or no token at all.
+  static absl::StatusOr<std::unique_ptr<Authorizer>> Parse(absl::string_view text,
+                                                           const std::string& source);
+  static absl::StatusOr<std::unique_ptr<Authorizer>> FromFile(const std::string& path);
+
+  // OK when the call's token has at least `needed`; `what` names the call
+  // in errors ("Push", "Checkpoint").
+  absl::Status Check(const grpc::CallbackServerContext& ctx, Role needed,
+                     absl::string_view what) const;
+  // The same, from the metadata value ("" when absent).
+  absl::Status CheckAuthorization(absl::string_view authorization, Role needed,
+                                  absl::string_view what) const;
+
+ private:
+  explicit Authorizer(std::vector<std::pair<std::string, Role>> tokens)
+      : tokens_(std::move(tokens)) {}
+  std::vector<std::pair<std::string, Role>> tokens_;
+};
+
+// Check with a null authorizer allowing everything.
+inline absl::Status Authorize(const Authorizer* auth, const grpc::CallbackServerContext& ctx,
+                              Role needed, absl::string_view what) {
+  return auth == nullptr ? absl::OkStatus() : auth->Check(ctx, needed, what);
+}
+
+}  // namespace ps
+
+#endif  // PS_SERVER_AUTHORIZER_H_
