@@ -11,6 +11,7 @@
 // Stops cleanly on SIGTERM or SIGINT (after a last checkpoint, with
 // --checkpoint_dir).
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -125,7 +126,8 @@ int Fail(const std::string& message) {
 
 // Writes `port` to `path` (flag `flag`) atomically: a reader sees all or nothing.
 absl::Status WritePortFile(const std::string& path, int port, const char* flag) {
-  const std::string tmp = path + ".tmp";
+  // Unique per process: two writers of one path must not share it.
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   {
     std::ofstream out(tmp);
     out << port << "\n";

@@ -2,10 +2,11 @@
 // gRPC's asynchronous callback API (done runs on a gRPC callback thread).
 //
 // Push and Pull use the raw wire path (common/raw_message.h): pushed values
-// are sent straight from the caller's memory (zero-copy; done runs only once
-// the RPC has completed AND gRPC has released every piece: for a peer that
-// stopped reading, when keepalive closes the connection, common/
-// grpc_channels.h), and pulled
+// of more than 1 MiB are sent straight from the caller's memory (zero-copy;
+// done runs only once the RPC has completed AND gRPC has released every
+// piece: for a peer that stopped reading, when keepalive closes the
+// connection, common/grpc_channels.h); smaller ones are copied once into
+// a buffer gRPC owns (see kCopiedPushBytes for why), and pulled
 // values are handed to consume_values as views into gRPC's receive buffers
 // (so the caller copies them once, into its own). The other methods use the
 // generated stubs. gRPC's own retries are off: PsClient retries with the
