@@ -31,6 +31,10 @@ PACKAGES=(
   "prometheus:scrapes the servers' and workers' metrics in prometheus_test"
   "gnuplot-nox:training-curve plots of deploy/local_cluster.sh"
   "curl:HTTP checks of the metrics and health endpoints in tests"
+  "openssl:the CA and certificates security_test makes"
+  "yamllint:lints the Kubernetes manifests (deploy/k8s/validate.sh)"
+  "slurm-wlm:single-node Slurm for slurm_test (deploy/slurm)"
+  "munge:Slurm's authentication, run by deploy/slurm/local_slurm.sh"
 )
 
 if [ "${1:-}" = "--bench" ]; then
