@@ -102,81 +102,67 @@ class StuckHttp2Peer {
   std::thread thread_;
 };
 
+// A push of `floats` values (in `pieces` equal pieces, sent from this
+// object's memory) started on `transport` with `deadline`.
+class PendingPush {
+ public:
+  PendingPush(GrpcTransport& transport, size_t floats, int pieces, absl::Duration deadline)
+      : values_(floats, 1.0f) {
+    const size_t bytes = floats * sizeof(float) / pieces;
+    for (int i = 0; i < pieces; ++i) {
+      pieces_.emplace_back(reinterpret_cast<const char*>(values_.data()) + i * bytes, bytes);
+    }
+    header_.set_table("t");
+    transport.Push(0, header_, pieces_, absl::Now() + deadline, &reply_, [this](absl::Status s) {
+      status_ = std::move(s);
+      done_.Notify();
+    });
+  }
+  // Whether the push's done ran within `timeout`.
+  bool Done(absl::Duration timeout) { return done_.WaitForNotificationWithTimeout(timeout); }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  const std::vector<float> values_;
+  std::vector<absl::string_view> pieces_;
+  proto::PushRequest header_;
+  proto::PushResponse reply_;
+  absl::Notification done_;
+  absl::Status status_;
+};
+
 // A peer that never takes the connection: the push ends at its deadline,
-// its values (held by the call's stream) released with the call.
+// its values (held by the call's stream) released with the call. 32 MiB:
+// far more than the peer's socket buffers and HTTP/2 window take.
 TEST(GrpcTransportTest, PushToAPeerThatStopsReadingFinishesAtItsDeadline) {
   SilentPeer peer;
   GrpcTransport transport({peer.address()});
-  // 32 MiB: far more than the peer's socket buffers and HTTP/2 window take.
-  const std::vector<float> values(8 << 20, 1.0f);
-  const std::vector<absl::string_view> pieces = {
-      absl::string_view(reinterpret_cast<const char*>(values.data()),
-                        values.size() * sizeof(float) / 2),
-      absl::string_view(reinterpret_cast<const char*>(values.data()) +
-                            values.size() * sizeof(float) / 2,
-                        values.size() * sizeof(float) / 2)};
-  proto::PushRequest header;
-  header.set_table("t");
-  proto::PushResponse reply;
-  absl::Notification done;
-  absl::Status status;
-  transport.Push(0, header, pieces, absl::Now() + absl::Milliseconds(500), &reply,
-                 [&](absl::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20)))
-      << "the push's done never ran";
-  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  PendingPush push(transport, 8 << 20, 2, absl::Milliseconds(500));
+  ASSERT_TRUE(push.Done(absl::Seconds(20))) << "the push's done never ran";
+  EXPECT_EQ(push.status().code(), absl::StatusCode::kDeadlineExceeded) << push.status();
 }
 
 TEST(GrpcTransportTest, PushToAPeerKilledMidCallFinishes) {
   auto peer = std::make_unique<SilentPeer>();
   GrpcTransport transport({peer->address()});
-  const std::vector<float> values(8 << 20, 1.0f);
-  const std::vector<absl::string_view> pieces = {absl::string_view(
-      reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float))};
-  proto::PushRequest header;
-  header.set_table("t");
-  proto::PushResponse reply;
-  absl::Notification done;
-  absl::Status status;
-  transport.Push(0, header, pieces, absl::Now() + absl::Seconds(30), &reply,
-                 [&](absl::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  EXPECT_FALSE(done.WaitForNotificationWithTimeout(absl::Milliseconds(300)))
-      << "the silent peer answered: " << status;
+  PendingPush push(transport, 8 << 20, 1, absl::Seconds(30));
+  EXPECT_FALSE(push.Done(absl::Milliseconds(300))) << "the silent peer answered: " << push.status();
   peer->Kill();
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20)))
-      << "the push's done never ran after its peer went away";
-  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  ASSERT_TRUE(push.Done(absl::Seconds(20))) << "the push's done never ran after its peer went away";
+  EXPECT_EQ(push.status().code(), absl::StatusCode::kUnavailable) << push.status();
 }
 
 // A stuck server: the values the kernel did not take stay in gRPC's write
 // buffer while the connection lives. The call ends at its deadline, but its
 // done waits for them; before keepalive (common/grpc_channels.h) it waited
-// until TCP gave up, many minutes.
+// until TCP gave up, many minutes. (64 MiB: sent zero-copy, see
+// kCopiedPushBytes.)
 TEST(GrpcTransportTest, PushToAStuckPeerFinishesAtItsDeadline) {
   StuckHttp2Peer peer;
   GrpcTransport transport({peer.address()});
-  const std::vector<float> values(16 << 20, 1.0f);  // 64 MiB
-  const std::vector<absl::string_view> pieces = {absl::string_view(
-      reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float))};
-  proto::PushRequest header;
-  header.set_table("t");
-  proto::PushResponse reply;
-  absl::Notification done;
-  absl::Status status;
-  transport.Push(0, header, pieces, absl::Now() + absl::Seconds(1), &reply,
-                 [&](absl::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(20)))
-      << "the push's done never ran";
-  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  PendingPush push(transport, 16 << 20, 1, absl::Seconds(1));
+  ASSERT_TRUE(push.Done(absl::Seconds(20))) << "the push's done never ran";
+  EXPECT_EQ(push.status().code(), absl::StatusCode::kDeadlineExceeded) << push.status();
 }
 
 }  // namespace
