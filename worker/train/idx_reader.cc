@@ -108,17 +108,31 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, uint32_t expected_m
           absl::StrCat(path, ": header dimension ", i + 1, " of ", ndims,
                        " is 0: expected every dimension >= 1 (an IDX file with no elements)"));
     }
-    elements *= out.dims.back();
-    if (elements > kMaxElements) {
+    // Checked before multiplying: four 32-bit dimensions can overflow int64.
+    if (out.dims.back() > kMaxElements / elements) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": header dimensions ",
                                                      ShapeString(out.dims), " exceed the limit of ",
                                                      kMaxElements, " elements"));
     }
+    elements *= out.dims.back();
   }
 
-  out.data.resize(elements);
-  s = ReadExactly(f, path, "payload", out.data.data(), elements);
-  if (!s.ok()) return s;
+  // Grown as the payload arrives, a chunk at a time: a header that promises
+  // more than the file holds fails after reading what is there, instead of
+  // allocating (and zeroing) all it promises first.
+  constexpr int64_t kChunk = int64_t{16} << 20;
+  int64_t have = 0;
+  while (have < elements) {
+    const int64_t want = std::min(kChunk, elements - have);
+    out.data.resize(have + want);
+    absl::StatusOr<int64_t> got = ReadUpTo(f, path, "payload", out.data.data() + have, want);
+    if (!got.ok()) return got.status();
+    have += *got;
+    if (*got < want) {
+      return absl::DataLossError(absl::StrCat(path, ": truncated payload: expected ", elements,
+                                              " bytes, got ", have));
+    }
+  }
 
   uint8_t extra;
   absl::StatusOr<int64_t> trailing = ReadUpTo(f, path, "end", &extra, 1);
