@@ -66,28 +66,45 @@ std::string FormatLabels(const MetricLabels& labels) {
 }
 
 Histogram::Histogram(std::vector<double> bounds)
-    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+    : bounds_(std::move(bounds)), counts_(new std::atomic<uint64_t>[bounds_.size() + 1]()) {}
 
 void Histogram::Observe(double value) {
   const size_t bucket =
       std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin();
-  absl::MutexLock lock(&mu_);
-  ++counts_[bucket];
-  sum_ += value;
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  double sum = sum_.load(std::memory_order_relaxed);
+  while (!sum_.compare_exchange_weak(sum, sum + value, std::memory_order_relaxed)) {
+  }
 }
 
 Histogram::Snapshot Histogram::Read() const {
   Snapshot s;
   s.bounds = bounds_;
-  absl::MutexLock lock(&mu_);
   uint64_t running = 0;
-  for (uint64_t c : counts_) {
-    running += c;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    running += counts_[i].load(std::memory_order_relaxed);
     s.cumulative.push_back(running);
   }
-  s.sum = sum_;
+  s.sum = sum_.load(std::memory_order_relaxed);
   return s;
 }
+
+namespace {
+
+// A histogram's _bucket, _sum and _count lines.
+void AppendHistogram(const std::string& name, const MetricLabels& labels,
+                     const Histogram::Snapshot& s, std::string* out) {
+  const std::string key = FormatLabels(labels);
+  for (size_t i = 0; i <= s.bounds.size(); ++i) {
+    MetricLabels with_le = labels;
+    with_le.emplace_back("le", i < s.bounds.size() ? FormatValue(s.bounds[i]) : "+Inf");
+    absl::StrAppend(out, name, "_bucket", FormatLabels(with_le), " ", s.cumulative[i], "\n");
+  }
+  absl::StrAppend(out, name, "_sum", key, " ", FormatValue(s.sum), "\n");
+  absl::StrAppend(out, name, "_count", key, " ", s.cumulative.back(), "\n");
+}
+
+}  // namespace
 
 std::vector<double> ExponentialBuckets(double start, double factor, int count) {
   std::vector<double> bounds;
@@ -104,6 +121,16 @@ void MetricsWriter::Gauge(const std::string& name, const std::string& help,
 void MetricsWriter::CounterValue(const std::string& name, const std::string& help,
                                  const MetricLabels& labels, double value) {
   Add(name, "counter", help, labels, value);
+}
+
+void MetricsWriter::HistogramValue(const std::string& name, const std::string& help,
+                                   const MetricLabels& labels, const Histogram::Snapshot& value) {
+  Family& f = families_[name];
+  if (f.type.empty()) {
+    f.type = "histogram";
+    f.help = help;
+  }
+  f.histograms.emplace_back(labels, value);
 }
 
 void MetricsWriter::Add(const std::string& name, const char* type, const std::string& help,
@@ -160,15 +187,7 @@ std::string MetricsRegistry::Render() const {
       std::string& out = text[name];
       Header(name, "histogram", family.help, &out);
       for (const auto& [key, series] : family.series) {
-        const Histogram::Snapshot s = series.second->Read();
-        for (size_t i = 0; i <= s.bounds.size(); ++i) {
-          MetricLabels labels = series.first;
-          labels.emplace_back("le", i < s.bounds.size() ? FormatValue(s.bounds[i]) : "+Inf");
-          absl::StrAppend(&out, name, "_bucket", FormatLabels(labels), " ", s.cumulative[i],
-                          "\n");
-        }
-        absl::StrAppend(&out, name, "_sum", key, " ", FormatValue(s.sum), "\n");
-        absl::StrAppend(&out, name, "_count", key, " ", s.cumulative.back(), "\n");
+        AppendHistogram(name, series.first, series.second->Read(), &out);
       }
     }
   }
@@ -181,6 +200,9 @@ std::string MetricsRegistry::Render() const {
     Header(name, family.type, family.help, &out);
     for (const auto& [labels, value] : family.samples) {
       absl::StrAppend(&out, name, FormatLabels(labels), " ", FormatValue(value), "\n");
+    }
+    for (const auto& [labels, snapshot] : family.histograms) {
+      AppendHistogram(name, labels, snapshot, &out);
     }
   }
   std::string all;

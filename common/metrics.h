@@ -38,6 +38,8 @@ class Counter {
   std::atomic<uint64_t> value_{0};
 };
 
+// Lock-free: Observe is a few atomic operations. A Read concurrent with
+// Observes may see a count without its sum, never a torn value.
 class Histogram {
  public:
   // `bounds`: the buckets' upper bounds, increasing (+Inf is implied).
@@ -52,9 +54,9 @@ class Histogram {
 
  private:
   const std::vector<double> bounds_;
-  mutable absl::Mutex mu_;
-  std::vector<uint64_t> counts_ ABSL_GUARDED_BY(mu_);  // per bucket, last: above every bound
-  double sum_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per bucket; the last: above every bound.
+  const std::unique_ptr<std::atomic<uint64_t>[]> counts_;
+  std::atomic<double> sum_{0};
 };
 
 // Bucket bounds: `count` bounds from `start`, each `factor` times the last.
@@ -67,6 +69,8 @@ class MetricsWriter {
              double value);
   void CounterValue(const std::string& name, const std::string& help, const MetricLabels& labels,
                     double value);
+  void HistogramValue(const std::string& name, const std::string& help,
+                      const MetricLabels& labels, const Histogram::Snapshot& value);
 
  private:
   friend class MetricsRegistry;
@@ -74,6 +78,7 @@ class MetricsWriter {
     std::string type;
     std::string help;
     std::vector<std::pair<MetricLabels, double>> samples;
+    std::vector<std::pair<MetricLabels, Histogram::Snapshot>> histograms;
   };
   void Add(const std::string& name, const char* type, const std::string& help,
            const MetricLabels& labels, double value);

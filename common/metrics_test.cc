@@ -35,12 +35,22 @@ TEST(MetricsRegistryTest, RendersCountersHistogramsAndCollectedGauges) {
   h.Observe(0.1);  // on a bound: counted in it (le is inclusive)
   h.Observe(0.5);
   h.Observe(7);
-  registry.AddCollector([](MetricsWriter& w) {
+  Histogram applied({1e-3});
+  applied.Observe(5e-4);
+  applied.Observe(2e-3);
+  registry.AddCollector([&applied](MetricsWriter& w) {
     w.Gauge("ps_rows", "Rows per table.", {{"table", "w"}}, 12);
     w.Gauge("ps_rows", "Rows per table.", {{"table", "emb"}}, 1.5);
+    w.HistogramValue("ps_apply_seconds", "Applies.", {{"shard", "0"}}, applied.Read());
   });
   const std::string text = registry.Render();
   EXPECT_EQ(text,
+            "# HELP ps_apply_seconds Applies.\n"
+            "# TYPE ps_apply_seconds histogram\n"
+            "ps_apply_seconds_bucket{shard=\"0\",le=\"0.001\"} 1\n"
+            "ps_apply_seconds_bucket{shard=\"0\",le=\"+Inf\"} 2\n"
+            "ps_apply_seconds_sum{shard=\"0\"} 0.0025\n"
+            "ps_apply_seconds_count{shard=\"0\"} 2\n"
             "# HELP ps_rows Rows per table.\n"
             "# TYPE ps_rows gauge\n"
             "ps_rows{table=\"w\"} 12\n"

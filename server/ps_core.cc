@@ -199,10 +199,12 @@ absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
     if (!fresh.ok()) return fresh.status();
     reply.set_duplicate(!*fresh);
   } else {
+    const absl::Time start = absl::Now();
     auto result = store_.Push(h.table(), args.keys, args.values, h.clock(), admit);
     if (!result.ok()) return result.status();
     reply.set_duplicate(result->duplicate);
     reply.set_version(result->version);
+    if (!result->duplicate) apply_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - start));
   }
   if (!reply.duplicate()) {
     clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/metrics.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "server/clock_tracker.h"
@@ -162,6 +163,9 @@ class PsCore {
   // Key lists kept for key-list caching; decoders take it (request_args.h).
   KeyListCache& key_lists() { return key_lists_; }
   ClockTracker& clocks() { return clocks_; }
+  // Seconds each applied push took in the store (validation, optimizer,
+  // de-duplication; not the wait for the chain): 1 us to 2 s buckets.
+  const Histogram& apply_seconds() const { return apply_seconds_; }
   RequestDedup& dedup() { return dedup_; }
 
  private:
@@ -194,6 +198,7 @@ class PsCore {
   RequestDedup dedup_;
   KeyListCache key_lists_;
   PullStats stats_;
+  Histogram apply_seconds_{ExponentialBuckets(1e-6, 2, 22)};
   mutable absl::Mutex address_mu_;
   std::string address_ ABSL_GUARDED_BY(address_mu_);
   std::string restored_from_ ABSL_GUARDED_BY(address_mu_);

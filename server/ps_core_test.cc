@@ -119,6 +119,8 @@ TEST_F(PsCoreTest, RetriedPushIsAppliedOnce) {
   float v;
   std::memcpy(&v, values.data(), sizeof v);
   EXPECT_EQ(v, 1.0f);
+  EXPECT_EQ(core_->apply_seconds().Read().cumulative.back(), 1u)
+      << "one apply timed: the duplicate applied nothing";
 }
 
 // A clock-only push (no keys) advances the worker's clock; retried, it must

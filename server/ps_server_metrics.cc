@@ -27,6 +27,9 @@ void PsServer::CollectMetrics(MetricsWriter& out) const {
     const std::string shard = absl::StrCat(core->server_index());
     out.Gauge("ps_memory_used_bytes", "Bytes of parameters and optimizer state held, by shard",
               {{"shard", shard}}, static_cast<double>(core->store().bytes_used()));
+    out.HistogramValue("ps_apply_seconds",
+                       "Time a push took to apply in the store (optimizer included), by shard",
+                       {{"shard", shard}}, core->apply_seconds().Read());
     const proto::StatsResponse stats = core->Stats();
     for (const proto::TableStats& t : stats.tables()) {
       const MetricLabels labels = {{"shard", shard}, {"table", t.table()}};

@@ -96,6 +96,7 @@ wait_for 'sum(up{job="servers"}) == 2'
 wait_for 'ps_grpc_server_handled_total{method="ParameterServer/PushPull",code="OK"}'
 wait_for 'ps_grpc_server_received_bytes_total{method="ParameterServer/PushPull"}'
 wait_for 'ps_memory_used_bytes'
+wait_for 'sum(ps_apply_seconds_count)'
 wait_for 'ps_table_pulls_total'
 wait_for 'histogram_quantile(0.99, sum by (le) (ps_grpc_server_handling_seconds_bucket{method="ParameterServer/PushPull"}))'
 
