@@ -11,10 +11,8 @@
 // Stops cleanly on SIGTERM or SIGINT (after a last checkpoint, with
 // --checkpoint_dir).
 #include <signal.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 
@@ -30,6 +28,7 @@
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "common/peer_security.h"
+#include "common/port_file.h"
 #include "common/process_tuning.h"
 #include "server/authorizer.h"
 #include "server/ps_server.h"
@@ -122,21 +121,6 @@ namespace {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "ps_server: %s\n", message.c_str());
   return 2;
-}
-
-// Writes `port` to `path` (flag `flag`) atomically: a reader sees all or nothing.
-absl::Status WritePortFile(const std::string& path, int port, const char* flag) {
-  // Unique per process: two writers of one path must not share it.
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp);
-    out << port << "\n";
-    if (!out) return absl::InternalError(absl::StrCat(flag, "=", path, ": cannot write"));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat(flag, "=", path, ": cannot rename ", tmp));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -310,13 +294,13 @@ int main(int argc, char** argv) {
     if (!started.ok()) return Fail(std::string(started.status().message()));
     metrics_http = *std::move(started);
     if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
-      if (absl::Status w = WritePortFile(f, metrics_http->port(), "--metrics_port_file"); !w.ok()) {
+      if (absl::Status w = ps::WritePortFile(f, metrics_http->port(), "--metrics_port_file"); !w.ok()) {
         return Fail(std::string(w.message()));
       }
     }
   }
   if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
-    if (absl::Status w = WritePortFile(f, (*server)->port(), "--port_file"); !w.ok()) {
+    if (absl::Status w = ps::WritePortFile(f, (*server)->port(), "--port_file"); !w.ok()) {
       return Fail(std::string(w.message()));
     }
   }

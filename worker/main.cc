@@ -8,8 +8,6 @@
 // parameters on the servers at its end. The model's input width and class
 // count come from the data (images of any size; 1 + the largest label).
 // --eval_only skips training (used by the launcher once all workers are done).
-#include <unistd.h>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -31,6 +29,7 @@
 #include "common/metrics.h"
 #include "common/metrics_http.h"
 #include "common/peer_security.h"
+#include "common/port_file.h"
 #include "worker/client/shard_directory.h"
 #include "common/process_tuning.h"
 #include "common/value_encoding.h"
@@ -581,11 +580,9 @@ int main(int argc, char** argv) {
     if (!started.ok()) return Fail(std::string(started.status().message()));
     metrics_http = *std::move(started);
     if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
-      const std::string tmp = absl::StrCat(f, ".tmp.", getpid());
-      std::FILE* out = std::fopen(tmp.c_str(), "w");
-      if (out == nullptr || std::fprintf(out, "%d\n", metrics_http->port()) < 0 ||
-          std::fclose(out) != 0 || std::rename(tmp.c_str(), f.c_str()) != 0) {
-        return Fail(absl::StrCat("--metrics_port_file=", f, ": cannot write it"));
+      if (absl::Status s = ps::WritePortFile(f, metrics_http->port(), "--metrics_port_file");
+          !s.ok()) {
+        return Fail(std::string(s.message()));
       }
     }
   }
