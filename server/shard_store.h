@@ -217,7 +217,7 @@ class ShardStore {
   bool CanWriteSinceLocked(uint64_t since) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(cut_mu_);
   absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;
   // FindTable, then checks that every key exists and is owned here. For a
-  // sparse table, *plan gets the keys' plan (hashes and slice groups), which
+  // sparse table, *plan gets the keys' plan (its slice groups), which
   // the check computes and the push or read then uses.
   absl::StatusOr<std::shared_ptr<Table>> FindTableForKeys(absl::string_view name,
                                                           const KeySpec& keys,

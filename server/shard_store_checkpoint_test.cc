@@ -224,12 +224,12 @@ TEST_P(CutTest, ACopyOverTheMemoryBudgetFailsTheCutNotThePush) {
   StoreLimits limits;
   {
     // The budget of the table and its rows, and less than a copy of a slice
-    // more (dense slices of 8 keys of width 2: 64 bytes; sparse ones hold a
-    // chunk of 32 KiB).
+    // more (dense slices of 8 keys of width 2: 64 bytes; sparse ones hold
+    // a map of 16 slots, 192 bytes, and a first chunk of 16 rows).
     ShardStore probe(0, kOne);
     ASSERT_TRUE(probe.CreateTable(Counter("c", sparse)).ok());
     ASSERT_TRUE(PushAll(probe, "c", keys, 0).ok());
-    limits.memory_budget_bytes = probe.bytes_used() + (sparse ? 4096 : 32);
+    limits.memory_budget_bytes = probe.bytes_used() + (sparse ? 128 : 32);
   }
   ShardStore store(0, kOne, limits);
   ASSERT_TRUE(store.CreateTable(Counter("c", sparse)).ok());

@@ -6,19 +6,21 @@ namespace ps {
 
 namespace {
 
-// Chunks of about 64 KiB, of 16 to 4096 rows (a power of two).
+// floor(log2(x)) and ceil(log2(x)), x >= 1.
+uint32_t FloorLog2(uint64_t x) { return 63 - __builtin_clzll(x); }
+uint32_t CeilLog2(uint64_t x) { return x <= 1 ? 0 : FloorLog2(x - 1) + 1; }
+
+// The largest chunks: about 64 KiB (the most rows of a power of two that
+// fit), of 16 to 4096 rows.
 uint32_t ChunkShift(size_t floats_per_row) {
   const size_t row_bytes = std::max<size_t>(1, floats_per_row) * sizeof(float);
-  uint32_t shift = 4;
-  while (shift < 12 && (size_t{2} << shift) * row_bytes <= (size_t{64} << 10)) ++shift;
-  return shift;
+  const size_t fit = (size_t{64} << 10) / row_bytes;
+  return fit < 16 ? 4 : std::min<uint32_t>(12, FloorLog2(fit));
 }
 
 // Map capacity for n keys at most 7/8 full (a power of two, >= 16).
 size_t CapacityFor(size_t n) {
-  size_t cap = 16;
-  while (n * 8 > cap * 7) cap *= 2;
-  return cap;
+  return size_t{1} << std::max<uint32_t>(4, CeilLog2((n * 8 + 6) / 7));
 }
 
 }  // namespace
@@ -27,23 +29,31 @@ SparseRows::SparseRows(size_t floats_per_row)
     : floats_per_row_(floats_per_row),
       stride_(floats_per_row + kTagFloats),
       chunk_shift_(ChunkShift(stride_)),
-      chunk_rows_(uint32_t{1} << chunk_shift_) {}
+      chunk_rows_(uint32_t{1} << chunk_shift_),
+      growing_chunks_(chunk_shift_ - kFirstChunkShift + 1) {}
 
-size_t SparseRows::Probe(uint64_t key, uint64_t hash) const {
-  // The low bits of the hash: the slice was chosen by its high bits.
-  const size_t mask = slots_.size() - 1;
-  size_t i = hash & mask;
-  while (slots_[i].row != kEmpty && slots_[i].key != key) i = (i + 1) & mask;
-  return i;
+uint64_t SparseRows::RowsOfChunk(uint32_t shift, uint64_t j) {
+  if (j == 0) return kFirstChunkRows;
+  return j <= shift - kFirstChunkShift ? uint64_t{1} << (j + kFirstChunkShift - 1)
+                                       : uint64_t{1} << shift;
 }
 
-float* SparseRows::Find(uint64_t key, uint64_t hash) const {
-  if (size_ == 0) return nullptr;
-  const Slot& slot = slots_[Probe(key, hash)];
-  return slot.row == kEmpty ? nullptr : RowAt(slot.row);
+uint64_t SparseRows::RowsInChunks(uint32_t shift, uint64_t n) {
+  const uint64_t growing = shift - kFirstChunkShift + 1;
+  if (n == 0) return 0;
+  if (n <= growing) return uint64_t{1} << (n + kFirstChunkShift - 1);
+  return (n - growing + 1) << shift;
 }
 
-float* SparseRows::Insert(uint64_t key, uint64_t hash, bool* created) {
+uint64_t SparseRows::ChunksFor(uint32_t shift, uint64_t rows) {
+  if (rows == 0) return 0;
+  const uint64_t largest = uint64_t{1} << shift;
+  if (rows > largest) return shift - kFirstChunkShift + 1 + (rows - 1 - largest) / largest + 1;
+  // The first n chunks hold 2^(n+3) rows.
+  return std::max<uint32_t>(kFirstChunkShift, CeilLog2(rows)) - (kFirstChunkShift - 1);
+}
+
+float* SparseRows::InsertSlow(uint64_t key, uint64_t hash, bool* created) {
   if ((size_ + 1) * 8 > slots_.size() * 7) Grow();
   Slot& slot = slots_[Probe(key, hash)];
   if (slot.row != kEmpty) {
@@ -57,8 +67,10 @@ float* SparseRows::Insert(uint64_t key, uint64_t hash, bool* created) {
   } else {
     row = next_row_++;
   }
-  if ((row >> chunk_shift_) >= chunks_.size()) {
-    chunks_.push_back(std::make_unique<float[]>(size_t{chunk_rows_} * stride_));
+  // Rows are handed out in order (or reused): at most one chunk is new.
+  if (row >= RowsInChunks(chunk_shift_, chunks_.size())) {
+    chunks_.push_back(
+        std::make_unique<float[]>(RowsOfChunk(chunk_shift_, chunks_.size()) * stride_));
   }
   slot.key = key;
   slot.row = row;
@@ -75,10 +87,10 @@ std::unique_ptr<SparseRows> SparseRows::Clone() const {
   copy->size_ = size_;
   copy->next_row_ = next_row_;
   copy->free_rows_ = free_rows_;
-  const size_t chunk_floats = size_t{chunk_rows_} * stride_;
-  for (const auto& chunk : chunks_) {
+  for (size_t j = 0; j < chunks_.size(); ++j) {
+    const size_t chunk_floats = RowsOfChunk(chunk_shift_, j) * stride_;
     copy->chunks_.push_back(std::make_unique<float[]>(chunk_floats));
-    std::copy(chunk.get(), chunk.get() + chunk_floats, copy->chunks_.back().get());
+    std::copy(chunks_[j].get(), chunks_[j].get() + chunk_floats, copy->chunks_.back().get());
   }
   return copy;
 }
@@ -127,7 +139,7 @@ void SparseRows::Grow() {
 uint64_t SparseRows::bytes() const {
   return slots_.capacity() * sizeof(Slot) + free_rows_.capacity() * sizeof(uint32_t) +
          (chunks_.size() > 2 ? chunks_.capacity() * sizeof(chunks_[0]) : 0) +
-         chunks_.size() * (uint64_t{chunk_rows_} * stride_ * sizeof(float));
+         RowsInChunks(chunk_shift_, chunks_.size()) * stride_ * sizeof(float);
 }
 
 uint64_t SparseRows::BytesToInsert(size_t floats_per_row, const Shape& shape, size_t n) {
@@ -136,11 +148,11 @@ uint64_t SparseRows::BytesToInsert(size_t floats_per_row, const Shape& shape, si
   const size_t cap = CapacityFor(shape.size + n);
   if (cap > shape.slots) bytes += cap * sizeof(Slot);
   const uint32_t shift = ChunkShift(stride);
-  const uint64_t chunk_rows = uint64_t{1} << shift;
-  const uint64_t chunks_needed = (shape.next_row + n + chunk_rows - 1) >> shift;
+  const uint64_t chunks_needed = ChunksFor(shift, shape.next_row + n);
   if (chunks_needed > shape.chunks) {
-    bytes += (chunks_needed - shape.chunks) *
-             (chunk_rows * stride * sizeof(float) + 2 * sizeof(std::unique_ptr<float[]>));
+    bytes += (RowsInChunks(shift, chunks_needed) - RowsInChunks(shift, shape.chunks)) * stride *
+                 sizeof(float) +
+             (chunks_needed - shape.chunks) * 2 * sizeof(std::unique_ptr<float[]>);
   }
   return bytes;
 }

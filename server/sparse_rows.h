@@ -3,7 +3,11 @@
 //
 // A flat open-addressing hash map (linear probing over 12-byte slots of key
 // and row number, at most 7/8 full, so a lookup usually touches one cache
-// line) points into rows kept in fixed-size chunks.
+// line) points into rows kept in chunks: the first of 16 rows, each next one
+// twice the last, up to about 64 KiB, then more of that size. A slice of a
+// few rows thus takes a few hundred bytes, and the rows of many small
+// slices share pages (fewer TLB misses), while a large slice's rows sit in
+// 64 KiB chunks.
 // A row is `floats_per_row` contiguous floats (a table's values for the key
 // followed by their optimizer state), then a uint32 change tag (incremental
 // checkpoints, server/cut_state.h) in the next 4 bytes, so a row costs its
@@ -43,11 +47,22 @@ class SparseRows {
   static uint64_t Hash(uint64_t key) { return Mix64(key); }
 
   // The row of `key` (whose Hash is `hash`), or null.
-  float* Find(uint64_t key, uint64_t hash) const;
+  float* Find(uint64_t key, uint64_t hash) const {
+    if (size_ == 0) return nullptr;
+    const Slot& slot = slots_[Probe(key, hash)];
+    return slot.row == kEmpty ? nullptr : RowAt(slot.row);
+  }
   float* Find(uint64_t key) const { return Find(key, Hash(key)); }
   // The row of `key`; when absent, a new row (its floats unset: the caller
   // initializes them; its tag 0) and *created = true.
-  float* Insert(uint64_t key, uint64_t hash, bool* created);
+  float* Insert(uint64_t key, uint64_t hash, bool* created) {
+    // Inline when the key has a row (a push's usual case).
+    if (float* row = Find(key, hash)) {
+      *created = false;
+      return row;
+    }
+    return InsertSlow(key, hash, created);
+  }
   float* Insert(uint64_t key, bool* created) { return Insert(key, Hash(key), created); }
   // Starts loading the map slot a key of this hash starts probing at.
   void Prefetch(uint64_t hash) const {
@@ -117,9 +132,27 @@ class SparseRows {
   static_assert(kTagFloats * sizeof(float) == sizeof(uint32_t), "the tag fills one float");
 
   float* RowAt(uint32_t row) const {
-    return chunks_[row >> chunk_shift_].get() +
-           static_cast<size_t>(row & (chunk_rows_ - 1)) * stride_;
+    size_t chunk, offset;
+    if (row < chunk_rows_) {
+      // Chunk 0 holds rows [0, 16), chunk j >= 1 of the growing ones rows
+      // [2^(j+3), 2^(j+4)): without a branch on which.
+      const uint32_t high = 31 - __builtin_clz(row | (kFirstChunkRows - 1));
+      chunk = high - (kFirstChunkShift - 1);
+      offset = row - ((uint32_t{1} << high) & ~(kFirstChunkRows - 1));
+    } else {
+      chunk = growing_chunks_ - 1 + (row >> chunk_shift_);
+      offset = row & (chunk_rows_ - 1);
+    }
+    return chunks_[chunk].get() + offset * stride_;
   }
+  // The chunk layout (see the header): rows in chunk j, and in the first n
+  // chunks; the chunks holding the first `rows` rows. `shift`: log2 of the
+  // largest chunk's rows.
+  static constexpr uint32_t kFirstChunkShift = 4;
+  static constexpr uint32_t kFirstChunkRows = uint32_t{1} << kFirstChunkShift;
+  static uint64_t RowsOfChunk(uint32_t shift, uint64_t j);
+  static uint64_t RowsInChunks(uint32_t shift, uint64_t n);
+  static uint64_t ChunksFor(uint32_t shift, uint64_t rows);
   struct Slot {
     uint64_t key;
     uint32_t row;  // or kEmpty
@@ -129,12 +162,21 @@ class SparseRows {
   // Doubles the map (or creates it) and re-inserts every key.
   void Grow();
   // Index of key's slot, or of the empty slot where it would go.
-  size_t Probe(uint64_t key, uint64_t hash) const;
+  size_t Probe(uint64_t key, uint64_t hash) const {
+    // The low bits of the hash: the slice was chosen by its high bits.
+    const size_t mask = slots_.size() - 1;
+    size_t i = hash & mask;
+    while (slots_[i].row != kEmpty && slots_[i].key != key) i = (i + 1) & mask;
+    return i;
+  }
+  // Insert of a key without a row (or with one, found again).
+  float* InsertSlow(uint64_t key, uint64_t hash, bool* created);
 
   const size_t floats_per_row_;
   const size_t stride_;   // floats_per_row_ + kTagFloats
-  uint32_t chunk_shift_;  // rows per chunk = 1 << chunk_shift_
+  uint32_t chunk_shift_;     // rows of the largest chunks = 1 << chunk_shift_
   uint32_t chunk_rows_;
+  uint32_t growing_chunks_;  // chunks before the first of chunk_rows_
   std::vector<Slot> slots_;  // size a power of two, or empty
   size_t size_ = 0;
   uint32_t next_row_ = 0;            // rows handed out

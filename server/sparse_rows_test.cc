@@ -123,6 +123,39 @@ TEST(SparseRowsTest, BytesPerRowStayCloseToTheRowsFloats) {
   }
 }
 
+TEST(SparseRowsTest, RowsOfGrowingChunksNeitherOverlapNorMove) {
+  // 3 floats a row: chunks of 16, 16, 32, ... 2048 rows, then 4096.
+  SparseRows rows(3);
+  bool created = false;
+  std::vector<float*> at;
+  for (uint64_t k = 0; k < 20000; ++k) {
+    float* row = rows.Insert(k, &created);
+    ASSERT_TRUE(created);
+    for (int c = 0; c < 3; ++c) row[c] = static_cast<float>(k * 3 + c);
+    at.push_back(row);
+  }
+  for (uint64_t k = 0; k < 20000; ++k) {
+    ASSERT_EQ(rows.Find(k), at[k]) << k;
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(at[k][c], static_cast<float>(k * 3 + c)) << k;
+  }
+  // A deep copy keeps every row.
+  std::unique_ptr<SparseRows> copy = rows.Clone();
+  for (uint64_t k = 0; k < 20000; k += 7) {
+    const float* row = copy->Find(k);
+    ASSERT_NE(row, nullptr);
+    ASSERT_EQ(row[2], static_cast<float>(k * 3 + 2)) << k;
+  }
+}
+
+TEST(SparseRowsTest, ASliceOfAFewRowsTakesAFewHundredBytes) {
+  SparseRows rows(2);  // width 1 with SGD
+  bool created = false;
+  for (uint64_t k = 0; k < 10; ++k) rows.Insert(k, &created);
+  // 16 map slots of 12 bytes and a first chunk of 16 rows of 12 bytes
+  // (2 floats and the tag).
+  EXPECT_EQ(rows.bytes(), 16u * 12 + 16u * 12);
+}
+
 TEST(SparseRowsTest, BytesToInsertCoversWhatInsertsAllocate) {
   SparseRows rows(5);
   bool created = false;

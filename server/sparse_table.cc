@@ -166,7 +166,8 @@ SparseTable::~SparseTable() { budget_->Release(bytes()); }
 
 absl::StatusOr<SparseTable::KeyPlan> SparseTable::Plan(absl::Span<const uint64_t> keys) const {
   KeyPlan plan;
-  plan.hashes.resize(keys.size());
+  plan.hashes.reset(new uint64_t[keys.size()]);
+  plan.groups.reserve(std::min<uint64_t>(keys.size(), num_buckets_));
   for (size_t i = 0; i < keys.size(); ++i) {
     const uint64_t h = SparseRows::Hash(keys[i]);
     plan.hashes[i] = h;
@@ -183,6 +184,7 @@ absl::StatusOr<SparseTable::KeyPlan> SparseTable::Plan(absl::Span<const uint64_t
     }
     plan.groups.push_back({s, i, i + 1});
   }
+  for (const Group& g : plan.groups) plan.max_group = std::max(plan.max_group, g.end - g.begin);
   return plan;
 }
 
@@ -192,8 +194,9 @@ void SparseTable::InitRow(uint64_t key, float* row) const {
   if (meta_) std::memset(row + width_ + state_floats_, 0, 2 * sizeof(float));
 }
 
-uint64_t SparseTable::Reserve(absl::Span<const Group> groups, absl::Span<const uint64_t> keys,
-                              absl::Span<const uint64_t> hashes, absl::Status* status) {
+uint64_t SparseTable::Reserve(const KeyPlan& plan, absl::Span<const uint64_t> keys,
+                              absl::Status* status) {
+  const std::vector<Group>& groups = plan.groups;
   // First without locks, as if every key were new, from each slice's
   // published shape.
   uint64_t bound = 0;
@@ -216,7 +219,9 @@ uint64_t SparseTable::Reserve(absl::Span<const Group> groups, absl::Span<const u
     const Slice& slice = *slices_[g.slice];
     absl::ReaderMutexLock lock(&slice.mu);
     size_t m = 0;
-    for (size_t i = g.begin; i < g.end; ++i) m += slice.rows.Find(keys[i], hashes[i]) == nullptr;
+    for (size_t i = g.begin; i < g.end; ++i) {
+      m += slice.rows.Find(keys[i], plan.hashes[i]) == nullptr;
+    }
     missing_in[g.slice] += m;
     missing += m;
   }
@@ -246,11 +251,11 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
                                        absl::Span<const float> grads, uint64_t clock, Admit admit,
                                        char* dst) {
   const std::vector<Group>& groups = plan.groups;
-  const std::vector<uint64_t>& hashes = plan.hashes;
+  const uint64_t* const hashes = plan.hashes.get();
   // Memory for the rows this push may create is charged before anything
   // changes, so that once admitted the push is applied whole.
   absl::Status status;
-  const uint64_t reserved = Reserve(groups, keys, hashes, &status);
+  const uint64_t reserved = Reserve(plan, keys, &status);
   if (!status.ok()) return status;
   absl::StatusOr<bool> fresh = admit();
   if (!fresh.ok() || !*fresh) {
@@ -259,9 +264,10 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     if (dst != nullptr) Read(keys, plan, dst);
     return false;
   }
-  // Every entry is set before it is read: no zero-filling.
-  const std::unique_ptr<float*[]> rows(new float*[keys.size()]);
-  const std::unique_ptr<float*[]> states(state_floats_ > 0 ? new float*[keys.size()] : nullptr);
+  // One group's rows and states (entry i - g.begin for key i). Every entry
+  // is set before it is read: no zero-filling.
+  const std::unique_ptr<float*[]> rows(new float*[plan.max_group]);
+  const std::unique_ptr<float*[]> states(state_floats_ > 0 ? new float*[plan.max_group] : nullptr);
   std::vector<float> initial;  // a refused key's initial values, read back
   const bool admission = def_.admit_after_pushes() > 1 ||
                          (def_.admit_probability() > 0 && def_.admit_probability() < 1);
@@ -281,11 +287,27 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     const uint32_t row_tag = RowTag(tag);
     const uint64_t before = slice.rows.bytes();
     bool all_rows = true;
-    for (size_t i = g.begin; i < g.end; ++i) {
+    float** const group_rows = rows.get() - g.begin;  // indexed by key
+    float** const group_states = states != nullptr ? states.get() - g.begin : nullptr;
+    size_t i = g.begin;
+    if (!admission) {
+      // The usual case first: keys that have rows, in a tight loop.
+      for (; i < g.end; ++i) {
+        if (i + kAhead < keys.size()) PrefetchSlot(hashes[i + kAhead]);
+        float* const row = slice.rows.Find(keys[i], hashes[i]);
+        if (row == nullptr) break;
+        __builtin_prefetch(row);
+        group_rows[i] = row;
+      }
+    }
+    // From the first key without a row (or every key, with admission on).
+    for (; i < g.end; ++i) {
       if (i + kAhead < keys.size()) PrefetchSlot(hashes[i + kAhead]);
-      rows[i] = admission ? slice.rows.Find(keys[i], hashes[i]) : nullptr;
-      if (rows[i] == nullptr) {
-        if (admission && !Admits(slice, hashes[i])) {
+      const uint64_t hash = hashes[i];
+      float*& row = group_rows[i];
+      row = admission ? slice.rows.Find(keys[i], hash) : nullptr;
+      if (row == nullptr) {
+        if (admission && !Admits(slice, hash)) {
           // Not admitted: no row, the gradient is dropped, and the read
           // back gives the initial values.
           ++refused;
@@ -299,9 +321,9 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
           continue;
         }
         bool created = false;
-        rows[i] = slice.rows.Insert(keys[i], hashes[i], &created);
+        row = slice.rows.Insert(keys[i], hash, &created);
         if (created) {
-          InitRow(keys[i], rows[i]);
+          InitRow(keys[i], row);
           ++created_rows;
           if (slice.copy == nullptr) {
             // Re-created: no longer erased.
@@ -311,34 +333,39 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
             // the key (the erased entry stays, see the header) or hold an
             // older row of it, which this new row differs from whether the
             // push is in the cut or not: a change outside the cut.
-            slice.rows.set_tag(rows[i], RowTag(ChangeTag()));
+            slice.rows.set_tag(row, RowTag(ChangeTag()));
           }
         }
       }
-      slice.rows.RaiseTag(rows[i], row_tag);
-      if (states != nullptr) states[i] = rows[i] + width_;
+      // Its cache line is loaded while the next keys are probed.
+      __builtin_prefetch(row);
+    }
+    for (size_t i = g.begin; i < g.end; ++i) {
+      if (group_rows[i] == nullptr) continue;
+      slice.rows.RaiseTag(group_rows[i], row_tag);
+      if (group_states != nullptr) group_states[i] = group_rows[i] + width_;
     }
     // The rows of the group, in runs without refused keys.
     for (size_t b = g.begin; b < g.end;) {
-      if (rows[b] == nullptr) {
+      if (group_rows[b] == nullptr) {
         ++b;
         continue;
       }
       size_t e = b + 1;
-      while (!all_rows && e < g.end && rows[e] != nullptr) ++e;
+      while (!all_rows && e < g.end && group_rows[e] != nullptr) ++e;
       if (all_rows) e = g.end;
-      optimizer_->ApplyRows(rows.get() + b, states != nullptr ? states.get() + b : nullptr,
+      optimizer_->ApplyRows(group_rows + b, group_states != nullptr ? group_states + b : nullptr,
                             grads.data() + b * width_, e - b, width_, clock,
                             dst != nullptr ? dst + b * width_ * sizeof(float) : nullptr);
       if (meta_) {
-        for (size_t i = b; i < e; ++i) Touch(rows[i], clock);
+        for (size_t i = b; i < e; ++i) Touch(group_rows[i], clock);
       }
       b = e;
     }
     if (also != nullptr) {
       const uint64_t copy_before = also->bytes();
       for (size_t i = g.begin; i < g.end; ++i) {
-        if (rows[i] != nullptr) {
+        if (group_rows[i] != nullptr) {
           ApplyToCopy(*also, keys[i], hashes[i], &grads[i * width_], clock, row_tag);
         }
       }
@@ -386,12 +413,11 @@ absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, char* dst) const
 void SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const {
   const size_t row_bytes = width_ * sizeof(float);
   std::vector<float> initial(width_);
-  const std::vector<uint64_t>& hashes = plan.hashes;
   for (const Group& g : plan.groups) {
     const Slice& slice = *slices_[g.slice];
     absl::ReaderMutexLock lock(&slice.mu);
     for (size_t i = g.begin; i < g.end; ++i) {
-      const float* row = slice.rows.Find(keys[i], hashes[i]);
+      const float* row = slice.rows.Find(keys[i], plan.hashes[i]);
       if (row == nullptr) {
         InitializeValues(def_, keys[i], 1, initial.data());
         row = initial.data();

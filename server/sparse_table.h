@@ -73,12 +73,14 @@ class SparseTable {
     size_t begin, end;
   };
   // A request's keys as this table sees them: each key's hash (computed
-  // once: it chooses the slice and the map slot) and the maximal runs of
-  // consecutive keys in one slice (the client sends keys grouped by slice,
-  // so normally one run per slice).
+  // once: it chooses the slice and the map slot; an array not zero-filled
+  // first), the maximal runs of consecutive keys in one slice (the client
+  // sends keys grouped by slice, so normally one run per slice), and the
+  // longest run's length.
   struct KeyPlan {
-    std::vector<uint64_t> hashes;
+    std::unique_ptr<uint64_t[]> hashes;
     std::vector<Group> groups;
+    size_t max_group = 0;
   };
   // The plan of `keys`, or FAILED_PRECONDITION naming the first key whose
   // slice another server owns (its slice and owner).
@@ -260,8 +262,7 @@ class SparseTable {
 
   // Step 1 of Push: charges the budget for the rows the push may create;
   // returns the bytes charged, or sets *status to RESOURCE_EXHAUSTED.
-  uint64_t Reserve(absl::Span<const Group> groups, absl::Span<const uint64_t> keys,
-                   absl::Span<const uint64_t> hashes, absl::Status* status);
+  uint64_t Reserve(const KeyPlan& plan, absl::Span<const uint64_t> keys, absl::Status* status);
   void InitRow(uint64_t key, float* row) const;
 
   const proto::TableDef def_;
