@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# gRPC server reflection on a real ps_server: reflection_probe lists its
+# services and reads the file that defines ps.proto.ParameterServer back
+# through reflection, and the test checks that the data path, the admin
+# service and the health service are listed and that the data-path methods
+# are described.
+set -euo pipefail
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/cluster_lib.sh"
+probe="$root/tests/reflection_probe"
+
+start_servers 1
+"$probe" "$spec" ps.proto.ParameterServer >"$dir/probe.out" 2>"$dir/probe.log" ||
+  fail "reflection_probe failed: $(cat "$dir/probe.log")"
+cat "$dir/probe.out"
+for service in ps.proto.ParameterServer ps.proto.PsAdmin grpc.health.v1.Health \
+    grpc.reflection.v1alpha.ServerReflection; do
+  grep -qx "service $service" "$dir/probe.out" || fail "service $service is not listed"
+done
+for method in CreateTable Push Pull PushPull Info Heartbeat; do
+  grep -qx "method ps.proto.ParameterServer.$method" "$dir/probe.out" ||
+    fail "method ParameterServer.$method is not described"
+done
+# A symbol the server does not have gets reflection's error, not a crash.
+if "$probe" "$spec" ps.proto.NoSuchService >/dev/null 2>"$dir/probe_missing.log"; then
+  fail "an unknown symbol was described"
+fi
+grep -q "NoSuchService" "$dir/probe_missing.log" || fail "the error does not name the symbol"
+stop_servers
+echo "PASS: reflection lists $(grep -c '^service ' "$dir/probe.out") services and describes ParameterServer"
