@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs, with apt, exactly what building, testing and running the local
-# cluster need; with --bench, also what deploy/bench.sh needs. Idempotent:
+# cluster need. Idempotent:
 # when everything is present it prints one line and exits at once. Run as
 # root (or with sudo available).
+#   --bench  also what the benchmarks (deploy/bench.sh) need
+#   --build  only what building ps_server, ps_worker and ps_admin with Bazel
+#            needs, plus the Fashion-MNIST data the image ships (the
+#            container image's build stage, deploy/docker/Dockerfile)
 set -euo pipefail
 
 # Debian package -> why the project needs it.
@@ -35,7 +39,28 @@ PACKAGES=(
   "yamllint:lints the Kubernetes manifests (deploy/k8s/validate.sh)"
   "slurm-wlm:single-node Slurm for slurm_test (deploy/slurm)"
   "munge:Slurm's authentication, run by deploy/slurm/local_slurm.sh"
+  "docker.io:Docker engine and its client for the image and the Compose cluster (deploy/docker, tests/compose_test.sh)"
+  "docker-compose:runs the Compose cluster of deploy/docker (tests/compose_test.sh)"
+  "debootstrap:builds the debian:bookworm base image from Debian's archive when no registry answers (deploy/docker/base_image.sh)"
 )
+
+# What `bazel build` of the binaries needs: the toolchain, and every library
+# the @system repository asks pkg-config for (third_party/system_libs.bzl).
+BUILD_ONLY=" bazel-bootstrap g++ pkg-config libgrpc++-dev protobuf-compiler protobuf-compiler-grpc
+  libprotobuf-dev libabsl-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  libcpp-httplib-dev nlohmann-json3-dev dataset-fashion-mnist "
+
+case "${1:-}" in
+  ""|--bench) ;;
+  --build)
+    kept=()
+    for entry in "${PACKAGES[@]}"; do
+      [[ "$BUILD_ONLY" == *[[:space:]]"${entry%%:*}"[[:space:]]* ]] && kept+=("$entry")
+    done
+    PACKAGES=("${kept[@]}")
+    ;;
+  *) echo "usage: $0 [--bench | --build]" >&2; exit 2 ;;
+esac
 
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(
