@@ -31,7 +31,7 @@ PACKAGES=(
   "libcpp-httplib-dev:HTTP client for etcd's v3 JSON gateway"
   "nlohmann-json3-dev:JSON for etcd's v3 JSON gateway"
   "iproute2:network namespaces for the partition test"
-  "python3-numpy:reads exported checkpoints in ckpt_export_test"
+  "python3-numpy:the Python module's arrays; reads exported checkpoints in ckpt_export_test"
   "prometheus:scrapes the servers' and workers' metrics in prometheus_test"
   "gnuplot-nox:training-curve plots of deploy/local_cluster.sh"
   "curl:HTTP checks of the metrics and health endpoints in tests"
@@ -42,6 +42,9 @@ PACKAGES=(
   "docker.io:Docker engine and its client for the image and the Compose cluster (deploy/docker, tests/compose_test.sh)"
   "docker-compose:runs the Compose cluster of deploy/docker (tests/compose_test.sh)"
   "debootstrap:builds the debian:bookworm base image from Debian's archive when no registry answers (deploy/docker/base_image.sh)"
+  "pybind11-dev:the Python module's bindings over the client library (python/paramserver_ext.cc)"
+  "python3-dev:Python.h, for building the Python module"
+  "python3-venv:the fresh virtual environment python/tests/wheel_test.sh installs the wheel into"
 )
 
 # What `bazel build` of the binaries needs: the toolchain, and every library

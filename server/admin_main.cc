@@ -237,12 +237,8 @@ int main(int argc, char** argv) {
   }
   const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir);
   if (dir.empty()) {
-    ps::proto::CheckpointRequest request;
-    request.set_action(ps::proto::CHECKPOINT_COORDINATE);
-    request.set_full(absl::GetFlag(FLAGS_full));
     absl::StatusOr<ps::proto::CheckpointResponse> reply =
-        ps::NewGrpcCheckpointPeer(0, spec->servers[0])
-            ->Call(request, absl::Seconds(timeout) + absl::Seconds(30));
+        ps::RequestCheckpoint(spec->servers[0], absl::GetFlag(FLAGS_full), absl::Seconds(timeout));
     if (!reply.ok()) {
       std::fprintf(stderr, "ps_admin: checkpoint failed: %s\n",
                    std::string(reply.status().message()).c_str());

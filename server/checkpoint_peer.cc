@@ -13,9 +13,9 @@ namespace {
 
 class GrpcCheckpointPeer final : public CheckpointPeer {
  public:
-  GrpcCheckpointPeer(int server_index, const std::string& address)
+  GrpcCheckpointPeer(int server_index, const std::string& address, const PeerSecurity* security)
       : name_(absl::StrCat("server ", server_index, " (", address, ")")) {
-    stub_ = proto::PsAdmin::NewStub(NewPeerChannel(address));
+    stub_ = proto::PsAdmin::NewStub(NewPeerChannel(address, security));
   }
 
   absl::StatusOr<proto::CheckpointResponse> Call(const proto::CheckpointRequest& request,
@@ -39,9 +39,18 @@ class GrpcCheckpointPeer final : public CheckpointPeer {
 
 }  // namespace
 
-std::unique_ptr<CheckpointPeer> NewGrpcCheckpointPeer(int server_index,
-                                                      const std::string& address) {
-  return std::make_unique<GrpcCheckpointPeer>(server_index, address);
+std::unique_ptr<CheckpointPeer> NewGrpcCheckpointPeer(int server_index, const std::string& address,
+                                                      const PeerSecurity* security) {
+  return std::make_unique<GrpcCheckpointPeer>(server_index, address, security);
+}
+
+absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(const std::string& address, bool full,
+                                                            absl::Duration timeout,
+                                                            const PeerSecurity* security) {
+  proto::CheckpointRequest request;
+  request.set_action(proto::CHECKPOINT_COORDINATE);
+  request.set_full(full);
+  return NewGrpcCheckpointPeer(0, address, security)->Call(request, timeout + absl::Seconds(30));
 }
 
 }  // namespace ps

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/peer_security.h"
 #include "proto/admin.pb.h"
 
 namespace ps {
@@ -28,8 +29,24 @@ class CheckpointPeer {
   virtual const std::string& name() const = 0;
 };
 
-// A peer over gRPC to the PsAdmin service at `address` (host:port).
-std::unique_ptr<CheckpointPeer> NewGrpcCheckpointPeer(int server_index, const std::string& address);
+// A peer over gRPC to the PsAdmin service at `address` (host:port), with
+// `security` (null: the process's default, common/grpc_channels.h).
+std::unique_ptr<CheckpointPeer> NewGrpcCheckpointPeer(int server_index, const std::string& address,
+                                                      const PeerSecurity* security = nullptr);
+
+// Asks server 0 (at `address`), which coordinates the cluster's checkpoints,
+// to take one now (a full one when `full`, else incremental when it can) and
+// waits until it is written: up to `timeout` (at least the servers'
+// --checkpoint_timeout_seconds, their wait for the rounds before the cut)
+// plus 30 s for writing. Returns the checkpoint (path, sequence,
+// base_sequence, cut, bytes, micros). Errors: the server's, e.g.
+// FAILED_PRECONDITION when it does not coordinate checkpoints (started
+// without --checkpoint_dir, or not server 0), DEADLINE_EXCEEDED naming a
+// server that did not finish in time; UNAVAILABLE naming server 0 when it
+// cannot be reached.
+absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(const std::string& address, bool full,
+                                                            absl::Duration timeout,
+                                                            const PeerSecurity* security = nullptr);
 
 }  // namespace ps
 

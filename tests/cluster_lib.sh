@@ -1,6 +1,8 @@
 # Shared by the multi-process tests (sourced): starts real ps_server
 # processes on kernel-chosen ports and stops everything on exit.
 #   start_servers N [extra ps_server flags]  -> sets $spec; pids in $server_pids
+#   restart_server I  -> starts server I again (after it stopped or was killed)
+#                        on its port, with the same flags; its log goes on
 #   fail MESSAGE
 #   wait_for_line FILE PATTERN
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
@@ -37,10 +39,11 @@ start_servers() {
   local n=$1 i
   shift
   server_pids=()
+  server_flags=(--num_servers="$n" "$@")
   for ((i = 0; i < n; i++)); do
     rm -f "$dir/p$i"
-    "$server_bin" --num_servers="$n" --index="$i" --listen=127.0.0.1:0 \
-      --port_file="$dir/p$i" "$@" 2>"$dir/server$i.log" &
+    "$server_bin" --index="$i" --listen=127.0.0.1:0 --port_file="$dir/p$i" "${server_flags[@]}" \
+      2>"$dir/server$i.log" &
     server_pids+=($!)
     all_pids+=($!)
   done
@@ -51,6 +54,14 @@ start_servers() {
     spec="${spec:+$spec,}127.0.0.1:$(cat "$dir/p$i")"
   done
   echo "servers: $spec"
+}
+
+restart_server() {
+  local i=$1 port
+  port=$(cat "$dir/p$i")
+  "$server_bin" --index="$i" --listen="127.0.0.1:$port" "${server_flags[@]}" 2>>"$dir/server$i.log" &
+  server_pids[$i]=$!
+  all_pids+=($!)
 }
 
 stop_servers() {

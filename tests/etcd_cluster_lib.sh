@@ -2,6 +2,10 @@
 # cluster_lib.sh): a real etcd for the test, and the exact-sum client and
 # ps_admin binaries.
 #   start_test_etcd [HOST]  -> sets $etcd_endpoint; etcd is stopped on exit
+#   ring CLUSTER            -> prints the cluster's ring (ps_admin ring)
+#   wait_ring CLUSTER WHAT CONDITION
+#                           -> polls the ring into $dir/ring.txt (at most 30 s)
+#                              until the shell command CONDITION holds; fails naming WHAT
 source "$root/deploy/lib/etcd.sh"
 client_bin="$root/tests/exact_sum_client"
 admin_bin="$root/server/ps_admin"
@@ -10,4 +14,16 @@ start_test_etcd() {
   start_etcd "$dir" "${1:-127.0.0.1}" || fail "etcd did not start"
   all_pids+=("$etcd_pid")
   echo "etcd at $etcd_endpoint"
+}
+
+ring() { "$admin_bin" ring --etcd="$etcd_endpoint" --cluster="$1"; }
+
+wait_ring() {
+  local cluster=$1 what=$2 condition=$3 _
+  for _ in $(seq 1 300); do
+    ring "$cluster" >"$dir/ring.txt" 2>/dev/null && eval "$condition" && return 0
+    sleep 0.1
+  done
+  cat "$dir/ring.txt" >&2
+  fail "the ring never showed $what"
 }

@@ -49,16 +49,6 @@ for i in 0 1 2; do
   server_pids+=($!)
   all_pids+=($!)
 done
-ring() { "$admin_bin" ring --etcd="$etcd_endpoint" --cluster=$cluster; }
-wait_ring() {  # DESCRIPTION TEST-COMMAND: polls the ring (at most 30 s) until the command holds
-  local _
-  for _ in $(seq 1 300); do
-    ring >"$dir/ring.txt" 2>/dev/null && eval "$2" && return 0
-    sleep 0.1
-  done
-  cat "$dir/ring.txt" >&2
-  fail "the ring never showed $1"
-}
 progress() { cat "$dir/progress" 2>/dev/null || echo 0; }
 
 pushes=${PARTITION_PUSHES:-8000}
@@ -68,14 +58,14 @@ client=$!
 all_pids+=("$client")
 for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
 [ -e "$dir/started" ] || { cat "$dir/client.log"; tail "$dir"/server*.log; fail "the workers did not start"; }
-grep -q "^  server 0 at $inside" <(ring) || fail "server 0 is not in the first ring at $inside"
+grep -q "^  server 0 at $inside" <(ring $cluster) || fail "server 0 is not in the first ring at $inside"
 
 # Cut server 0 off: from etcd, from the other servers and from the workers.
 cut=$(date +%s.%N)
 ip link set "$host_if" down
 wait_for_line "$dir/server0.log" "fenced: the etcd lease could not be renewed"
 fenced=$(date +%s.%N)
-wait_ring "server 0 gone" '! grep -q "^  server 0 " "$dir/ring.txt"'
+wait_ring $cluster "server 0 gone" '! grep -q "^  server 0 " "$dir/ring.txt"'
 failed_over=$(date +%s.%N)
 sed -n 1p "$dir/ring.txt"
 # The rest go on acknowledging: at least 100 more pushes (bounded wait).
@@ -87,7 +77,7 @@ kill -0 "$client" 2>/dev/null || fail "the workers finished before the heal; rai
 # Heal: server 0 finds its lease gone, registers again and copies back in.
 ip link set "$host_if" up
 wait_for_line "$dir/server0.log" "registering again with a new incarnation"
-wait_ring "server 0 back in full chains" \
+wait_ring $cluster "server 0 back in full chains" \
   'grep -q "^  server 0 " "$dir/ring.txt" && ! grep -q joining "$dir/ring.txt"'
 rejoined=$(date +%s.%N)
 sed -n 1p "$dir/ring.txt"

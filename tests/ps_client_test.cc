@@ -136,6 +136,23 @@ TEST(PsClientTest, ServerErrorsComeBackWithCodeAndServerName) {
   EXPECT_EQ(client->Push({&uneven, 1}, 0).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(PsClientTest, TableDefinitionOfOwnAndOtherClientsTables) {
+  auto cluster = InProcessCluster::Start(2);
+  ASSERT_TRUE(cluster.ok());
+  auto creator = (*cluster)->Connect(0);
+  auto reader = (*cluster)->Connect(1);
+  const proto::TableDef def = Table("t", 10, 3, proto::INIT_UNIFORM);
+  ASSERT_TRUE(creator->CreateTable(def).ok());
+  for (PsClient* client : {creator.get(), reader.get()}) {
+    absl::StatusOr<proto::TableDef> known = client->TableDefinition("t");
+    ASSERT_TRUE(known.ok()) << known.status();
+    EXPECT_EQ(known->SerializeAsString(), def.SerializeAsString());
+  }
+  absl::StatusOr<proto::TableDef> missing = reader->TableDefinition("nope");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("'nope'"));
+}
+
 }  // namespace
 }  // namespace ps
 

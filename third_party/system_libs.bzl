@@ -3,7 +3,8 @@
 Each library becomes a cc_library in @system whose link flags come from
 pkg-config (headers live in /usr/include, which the compiler already
 searches). Eigen's headers sit in /usr/include/eigen3, so they are linked
-into the repository and exported with an include path.
+into the repository and exported with an include path; so are Python's (for
+the pybind11 extension in python/), from the directory pkg-config names.
 """
 
 # Target name -> pkg-config modules.
@@ -66,8 +67,65 @@ def _system_libs_impl(ctx):
     lines.append('    hdrs = glob(["eigen3/Eigen/**", "eigen3/unsupported/Eigen/**"]),')
     lines.append('    includes = ["eigen3"],')
     lines.append(")")
+    lines.append("")
+    lines.extend(_python_libs(ctx))
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
     ctx.file("BUILD", "\n".join(lines) + "\n")
+
+def _python_libs(ctx):
+    """python_headers (Python.h and what it includes) and pybind11 (header-only).
+
+    Extension modules do not link libpython: the interpreter that loads them
+    provides its symbols. Python.h's directory (the first -I of pkg-config's
+    python3) is linked into the repository; the architecture's pyconfig.h it
+    includes is reached through /usr/include.
+
+    Without python3-dev or pybind11-dev only the Python module fails to
+    build, saying which package is missing: the rest of the repository (and
+    an image that installs only what the servers need) builds without them.
+    """
+    result = ctx.execute(["pkg-config", "--cflags-only-I", "python3"])
+    include_dirs = [f[2:] for f in result.stdout.strip().split(" ") if f.startswith("-I")]
+    missing = []
+    if result.return_code != 0 or not include_dirs or not ctx.path(include_dirs[0] + "/Python.h").exists:
+        missing.append("python3-dev")
+    if not ctx.path("/usr/include/pybind11/pybind11.h").exists:
+        missing.append("pybind11-dev")
+    if missing:
+        message = "The Python module needs %s: run deploy/setup.sh." % " and ".join(missing)
+        return [
+            "genrule(",
+            '    name = "python_missing",',
+            '    outs = ["python_missing.h"],',
+            "    cmd = %r," % ("echo '%s' >&2; exit 1" % message),
+            ")",
+            "",
+            "cc_library(",
+            '    name = "python_headers",',
+            '    hdrs = [":python_missing.h"],',
+            ")",
+            "",
+            "cc_library(",
+            '    name = "pybind11",',
+            '    deps = [":python_headers"],',
+            ")",
+            "",
+        ]
+    ctx.symlink(include_dirs[0], "python_include")
+    return [
+        "cc_library(",
+        '    name = "python_headers",',
+        '    hdrs = glob(["python_include/**/*.h"]),',
+        '    includes = ["python_include"],',
+        ")",
+        "",
+        "# Its headers are in /usr/include/pybind11.",
+        "cc_library(",
+        '    name = "pybind11",',
+        '    deps = [":python_headers"],',
+        ")",
+        "",
+    ]
 
 system_libs = repository_rule(
     implementation = _system_libs_impl,

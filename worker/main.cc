@@ -228,12 +228,8 @@ void SetClientOptions(const ps::ClusterSpec& spec, int worker_index,
   options->worker_id = static_cast<uint32_t>(worker_index);
   options->timeout = absl::Seconds(absl::GetFlag(FLAGS_timeout_seconds));
   if (Directory() != nullptr) {
-    // Retries span a failover (the dead server's lease, then the new ring):
-    // 40 attempts, at most kMaxBackoff apart, of at most 2.5 s each, which
-    // stays inside the servers' de-duplication retention (120 s).
     options->directory = Directory();
-    options->timeout = std::min(options->timeout, absl::Milliseconds(2500));
-    options->max_attempts = 40;
+    ps::SpanFailoverWithRetries(options);
   }
   options->placement.slice_size = absl::GetFlag(FLAGS_slice_size);
   options->placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);

@@ -33,6 +33,11 @@ void AddRange(proto::PullRequest* header, uint64_t begin, uint64_t end) {
 
 }  // namespace
 
+void SpanFailoverWithRetries(PsClientOptions* options) {
+  options->timeout = std::min(options->timeout, absl::Milliseconds(2500));
+  options->max_attempts = 40;
+}
+
 PsClient::PsClient(const PsClientOptions& options, Transport* transport,
                    std::unique_ptr<Transport> owned_transport)
     : options_(options),
@@ -199,17 +204,17 @@ absl::Status PsClient::CreateTable(const proto::TableDef& def) {
         transport_->CreateTable(servers[i], request, deadline, &replies[i], std::move(done));
       }));
   if (status.ok()) {
-    absl::MutexLock lock(&layouts_mu_);
-    layouts_[def.name()] = LayoutOf(def);
+    absl::MutexLock lock(&tables_mu_);
+    tables_[def.name()] = KnownTable{def, LayoutOf(def)};
   }
   return status;
 }
 
-absl::StatusOr<TableLayout> PsClient::TableLayoutFor(const std::string& table) {
+absl::StatusOr<proto::TableDef> PsClient::TableDefinition(const std::string& table) {
   {
-    absl::MutexLock lock(&layouts_mu_);
-    auto it = layouts_.find(table);
-    if (it != layouts_.end()) return it->second;
+    absl::MutexLock lock(&tables_mu_);
+    auto it = tables_.find(table);
+    if (it != tables_.end()) return it->second.def;
   }
   // A table this client did not create: its definition from server 0 (every
   // server holds the same one).
@@ -217,10 +222,20 @@ absl::StatusOr<TableLayout> PsClient::TableLayoutFor(const std::string& table) {
   request.set_table(table);
   proto::InfoResponse reply;
   if (absl::Status s = InfoOfServer0(request, &reply); !s.ok()) return s;
-  const TableLayout layout = LayoutOf(reply.table());
-  absl::MutexLock lock(&layouts_mu_);
-  layouts_[table] = layout;
-  return layout;
+  absl::MutexLock lock(&tables_mu_);
+  tables_[table] = KnownTable{reply.table(), LayoutOf(reply.table())};
+  return reply.table();
+}
+
+absl::StatusOr<TableLayout> PsClient::TableLayoutFor(const std::string& table) {
+  {
+    absl::MutexLock lock(&tables_mu_);
+    auto it = tables_.find(table);
+    if (it != tables_.end()) return it->second.layout;
+  }
+  absl::StatusOr<proto::TableDef> def = TableDefinition(table);
+  if (!def.ok()) return def.status();
+  return LayoutOf(*def);
 }
 
 absl::Status PsClient::InfoOfServer0(const proto::InfoRequest& request,

@@ -101,6 +101,13 @@ struct PsClientOptions {
   Clock* clock = Clock::Real();
 };
 
+// For a client of a replicated cluster (options->directory set): retries
+// that span a failover (the dead server's lease, then the new ring): 40
+// attempts, at most kMaxBackoff (call_runner.h) apart, of at most 2.5 s
+// each, which stays inside the servers' de-duplication retention (120 s).
+// Used by ps_worker --etcd and the Python module.
+void SpanFailoverWithRetries(PsClientOptions* options);
+
 // Per-server statistics from the Stats RPC.
 struct ServerStats {
   int server = 0;
@@ -217,6 +224,10 @@ class PsClient final : public ParamClient {
     absl::flat_hash_map<std::string, uint64_t> clocks;  // by table
   };
   absl::StatusOr<WorkerPosition> Position();
+  // The definition of `table`: as this client created it, else asked of
+  // server 0 once (every server holds the same). Errors: NOT_FOUND naming
+  // the table, or the Info call's.
+  absl::StatusOr<proto::TableDef> TableDefinition(const std::string& table);
   const Placement& placement() const { return placement_; }
   const PsClientOptions& options() const { return options_; }
   uint64_t incarnation() const { return incarnation_; }
@@ -229,9 +240,8 @@ class PsClient final : public ParamClient {
   absl::Status CheckServers();
   // One Info call to server 0, retried as data calls are.
   absl::Status InfoOfServer0(const proto::InfoRequest& request, proto::InfoResponse* reply);
-  // The layout (dense or sparse slices) of `table`: recorded by this
-  // client's CreateTable, else asked of server 0 once (Info naming the
-  // table). Errors: NOT_FOUND naming the table, or the Info call's.
+  // The layout (dense or sparse slices) of `table`, from its definition
+  // (TableDefinition, with the same errors).
   absl::StatusOr<TableLayout> TableLayoutFor(const std::string& table);
   // PlanKeys with the table's layout.
   absl::StatusOr<std::vector<Part>> PlanKeyOp(absl::string_view what, const std::string& table,
@@ -381,8 +391,15 @@ class PsClient final : public ParamClient {
   // waits until none is left.
   void BeginAsync();
   void EndAsync();
-  absl::Mutex layouts_mu_;
-  absl::flat_hash_map<std::string, TableLayout> layouts_ ABSL_GUARDED_BY(layouts_mu_);
+  // Tables this client created or asked server 0 about, by name; the layout
+  // is kept beside the definition so that the key path does not derive it
+  // on every call.
+  struct KnownTable {
+    proto::TableDef def;
+    TableLayout layout;
+  };
+  absl::Mutex tables_mu_;
+  absl::flat_hash_map<std::string, KnownTable> tables_ ABSL_GUARDED_BY(tables_mu_);
 
   absl::Mutex async_mu_;
   int async_pending_ ABSL_GUARDED_BY(async_mu_) = 0;

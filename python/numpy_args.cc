@@ -1,0 +1,126 @@
+#include "python/numpy_args.h"
+
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace py = pybind11;
+
+namespace ps::python {
+
+namespace {
+
+// "push: grads"
+std::string Named(ArgName arg) { return absl::StrCat(arg.call, ": ", arg.name); }
+
+// "(3, 4)", "(5,)", as NumPy prints shapes.
+std::string ShapeOf(const py::array& array) {
+  std::vector<py::ssize_t> dims(array.shape(), array.shape() + array.ndim());
+  return absl::StrCat("(", absl::StrJoin(dims, ", "), array.ndim() == 1 ? ",)" : ")");
+}
+
+std::string DtypeOf(const py::array& array) { return py::str(array.dtype()); }
+
+// The client reads and writes the array's memory through a plain pointer:
+// it must be one C-ordered block, and its items aligned. A copy would do
+// for values that are only read, never for an array pulled into.
+void CheckLayout(ArgName arg, const py::array& array, size_t item_bytes, bool written) {
+  const std::string remedy =
+      written ? std::string("the values are written into its memory: pass a contiguous array")
+              : absl::StrCat("pass numpy.ascontiguousarray(", arg.name, ")");
+  if ((array.flags() & py::array::c_style) == 0) {
+    throw py::value_error(
+        absl::StrCat(Named(arg), " must be C-contiguous; got a strided view of shape ",
+                     ShapeOf(array), " (a slice with a step, a transpose or a column); ", remedy));
+  }
+  if (array.size() > 0 && reinterpret_cast<uintptr_t>(array.data()) % item_bytes != 0) {
+    throw py::value_error(absl::StrCat(Named(arg), " is not aligned to its ", item_bytes,
+                                       "-byte items (a view at an odd byte offset); ", remedy));
+  }
+}
+
+void CheckFloat32(ArgName arg, const py::array& array, bool written) {
+  if (array.dtype().equal(py::dtype::of<float>())) return;
+  throw py::type_error(
+      absl::StrCat(Named(arg), " must be a float32 array; got dtype ", DtypeOf(array),
+                   ". Nothing is converted: ",
+                   written ? "pass a float32 array"
+                           : absl::StrCat("pass ", arg.name, ".astype(numpy.float32)")));
+}
+
+}  // namespace
+
+py::array ArrayArg(ArgName arg, py::handle value) {
+  if (!py::isinstance<py::array>(value)) {
+    throw py::type_error(absl::StrCat(Named(arg), " must be a numpy.ndarray; got ",
+                                      Py_TYPE(value.ptr())->tp_name,
+                                      " (nothing is converted: pass numpy.asarray(...) with the "
+                                      "right dtype)"));
+  }
+  return py::reinterpret_borrow<py::array>(value);
+}
+
+absl::Span<const float> FloatValues(ArgName arg, const py::array& array) {
+  CheckFloat32(arg, array, /*written=*/false);
+  CheckLayout(arg, array, sizeof(float), /*written=*/false);
+  return {static_cast<const float*>(array.data()), static_cast<size_t>(array.size())};
+}
+
+absl::Span<float> OutputValues(ArgName arg, const py::array& array, uint64_t num_keys,
+                               uint32_t width) {
+  CheckFloat32(arg, array, /*written=*/true);
+  CheckLayout(arg, array, sizeof(float), /*written=*/true);
+  if (!array.writeable()) {
+    throw py::value_error(
+        absl::StrCat(Named(arg), " is read-only; the values are written into it"));
+  }
+  const uint64_t size = static_cast<uint64_t>(array.size());
+  const bool fits = width > 0 && num_keys <= std::numeric_limits<uint64_t>::max() / width &&
+                    num_keys * width == size;
+  if (!fits) {
+    throw py::value_error(absl::StrCat(Named(arg), " has ", size, " elements (shape ",
+                                       ShapeOf(array), "); expected ", num_keys, " keys x width ",
+                                       width));
+  }
+  // The same object; mutable_data() is not const (it checks writability again).
+  py::array target = array;
+  return {static_cast<float*>(target.mutable_data()), static_cast<size_t>(size)};
+}
+
+absl::Span<const uint64_t> Keys(ArgName arg, const py::array& array) {
+  const bool is_unsigned = array.dtype().equal(py::dtype::of<uint64_t>());
+  if (!is_unsigned && !array.dtype().equal(py::dtype::of<int64_t>())) {
+    throw py::type_error(absl::StrCat(
+        Named(arg), " must be a uint64 array (or int64 >= 0); got dtype ", DtypeOf(array),
+        ". Nothing is converted: pass ", arg.name, ".astype(numpy.uint64)"));
+  }
+  if (array.ndim() != 1) {
+    throw py::value_error(absl::StrCat(Named(arg), " must be 1-D; got shape ", ShapeOf(array)));
+  }
+  CheckLayout(arg, array, sizeof(uint64_t), /*written=*/false);
+  // int64 keys have the bits of the same uint64 keys once none is negative.
+  const auto* keys = static_cast<const uint64_t*>(array.data());
+  const size_t n = static_cast<size_t>(array.size());
+  if (!is_unsigned) {
+    for (size_t i = 0; i < n; ++i) {
+      const auto key = static_cast<int64_t>(keys[i]);
+      if (key < 0) {
+        throw py::value_error(absl::StrCat(Named(arg), "[", i, "] is ", key,
+                                           "; keys must be >= 0 (keys >= 2**63 need uint64)"));
+      }
+    }
+  }
+  return {keys, n};
+}
+
+bool Overlap(absl::Span<const float> a, absl::Span<const float> b) {
+  if (a.empty() || b.empty()) return false;
+  const std::less<const float*> before;
+  return before(a.data(), b.data() + b.size()) && before(b.data(), a.data() + a.size());
+}
+
+}  // namespace ps::python

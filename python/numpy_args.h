@@ -1,0 +1,50 @@
+// The NumPy arrays the Python module's calls take (keys, gradients, output
+// buffers), checked and seen as spans over their own memory, which the C++
+// client reads from or writes into. Nothing is converted or copied: an
+// array that does not fit raises TypeError (not an ndarray, wrong dtype) or
+// ValueError (layout, size, read-only, a negative key) naming the call and
+// the argument, before anything is sent.
+//
+// Call with the GIL held. A span stays valid while the caller holds a
+// reference to its array (a referenced ndarray cannot be resized).
+#ifndef PS_PYTHON_NUMPY_ARGS_H_
+#define PS_PYTHON_NUMPY_ARGS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/types/span.h"
+#include "pybind11/numpy.h"
+#include "pybind11/pybind11.h"
+
+namespace ps::python {
+
+// Which argument of which call, for messages: {"push", "grads"}.
+struct ArgName {
+  const char* call;
+  const char* name;
+};
+
+// `value` as an ndarray. TypeError unless it is one (lists and other
+// sequences are not converted).
+pybind11::array ArrayArg(ArgName arg, pybind11::handle value);
+
+// The values of a float32 (native byte order), C-contiguous, aligned array
+// of any shape.
+absl::Span<const float> FloatValues(ArgName arg, const pybind11::array& array);
+
+// The same for an array to write into: also writable, with exactly
+// num_keys * width elements (any shape).
+absl::Span<float> OutputValues(ArgName arg, const pybind11::array& array, uint64_t num_keys,
+                               uint32_t width);
+
+// The keys of a 1-D, contiguous, aligned array of uint64, or of int64 whose
+// keys are all >= 0 (read as uint64: the same bits).
+absl::Span<const uint64_t> Keys(ArgName arg, const pybind11::array& array);
+
+// True when the two spans share memory.
+bool Overlap(absl::Span<const float> a, absl::Span<const float> b);
+
+}  // namespace ps::python
+
+#endif  // PS_PYTHON_NUMPY_ARGS_H_

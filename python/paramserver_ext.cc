@@ -1,0 +1,520 @@
+// _paramserver: the compiled half of the Python module `paramserver`, over
+// the C++ client library (worker/client/ps_client.h). paramserver/__init__.py
+// is its public face: documentation, defaults and the checks of plain Python
+// values. This file checks arrays (python/numpy_args.h) and the names it
+// maps to the library's enums, and makes the calls.
+//
+// - Errors of the library (absl::Status) raise paramserver.Error (defined in
+//   paramserver/_errors.py) carrying the status code's name and the message;
+//   bad arguments raise TypeError or ValueError before anything is sent.
+// - Pulls write into a NumPy array's memory (a new float32 array, or the
+//   caller's `out`) and pushes send from the caller's array: nothing is
+//   copied here.
+// - The GIL is released around every call that may wait on the network, so
+//   other Python threads run meanwhile; a Client may be shared by threads
+//   (PsClient is thread-safe).
+//
+// Lifetime: a Client owns its Connection (the PsClient and, for a replicated
+// cluster, the etcd store and the ring's directory it follows) through a
+// shared_ptr, and every call holds another one while it runs without the
+// GIL. close() drops the Client's; whoever lets go of the Connection last
+// destroys it, with the GIL released, because that waits for pending pushes
+// and tells the servers this worker left.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/cluster_spec.h"
+#include "common/etcd_kv_store.h"
+#include "common/grpc_lifetime.h"
+#include "common/peer_security.h"
+#include "common/process_tuning.h"
+#include "common/table_def.h"
+#include "proto/ps.pb.h"
+#include "pybind11/numpy.h"
+#include "pybind11/pybind11.h"
+#include "pybind11/stl.h"
+#include "python/numpy_args.h"
+#include "python/proto_dict.h"
+#include "python/table_args.h"
+#include "server/checkpoint_peer.h"
+#include "worker/client/ps_client.h"
+#include "worker/client/shard_directory.h"
+
+namespace py = pybind11;
+
+namespace ps::python {
+
+namespace {
+
+// Raises paramserver.Error(code name, message). Call with the GIL held.
+[[noreturn]] void Raise(const absl::Status& status) {
+  py::object error_type = py::module_::import("paramserver._errors").attr("Error");
+  py::object error =
+      error_type(absl::StatusCodeToString(status.code()), std::string(status.message()));
+  PyErr_SetObject(error_type.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+void ThrowIfError(const absl::Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+template <typename T>
+T ValueOrThrow(absl::StatusOr<T> result) {
+  if (!result.ok()) Raise(result.status());
+  return *std::move(result);
+}
+
+// The TLS files and token of Client() and checkpoint() (common/peer_security.h);
+// null when none is given: the process's default, plaintext.
+std::shared_ptr<const PeerSecurity> SecurityOf(const std::string& call, const std::string& token,
+                                               const std::string& ca_cert, const std::string& cert,
+                                               const std::string& key) {
+  const TlsFiles files{ca_cert, cert, key};
+  if (token.empty() && !files.enabled()) return nullptr;
+  if (token.find_first_of(" \t\r\n") != std::string::npos) {
+    throw py::value_error(absl::StrCat(call, ": token must be one word (no whitespace)"));
+  }
+  absl::StatusOr<PeerSecurity> security = PeerSecurityFromFiles(files, /*token_file=*/"");
+  if (!security.ok()) {
+    // Its messages name ps_worker's flags.
+    throw py::value_error(absl::StrCat(call, ": ", security.status().message(),
+                                       " (ca_cert, cert and key are ps_worker's --tls_ca, "
+                                       "--tls_cert and --tls_key)"));
+  }
+  security->token = token;
+  return std::make_shared<const PeerSecurity>(*std::move(security));
+}
+
+std::vector<std::string> ServersOf(const std::string& call, const std::string& servers) {
+  absl::StatusOr<ClusterSpec> spec = ClusterSpec::Parse(servers);
+  if (!spec.ok()) throw py::value_error(absl::StrCat(call, ": servers: ", spec.status().message()));
+  return spec->servers;
+}
+
+struct Connection {
+  // Destroyed in reverse order: the client before the directory it routes
+  // by, the directory before the etcd store it watches.
+  std::unique_ptr<EtcdKvStore> etcd;
+  std::shared_ptr<const ShardDirectory> directory;
+  std::unique_ptr<PsClient> client;
+};
+
+// Runs call(client) with the GIL released. `connection` is let go of before
+// the GIL is taken back: when close() ran meanwhile, this call was its last
+// holder and destroys it here, without the GIL.
+template <typename Call>
+auto WithoutGil(std::shared_ptr<Connection> connection, Call&& call) {
+  py::gil_scoped_release release;
+  struct LetGo {
+    std::shared_ptr<Connection>& connection;
+    ~LetGo() { connection.reset(); }  // before `release` takes the GIL back
+  } let_go{connection};
+  return call(*connection->client);
+}
+
+// Values a range or key list of `num_keys` keys of `width` takes: at most a
+// table's worth (common/table_def.h), so that a mistaken range fails here
+// rather than as a huge allocation.
+void CheckValues(const char* call, const std::string& table, uint64_t num_keys, uint32_t width) {
+  if (width == 0 || num_keys > kMaxTableValues / width) {
+    throw py::value_error(absl::StrCat(call, ": table '", table, "': ", num_keys, " keys of width ",
+                                       width, " is more than a table holds (", kMaxTableValues,
+                                       " values)"));
+  }
+}
+
+// The array a pull fills: the caller's `out`, checked, or a new
+// (num_keys, width) float32 array. Sets *values to its memory.
+py::array OutputArray(ArgName arg, const std::string& table, py::handle out, uint64_t num_keys,
+                      uint32_t width, absl::Span<float>* values) {
+  CheckValues(arg.call, table, num_keys, width);
+  py::array array;
+  if (out.is_none()) {
+    array =
+        py::array_t<float>({static_cast<py::ssize_t>(num_keys), static_cast<py::ssize_t>(width)});
+  } else {
+    array = ArrayArg(arg, out);
+  }
+  *values = OutputValues(arg, array, num_keys, width);
+  return array;
+}
+
+// Keys covered by `values` pushed to a table of `width` from key `begin`.
+uint64_t KeysOf(ArgName arg, const std::string& table, absl::Span<const float> values,
+                uint64_t begin, uint32_t width) {
+  if (width == 0 || values.size() % width != 0) {
+    throw py::value_error(absl::StrCat(arg.call, ": ", arg.name, " has ", values.size(),
+                                       " values, not a whole number of rows of table '", table,
+                                       "' (width ", width, ")"));
+  }
+  const uint64_t num_keys = values.size() / width;
+  if (begin > UINT64_MAX - num_keys) {
+    throw py::value_error(absl::StrCat(arg.call, ": begin=", begin, " + ", num_keys,
+                                       " keys is past the largest key"));
+  }
+  return num_keys;
+}
+
+void CheckSeparate(const char* call, absl::Span<const float> grads, absl::Span<const float> out) {
+  if (Overlap(grads, out)) {
+    throw py::value_error(absl::StrCat(call,
+                                       ": out shares memory with grads; the pulled values "
+                                       "would overwrite gradients still being sent: pass a "
+                                       "separate array"));
+  }
+}
+
+class Client {
+ public:
+  struct Options {
+    std::string servers;  // host:port,... ("" with etcd)
+    std::string etcd;
+    std::string cluster;
+    uint32_t worker_id = 0;
+    std::string consistency;
+    uint32_t staleness = 0;
+    std::optional<double> timeout;
+    double connect_timeout = 30;
+    std::optional<int> max_attempts;
+    double lease = 0;
+    std::string token, ca_cert, cert, key;
+    std::optional<uint64_t> slice_size;
+    std::optional<int> virtual_nodes;
+  };
+
+  static std::unique_ptr<Client> Connect(const Options& o) {
+    PsClientOptions options;
+    options.worker_id = o.worker_id;
+    // BSP is bounded delay with staleness 0 (proto::Consistency).
+    if (o.consistency != "async" && o.consistency != "bsp" && o.consistency != "bounded") {
+      throw py::value_error(absl::StrCat("Client: consistency='", o.consistency,
+                                         "': expected one of 'async', 'bsp', 'bounded'"));
+    }
+    if (o.consistency != "bounded" && o.staleness != 0) {
+      throw py::value_error(absl::StrCat("Client: staleness=", o.staleness, " with consistency='",
+                                         o.consistency,
+                                         "': only consistency='bounded' takes a staleness"));
+    }
+    options.consistency =
+        o.consistency == "async" ? proto::CONSISTENCY_ASYNC : proto::CONSISTENCY_BOUNDED;
+    options.staleness = o.staleness;
+    options.connect_timeout = absl::Seconds(o.connect_timeout);
+    options.lease = absl::Seconds(o.lease);
+    if (o.slice_size.has_value()) options.placement.slice_size = *o.slice_size;
+    if (o.virtual_nodes.has_value()) options.placement.virtual_nodes = *o.virtual_nodes;
+    options.security = SecurityOf("Client", o.token, o.ca_cert, o.cert, o.key);
+    if (o.etcd.empty()) options.servers = ServersOf("Client", o.servers);
+    auto connection = std::make_shared<Connection>();
+    absl::Status connected;
+    {
+      py::gil_scoped_release release;
+      connected = ConnectWithoutGil(o, options, connection.get());
+      // A half-built connection (etcd's watch) is destroyed here, without the GIL.
+      if (!connected.ok()) connection.reset();
+    }
+    ThrowIfError(connected);
+    return std::unique_ptr<Client>(new Client(std::move(connection)));
+  }
+
+  ~Client() { Close(); }
+
+  void Close() {
+    // connection_ is only read and written with the GIL held.
+    std::shared_ptr<Connection> connection = std::move(connection_);
+    if (connection == nullptr) return;
+    py::gil_scoped_release release;
+    connection.reset();
+  }
+
+  int NumServers() const { return Live()->client->num_servers(); }
+
+  void CreateTable(const TableShape& shape, const TableInit& init,
+                   const TableOptimizer& optimizer) {
+    const proto::TableDef def = TableDefOf(shape, init, optimizer);
+    ThrowIfError(WithoutGil(Live(), [&](PsClient& c) { return c.CreateTable(def); }));
+  }
+
+  py::array Pull(const std::string& table, uint64_t begin, std::optional<uint64_t> end,
+                 uint64_t clock, py::handle out) {
+    std::shared_ptr<Connection> connection = Live();
+    const proto::TableDef def = Definition(connection, table);
+    if (!end.has_value()) {
+      if (def.kind() == proto::TABLE_SPARSE) {
+        throw py::value_error(absl::StrCat("pull: table '", table,
+                                           "' is sparse (no range of keys): read its rows with "
+                                           "pull_keys"));
+      }
+      end = def.num_keys();
+    }
+    // A reversed range goes to the client, which refuses it (INVALID_ARGUMENT).
+    const uint64_t num_keys = *end > begin ? *end - begin : 0;
+    absl::Span<float> values;
+    py::array result = OutputArray({"pull", "out"}, table, out, num_keys, def.width(), &values);
+    const PullRange op{table, begin, *end, values};
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      return c.Pull({&op, 1}, clock);
+    }));
+    return result;
+  }
+
+  void Push(const std::string& table, py::handle grads, uint64_t begin, uint64_t clock) {
+    const ArgName arg{"push", "grads"};
+    const py::array array = ArrayArg(arg, grads);
+    const absl::Span<const float> values = FloatValues(arg, array);
+    std::shared_ptr<Connection> connection = Live();
+    const proto::TableDef def = Definition(connection, table);
+    const uint64_t num_keys = KeysOf(arg, table, values, begin, def.width());
+    const PushRange op{table, begin, begin + num_keys, values};
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      return c.Push({&op, 1}, clock);
+    }));
+  }
+
+  py::array PushPull(const std::string& table, py::handle grads, uint64_t begin, uint64_t clock,
+                     py::handle out) {
+    const ArgName arg{"push_pull", "grads"};
+    const py::array array = ArrayArg(arg, grads);
+    const absl::Span<const float> values = FloatValues(arg, array);
+    std::shared_ptr<Connection> connection = Live();
+    const proto::TableDef def = Definition(connection, table);
+    const uint64_t num_keys = KeysOf(arg, table, values, begin, def.width());
+    absl::Span<float> pulled;
+    py::array result =
+        OutputArray({"push_pull", "out"}, table, out, num_keys, def.width(), &pulled);
+    CheckSeparate("push_pull", values, pulled);
+    const PushRange push{table, begin, begin + num_keys, values};
+    const PullRange pull{table, begin, begin + num_keys, pulled};
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      return c.PushPull({&push, 1}, {&pull, 1}, clock);
+    }));
+    return result;
+  }
+
+  py::array PullKeys(const std::string& table, py::handle keys, py::handle out) {
+    const py::array key_array = ArrayArg({"pull_keys", "keys"}, keys);
+    const absl::Span<const uint64_t> key_span = Keys({"pull_keys", "keys"}, key_array);
+    std::shared_ptr<Connection> connection = Live();
+    const proto::TableDef def = Definition(connection, table);
+    absl::Span<float> values;
+    py::array result =
+        OutputArray({"pull_keys", "out"}, table, out, key_span.size(), def.width(), &values);
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      return c.PullKeys(table, key_span, def.width(), values);
+    }));
+    return result;
+  }
+
+  void PushKeys(const std::string& table, py::handle keys, py::handle grads, uint64_t clock) {
+    const py::array key_array = ArrayArg({"push_keys", "keys"}, keys);
+    const absl::Span<const uint64_t> key_span = Keys({"push_keys", "keys"}, key_array);
+    const ArgName arg{"push_keys", "grads"};
+    const py::array grad_array = ArrayArg(arg, grads);
+    const absl::Span<const float> values = FloatValues(arg, grad_array);
+    std::shared_ptr<Connection> connection = Live();
+    const proto::TableDef def = Definition(connection, table);
+    CheckKeyValues(arg, table, values, key_span.size(), def.width());
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      return c.PushKeys(table, key_span, def.width(), values, clock);
+    }));
+  }
+
+  py::array PushPullKeys(const std::string& table, py::handle keys, py::handle grads,
+                         uint64_t clock, py::handle out) {
+    const py::array key_array = ArrayArg({"push_pull_keys", "keys"}, keys);
+    const absl::Span<const uint64_t> key_span = Keys({"push_pull_keys", "keys"}, key_array);
+    const ArgName arg{"push_pull_keys", "grads"};
+    const py::array grad_array = ArrayArg(arg, grads);
+    const absl::Span<const float> values = FloatValues(arg, grad_array);
+    std::shared_ptr<Connection> connection = Live();
+    const proto::TableDef def = Definition(connection, table);
+    CheckKeyValues(arg, table, values, key_span.size(), def.width());
+    absl::Span<float> pulled;
+    py::array result =
+        OutputArray({"push_pull_keys", "out"}, table, out, key_span.size(), def.width(), &pulled);
+    CheckSeparate("push_pull_keys", values, pulled);
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      return c.PushPullKeys(table, key_span, def.width(), values, pulled, clock);
+    }));
+    return result;
+  }
+
+  void WaitForWorkers(int n, double timeout) {
+    ThrowIfError(WithoutGil(
+        Live(), [&](PsClient& c) { return c.WaitForWorkers(n, absl::Seconds(timeout)); }));
+  }
+
+  void Leave() {
+    WithoutGil(Live(), [](PsClient& c) { c.Leave(); });
+  }
+
+  py::list Stats() {
+    std::vector<ServerStats> stats =
+        ValueOrThrow(WithoutGil(Live(), [](PsClient& c) { return c.Stats(); }));
+    py::list result;
+    for (const ServerStats& s : stats) {
+      py::dict server;
+      server["server"] = s.server;
+      for (const auto& [name, value] : ProtoToDict(s.stats)) server[name] = value;
+      result.append(std::move(server));
+    }
+    return result;
+  }
+
+  py::dict Position() {
+    const PsClient::WorkerPosition position =
+        ValueOrThrow(WithoutGil(Live(), [](PsClient& c) { return c.Position(); }));
+    py::dict clocks;
+    for (const auto& [table, clock] : position.clocks) clocks[py::str(table)] = clock;
+    py::dict result;
+    result["restored_from"] = position.restored_from;
+    result["restored_cut"] = position.restored_cut;
+    result["clocks"] = std::move(clocks);
+    return result;
+  }
+
+ private:
+  explicit Client(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
+
+  // Connects (options: all but the replicated cluster's part) and fills
+  // *connection; errors name etcd or the server that failed.
+  static absl::Status ConnectWithoutGil(const Options& o, PsClientOptions options,
+                                        Connection* connection) {
+    if (!o.etcd.empty()) {
+      connection->etcd = std::make_unique<EtcdKvStore>(EtcdOptions{o.etcd});
+      absl::StatusOr<std::unique_ptr<EtcdShardDirectory>> directory =
+          EtcdShardDirectory::Start(connection->etcd.get(), o.cluster, options.connect_timeout);
+      if (!directory.ok()) {
+        return absl::Status(directory.status().code(),
+                            absl::StrCat("etcd=", o.etcd, ": ", directory.status().message()));
+      }
+      connection->directory = std::shared_ptr<const ShardDirectory>(*std::move(directory));
+      options.directory = connection->directory;
+      SpanFailoverWithRetries(&options);
+    }
+    // Values given win over the defaults of either kind of cluster.
+    if (o.timeout.has_value()) options.timeout = absl::Seconds(*o.timeout);
+    if (o.max_attempts.has_value()) options.max_attempts = *o.max_attempts;
+    absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Connect(options);
+    if (!client.ok()) return client.status();
+    connection->client = *std::move(client);
+    return absl::OkStatus();
+  }
+
+  std::shared_ptr<Connection> Live() const {
+    if (connection_ == nullptr) throw py::value_error("the Client is closed");
+    return connection_;
+  }
+
+  // The table's definition (cached by PsClient after the first call).
+  static proto::TableDef Definition(const std::shared_ptr<Connection>& connection,
+                                    const std::string& table) {
+    return ValueOrThrow(
+        WithoutGil(connection, [&](PsClient& c) { return c.TableDefinition(table); }));
+  }
+
+  static void CheckKeyValues(ArgName arg, const std::string& table, absl::Span<const float> values,
+                             uint64_t num_keys, uint32_t width) {
+    CheckValues(arg.call, table, num_keys, width);
+    if (values.size() != num_keys * width) {
+      throw py::value_error(absl::StrCat(arg.call, ": ", arg.name, " has ", values.size(),
+                                         " values; expected ", num_keys, " keys x width ", width,
+                                         " of table '", table, "'"));
+    }
+  }
+
+  std::shared_ptr<Connection> connection_;  // null once closed
+};
+
+py::dict Checkpoint(const std::string& servers, bool full, double timeout, const std::string& token,
+                    const std::string& ca_cert, const std::string& cert, const std::string& key) {
+  const std::vector<std::string> addresses = ServersOf("checkpoint", servers);
+  const std::shared_ptr<const PeerSecurity> security =
+      SecurityOf("checkpoint", token, ca_cert, cert, key);
+  absl::StatusOr<proto::CheckpointResponse> reply;
+  {
+    py::gil_scoped_release release;
+    reply = RequestCheckpoint(addresses[0], full, absl::Seconds(timeout), security.get());
+  }
+  ThrowIfError(reply.status());
+  py::dict result;
+  result["path"] = reply->path();
+  result["sequence"] = reply->sequence();
+  result["base_sequence"] = reply->base_sequence();
+  result["cut"] = reply->cut();
+  result["bytes"] = reply->bytes();
+  result["seconds"] = reply->micros() / 1e6;
+  return result;
+}
+
+}  // namespace
+
+}  // namespace ps::python
+
+PYBIND11_MODULE(_paramserver, m) {
+  using ps::python::Client;
+  // Any process that makes gRPC callback calls, the interpreter included
+  // (common/grpc_lifetime.h).
+  ps::KeepGrpcUntilExit();
+  m.doc() = "The compiled half of paramserver; use the paramserver package.";
+
+  py::class_<Client>(m, "Client")
+      .def(py::init([](const std::string& servers, const std::string& etcd,
+                       const std::string& cluster, uint32_t worker_id,
+                       const std::string& consistency, uint32_t staleness,
+                       std::optional<double> timeout, double connect_timeout,
+                       std::optional<int> max_attempts, double lease, const std::string& token,
+                       const std::string& ca_cert, const std::string& cert, const std::string& key,
+                       std::optional<uint64_t> slice_size, std::optional<int> virtual_nodes) {
+             return Client::Connect({servers, etcd, cluster, worker_id, consistency, staleness,
+                                     timeout, connect_timeout, max_attempts, lease, token, ca_cert,
+                                     cert, key, slice_size, virtual_nodes});
+           }),
+           py::kw_only(), py::arg("servers"), py::arg("etcd"), py::arg("cluster"),
+           py::arg("worker_id"), py::arg("consistency"), py::arg("staleness"), py::arg("timeout"),
+           py::arg("connect_timeout"), py::arg("max_attempts"), py::arg("lease"), py::arg("token"),
+           py::arg("ca_cert"), py::arg("cert"), py::arg("key"), py::arg("slice_size"),
+           py::arg("virtual_nodes"))
+      .def("close", &Client::Close)
+      .def_property_readonly("num_servers", &Client::NumServers)
+      .def(
+          "create_table",
+          [](Client& self, const std::string& name, std::optional<uint64_t> size, uint32_t width,
+             bool sparse, uint32_t buckets, const std::string& initializer, double init_low,
+             double init_high, double init_mean, double init_stddev, uint64_t seed,
+             const std::string& optimizer, double learning_rate, const py::dict& hyper) {
+            self.CreateTable({name, size, width, sparse, buckets},
+                             {initializer, init_low, init_high, init_mean, init_stddev, seed},
+                             {optimizer, learning_rate, hyper});
+          },
+          py::arg("name"), py::arg("size"), py::arg("width"), py::arg("sparse"), py::arg("buckets"),
+          py::arg("initializer"), py::arg("init_low"), py::arg("init_high"), py::arg("init_mean"),
+          py::arg("init_stddev"), py::arg("seed"), py::arg("optimizer"), py::arg("learning_rate"),
+          py::arg("hyper"))
+      .def("pull", &Client::Pull, py::arg("table"), py::arg("begin"), py::arg("end"),
+           py::arg("clock"), py::arg("out"))
+      .def("push", &Client::Push, py::arg("table"), py::arg("grads"), py::arg("begin"),
+           py::arg("clock"))
+      .def("push_pull", &Client::PushPull, py::arg("table"), py::arg("grads"), py::arg("begin"),
+           py::arg("clock"), py::arg("out"))
+      .def("pull_keys", &Client::PullKeys, py::arg("table"), py::arg("keys"), py::arg("out"))
+      .def("push_keys", &Client::PushKeys, py::arg("table"), py::arg("keys"), py::arg("grads"),
+           py::arg("clock"))
+      .def("push_pull_keys", &Client::PushPullKeys, py::arg("table"), py::arg("keys"),
+           py::arg("grads"), py::arg("clock"), py::arg("out"))
+      .def("wait_for_workers", &Client::WaitForWorkers, py::arg("n"), py::arg("timeout"))
+      .def("leave", &Client::Leave)
+      .def("stats", &Client::Stats)
+      .def("position", &Client::Position);
+
+  m.def("checkpoint", &ps::python::Checkpoint, py::kw_only(), py::arg("servers"), py::arg("full"),
+        py::arg("timeout"), py::arg("token"), py::arg("ca_cert"), py::arg("cert"), py::arg("key"));
+  m.def("tune_process_for_data_path", &ps::TuneProcessForDataPath);
+}
