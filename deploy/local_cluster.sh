@@ -10,6 +10,7 @@
 #                           [--epochs N] [--keep_logs] [--plot FILE.png]
 #                           [--checkpoint_dir DIR [--checkpoint_every SECONDS] [--resume]]
 #                           [--replicas R [--kill_server_after SECONDS]]
+#                           [--python_workers]
 #                           [-- extra ps_worker flags]
 #
 # Each worker writes its training curve as CSV (ps_worker --curve_csv), and
@@ -33,6 +34,14 @@
 #     --train_data=train.svm --test_data=test.svm --optimizer=ftrl --learning_rate=0.5
 #   deploy/local_cluster.sh --model embedding_mlp --epochs 1 -- \
 #     --train_data=train.ffm --test_data=test.ffm --num_fields=4 --optimizer=adagrad
+#
+# --python_workers: the workers are PyTorch processes instead of ps_worker
+# (python/examples/torch_mnist.py under /usr/bin/python3, over the paramserver
+# module built from //python): the same MLP and defaults, on the same
+# servers; flags after -- go to torch_mnist.py (see its --help), and the final
+# evaluation is torch_mnist.py --eval_only. Model mlp only; no --resume. Their
+# progress lines and curves have no staleness (the Python client does not
+# report the versions its pushes reached); the plot is the same.
 set -euo pipefail
 
 servers=2
@@ -46,6 +55,7 @@ checkpoint_every=10
 resume=0
 replicas=0
 kill_after=0
+python_workers=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -60,8 +70,9 @@ while [ $# -gt 0 ]; do
     --resume) resume=1; shift ;;
     --replicas) replicas="$2"; shift 2 ;;
     --kill_server_after) kill_after="$2"; shift 2 ;;
+    --python_workers) python_workers=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -71,6 +82,14 @@ if [ "$resume" = 1 ] && [ -z "$checkpoint_dir" ]; then
 fi
 if [ "$replicas" != 0 ] && [ -n "$checkpoint_dir" ]; then
   echo "local_cluster.sh: --replicas does not combine with --checkpoint_dir yet" >&2
+  exit 2
+fi
+if [ "$python_workers" = 1 ] && [ "$model" != mlp ]; then
+  echo "local_cluster.sh: --python_workers trains the MLP (python/examples/torch_mnist.py): --model must be mlp, not $model" >&2
+  exit 2
+fi
+if [ "$python_workers" = 1 ] && [ "$resume" = 1 ]; then
+  echo "local_cluster.sh: --python_workers does not resume from a checkpoint (torch_mnist.py has no --resume)" >&2
   exit 2
 fi
 if [ "$kill_after" != 0 ] && [ "$replicas" = 0 ]; then
@@ -89,8 +108,23 @@ cd "$(dirname "$0")/.."
 source deploy/lib/servers.sh
 source deploy/lib/etcd.sh
 deploy/setup.sh
-bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
+targets=(//server:ps_server //worker:ps_worker)
+[ "$python_workers" = 1 ] && targets+=(//python:paramserver)
+bazel build --ui_event_filters=-info --noshow_progress "${targets[@]}"
 bin="$(bazel info bazel-bin 2>/dev/null)"
+# The worker command: ps_worker, or a PyTorch worker taking the same cluster
+# and index flags (Debian's interpreter, which sees python3-torch).
+if [ "$python_workers" = 1 ]; then
+  worker_cmd=(env PYTHONPATH="$PWD/python:$bin/python" /usr/bin/python3 python/examples/torch_mnist.py)
+  model_flags=()
+  model_name=torch_mlp
+  worker_kind="PyTorch "
+else
+  worker_cmd=("$bin/worker/ps_worker")
+  model_flags=(--model="$model")
+  model_name=$model
+  worker_kind=""
+fi
 
 run_dir="$(mktemp -d "${TMPDIR:-/tmp}/ps_cluster.XXXXXX")"
 pids=()
@@ -112,7 +146,7 @@ trap cleanup EXIT
 trap 'echo "local_cluster.sh: interrupted, stopping every process"; exit 130' INT TERM
 
 start=$(date +%s.%N)
-echo "local_cluster.sh: starting $servers server(s) and $workers worker(s), model $model, $epochs epoch(s)${extra[*]:+, worker flags: ${extra[*]}} (logs in $run_dir)"
+echo "local_cluster.sh: starting $servers server(s) and $workers ${worker_kind}worker(s), model $model_name, $epochs epoch(s)${extra[*]:+, worker flags: ${extra[*]}} (logs in $run_dir)"
 server_flags=()
 worker_flags=()
 if [ -n "$checkpoint_dir" ]; then
@@ -145,8 +179,8 @@ fi
 
 worker_pids=()
 for ((w = 0; w < workers; w++)); do
-  "$bin/worker/ps_worker" "${connect[@]}" --worker_index="$w" --num_workers="$workers" \
-    --model="$model" --epochs="$epochs" --curve_csv="$run_dir/curve$w.csv" --progress_seconds=0.5 \
+  "${worker_cmd[@]}" "${connect[@]}" --worker_index="$w" --num_workers="$workers" \
+    "${model_flags[@]}" --epochs="$epochs" --curve_csv="$run_dir/curve$w.csv" --progress_seconds=0.5 \
     "${worker_flags[@]}" "${extra[@]}" > >(tee "$run_dir/worker$w.log") 2>&1 &
   worker_pids+=($!)
   pids+=($!)
@@ -170,13 +204,13 @@ done
 train_end=$(date +%s.%N)
 
 echo "local_cluster.sh: all workers done; evaluating the final parameters"
-"$bin/worker/ps_worker" "${connect[@]}" --worker_index=0 --num_workers="$workers" \
-  --model="$model" "${extra[@]}" --eval_only > "$run_dir/eval.log" 2>&1 ||
+"${worker_cmd[@]}" "${connect[@]}" --worker_index=0 --num_workers="$workers" \
+  "${model_flags[@]}" "${extra[@]}" --eval_only > "$run_dir/eval.log" 2>&1 ||
   { cat "$run_dir/eval.log" >&2; exit 1; }
 accuracy=$(sed -n 's/^RESULT .*test_accuracy=\([0-9.]*\).*/\1/p' "$run_dir/eval.log")
 auc=$(sed -n 's/^RESULT .*test_auc=\([0-9.]*\).*/\1/p' "$run_dir/eval.log")
 end=$(date +%s.%N)
-awk -v s="$servers" -v w="$workers" -v m="$model" -v e="$epochs" -v a="$accuracy" -v u="$auc" \
+awk -v s="$servers" -v w="$workers" -v m="$model_name" -v e="$epochs" -v a="$accuracy" -v u="$auc" \
   -v t0="$start" -v t1="$train_end" -v t2="$end" 'BEGIN {
     printf "local_cluster.sh: RESULT servers=%d workers=%d model=%s epochs=%d%s test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
       s, w, m, e, (u != "" ? " test_auc=" u : ""), a, t1 - t0, t2 - t0 }'

@@ -45,6 +45,8 @@ PACKAGES=(
   "pybind11-dev:the Python module's bindings over the client library (python/paramserver_ext.cc)"
   "python3-dev:Python.h, for building the Python module"
   "python3-venv:the fresh virtual environment python/tests/wheel_test.sh installs the wheel into"
+  "python3-torch:PyTorch CPU: the examples in python/examples (local_cluster.sh --python_workers), their tests, and the single-process training baseline"
+  "libopenblas0-pthread:optimized BLAS for PyTorch (Debian's default BLAS is the reference one)"
 )
 
 # What `bazel build` of the binaries needs: the toolchain, and every library
@@ -68,8 +70,6 @@ esac
 if [ "${1:-}" = "--bench" ]; then
   PACKAGES+=(
     "iperf3:loopback TCP bandwidth, the network limit benchmarks are compared with"
-    "python3-torch:PyTorch CPU, the single-process training baseline"
-    "libopenblas0-pthread:optimized BLAS for PyTorch (Debian's default BLAS is the reference one)"
   )
 fi
 

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -326,6 +327,67 @@ class Client {
     }));
   }
 
+  // Several dense tables' Downpour steps in one PsClient::PushPull: op i
+  // pushes grads[i] to tables[i] from key begins[i] and reads the same keys
+  // back into outs[i]. One round trip per server carries every op (a model's
+  // small tables cost one call, not one each). Every op is checked before
+  // anything is sent.
+  void PushPullMany(const std::vector<std::string>& tables, const py::sequence& grads,
+                    const std::vector<uint64_t>& begins, const py::sequence& outs,
+                    uint64_t clock) {
+    constexpr const char* kCall = "push_pull_many";
+    const size_t n = tables.size();
+    if (py::len(grads) != n || begins.size() != n || py::len(outs) != n) {
+      throw py::value_error(absl::StrCat(kCall, ": ", n, " tables, ", py::len(grads), " grads, ",
+                                         begins.size(), " begins and ", py::len(outs),
+                                         " outs: expected one of each per op"));
+    }
+    std::shared_ptr<Connection> connection = Live();
+    // Names such as "grads[2]" for messages, and the arrays, kept alive
+    // while the call runs without the GIL.
+    std::vector<std::string> grad_names(n), out_names(n);
+    std::vector<py::array> arrays;
+    arrays.reserve(2 * n);
+    std::vector<PushRange> push(n);
+    std::vector<PullRange> pull(n);
+    for (size_t i = 0; i < n; ++i) {
+      grad_names[i] = absl::StrCat("grads[", i, "]");
+      out_names[i] = absl::StrCat("outs[", i, "]");
+      const ArgName grad_arg{kCall, grad_names[i].c_str()};
+      arrays.push_back(ArrayArg(grad_arg, grads[i]));
+      const absl::Span<const float> values = FloatValues(grad_arg, arrays.back());
+      const proto::TableDef def = Definition(connection, tables[i]);
+      const uint64_t num_keys = KeysOf(grad_arg, tables[i], values, begins[i], def.width());
+      absl::Span<float> pulled;
+      const py::handle out = outs[i];
+      if (out.is_none()) {
+        throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " is None: pass the array ",
+                                           "the values of table '", tables[i], "' go to"));
+      }
+      arrays.push_back(OutputArray({kCall, out_names[i].c_str()}, tables[i], out, num_keys,
+                                   def.width(), &pulled));
+      CheckSeparate(kCall, values, pulled);
+      push[i] = PushRange{tables[i], begins[i], begins[i] + num_keys, values};
+      pull[i] = PullRange{tables[i], begins[i], begins[i] + num_keys, pulled};
+    }
+    // No op's pulled values may land on another's gradients or values.
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) {
+        if (j != i && Overlap(pull[i].out, push[j].grads)) {
+          throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " shares memory with ",
+                                             grad_names[j], ": pass separate arrays"));
+        }
+        if (j < i && Overlap(pull[i].out, pull[j].out)) {
+          throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " shares memory with ",
+                                             out_names[j], ": pass separate arrays"));
+        }
+      }
+    }
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      return c.PushPull(push, pull, clock);
+    }));
+  }
+
   py::array PushPullKeys(const std::string& table, py::handle keys, py::handle grads,
                          uint64_t clock, py::handle out) {
     const py::array key_array = ArrayArg({"push_pull_keys", "keys"}, keys);
@@ -504,6 +566,8 @@ PYBIND11_MODULE(_paramserver, m) {
            py::arg("clock"))
       .def("push_pull", &Client::PushPull, py::arg("table"), py::arg("grads"), py::arg("begin"),
            py::arg("clock"), py::arg("out"))
+      .def("push_pull_many", &Client::PushPullMany, py::arg("tables"), py::arg("grads"),
+           py::arg("begins"), py::arg("outs"), py::arg("clock"))
       .def("pull_keys", &Client::PullKeys, py::arg("table"), py::arg("keys"), py::arg("out"))
       .def("push_keys", &Client::PushKeys, py::arg("table"), py::arg("keys"), py::arg("grads"),
            py::arg("clock"))

@@ -43,7 +43,7 @@ import math
 import operator
 import pkgutil
 from collections.abc import Sequence
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -322,6 +322,31 @@ class Client:
         return self._client.push_pull(_text(call, "table", table), grads,
                                       _count(call, "begin", begin), _count(call, "clock", clock),
                                       out)
+
+    def push_pull_many(self, ops: Sequence[Tuple[str, np.ndarray, np.ndarray]], *,
+                       clock: int = 0, begins: Optional[Sequence[int]] = None) -> None:
+        """push_pull of several dense tables in one call: a model's tensors at once.
+
+        Each op is (table, grads, out): grads are pushed to the table from
+        key begins[i] (default 0) and the values after the push are read
+        into `out` (required; float32, C-contiguous, writable, the size of
+        grads). One round trip per server carries every op, so a model of
+        many small tables pays one round trip a step, not one per table.
+        Every op is checked before anything is sent; no `out` may share
+        memory with another op's grads or out.
+        """
+        call = "push_pull_many"
+        ops = list(ops)
+        for i, op in enumerate(ops):
+            if not isinstance(op, tuple) or len(op) != 3:
+                raise TypeError(f"{call}: ops[{i}] must be a tuple (table, grads, out); "
+                                f"got {type(op).__name__}")
+        if begins is None:
+            begins = [0] * len(ops)
+        begins = [_count(call, f"begins[{i}]", b) for i, b in enumerate(begins)]
+        self._client.push_pull_many([_text(call, f"ops[{i}] table", op[0]) for i, op in enumerate(ops)],
+                                    [op[1] for op in ops], begins, [op[2] for op in ops],
+                                    _count(call, "clock", clock))
 
     def pull_keys(self, table: str, keys: np.ndarray, *,
                   out: Optional[np.ndarray] = None) -> Values:

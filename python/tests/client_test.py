@@ -68,6 +68,38 @@ class RoundTripTest(unittest.TestCase):
         np.testing.assert_array_equal(out, expected[0:10])
         np.testing.assert_array_equal(c.pull("dense"), expected)
 
+    def test_push_pull_many(self):
+        c = self.client
+        c.create_table("many_a", size=5000, width=2, optimizer="sgd", learning_rate=0.5)
+        c.create_table("many_b", size=3, optimizer="sgd", learning_rate=2.0)
+        grads_a = np.full((4000, 2), 0.5, dtype=np.float32)
+        grads_b = np.array([1, 2, 3], dtype=np.float32)
+        out_a = np.empty((4000, 2), dtype=np.float32)
+        out_b = np.empty(3, dtype=np.float32)
+        # Keys [1000, 5000) of many_a (across a slice boundary) and all of many_b.
+        c.push_pull_many([("many_a", grads_a, out_a), ("many_b", grads_b, out_b)], clock=0,
+                         begins=[1000, 0])
+        expected_a = np.zeros((5000, 2), dtype=np.float32)
+        expected_a[1000:] = sgd(expected_a[1000:], grads_a, 0.5)
+        expected_b = sgd(np.zeros(3, np.float32), grads_b, 2.0)
+        np.testing.assert_array_equal(out_a, expected_a[1000:])
+        np.testing.assert_array_equal(out_b, expected_b)
+        np.testing.assert_array_equal(c.pull("many_a"), expected_a)
+        np.testing.assert_array_equal(c.pull("many_b").ravel(), expected_b)
+
+        # Checked before anything is sent: an out overlapping another op's
+        # grads, a float64 op, a missing out, mismatched lengths.
+        with self.assertRaisesRegex(ValueError, r"outs\[1\] shares memory with grads\[0\]"):
+            c.push_pull_many([("many_b", grads_b, out_b), ("many_b", grads_b.copy(), grads_b)])
+        with self.assertRaisesRegex(TypeError, r"grads\[1\] must be a float32 array"):
+            c.push_pull_many([("many_b", grads_b, out_b),
+                              ("many_b", grads_b.astype(np.float64), out_b.copy())])
+        with self.assertRaisesRegex(ValueError, r"outs\[0\] is None"):
+            c.push_pull_many([("many_b", grads_b, None)])
+        with self.assertRaisesRegex(ValueError, "expected one of each per op"):
+            c.push_pull_many([("many_b", grads_b, out_b)], begins=[0, 0])
+        np.testing.assert_array_equal(c.pull("many_b").ravel(), expected_b)
+
     def test_sparse_keys(self):
         c = self.client
         c.create_table("sparse", width=2, sparse=True, optimizer="sgd", learning_rate=2.0)
