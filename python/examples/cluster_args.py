@@ -1,8 +1,9 @@
-"""The flags that say which cluster an example worker joins and who it is.
+"""The flags that say which cluster an example worker joins, who it is and
+which optimizer its tables get on the servers.
 
 Shared by torch_mnist.py and torch_embedding.py so that both take the same
---servers / --etcd / --worker_index / --num_workers as ps_worker, and connect
-the same way.
+--servers / --etcd / --worker_index / --num_workers and optimizer flags as
+ps_worker, and connect the same way.
 """
 
 import sys
@@ -31,6 +32,28 @@ def add_cluster_flags(parser):
     parser.add_argument("--timeout_seconds", type=float, default=None,
                         help="deadline of each call attempt (default: 10, or 2.5 with --etcd, "
                              "whose calls are retried across a failover)")
+
+
+OPTIMIZERS = ("sgd", "adagrad", "momentum", "nesterov", "rmsprop", "adam", "ftrl")
+
+
+def add_optimizer_flags(parser, learning_rate):
+    parser.add_argument("--optimizer", default="adagrad", choices=OPTIMIZERS,
+                        help="server-side optimizer of every table")
+    parser.add_argument("--learning_rate", type=float, default=learning_rate,
+                        help="optimizer learning rate")
+    parser.add_argument("--initial_accumulator", type=float, default=0.1,
+                        help="AdaGrad initial accumulator")
+    parser.add_argument("--epsilon", type=float, default=1e-8,
+                        help="AdaGrad, RMSProp and Adam epsilon")
+    parser.add_argument("--momentum", type=float, default=0.9, help="momentum and nesterov")
+
+
+def optimizer_fields(args):
+    """create_table's optimizer arguments from add_optimizer_flags' flags."""
+    return dict(optimizer=args.optimizer, learning_rate=args.learning_rate,
+                initial_accumulator=args.initial_accumulator, epsilon=args.epsilon,
+                momentum=args.momentum)
 
 
 def check_cluster_flags(parser, args):

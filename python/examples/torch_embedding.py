@@ -62,7 +62,6 @@ from idx_data import DataError  # noqa: E402
 from server_parameters import ServerParameters  # noqa: E402
 from training_log import ProgressLog  # noqa: E402
 
-OPTIMIZERS = ("sgd", "adagrad", "momentum", "nesterov", "rmsprop", "adam", "ftrl")
 EMBEDDING_INIT = 0.05
 EVAL_BATCH = 4096
 
@@ -82,11 +81,7 @@ def parse_args():
     p.add_argument("--hidden", type=int, default=16, help="units of the hidden layer")
     p.add_argument("--num_buckets", type=int, default=1024,
                    help="slices (hash buckets) of the sparse table")
-    p.add_argument("--optimizer", default="adagrad", choices=OPTIMIZERS,
-                   help="server-side optimizer of every table")
-    p.add_argument("--learning_rate", type=float, default=0.1, help="optimizer learning rate")
-    p.add_argument("--initial_accumulator", type=float, default=0.1,
-                   help="AdaGrad initial accumulator")
+    cluster_args.add_optimizer_flags(p, learning_rate=0.1)
     p.add_argument("--seed", type=int, default=1, help="seed of initialization and shuffling")
     p.add_argument("--table_prefix", default="torch_embedding", help="table name prefix")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
@@ -118,8 +113,7 @@ class EmbeddingMlp:
         self.client = client
         self.dim = args.embedding_dim
         self.emb_table = f"{args.table_prefix}/emb"
-        optimizer_fields = dict(optimizer=args.optimizer, learning_rate=args.learning_rate,
-                                initial_accumulator=args.initial_accumulator)
+        optimizer_fields = cluster_args.optimizer_fields(args)
         client.create_table(self.emb_table, width=self.dim, sparse=True,
                             buckets=args.num_buckets, initializer="uniform",
                             init_low=-EMBEDDING_INIT, init_high=EMBEDDING_INIT, seed=args.seed,

@@ -53,7 +53,6 @@ from cluster_args import ps  # noqa: E402
 from server_parameters import ServerParameters  # noqa: E402
 from training_log import ProgressLog  # noqa: E402
 
-OPTIMIZERS = ("sgd", "adagrad", "momentum", "nesterov", "rmsprop", "adam", "ftrl")
 EVAL_BATCH = 1000
 
 
@@ -80,13 +79,7 @@ def parse_args():
     p.add_argument("--max_train_examples", type=int, default=0,
                    help="use only the first N training examples, before sharding (0: all)")
     p.add_argument("--hidden", default="256,128", help="hidden layer widths, comma-separated")
-    p.add_argument("--optimizer", default="adagrad", choices=OPTIMIZERS,
-                   help="server-side optimizer")
-    p.add_argument("--learning_rate", type=float, default=0.05, help="optimizer learning rate")
-    p.add_argument("--initial_accumulator", type=float, default=0.1,
-                   help="AdaGrad initial accumulator")
-    p.add_argument("--epsilon", type=float, default=1e-8, help="AdaGrad, RMSProp and Adam epsilon")
-    p.add_argument("--momentum", type=float, default=0.9, help="momentum and nesterov")
+    cluster_args.add_optimizer_flags(p, learning_rate=0.05)
     p.add_argument("--seed", type=int, default=1, help="seed of initialization and shuffling")
     p.add_argument("--table_prefix", default="torch_mlp", help="table name prefix")
     p.add_argument("--data_dir", default=idx_data.DEFAULT_DATA_DIR,
@@ -208,9 +201,7 @@ def main():
             log = ProgressLog(who, args.progress_seconds, args.curve_csv)
         except ValueError as err:
             sys.exit(f"torch_mnist: {err}")
-    optimizer_fields = dict(optimizer=args.optimizer, learning_rate=args.learning_rate,
-                            initial_accumulator=args.initial_accumulator, epsilon=args.epsilon,
-                            momentum=args.momentum)
+    optimizer_fields = cluster_args.optimizer_fields(args)
     stage = "connecting"
     try:
         # An evaluator reads the parameters as they are and takes no part in the clocks.
