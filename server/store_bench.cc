@@ -18,6 +18,7 @@
 #include "benchmark/benchmark.h"
 #include "common/process_tuning.h"
 #include "common/placement.h"
+#include "common/table_layout.h"
 #include "server/shard_store.h"
 
 namespace ps {
@@ -38,10 +39,15 @@ void BM_MemoryCopy(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryCopy)->Unit(benchmark::kMicrosecond);
 
-// state.range(0): 1 = sparse table, 0 = dense; state.range(1): width.
+// state.range(0): 1 = sparse table, 0 = dense; state.range(1): width;
+// state.range(2): a sparse table's buckets (slices). The dense table of 1M
+// keys has 245 slices of 4096 keys: 256 buckets give the sparse table as
+// many slices (and slice locks per push), the default 1024 four times as
+// many.
 void BM_KeyPushAndRead(benchmark::State& state) {
   const bool sparse = state.range(0) == 1;
   const uint32_t width = static_cast<uint32_t>(state.range(1));
+  const uint32_t buckets = static_cast<uint32_t>(state.range(2));
   const Placement placement(1);
   ShardStore store(0, placement);
   proto::TableDef def;
@@ -52,6 +58,7 @@ void BM_KeyPushAndRead(benchmark::State& state) {
   def.set_learning_rate(0.01f);
   if (sparse) {
     def.set_kind(proto::TABLE_SPARSE);
+    def.set_num_buckets(buckets);
   } else {
     def.set_num_keys(kDenseKeys);
   }
@@ -59,7 +66,7 @@ void BM_KeyPushAndRead(benchmark::State& state) {
     state.SkipWithError("CreateTable failed");
     return;
   }
-  const TableLayout layout = sparse ? TableLayout{true, 1024} : TableLayout{};
+  const TableLayout layout = LayoutOf(def);
   std::mt19937_64 rng(1);
   std::vector<uint64_t> keys(kKeys);
   for (uint64_t& k : keys) {
@@ -91,11 +98,13 @@ void BM_KeyPushAndRead(benchmark::State& state) {
   state.counters["bytes_used"] = static_cast<double>(store.bytes_used());
 }
 BENCHMARK(BM_KeyPushAndRead)
-    ->ArgNames({"sparse", "width"})
-    ->Args({0, 1})
-    ->Args({1, 1})
-    ->Args({0, 16})
-    ->Args({1, 16})
+    ->ArgNames({"sparse", "width", "buckets"})
+    ->Args({0, 1, 0})
+    ->Args({1, 1, 1024})
+    ->Args({1, 1, 256})
+    ->Args({0, 16, 0})
+    ->Args({1, 16, 1024})
+    ->Args({1, 16, 256})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
