@@ -39,7 +39,7 @@
 # (python/examples/torch_mnist.py under /usr/bin/python3, over the paramserver
 # module built from //python): the same MLP and defaults, on the same
 # servers; flags after -- go to torch_mnist.py (see its --help), and the final
-# evaluation is torch_mnist.py --eval_only. Model mlp only; no --resume. Their
+# evaluation is torch_mnist.py --eval_only. Model mlp only. Their
 # progress lines and curves have no staleness (the Python client does not
 # report the versions its pushes reached); the plot is the same.
 set -euo pipefail
@@ -86,10 +86,6 @@ if [ "$replicas" != 0 ] && [ -n "$checkpoint_dir" ]; then
 fi
 if [ "$python_workers" = 1 ] && [ "$model" != mlp ]; then
   echo "local_cluster.sh: --python_workers trains the MLP (python/examples/torch_mnist.py): --model must be mlp, not $model" >&2
-  exit 2
-fi
-if [ "$python_workers" = 1 ] && [ "$resume" = 1 ]; then
-  echo "local_cluster.sh: --python_workers does not resume from a checkpoint (torch_mnist.py has no --resume)" >&2
   exit 2
 fi
 if [ "$kill_after" != 0 ] && [ "$replicas" = 0 ]; then

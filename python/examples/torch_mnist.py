@@ -95,6 +95,9 @@ def parse_args():
                         "without a heartbeat")
     p.add_argument("--wait_for_workers_seconds", type=float, default=60.0,
                    help="with bsp: wait this long for all --num_workers to join")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from this worker's clock in the checkpoint the servers "
+                        "restored (ps_server --restore), as ps_worker --resume does")
     p.add_argument("--eval_only", action="store_true",
                    help="skip training; evaluate the parameters on the servers")
     args = p.parse_args()
@@ -126,15 +129,35 @@ def accuracy(model, x, y):
     return correct / x.shape[0] if x.shape[0] else 0.0
 
 
-def train(args, who, client, params, model, x_shard, y_shard, log):
-    """The Downpour loop over this worker's shard, reported through `log`."""
+def resume_clock(client, params, who):
+    """The clock to continue at: the smallest of this worker's clocks on its
+    tables in the checkpoint the servers restored (0 when they restored none)."""
+    position = client.position()
+    if not position["restored_from"]:
+        print(f"{who}: --resume: the servers restored no checkpoint; starting from the beginning",
+              flush=True)
+        return 0
+    clock = min((position["clocks"].get(table, 0) for table, _ in params.tables), default=0)
+    print(f"{who}: --resume: servers restored {position['restored_from']} "
+          f"(cut {position['restored_cut']}); this worker continues at clock {clock}", flush=True)
+    return clock
+
+
+def train(args, who, client, params, model, x_shard, y_shard, log, start_clock=0):
+    """The Downpour loop over this worker's shard, reported through `log`.
+
+    start_clock > 0 (--resume): the first start_clock steps are skipped, over
+    the same shuffled order as the run that reached them (the permutations
+    come from the seed and the worker index alone).
+    """
     if args.consistency == "bsp":
         client.wait_for_workers(args.num_workers, timeout=args.wait_for_workers_seconds)
     loss_fn = nn.CrossEntropyLoss()
     rng = np.random.default_rng([args.seed, args.worker_index])
     n = x_shard.shape[0]
-    clock = 0  # rounds this worker has pushed: the clock of its next push
+    clock = start_clock  # rounds this worker has pushed: the clock of its next push
     steps = examples = 0
+    skip = start_clock  # steps the resumed run had done
     epoch_loss, epoch_steps = 0.0, 0
     start = time.perf_counter()
     params.pull(clock)
@@ -143,6 +166,12 @@ def train(args, who, client, params, model, x_shard, y_shard, log):
         order = torch.from_numpy(rng.permutation(n))
         epoch_loss, epoch_steps = 0.0, 0
         for first in range(0, n, args.batch_size):
+            if skip > 0:
+                skip -= 1
+                continue
+            if start_clock > 0 and steps == 0:
+                print(f"{who} resumed at epoch {epoch} step {first // args.batch_size + 1} "
+                      f"(clock {clock})", flush=True)
             batch = order[first:first + args.batch_size]
             # set_to_none: autograd hands over fresh gradient tensors, pushed
             # from their memory, with no zeroing pass.
@@ -216,8 +245,12 @@ def main():
                       f"({params.num_values} parameters in {len(params.tables)} tables), "
                       f"{client.num_servers} server(s), torch {torch.__version__}, "
                       f"{args.consistency}", flush=True)
+                start_clock = 0
+                if args.resume:
+                    stage = "reading this worker's position (--resume)"
+                    start_clock = resume_clock(client, params, who)
                 stage = "training"
-                train(args, who, client, params, model, x_shard, y_shard, log)
+                train(args, who, client, params, model, x_shard, y_shard, log, start_clock)
             stage = "pulling the final parameters"
             params.pull()
     except ps.Error as err:

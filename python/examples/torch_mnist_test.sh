@@ -6,6 +6,9 @@
 #     0.1); their curve CSVs have ps_worker's columns and end with the result;
 #   - bsp, 20 steps each on other tables: both finish every step (the servers
 #     hold each pull back until both workers pushed the step before);
+#   - --resume: a worker of 1 does 30 steps against a server that checkpoints;
+#     the server is stopped (its stop writes a checkpoint) and restarted with
+#     --restore; a worker with --resume continues at clock 30, step 31;
 #   - a worker index outside [0, num_workers) exits 2 naming the flag.
 set -euo pipefail
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/cluster_lib.sh"
@@ -54,6 +57,25 @@ for w in 0 1; do
 done
 echo "bsp: both workers did 20 steps"
 
+stop_servers
+start_servers 1 --checkpoint_dir="$dir/checkpoints"
+timeout 120 "$python" "$example" --servers="$spec" --max_steps=30 --max_train_examples=12000 \
+  --table_prefix=torch_resume --progress_seconds=100 >"$dir/before.log" 2>&1 ||
+  fail "resume: the first run exited non-zero (124: timed out)"
+stop_servers
+mv "$dir/server0.log" "$dir/server0_first.log"
+start_servers 1 --checkpoint_dir="$dir/checkpoints" --restore
+timeout 120 "$python" "$example" --servers="$spec" --max_steps=5 --max_train_examples=12000 \
+  --table_prefix=torch_resume --progress_seconds=100 --resume >"$dir/resumed.log" 2>&1 ||
+  fail "resume: the resumed run exited non-zero (124: timed out)"
+grep -q "^worker 0/1: --resume: servers restored .*/checkpoints/ckpt-[0-9]* (cut [0-9]*); this worker continues at clock 30$" \
+  "$dir/resumed.log" || fail "resume: the worker did not continue at clock 30 of a restored checkpoint"
+grep -q "^worker 0/1 resumed at epoch 1 step 31 (clock 30)$" "$dir/resumed.log" ||
+  fail "resume: the worker did not resume at epoch 1 step 31"
+grep -q "^worker 0/1: done: 5 steps" "$dir/resumed.log" || fail "resume: the worker did not do 5 more steps"
+echo "resume: $(grep -- '--resume:' "$dir/resumed.log")"
+stop_servers
+
 if "$python" "$example" --servers="$spec" --worker_index=2 --num_workers=2 >"$dir/bad_flags.log" 2>&1; then
   fail "--worker_index=2 --num_workers=2 was accepted"
 else
@@ -63,5 +85,4 @@ else
     fail "--worker_index=2's error does not name the flag and its range"
 fi
 
-stop_servers
 echo "PASS"
