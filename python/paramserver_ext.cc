@@ -285,18 +285,11 @@ class Client {
     const py::array array = ArrayArg(arg, grads);
     const absl::Span<const float> values = FloatValues(arg, array);
     std::shared_ptr<Connection> connection = Live();
-    const proto::TableDef def = Definition(connection, table);
-    const uint64_t num_keys = KeysOf(arg, table, values, begin, def.width());
-    absl::Span<float> pulled;
-    py::array result =
-        OutputArray({"push_pull", "out"}, table, out, num_keys, def.width(), &pulled);
-    CheckSeparate("push_pull", values, pulled);
-    const PushRange push{table, begin, begin + num_keys, values};
-    const PullRange pull{table, begin, begin + num_keys, pulled};
+    const DenseStep step = StepOf(connection, table, begin, arg, values, {"push_pull", "out"}, out);
     ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
-      return c.PushPull({&push, 1}, {&pull, 1}, clock);
+      return c.PushPull({&step.push, 1}, {&step.pull, 1}, clock);
     }));
-    return result;
+    return step.out;
   }
 
   py::array PullKeys(const std::string& table, py::handle keys, py::handle out) {
@@ -356,19 +349,16 @@ class Client {
       const ArgName grad_arg{kCall, grad_names[i].c_str()};
       arrays.push_back(ArrayArg(grad_arg, grads[i]));
       const absl::Span<const float> values = FloatValues(grad_arg, arrays.back());
-      const proto::TableDef def = Definition(connection, tables[i]);
-      const uint64_t num_keys = KeysOf(grad_arg, tables[i], values, begins[i], def.width());
-      absl::Span<float> pulled;
       const py::handle out = outs[i];
       if (out.is_none()) {
         throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " is None: pass the array ",
                                            "the values of table '", tables[i], "' go to"));
       }
-      arrays.push_back(OutputArray({kCall, out_names[i].c_str()}, tables[i], out, num_keys,
-                                   def.width(), &pulled));
-      CheckSeparate(kCall, values, pulled);
-      push[i] = PushRange{tables[i], begins[i], begins[i] + num_keys, values};
-      pull[i] = PullRange{tables[i], begins[i], begins[i] + num_keys, pulled};
+      const DenseStep step = StepOf(connection, tables[i], begins[i], grad_arg, values,
+                                    {kCall, out_names[i].c_str()}, out);
+      arrays.push_back(step.out);
+      push[i] = step.push;
+      pull[i] = step.pull;
     }
     // No op's pulled values may land on another's gradients or values.
     for (size_t i = 0; i < n; ++i) {
@@ -473,6 +463,29 @@ class Client {
   std::shared_ptr<Connection> Live() const {
     if (connection_ == nullptr) throw py::value_error("the Client is closed");
     return connection_;
+  }
+
+  // One dense Downpour step, checked: `values` (the array named grad_arg)
+  // pushed to `table` from key `begin`, and the same keys read back into
+  // `out` (named out_arg; None: a new array). The table's width comes from
+  // its definition.
+  struct DenseStep {
+    PushRange push;
+    PullRange pull;
+    py::array out;  // holds the pulled values' memory
+  };
+  static DenseStep StepOf(const std::shared_ptr<Connection>& connection, const std::string& table,
+                          uint64_t begin, ArgName grad_arg, absl::Span<const float> values,
+                          ArgName out_arg, py::handle out) {
+    const proto::TableDef def = Definition(connection, table);
+    const uint64_t num_keys = KeysOf(grad_arg, table, values, begin, def.width());
+    DenseStep step;
+    absl::Span<float> pulled;
+    step.out = OutputArray(out_arg, table, out, num_keys, def.width(), &pulled);
+    CheckSeparate(grad_arg.call, values, pulled);
+    step.push = PushRange{table, begin, begin + num_keys, values};
+    step.pull = PullRange{table, begin, begin + num_keys, pulled};
+    return step;
   }
 
   // The table's definition (cached by PsClient after the first call).
