@@ -19,15 +19,18 @@ loading, not evaluation.
 """
 
 import argparse
-import gzip
 import os
 import sys
 import time
 
+# The IDX reader of the PyTorch examples (python/examples/idx_data.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python",
+                                "examples"))
 try:
-    import numpy as np
     import torch
     from torch import nn
+
+    import idx_data  # NumPy
 except ImportError as err:
     sys.exit(
         f"torch_mlp_baseline: cannot import {err.name} ({err}). Install Debian's packages "
@@ -35,9 +38,6 @@ except ImportError as err:
         "/usr/bin/python3, not another python3 on PATH."
     )
 
-DEFAULT_DATA_DIR = "/usr/share/datasets/fashion-mnist"
-IMAGE_MAGIC = 2051
-LABEL_MAGIC = 2049
 HIDDEN = (256, 128)
 NUM_CLASSES = 10
 LEARNING_RATE = 0.05
@@ -47,43 +47,13 @@ PROGRESS_SECONDS = 5.0
 EVAL_BATCH = 1000
 
 
-def read_idx(path, magic, ndim):
-    """Returns the uint8 array stored in a gzipped IDX file at path."""
-    if not os.path.isfile(path):
-        sys.exit(
-            f"torch_mlp_baseline: data file {path} not found; check --data_dir, or install "
-            "the dataset-fashion-mnist package (deploy/setup.sh does)."
-        )
-    with gzip.open(path, "rb") as f:
-        raw = f.read()
-    header_bytes = 4 * (1 + ndim)
-    if len(raw) < header_bytes:
-        sys.exit(f"torch_mlp_baseline: {path} is too short for an IDX header ({len(raw)} bytes)")
-    header = np.frombuffer(raw, dtype=">u4", count=1 + ndim)
-    if header[0] != magic:
-        sys.exit(f"torch_mlp_baseline: {path} has magic {header[0]}, expected {magic}")
-    shape = tuple(int(d) for d in header[1:])
-    count = int(np.prod(shape))
-    if len(raw) - header_bytes != count:
-        sys.exit(
-            f"torch_mlp_baseline: {path} holds {len(raw) - header_bytes} data bytes, "
-            f"its header says {shape} = {count}"
-        )
-    return np.frombuffer(raw, dtype=np.uint8, offset=header_bytes).reshape(shape)
-
-
 def load_split(data_dir, prefix):
     """Returns (images float32 [n, 784] in [0, 1], labels int64 [n]) for 'train' or 't10k'."""
-    images = read_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"), IMAGE_MAGIC, 3)
-    labels = read_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"), LABEL_MAGIC, 1)
-    if images.shape[0] != labels.shape[0]:
-        sys.exit(
-            f"torch_mlp_baseline: {prefix} has {images.shape[0]} images but "
-            f"{labels.shape[0]} labels in {data_dir}"
-        )
-    x = torch.from_numpy(images.reshape(images.shape[0], -1).astype(np.float32) / 255.0)
-    y = torch.from_numpy(labels.astype(np.int64))
-    return x, y
+    try:
+        images, labels = idx_data.read_split(data_dir, prefix)
+    except idx_data.DataError as err:
+        sys.exit(f"torch_mlp_baseline: {err}")
+    return torch.from_numpy(images), torch.from_numpy(labels)
 
 
 def make_mlp(dim):
@@ -119,7 +89,7 @@ def parse_args():
                    help="torch intra-op and inter-op threads")
     p.add_argument("--max_train_examples", type=int, default=0,
                    help="use only the first N training examples (0: all)")
-    p.add_argument("--data_dir", default=DEFAULT_DATA_DIR,
+    p.add_argument("--data_dir", default=idx_data.DEFAULT_DATA_DIR,
                    help="directory holding the four Fashion-MNIST .gz files")
     p.add_argument("--seed", type=int, default=1, help="seed for initialization and shuffling")
     args = p.parse_args()

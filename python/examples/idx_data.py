@@ -64,7 +64,7 @@ def read_split(data_dir, prefix):
         raise DataError(f"{images_path} holds {images.shape[0]} images but {labels_path} "
                         f"holds {labels.shape[0]} labels")
     pixels = images.reshape(images.shape[0], -1).astype(np.float32)
-    pixels *= np.float32(1.0 / 255.0)
+    pixels /= np.float32(255.0)
     return pixels, labels.astype(np.int64)
 
 
