@@ -155,12 +155,15 @@ int Status() {
   if (!(timeout > 0) || timeout > 3600) {
     return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 3600]"));
   }
+  // Declared before `options`, so destroyed after the directory that
+  // options holds: the directory's watch thread reads the ring from `kv`
+  // until the directory's destructor joins it.
+  std::unique_ptr<ps::EtcdKvStore> kv;
   ps::PsClientOptions options;
   options.timeout = absl::Seconds(std::min(timeout, 10.0));
   options.connect_timeout = absl::Seconds(timeout);
   options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
   options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
-  std::unique_ptr<ps::EtcdKvStore> kv;
   std::string ring_line;
   std::function<std::string(int)> name;  // of a shard's primary
   if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {

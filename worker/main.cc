@@ -370,11 +370,12 @@ absl::StatusOr<uint64_t> ResumeClock(ps::PsClient& client,
 // Everything after the flags and the metrics endpoint; returns the exit code.
 static int RunWorker() {
   absl::StatusOr<ps::ClusterSpec> spec = ps::ClusterSpec();
-  static std::unique_ptr<ps::KvStore> etcd;
   if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {
-    etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{endpoint});
+    // Never destroyed, like Directory(): the directory's watch thread reads
+    // the ring from it until the process exits.
+    auto* etcd = new ps::EtcdKvStore(ps::EtcdOptions{endpoint});
     auto directory =
-        ps::EtcdShardDirectory::Start(etcd.get(), absl::GetFlag(FLAGS_cluster), absl::Seconds(60));
+        ps::EtcdShardDirectory::Start(etcd, absl::GetFlag(FLAGS_cluster), absl::Seconds(60));
     if (!directory.ok()) return Fail(absl::StrCat("--etcd=", endpoint, ": ",
                                                   directory.status().message()));
     Directory() = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
