@@ -366,13 +366,38 @@ class RuleOptimizer final : public Optimizer {
 
   void ApplyRows(float* const* w_rows, float* const* state_rows, const float* g, size_t num_rows,
                  size_t width, uint64_t clock, char* out) const override {
+    const auto state_of = [state_rows](size_t r) {
+      return Rule::kState > 0 ? state_rows[r] : nullptr;
+    };
+    ApplyEachRow(w_rows, state_of, g, num_rows, width, clock, out, [](float*) {});
+  }
+
+  void ApplySparseRows(float* const* rows, const float* g, size_t num_rows, size_t width,
+                       size_t tag_at, uint32_t tag, uint64_t clock, char* out) const override {
+    const auto state_of = [rows, width](size_t r) {
+      return Rule::kState > 0 ? rows[r] + width : nullptr;
+    };
+    ApplyEachRow(rows, state_of, g, num_rows, width, clock, out, [tag_at, tag](float* row) {
+      uint32_t t;
+      std::memcpy(&t, row + tag_at, sizeof t);
+      if (tag > t) std::memcpy(row + tag_at, &tag, sizeof tag);
+    });
+  }
+
+ private:
+  // The rule (transformed gradients when clipping or decay are on) on each
+  // row: row r at w_rows[r], its state at state_of(r); after(row) once the
+  // row is updated.
+  template <typename StateOf, typename After>
+  void ApplyEachRow(float* const* w_rows, StateOf state_of, const float* g, size_t num_rows,
+                    size_t width, uint64_t clock, char* out, After after) const {
     const Rule rule = rule_.At(schedule_.Rate(clock), clock);
     if (!transform_.active()) {
-      ForEachRow(w_rows, state_rows, num_rows, width, out,
+      ForEachRow(w_rows, state_of, num_rows, width, out, after,
                  [&](float* w, float* s, size_t r) { UpdateRun(rule, w, s, g + r * width, width); });
       return;
     }
-    ForEachRow(w_rows, state_rows, num_rows, width, out, [&](float* w, float* s, size_t r) {
+    ForEachRow(w_rows, state_of, num_rows, width, out, after, [&](float* w, float* s, size_t r) {
       transform_.ForEachBlock(w, g + r * width, 1, width,
                               [&](size_t at, size_t n, const float* tg) {
                                 UpdateRun(rule, w + at, s + at * Rule::kState, tg, n);
@@ -380,21 +405,22 @@ class RuleOptimizer final : public Optimizer {
     });
   }
 
- private:
-  // Calls update(row, its state, r) for each row in order, prefetching the
-  // rows (and state) kAhead ahead, and copies each row's result to `out`.
-  template <typename Update>
-  static void ForEachRow(float* const* w_rows, float* const* state_rows, size_t num_rows,
-                         size_t width, char* out, Update update) {
+  // Calls update(row, its state, r) then after(row) for each row in order,
+  // prefetching the rows (and state) kAhead ahead, and copies each row's
+  // result to `out`.
+  template <typename StateOf, typename After, typename Update>
+  static void ForEachRow(float* const* w_rows, StateOf state_of, size_t num_rows, size_t width,
+                         char* out, After after, Update update) {
     // Far enough ahead for a miss to resolve, near enough to stay in cache.
     constexpr size_t kAhead = 8;
     for (size_t r = 0; r < num_rows; ++r) {
       if (r + kAhead < num_rows) {
         __builtin_prefetch(w_rows[r + kAhead], 1);
-        if constexpr (Rule::kState > 0) __builtin_prefetch(state_rows[r + kAhead], 1);
+        if constexpr (Rule::kState > 0) __builtin_prefetch(state_of(r + kAhead), 1);
       }
       float* row = w_rows[r];
-      update(row, Rule::kState > 0 ? state_rows[r] : nullptr, r);
+      update(row, state_of(r), r);
+      after(row);
       if (out != nullptr) {
         std::memcpy(out + r * width * sizeof(float), row, width * sizeof(float));
       }

@@ -83,6 +83,16 @@ class Optimizer {
   // are scattered in memory).
   virtual void ApplyRows(float* const* w_rows, float* const* state_rows, const float* g,
                          size_t num_rows, size_t width, uint64_t clock, char* out) const = 0;
+
+  // Rows of a sparse table (server/sparse_rows.h): row r at rows[r] holds
+  // its `width` values followed by their state (width * state_per_value()
+  // floats), and gets gradient g + r * width; after its update, the uint32
+  // stored `tag_at` floats into the row (its change tag) is raised to `tag`
+  // when lower. Otherwise as ApplyRows: one pass over the rows, no array of
+  // state pointers.
+  virtual void ApplySparseRows(float* const* rows, const float* g, size_t num_rows, size_t width,
+                               size_t tag_at, uint32_t tag, uint64_t clock,
+                               char* out) const = 0;
 };
 
 // From a table definition (validated by ValidateTableDef). Errors:

@@ -411,6 +411,76 @@ TEST(OptimizerTest, ApplyRowsMatchesApplyRowByRowWithRepeatsAndReadBack) {
   }
 }
 
+// ApplySparseRows on rows laid out as a sparse table's (values, state, a
+// uint32 change tag) against ApplyRows on the same values and state kept
+// apart: the same values, state and read-back, for every rule, with and
+// without clipping; each updated row's tag raised to the push's when lower
+// and left when higher; rows not listed untouched.
+TEST(OptimizerTest, ApplySparseRowsMatchesApplyRowsAndRaisesTags) {
+  constexpr size_t kRows = 40;
+  const std::vector<size_t> rows = {7, 0, 39, 7, 12, 5, 7, 30, 3};
+  for (proto::OptimizerKind kind : kAllKinds) {
+    for (bool transform : {false, true}) {
+      for (size_t width : {1u, 2u, 17u}) {
+        SCOPED_TRACE(testing::Message() << proto::OptimizerKind_Name(kind) << " width " << width
+                                        << (transform ? " clipped, decayed" : ""));
+        proto::TableDef def = FullDef(kind);
+        if (transform) {
+          def.set_clip_value(0.4f);
+          def.set_clip_norm(0.5f);
+          def.set_weight_decay(0.01f);
+        }
+        auto opt = Make(def);
+        const size_t spv = opt->state_per_value();
+        const size_t tag_at = width * (1 + spv);
+        const size_t stride = tag_at + 1;
+        std::vector<float> w0(kRows * width);
+        for (size_t i = 0; i < w0.size(); ++i) w0[i] = 0.01f * static_cast<float>(i) - 0.1f;
+        Params apart(*opt, w0);
+        // The same rows interleaved; tags: odd rows 9 (above the push's 5),
+        // even rows 2 (below it).
+        std::vector<float> interleaved(kRows * stride);
+        for (size_t r = 0; r < kRows; ++r) {
+          float* row = interleaved.data() + r * stride;
+          std::copy_n(apart.w.data() + r * width, width, row);
+          std::copy_n(apart.state.data() + r * width * spv, width * spv, row + width);
+          const uint32_t tag = r % 2 == 1 ? 9 : 2;
+          std::memcpy(row + tag_at, &tag, sizeof tag);
+        }
+        std::vector<float> g(rows.size() * width);
+        for (size_t i = 0; i < g.size(); ++i) g[i] = 0.5f - 0.07f * static_cast<float>(i);
+        std::vector<float*> w_rows, state_rows, sparse_rows;
+        for (size_t r : rows) {
+          w_rows.push_back(apart.w.data() + r * width);
+          state_rows.push_back(spv ? apart.state.data() + r * width * spv : nullptr);
+          sparse_rows.push_back(interleaved.data() + r * stride);
+        }
+        for (uint64_t clock : {0u, 7u}) {
+          std::vector<float> out_ref(g.size()), out(g.size(), -1.0f);
+          opt->ApplyRows(w_rows.data(), spv ? state_rows.data() : nullptr, g.data(), rows.size(),
+                         width, clock, reinterpret_cast<char*>(out_ref.data()));
+          opt->ApplySparseRows(sparse_rows.data(), g.data(), rows.size(), width, tag_at, 5,
+                               clock, reinterpret_cast<char*>(out.data()));
+          EXPECT_EQ(out, out_ref);
+        }
+        for (size_t r = 0; r < kRows; ++r) {
+          const float* row = interleaved.data() + r * stride;
+          EXPECT_EQ(std::vector<float>(row, row + width),
+                    std::vector<float>(apart.w.begin() + r * width,
+                                       apart.w.begin() + (r + 1) * width)) << "row " << r;
+          EXPECT_EQ(std::vector<float>(row + width, row + tag_at),
+                    std::vector<float>(apart.state.begin() + r * width * spv,
+                                       apart.state.begin() + (r + 1) * width * spv)) << "row " << r;
+          uint32_t tag;
+          std::memcpy(&tag, row + tag_at, sizeof tag);
+          const bool listed = std::find(rows.begin(), rows.end(), r) != rows.end();
+          EXPECT_EQ(tag, r % 2 == 1 ? 9u : (listed ? 5u : 2u)) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(OptimizerTest, ReadBackNeedsNoAlignment) {
   auto opt = Make(Def(proto::OPT_SGD, 1.0f));
   std::vector<float> w = {1.0f, 2.0f};

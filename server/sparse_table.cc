@@ -34,10 +34,9 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
   for (uint64_t s = 0; s < num_buckets_; ++s) {
     if (placement_.OwnerOfSlice(def_.name(), s) == server_index_) {
       slices_[s] = std::make_unique<Slice>(floats_per_row_, HashCombine(def_.seed(), s));
-      if (def_.admit_after_pushes() > 1) {
-        absl::MutexLock lock(&slices_[s]->mu);
-        slices_[s]->sketch.assign(kSketchDepth * kSketchWidth, 0);
-      }
+      absl::MutexLock lock(&slices_[s]->mu);
+      PublishShape(s, *slices_[s]);
+      if (def_.admit_after_pushes() > 1) slices_[s]->sketch.assign(kSketchDepth * kSketchWidth, 0);
     }
   }
 }
@@ -50,6 +49,17 @@ void SparseTable::PublishSlots(uint64_t s, const SparseRows& rows) {
     ref = base | (log2 << kRefShift);
   }
   slot_refs_[s].store(ref, std::memory_order_relaxed);
+}
+
+void SparseTable::PublishShape(uint64_t s, Slice& slice) {
+  const SparseRows::Shape shape = slice.rows.shape();
+  slice.size.store(shape.size, std::memory_order_relaxed);
+  slice.next_row.store(shape.next_row, std::memory_order_relaxed);
+  slice.slots.store(shape.slots, std::memory_order_relaxed);
+  slice.chunks.store(shape.chunks, std::memory_order_relaxed);
+  slice.small_bound.store(SparseRows::BytesToInsert(floats_per_row_, shape, kSmallGroup),
+                          std::memory_order_relaxed);
+  PublishSlots(s, slice.rows);
 }
 
 uint64_t SparseTable::NextRandom(uint64_t* state) {
@@ -202,12 +212,19 @@ uint64_t SparseTable::Reserve(const KeyPlan& plan, absl::Span<const uint64_t> ke
   uint64_t bound = 0;
   for (const Group& g : groups) {
     const Slice& slice = *slices_[g.slice];
+    const uint64_t n = g.end - g.begin;
+    if (n <= kSmallGroup) {
+      // BytesToInsert grows with n: its value for kSmallGroup, published
+      // with the shape, bounds a smaller group's.
+      bound += slice.small_bound.load(std::memory_order_relaxed);
+      continue;
+    }
     SparseRows::Shape shape;
     shape.size = slice.size.load(std::memory_order_relaxed);
     shape.next_row = slice.next_row.load(std::memory_order_relaxed);
     shape.slots = slice.slots.load(std::memory_order_relaxed);
     shape.chunks = slice.chunks.load(std::memory_order_relaxed);
-    bound += SparseRows::BytesToInsert(floats_per_row_, shape, g.end - g.begin);
+    bound += SparseRows::BytesToInsert(floats_per_row_, shape, n);
   }
   if (budget_->TryCharge(bound)) return bound;
   // Near the limit: exactly what the missing keys need.
@@ -264,10 +281,9 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     if (dst != nullptr) Read(keys, plan, dst);
     return false;
   }
-  // One group's rows and states (entry i - g.begin for key i). Every entry
-  // is set before it is read: no zero-filling.
+  // One group's rows (entry i - g.begin for key i). Every entry is set
+  // before it is read: no zero-filling.
   const std::unique_ptr<float*[]> rows(new float*[plan.max_group]);
-  const std::unique_ptr<float*[]> states(state_floats_ > 0 ? new float*[plan.max_group] : nullptr);
   std::vector<float> initial;  // a refused key's initial values, read back
   const bool admission = def_.admit_after_pushes() > 1 ||
                          (def_.admit_probability() > 0 && def_.admit_probability() < 1);
@@ -285,10 +301,8 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     uint64_t tag;
     SparseRows* const also = PrepareCut(slice, clock, &tag);
     const uint32_t row_tag = RowTag(tag);
-    const uint64_t before = slice.rows.bytes();
     bool all_rows = true;
     float** const group_rows = rows.get() - g.begin;  // indexed by key
-    float** const group_states = states != nullptr ? states.get() - g.begin : nullptr;
     size_t i = g.begin;
     if (!admission) {
       // The usual case first: keys that have rows, in a tight loop.
@@ -300,6 +314,10 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
         group_rows[i] = row;
       }
     }
+    // The slice's bytes and shape change only when it gets rows (or evicts
+    // them): the usual push of keys that have rows skips their accounting.
+    const bool may_grow = i < g.end || slice_cap_ > 0;
+    const uint64_t before = may_grow ? slice.rows.bytes() : 0;
     // From the first key without a row (or every key, with admission on).
     for (; i < g.end; ++i) {
       if (i + kAhead < keys.size()) PrefetchSlot(hashes[i + kAhead]);
@@ -340,12 +358,8 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
       // Its cache line is loaded while the next keys are probed.
       __builtin_prefetch(row);
     }
-    for (size_t i = g.begin; i < g.end; ++i) {
-      if (group_rows[i] == nullptr) continue;
-      slice.rows.RaiseTag(group_rows[i], row_tag);
-      if (group_states != nullptr) group_states[i] = group_rows[i] + width_;
-    }
-    // The rows of the group, in runs without refused keys.
+    // The rows of the group, in runs without refused keys; each row's tag
+    // is raised to the push's as it is updated.
     for (size_t b = g.begin; b < g.end;) {
       if (group_rows[b] == nullptr) {
         ++b;
@@ -354,9 +368,9 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
       size_t e = b + 1;
       while (!all_rows && e < g.end && group_rows[e] != nullptr) ++e;
       if (all_rows) e = g.end;
-      optimizer_->ApplyRows(group_rows + b, group_states != nullptr ? group_states + b : nullptr,
-                            grads.data() + b * width_, e - b, width_, clock,
-                            dst != nullptr ? dst + b * width_ * sizeof(float) : nullptr);
+      optimizer_->ApplySparseRows(group_rows + b, grads.data() + b * width_, e - b, width_,
+                                  floats_per_row_, row_tag, clock,
+                                  dst != nullptr ? dst + b * width_ * sizeof(float) : nullptr);
       if (meta_) {
         for (size_t i = b; i < e; ++i) Touch(group_rows[i], clock);
       }
@@ -379,13 +393,10 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
       if (slice.rows.size() > slice_cap_) CopyForCut(slice);
       EvictOverCap(slice);
     }
-    grown += slice.rows.bytes() - before;
-    const SparseRows::Shape shape = slice.rows.shape();
-    slice.size.store(shape.size, std::memory_order_relaxed);
-    slice.next_row.store(shape.next_row, std::memory_order_relaxed);
-    slice.slots.store(shape.slots, std::memory_order_relaxed);
-    slice.chunks.store(shape.chunks, std::memory_order_relaxed);
-    PublishSlots(g.slice, slice.rows);
+    if (may_grow) {
+      grown += slice.rows.bytes() - before;
+      PublishShape(g.slice, slice);
+    }
   }
   admitted_.fetch_add(created_rows, std::memory_order_relaxed);
   refused_.fetch_add(refused, std::memory_order_relaxed);

@@ -182,9 +182,11 @@ class SparseTable {
     std::vector<uint8_t> sketch ABSL_GUARDED_BY(mu);
     // State of the slice's random draws (admit_probability, eviction samples).
     uint64_t rng ABSL_GUARDED_BY(mu);
-    // rows.shape(), published under mu after each push for the lock-free
-    // budget estimate of the next ones.
+    // rows.shape(), published under mu by PublishShape whenever a push
+    // created rows (or evicted), for the lock-free budget estimate of the
+    // next ones; and BytesToInsert of kSmallGroup keys from that shape.
     std::atomic<uint64_t> size{0}, next_row{0}, slots{0}, chunks{0};
+    std::atomic<uint64_t> small_bound{0};
     // The checkpoint cut this slice is in (0: none), and its copy as of the
     // cut once a push outside the cut changed the slice (cut_state.h).
     uint64_t cut ABSL_GUARDED_BY(mu) = 0;
@@ -198,8 +200,18 @@ class SparseTable {
   // Before a push at `clock` changes the slice: the copy it is also applied
   // to (an in-cut push on a copied slice), or null; copies the slice first
   // when the push is outside the cut. Sets *tag to the push's change tag.
+  // Inline: every push calls it for every slice it changes.
   SparseRows* PrepareCut(Slice& slice, uint64_t clock, uint64_t* tag)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu) {
+    if (cut_state_ != nullptr && cut_state_->Inside(slice.cut, clock)) {
+      *tag = slice.cut;
+      return slice.copy.get();
+    }
+    *tag = ChangeTag();
+    // Outside a cut, or copied already, there is nothing to copy.
+    if (slice.cut != 0 && slice.copy == nullptr) CopyForCut(slice);
+    return nullptr;
+  }
   // Copies the slice for the cut (when it has no copy yet and is in one).
   void CopyForCut(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Applies one key's gradient to the copy (creating its row there),
@@ -240,6 +252,10 @@ class SparseTable {
   }
   // Publishes the slice's slot address and capacity (under its lock).
   void PublishSlots(uint64_t s, const SparseRows& rows);
+  // Publishes the shape of slice s's rows, its small-group bound and slots.
+  void PublishShape(uint64_t s, Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Groups of at most this many keys are bounded by Slice::small_bound.
+  static constexpr uint64_t kSmallGroup = 16;
   static constexpr int kSketchDepth = 4;
   static constexpr int kSketchWidth = 2048;
   static_assert(kSketchBytes == kSketchDepth * kSketchWidth, "one byte per counter");

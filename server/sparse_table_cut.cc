@@ -28,16 +28,6 @@ void SparseTable::CopyForCut(Slice& slice) {
   slice.copy_bytes = bytes;
 }
 
-SparseRows* SparseTable::PrepareCut(Slice& slice, uint64_t clock, uint64_t* tag) {
-  if (cut_state_ != nullptr && cut_state_->Inside(slice.cut, clock)) {
-    *tag = slice.cut;
-    return slice.copy.get();
-  }
-  *tag = ChangeTag();
-  CopyForCut(slice);  // a no-op outside a cut or when copied
-  return nullptr;
-}
-
 void SparseTable::ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
                               uint64_t clock, uint32_t tag) {
   bool created = false;
@@ -240,12 +230,7 @@ absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
   } else {
     rows_.fetch_sub(rows_before - rows_after, std::memory_order_relaxed);
   }
-  const SparseRows::Shape shape = slice->rows.shape();
-  slice->size.store(shape.size, std::memory_order_relaxed);
-  slice->next_row.store(shape.next_row, std::memory_order_relaxed);
-  slice->slots.store(shape.slots, std::memory_order_relaxed);
-  slice->chunks.store(shape.chunks, std::memory_order_relaxed);
-  PublishSlots(h.slice(), slice->rows);
+  PublishShape(h.slice(), *slice);
   return h.num_rows();
 }
 

@@ -304,7 +304,9 @@ TEST(SparseTableTest, BytesPerRow) {
       std::printf("BYTES_PER_ROW optimizer=%s width=%u raw=%.0f bytes=%.1f ratio=%.3f\n",
                   proto::OptimizerKind_Name(opt).c_str(), width, raw, per_row, per_row / raw);
       EXPECT_EQ(budget.used(), table->bytes());
-      if (opt == proto::OPT_ADAGRAD && width == 16) EXPECT_LE(per_row, 1.25 * raw);
+      if (opt == proto::OPT_ADAGRAD && width == 16) {
+        EXPECT_LE(per_row, 1.25 * raw);
+      }
     }
   }
 }
