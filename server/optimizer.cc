@@ -392,6 +392,14 @@ class RuleOptimizer final : public Optimizer {
   void ApplyEachRow(float* const* w_rows, StateOf state_of, const float* g, size_t num_rows,
                     size_t width, uint64_t clock, char* out, After after) const {
     const Rule rule = rule_.At(schedule_.Rate(clock), clock);
+    if (!transform_.active() && width == 1) {
+      // Rows of one value (logistic regression's weights, biases): the
+      // rule's scalar form inline, and a 4-byte read-back, instead of a
+      // call of UpdateRun and of memcpy per row.
+      ForEachRow<1>(w_rows, state_of, num_rows, width, out, after,
+                    [&](float* w, float* s, size_t r) { rule.Update(*w, s, g[r]); });
+      return;
+    }
     if (!transform_.active()) {
       ForEachRow(w_rows, state_of, num_rows, width, out, after,
                  [&](float* w, float* s, size_t r) { UpdateRun(rule, w, s, g + r * width, width); });
@@ -407,10 +415,11 @@ class RuleOptimizer final : public Optimizer {
 
   // Calls update(row, its state, r) then after(row) for each row in order,
   // prefetching the rows (and state) kAhead ahead, and copies each row's
-  // result to `out`.
-  template <typename StateOf, typename After, typename Update>
+  // result to `out`. kWidth: the width when known at compile time (0: not).
+  template <size_t kWidth = 0, typename StateOf, typename After, typename Update>
   static void ForEachRow(float* const* w_rows, StateOf state_of, size_t num_rows, size_t width,
                          char* out, After after, Update update) {
+    if constexpr (kWidth > 0) width = kWidth;
     // Far enough ahead for a miss to resolve, near enough to stay in cache.
     constexpr size_t kAhead = 8;
     for (size_t r = 0; r < num_rows; ++r) {
