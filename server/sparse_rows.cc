@@ -60,23 +60,25 @@ float* SparseRows::InsertSlow(uint64_t key, uint64_t hash, bool* created) {
     *created = false;
     return RowAt(slot.row);
   }
-  uint32_t row;
+  uint32_t id;
   if (!free_rows_.empty()) {
-    row = free_rows_.back();
+    id = free_rows_.back();
     free_rows_.pop_back();
   } else {
-    row = next_row_++;
-  }
-  // Rows are handed out in order (or reused): at most one chunk is new.
-  if (row >= RowsInChunks(chunk_shift_, chunks_.size())) {
-    chunks_.push_back(
-        std::make_unique<float[]>(RowsOfChunk(chunk_shift_, chunks_.size()) * stride_));
+    const uint32_t row = next_row_++;
+    // Rows are handed out in order (or reused): at most one chunk is new.
+    if (row >= RowsInChunks(chunk_shift_, chunks_.size())) {
+      chunks_.push_back(
+          std::make_unique<float[]>(RowsOfChunk(chunk_shift_, chunks_.size()) * stride_));
+      chunk_data_ = chunks_.data();
+    }
+    id = IdOf(row);
   }
   slot.key = key;
-  slot.row = row;
+  slot.row = id;
   ++size_;
   *created = true;
-  float* const at = RowAt(row);
+  float* const at = RowAt(id);
   set_tag(at, 0);
   return at;
 }
@@ -92,6 +94,7 @@ std::unique_ptr<SparseRows> SparseRows::Clone() const {
     copy->chunks_.push_back(std::make_unique<float[]>(chunk_floats));
     std::copy(chunks_[j].get(), chunks_[j].get() + chunk_floats, copy->chunks_.back().get());
   }
+  copy->chunk_data_ = copy->chunks_.data();
   return copy;
 }
 

@@ -2,7 +2,7 @@
 // small rows.
 //
 // A flat open-addressing hash map (linear probing over 12-byte slots of key
-// and row number, at most 7/8 full, so a lookup usually touches one cache
+// and row id, at most 7/8 full, so a lookup usually touches one cache
 // line) points into rows kept in chunks: the first of 16 rows, each next one
 // twice the last, up to about 64 KiB, then more of that size. A slice of a
 // few rows thus takes a few hundred bytes, and the rows of many small
@@ -17,7 +17,7 @@
 // the row's own cache line); Clone copies it with the row. Rows never move once created (chunks are
 // not reallocated), so a row's address stays valid until its key is erased
 // (its row then goes to the next new key); growing the map only moves keys
-// and row numbers.
+// and row ids.
 //
 // Not thread-safe: the slice's lock guards it. Every allocation is reported
 // to a byte counter the caller passes, so the store can charge its memory
@@ -131,11 +131,19 @@ class SparseRows {
   static constexpr size_t kTagFloats = 1;
   static_assert(kTagFloats * sizeof(float) == sizeof(uint32_t), "the tag fills one float");
 
-  float* RowAt(uint32_t row) const {
-    size_t chunk, offset;
+  // A map slot holds its row's id: the row's chunk times chunk_rows_ plus
+  // its place in the chunk (every chunk has at most chunk_rows_ rows), so
+  // that finding a row is a shift, a mask and one load. Row ids of erased
+  // keys are reused; a slice holds at most about 2^32 rows either way.
+  float* RowAt(uint32_t id) const {
+    return chunk_data_[id >> chunk_shift_].get() + (id & (chunk_rows_ - 1)) * stride_;
+  }
+  // The id of the row-th row handed out (rows fill the chunks in order).
+  uint32_t IdOf(uint32_t row) const {
+    uint32_t chunk, offset;
     if (row < chunk_rows_) {
       // Chunk 0 holds rows [0, 16), chunk j >= 1 of the growing ones rows
-      // [2^(j+3), 2^(j+4)): without a branch on which.
+      // [2^(j+3), 2^(j+4)).
       const uint32_t high = 31 - __builtin_clz(row | (kFirstChunkRows - 1));
       chunk = high - (kFirstChunkShift - 1);
       offset = row - ((uint32_t{1} << high) & ~(kFirstChunkRows - 1));
@@ -143,7 +151,7 @@ class SparseRows {
       chunk = growing_chunks_ - 1 + (row >> chunk_shift_);
       offset = row & (chunk_rows_ - 1);
     }
-    return chunks_[chunk].get() + offset * stride_;
+    return (chunk << chunk_shift_) | offset;
   }
   // The chunk layout (see the header): rows in chunk j, and in the first n
   // chunks; the chunks holding the first `rows` rows. `shift`: log2 of the
@@ -155,7 +163,7 @@ class SparseRows {
   static uint64_t ChunksFor(uint32_t shift, uint64_t rows);
   struct Slot {
     uint64_t key;
-    uint32_t row;  // or kEmpty
+    uint32_t row;  // the row's id (RowAt), or kEmpty
   } __attribute__((packed));
   static_assert(sizeof(Slot) == kSlotBytes, "slots are packed");
 
@@ -180,11 +188,14 @@ class SparseRows {
   std::vector<Slot> slots_;  // size a power of two, or empty
   size_t size_ = 0;
   uint32_t next_row_ = 0;            // rows handed out
-  std::vector<uint32_t> free_rows_;  // rows of erased keys, reused first
+  std::vector<uint32_t> free_rows_;  // row ids of erased keys, reused first
   // The first chunks' pointers sit in the object itself (most slices of a
   // table with many buckets have one or two chunks), so finding a row does
   // not load another cache line.
   absl::InlinedVector<std::unique_ptr<float[]>, 2> chunks_;
+  // chunks_.data(), kept up to date as chunks are added (RowAt then does
+  // not ask the vector whether its storage is inline).
+  const std::unique_ptr<float[]>* chunk_data_ = nullptr;
 };
 
 }  // namespace ps

@@ -291,11 +291,14 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   uint64_t max_clock = max_clock_.load(std::memory_order_relaxed);
   while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
   }
-  // Map slots are scattered: each is requested a few keys ahead, across
-  // slices.
+  // Map slots are scattered: the next group's are requested while this
+  // one is worked on (a group is ~10 keys with many buckets: too few to
+  // prefetch within it), and the keys of a larger group kAhead ahead.
   constexpr size_t kAhead = 12;
-  for (size_t i = 0; i < std::min(keys.size(), kAhead); ++i) PrefetchSlot(hashes[i]);
-  for (const Group& g : groups) {
+  PrefetchGroup(groups[0], hashes);
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const Group& g = groups[k];
+    if (k + 1 < groups.size()) PrefetchGroup(groups[k + 1], hashes);
     Slice& slice = *slices_[g.slice];
     absl::MutexLock lock(&slice.mu);
     uint64_t tag;
@@ -307,7 +310,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     if (!admission) {
       // The usual case first: keys that have rows, in a tight loop.
       for (; i < g.end; ++i) {
-        if (i + kAhead < keys.size()) PrefetchSlot(hashes[i + kAhead]);
+        if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
         float* const row = slice.rows.Find(keys[i], hashes[i]);
         if (row == nullptr) break;
         __builtin_prefetch(row);
@@ -320,7 +323,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     const uint64_t before = may_grow ? slice.rows.bytes() : 0;
     // From the first key without a row (or every key, with admission on).
     for (; i < g.end; ++i) {
-      if (i + kAhead < keys.size()) PrefetchSlot(hashes[i + kAhead]);
+      if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
       const uint64_t hash = hashes[i];
       float*& row = group_rows[i];
       row = admission ? slice.rows.Find(keys[i], hash) : nullptr;

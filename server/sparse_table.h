@@ -237,17 +237,20 @@ class SparseTable {
   }
   // Drops the slice's copy and gives its bytes back.
   void DropCopy(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
-  // Starts loading the map slot of the key whose hash is `hash` (a key of an
-  // owned slice), and its slice's lock, from the slot addresses published
-  // in slot_refs_.
-  void PrefetchSlot(uint64_t hash) const {
-    const uint64_t s = Placement::SparseSliceOfHash(hash, num_buckets_);
-    const uint64_t ref = slot_refs_[s].load(std::memory_order_relaxed);
-    __builtin_prefetch(slices_[s].get());
-    if (ref != 0) {
-      const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
-      __builtin_prefetch(reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1)) +
-                         (hash & mask) * SparseRows::kSlotBytes);
+  // Starts loading group g's slice (its lock) and the map slots of its
+  // first kAhead keys (hashes: the plan's), from the slot addresses
+  // published in slot_refs_.
+  void PrefetchGroup(const Group& g, const uint64_t* hashes) const {
+    constexpr size_t kAhead = 12;
+    __builtin_prefetch(slices_[g.slice].get());
+    const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
+    if (ref == 0) return;
+    const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
+    const char* const base =
+        reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
+    const size_t end = std::min(g.end, g.begin + kAhead);
+    for (size_t i = g.begin; i < end; ++i) {
+      __builtin_prefetch(base + (hashes[i] & mask) * SparseRows::kSlotBytes);
     }
   }
   // Publishes the slice's slot address and capacity (under its lock).
