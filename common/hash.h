@@ -20,6 +20,25 @@ inline uint64_t Mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// out[i] = Mix64(in[i]) for n keys (in and out may be the same array),
+// eight at a time with the compiler's vector extension (one 512-bit
+// multiply per step on AVX-512; plain code elsewhere): equal to Mix64, bit
+// for bit, on every machine.
+inline void Mix64Many(const uint64_t* in, uint64_t* out, size_t n) {
+  using Lanes = uint64_t __attribute__((vector_size(64)));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Lanes x;
+    __builtin_memcpy(&x, in + i, sizeof x);
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    __builtin_memcpy(out + i, &x, sizeof x);
+  }
+  for (; i < n; ++i) out[i] = Mix64(in[i]);
+}
+
 // FNV-1a over the bytes, then Mix64.
 inline uint64_t HashString(absl::string_view s) {
   uint64_t h = 0xcbf29ce484222325ULL;

@@ -177,11 +177,12 @@ SparseTable::~SparseTable() { budget_->Release(bytes()); }
 absl::StatusOr<SparseTable::KeyPlan> SparseTable::Plan(absl::Span<const uint64_t> keys) const {
   KeyPlan plan;
   plan.hashes.reset(new uint64_t[keys.size()]);
+  uint64_t* const hashes = plan.hashes.get();
+  // The hashes first, eight keys at a time (SparseRows::Hash is Mix64).
+  Mix64Many(keys.data(), hashes, keys.size());
   plan.groups.reserve(std::min<uint64_t>(keys.size(), num_buckets_));
   for (size_t i = 0; i < keys.size(); ++i) {
-    const uint64_t h = SparseRows::Hash(keys[i]);
-    plan.hashes[i] = h;
-    const uint64_t s = Placement::SparseSliceOfHash(h, num_buckets_);
+    const uint64_t s = Placement::SparseSliceOfHash(hashes[i], num_buckets_);
     if (!plan.groups.empty() && plan.groups.back().slice == s) {
       plan.groups.back().end = i + 1;
       continue;

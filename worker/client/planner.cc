@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/hash.h"
 
 namespace ps {
 
@@ -154,7 +155,13 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const Tab
   // Keys grouped by slice, so that a server takes each slice's lock once
   // (and this loop looks up each slice's owner once).
   std::vector<uint64_t> slices(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) slices[i] = placement.SliceOf(layout, keys[i]);
+  if (layout.sparse) {
+    // The keys' hashes eight at a time, then each one's slice.
+    Mix64Many(keys.data(), slices.data(), keys.size());
+    for (uint64_t& s : slices) s = Placement::SparseSliceOfHash(s, layout.num_buckets);
+  } else {
+    for (size_t i = 0; i < keys.size(); ++i) slices[i] = placement.SliceOf(keys[i]);
+  }
   const std::vector<size_t> order = GroupBySlice(slices);
   std::vector<std::vector<size_t>> by_server(placement.num_servers());
   if (placement.num_servers() == 1) {
