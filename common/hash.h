@@ -12,28 +12,33 @@
 
 namespace ps {
 
-// SplitMix64 finalizer: a bijective mix with good avalanche.
-inline uint64_t Mix64(uint64_t x) {
+// SplitMix64's finalizer, in place, on a uint64_t or on each lane of a
+// vector of them (the compiler's vector extension; by reference, so that
+// no vector is passed by value): one body for Mix64 and Mix64Many.
+template <typename T>
+inline void Mix64InPlace(T& x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+  x ^= x >> 31;
+}
+
+// SplitMix64 finalizer: a bijective mix with good avalanche.
+inline uint64_t Mix64(uint64_t x) {
+  Mix64InPlace(x);
+  return x;
 }
 
 // out[i] = Mix64(in[i]) for n keys (in and out may be the same array),
-// eight at a time with the compiler's vector extension (one 512-bit
-// multiply per step on AVX-512; plain code elsewhere): equal to Mix64, bit
-// for bit, on every machine.
+// eight at a time (one 512-bit multiply per step on AVX-512; plain code
+// elsewhere): equal to Mix64, bit for bit, on every machine.
 inline void Mix64Many(const uint64_t* in, uint64_t* out, size_t n) {
   using Lanes = uint64_t __attribute__((vector_size(64)));
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     Lanes x;
     __builtin_memcpy(&x, in + i, sizeof x);
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    x ^= x >> 31;
+    Mix64InPlace(x);
     __builtin_memcpy(out + i, &x, sizeof x);
   }
   for (; i < n; ++i) out[i] = Mix64(in[i]);

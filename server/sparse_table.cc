@@ -41,16 +41,6 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
   }
 }
 
-void SparseTable::PublishSlots(uint64_t s, const SparseRows& rows) {
-  const uint64_t base = reinterpret_cast<uintptr_t>(rows.slots_data());
-  uint64_t ref = 0;
-  if (base != 0 && base < (uint64_t{1} << kRefShift)) {
-    const uint64_t log2 = 64 - __builtin_clzll(rows.slots_mask() + 1) - 1;
-    ref = base | (log2 << kRefShift);
-  }
-  slot_refs_[s].store(ref, std::memory_order_relaxed);
-}
-
 void SparseTable::PublishShape(uint64_t s, Slice& slice) {
   const SparseRows::Shape shape = slice.rows.shape();
   slice.size.store(shape.size, std::memory_order_relaxed);
@@ -59,7 +49,14 @@ void SparseTable::PublishShape(uint64_t s, Slice& slice) {
   slice.chunks.store(shape.chunks, std::memory_order_relaxed);
   slice.small_bound.store(SparseRows::BytesToInsert(floats_per_row_, shape, kSmallGroup),
                           std::memory_order_relaxed);
-  PublishSlots(s, slice.rows);
+  // The slots' address and the log2 of their count, in one word.
+  const uint64_t base = reinterpret_cast<uintptr_t>(slice.rows.slots_data());
+  uint64_t ref = 0;
+  if (base != 0 && base < (uint64_t{1} << kRefShift)) {
+    const uint64_t log2 = 64 - __builtin_clzll(slice.rows.slots_mask() + 1) - 1;
+    ref = base | (log2 << kRefShift);
+  }
+  slot_refs_[s].store(ref, std::memory_order_relaxed);
 }
 
 uint64_t SparseTable::NextRandom(uint64_t* state) {
@@ -294,8 +291,8 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   }
   // Map slots are scattered: the next group's are requested while this
   // one is worked on (a group is ~10 keys with many buckets: too few to
-  // prefetch within it), and the keys of a larger group kAhead ahead.
-  constexpr size_t kAhead = 12;
+  // prefetch within it), and the keys of a larger group kPrefetchAhead
+  // ahead.
   PrefetchGroup(groups[0], hashes);
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& g = groups[k];
@@ -311,7 +308,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     if (!admission) {
       // The usual case first: keys that have rows, in a tight loop.
       for (; i < g.end; ++i) {
-        if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
+        if (i + kPrefetchAhead < g.end) slice.rows.Prefetch(hashes[i + kPrefetchAhead]);
         float* const row = slice.rows.Find(keys[i], hashes[i]);
         if (row == nullptr) break;
         __builtin_prefetch(row);
@@ -324,7 +321,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     const uint64_t before = may_grow ? slice.rows.bytes() : 0;
     // From the first key without a row (or every key, with admission on).
     for (; i < g.end; ++i) {
-      if (i + kAhead < g.end) slice.rows.Prefetch(hashes[i + kAhead]);
+      if (i + kPrefetchAhead < g.end) slice.rows.Prefetch(hashes[i + kPrefetchAhead]);
       const uint64_t hash = hashes[i];
       float*& row = group_rows[i];
       row = admission ? slice.rows.Find(keys[i], hash) : nullptr;

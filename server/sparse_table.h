@@ -237,25 +237,25 @@ class SparseTable {
   }
   // Drops the slice's copy and gives its bytes back.
   void DropCopy(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // How far ahead a push requests map slots, in keys.
+  static constexpr size_t kPrefetchAhead = 12;
   // Starts loading group g's slice (its lock) and the map slots of its
-  // first kAhead keys (hashes: the plan's), from the slot addresses
+  // first kPrefetchAhead keys (hashes: the plan's), from the slot addresses
   // published in slot_refs_.
   void PrefetchGroup(const Group& g, const uint64_t* hashes) const {
-    constexpr size_t kAhead = 12;
     __builtin_prefetch(slices_[g.slice].get());
     const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
     if (ref == 0) return;
     const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
     const char* const base =
         reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
-    const size_t end = std::min(g.end, g.begin + kAhead);
+    const size_t end = std::min(g.end, g.begin + kPrefetchAhead);
     for (size_t i = g.begin; i < end; ++i) {
       __builtin_prefetch(base + (hashes[i] & mask) * SparseRows::kSlotBytes);
     }
   }
-  // Publishes the slice's slot address and capacity (under its lock).
-  void PublishSlots(uint64_t s, const SparseRows& rows);
-  // Publishes the shape of slice s's rows, its small-group bound and slots.
+  // Publishes the shape of slice s's rows, its small-group bound, and its
+  // slots' address and capacity in slot_refs_ (under its lock).
   void PublishShape(uint64_t s, Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Groups of at most this many keys are bounded by Slice::small_bound.
   static constexpr uint64_t kSmallGroup = 16;
