@@ -177,22 +177,31 @@ absl::StatusOr<SparseTable::KeyPlan> SparseTable::Plan(absl::Span<const uint64_t
   uint64_t* const hashes = plan.hashes.get();
   // The hashes first, eight keys at a time (SparseRows::Hash is Mix64).
   Mix64Many(keys.data(), hashes, keys.size());
+  if (keys.empty()) return plan;
   plan.groups.reserve(std::min<uint64_t>(keys.size(), num_buckets_));
-  for (size_t i = 0; i < keys.size(); ++i) {
+  // Key i starts a run of slice s: an error when another server owns it.
+  const auto owned = [&](size_t i, uint64_t s) {
+    if (slices_[s] != nullptr) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", def_.name(), "': key ", keys[i], " (slice ", s, ") is owned by server ",
+        placement_.OwnerOfSlice(def_.name(), s), ", not server ", server_index_,
+        "; is the client's cluster spec the same as the servers'?"));
+  };
+  // The current run in locals (not through groups.back() for every key).
+  uint64_t slice = Placement::SparseSliceOfHash(hashes[0], num_buckets_);
+  if (absl::Status s = owned(0, slice); !s.ok()) return s;
+  size_t begin = 0;
+  for (size_t i = 1; i < keys.size(); ++i) {
     const uint64_t s = Placement::SparseSliceOfHash(hashes[i], num_buckets_);
-    if (!plan.groups.empty() && plan.groups.back().slice == s) {
-      plan.groups.back().end = i + 1;
-      continue;
-    }
-    if (slices_[s] == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "table '", def_.name(), "': key ", keys[i], " (slice ", s, ") is owned by server ",
-          placement_.OwnerOfSlice(def_.name(), s), ", not server ", server_index_,
-          "; is the client's cluster spec the same as the servers'?"));
-    }
-    plan.groups.push_back({s, i, i + 1});
+    if (s == slice) continue;
+    if (absl::Status status = owned(i, s); !status.ok()) return status;
+    plan.groups.push_back({slice, begin, i});
+    plan.max_group = std::max(plan.max_group, i - begin);
+    slice = s;
+    begin = i;
   }
-  for (const Group& g : plan.groups) plan.max_group = std::max(plan.max_group, g.end - g.begin);
+  plan.groups.push_back({slice, begin, keys.size()});
+  plan.max_group = std::max(plan.max_group, keys.size() - begin);
   return plan;
 }
 
@@ -293,10 +302,10 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   // one is worked on (a group is ~10 keys with many buckets: too few to
   // prefetch within it), and the keys of a larger group kPrefetchAhead
   // ahead.
-  PrefetchGroup(groups[0], hashes);
+  PrefetchGroup(groups[0], hashes, keys.size());
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& g = groups[k];
-    if (k + 1 < groups.size()) PrefetchGroup(groups[k + 1], hashes);
+    if (k + 1 < groups.size()) PrefetchGroup(groups[k + 1], hashes, keys.size());
     Slice& slice = *slices_[g.slice];
     absl::MutexLock lock(&slice.mu);
     uint64_t tag;

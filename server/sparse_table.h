@@ -242,16 +242,23 @@ class SparseTable {
   // Starts loading group g's slice (its lock) and the map slots of its
   // first kPrefetchAhead keys (hashes: the plan's), from the slot addresses
   // published in slot_refs_.
-  void PrefetchGroup(const Group& g, const uint64_t* hashes) const {
+  void PrefetchGroup(const Group& g, const uint64_t* hashes, size_t num_keys) const {
     __builtin_prefetch(slices_[g.slice].get());
     const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
     if (ref == 0) return;
     const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
     const char* const base =
         reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
-    const size_t end = std::min(g.end, g.begin + kPrefetchAhead);
-    for (size_t i = g.begin; i < end; ++i) {
+    const auto slot = [&](size_t i) {
       __builtin_prefetch(base + (hashes[i] & mask) * SparseRows::kSlotBytes);
+    };
+    if (g.begin + kPrefetchAhead <= num_keys) {
+      // A fixed count (past the group, into this map's slots uselessly but
+      // harmlessly), so that the loop is unrolled: a loop ending with the
+      // group would mispredict its exit once a group.
+      for (size_t j = 0; j < kPrefetchAhead; ++j) slot(g.begin + j);
+    } else {
+      for (size_t i = g.begin; i < g.end; ++i) slot(i);
     }
   }
   // Publishes the shape of slice s's rows, its small-group bound, and its

@@ -1,5 +1,6 @@
 #include "server/sparse_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -115,6 +116,37 @@ TEST(SparseTableTest, KeysOfOtherServersAreRefusedNamingTheOwner) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("is owned by server 0, not server 1"));
   EXPECT_THAT(s.message(), HasSubstr("table 't'"));
+}
+
+TEST(SparseTableTest, APlanGroupsKeysIntoMaximalRunsOfOneSlice) {
+  MemoryBudget budget(~uint64_t{0});
+  auto table = Make(SparseDef("t", 1, proto::OPT_SGD), &budget);
+  EXPECT_TRUE(table->Plan({}).value().groups.empty());
+  // Keys in no order: a slice recurs in separate runs, some runs are long
+  // (a key repeated), the list ends with a run of one.
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 0; k < 300; ++k) keys.push_back(k * 2654435761u);
+  for (int i = 0; i < 20; ++i) keys.push_back(keys[7]);
+  for (uint64_t k = 0; k < 50; ++k) keys.push_back(k * 2654435761u);
+  keys.push_back(123456789);
+  const absl::StatusOr<SparseTable::KeyPlan> plan = table->Plan(keys);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  size_t next = 0, longest = 0;
+  for (size_t k = 0; k < plan->groups.size(); ++k) {
+    const SparseTable::Group& g = plan->groups[k];
+    ASSERT_EQ(g.begin, next) << "group " << k;
+    ASSERT_LT(g.begin, g.end) << "group " << k;
+    for (size_t i = g.begin; i < g.end; ++i) {
+      EXPECT_EQ(table->SliceOf(keys[i]), g.slice) << "key " << i;
+      EXPECT_EQ(plan->hashes[i], SparseRows::Hash(keys[i])) << "key " << i;
+    }
+    if (k > 0) EXPECT_NE(plan->groups[k - 1].slice, g.slice) << "group " << k;
+    longest = std::max(longest, g.end - g.begin);
+    next = g.end;
+  }
+  EXPECT_EQ(next, keys.size());
+  EXPECT_EQ(plan->max_group, longest);
+  EXPECT_GE(longest, 20u);  // the 20 repeats of key 7 at least
 }
 
 TEST(SparseTableTest, APushOverTheBudgetAppliesNothingAndTheBytesReturnAtTheEnd) {
