@@ -240,8 +240,8 @@ class SparseTable {
   // How far ahead a push requests map slots, in keys.
   static constexpr size_t kPrefetchAhead = 12;
   // Starts loading group g's slice (its lock) and the map slots of its
-  // first kPrefetchAhead keys (hashes: the plan's), from the slot addresses
-  // published in slot_refs_.
+  // first kPrefetchAhead keys (hashes: the plan's; num_keys of them), from
+  // the slot addresses published in slot_refs_.
   void PrefetchGroup(const Group& g, const uint64_t* hashes, size_t num_keys) const {
     __builtin_prefetch(slices_[g.slice].get());
     const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
