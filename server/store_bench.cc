@@ -40,15 +40,18 @@ void BM_MemoryCopy(benchmark::State& state) {
 BENCHMARK(BM_MemoryCopy)->Unit(benchmark::kMicrosecond);
 
 // state.range(0): 1 = sparse table, 0 = dense; state.range(1): width;
-// state.range(2): a sparse table's buckets (slices). The dense table of 1M
-// keys has 245 slices of 4096 keys: 256 buckets give the sparse table as
-// many slices (and slice locks per push), the default 1024 four times as
-// many.
+// state.range(2): a sparse table's buckets (slices), or a dense table's keys
+// a slice (0: the default, 4096). The dense table of 1M keys has 245 slices
+// of 4096 keys: 256 buckets give the sparse table as many slices (and slice
+// locks per push), the default 1024 four times as many; slices of 1024 keys
+// give the dense table 977, about as many as those 1024.
 void BM_KeyPushAndRead(benchmark::State& state) {
   const bool sparse = state.range(0) == 1;
   const uint32_t width = static_cast<uint32_t>(state.range(1));
   const uint32_t buckets = static_cast<uint32_t>(state.range(2));
-  const Placement placement(1);
+  PlacementConfig config;
+  if (!sparse && state.range(2) > 0) config.slice_size = static_cast<uint64_t>(state.range(2));
+  const Placement placement(1, config);
   ShardStore store(0, placement);
   proto::TableDef def;
   def.set_name("t");
@@ -98,11 +101,13 @@ void BM_KeyPushAndRead(benchmark::State& state) {
   state.counters["bytes_used"] = static_cast<double>(store.bytes_used());
 }
 BENCHMARK(BM_KeyPushAndRead)
-    ->ArgNames({"sparse", "width", "buckets"})
+    ->ArgNames({"sparse", "width", "slicing"})
     ->Args({0, 1, 0})
+    ->Args({0, 1, 1024})
     ->Args({1, 1, 1024})
     ->Args({1, 1, 256})
     ->Args({0, 16, 0})
+    ->Args({0, 16, 1024})
     ->Args({1, 16, 1024})
     ->Args({1, 16, 256})
     ->Unit(benchmark::kMicrosecond);

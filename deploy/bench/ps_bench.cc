@@ -14,6 +14,17 @@
 //
 // gbytes_per_s counts payload bytes (4 per value each way; a push+pull moves
 // the values twice).
+//
+// With --paired_blocks=N, each key-list case on the dense table's key path
+// and the same case on a sparse table run in turns (N of each, alternating
+// which goes first) instead of one after the other, and a line
+//
+//   PAIR op=pushpull width=1 turns=20 hashed_over_sparse=... turn_median=...
+//        turn_min=... turn_max=...
+//
+// gives the sparse table's speed over the dense key path's: the drift of a
+// shared machine then falls on both alike. --slice_size sets the dense
+// tables' slicing, to compare the two at equal slice (lock) counts.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -51,6 +62,9 @@ ABSL_FLAG(bool, sparse_tables, true,
           "distinct keys, spread over uint64 like hashed feature ids)");
 ABSL_FLAG(uint32_t, sparse_buckets, 0,
           "slices (hash buckets) of the kind=hashed tables (0: the server's default, 1024)");
+ABSL_FLAG(uint64_t, slice_size, 4096,
+          "keys per slice of the dense tables (ps_server --slice_size; with --servers, must "
+          "be the servers')");
 ABSL_FLAG(std::string, optimizer, "adagrad", "adagrad or sgd");
 ABSL_FLAG(double, seconds, 2.0, "measured time per case");
 ABSL_FLAG(uint64_t, max_values_per_request, 1 << 20,
@@ -59,6 +73,12 @@ ABSL_FLAG(double, warmup_seconds, 0.3, "unmeasured time per case");
 ABSL_FLAG(bool, async_pushes, true,
           "keep dense pushes in flight with PushAsync from one thread per client (false: one "
           "thread per push in flight, each calling Push)");
+ABSL_FLAG(int, paired_blocks, 0,
+          "0: each case alone, one after another. N > 0: the key-list cases on the dense "
+          "table's key path (kind=sparse) and on a sparse table (kind=hashed) of one width and "
+          "op run in turns, in 2N blocks of equal time from one client with one request in "
+          "flight, and a PAIR line gives the hashed:sparse speed ratio over the whole run and "
+          "the spread of the per-turn ratios (drift of the machine then hits both alike)");
 ABSL_FLAG(double, spin_wait_us, -1,
           "PsClientOptions::spin_wait in microseconds (negative: the library's default)");
 
@@ -204,6 +224,7 @@ class Runner {
 
   const absl::Status& status() const { return status_; }
   const std::vector<double>& latencies_us() const { return latencies_us_; }
+  void ClearLatencies() { latencies_us_.clear(); }
 
  private:
   PsClient* client_;
@@ -274,7 +295,88 @@ int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients
   return 0;
 }
 
+// A key-list case on the dense table's key path (`a`, kind sparse) and on a
+// sparse table (`b`, kind hashed) in turns: --paired_blocks turns each of
+// --seconds / (2 * blocks), after a warm-up of both. Prints each one's
+// RESULT line (over the time of its own turns) and a PAIR line: the ratio
+// of b's ops/s to a's over the whole run, and the median, lowest and
+// highest of the per-turn ratios.
+int RunPair(const Case& a, const Case& b, PsClient* client, int index) {
+  const Case* cases[2] = {&a, &b};
+  std::vector<std::unique_ptr<Runner>> runners;
+  for (int k = 0; k < 2; ++k) {
+    const Case& c = *cases[k];
+    const std::string table = absl::StrCat("bench", index, "_", k, "_", c.kind, "_", c.op);
+    const uint64_t table_keys = absl::GetFlag(FLAGS_sparse_key_space);
+    if (absl::Status s = client->CreateTable(BenchTable(table, c.kind, table_keys, c.width));
+        !s.ok()) {
+      std::fprintf(stderr, "ps_bench: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    // The same keys (before b's spreading), from the same seed.
+    runners.push_back(std::make_unique<Runner>(client, c, table, 1));
+  }
+  const int blocks = absl::GetFlag(FLAGS_paired_blocks);
+  const absl::Duration turn = absl::Seconds(absl::GetFlag(FLAGS_seconds)) / (2 * blocks);
+  const absl::Duration warmup = absl::Seconds(absl::GetFlag(FLAGS_warmup_seconds));
+  for (auto& r : runners) {
+    const absl::Time now = absl::Now();
+    r->Run(now, now + warmup / 2);
+  }
+  for (auto& r : runners) r->ClearLatencies();
+  // Per turn: ops and time of each case.
+  std::vector<double> ratios;
+  double total_ops[2] = {0, 0}, total_us[2] = {0, 0};
+  for (int t = 0; t < blocks; ++t) {
+    double rate[2];
+    // Alternate which goes first, so neither always follows the other.
+    for (int j = 0; j < 2; ++j) {
+      const int k = (t % 2 == 0) ? j : 1 - j;
+      Runner& r = *runners[k];
+      const size_t before = r.latencies_us().size();
+      const absl::Time t0 = absl::Now();
+      r.Run(t0, t0 + turn);
+      const double us = absl::ToDoubleMicroseconds(absl::Now() - t0);
+      if (!r.status().ok()) {
+        std::fprintf(stderr, "ps_bench: %s\n", std::string(r.status().message()).c_str());
+        return 1;
+      }
+      const double ops = static_cast<double>(r.latencies_us().size() - before);
+      total_ops[k] += ops;
+      total_us[k] += us;
+      rate[k] = ops / us;
+    }
+    if (rate[0] > 0) ratios.push_back(rate[1] / rate[0]);
+  }
+  for (int k = 0; k < 2; ++k) {
+    const Case& c = *cases[k];
+    std::vector<double> all = runners[k]->latencies_us();
+    const double ops = total_ops[k] / (total_us[k] / 1e6);
+    const double values = ops * c.keys * c.width;
+    const double bytes = values * sizeof(float) * (c.op == "pushpull" ? 2 : 1);
+    std::printf(
+        "RESULT kind=%s op=%s values=%llu width=%u servers=%d clients=1 inflight=1 "
+        "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f\n",
+        c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys * c.width),
+        c.width, client->num_servers(), ops, values, bytes / 1e9, Percentile(all, 0.50),
+        Percentile(all, 0.99));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double whole = (total_ops[1] / total_us[1]) / (total_ops[0] / total_us[0]);
+  std::printf("PAIR op=%s width=%u turns=%d hashed_over_sparse=%.3f turn_median=%.3f "
+              "turn_min=%.3f turn_max=%.3f\n",
+              a.op.c_str(), a.width, blocks, whole, ratios[ratios.size() / 2], ratios.front(),
+              ratios.back());
+  std::fflush(stdout);
+  return 0;
+}
+
 int Main() {
+  if (absl::GetFlag(FLAGS_slice_size) < 1) {
+    std::fprintf(stderr, "ps_bench: --slice_size=%llu must be >= 1\n",
+                 static_cast<unsigned long long>(absl::GetFlag(FLAGS_slice_size)));
+    return 2;
+  }
   std::vector<std::unique_ptr<PsServer>> local;
   std::vector<std::string> addresses;
   if (!absl::GetFlag(FLAGS_servers).empty()) {
@@ -291,6 +393,7 @@ int Main() {
       ServerOptions options;
       options.server_index = i;
       options.num_servers = n;
+      options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
       auto server = PsServer::Start(options);
       if (!server.ok()) {
         std::fprintf(stderr, "ps_bench: %s\n", std::string(server.status().message()).c_str());
@@ -305,6 +408,7 @@ int Main() {
     PsClientOptions options;
     options.servers = addresses;
     options.worker_id = static_cast<uint32_t>(w);
+    options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
     options.max_values_per_request = absl::GetFlag(FLAGS_max_values_per_request);
     if (absl::GetFlag(FLAGS_spin_wait_us) >= 0) {
       options.spin_wait = absl::Microseconds(absl::GetFlag(FLAGS_spin_wait_us));
@@ -347,7 +451,22 @@ int Main() {
       return 2;
     }
   }
+  const int paired = absl::GetFlag(FLAGS_paired_blocks);
+  if (paired < 0) {
+    std::fprintf(stderr, "ps_bench: --paired_blocks=%d: must be 0 or more\n", paired);
+    return 2;
+  }
   for (size_t i = 0; i < cases.size(); ++i) {
+    // A key-list case on the dense table followed by its sparse table's.
+    if (paired > 0 && cases[i].kind == "sparse" && i + 1 < cases.size() &&
+        cases[i + 1].kind == "hashed") {
+      if (int rc = RunPair(cases[i], cases[i + 1], clients[0].get(), static_cast<int>(i));
+          rc != 0) {
+        return rc;
+      }
+      ++i;
+      continue;
+    }
     if (int rc = RunCase(cases[i], clients, static_cast<int>(i)); rc != 0) return rc;
   }
   return 0;
