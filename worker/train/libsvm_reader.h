@@ -51,7 +51,7 @@
 namespace ps {
 
 namespace libsvm_internal {
-class ByteSource;  // the plain file or gzip stream behind a reader (.cc)
+class ByteSource;  // the plain file or gzip stream behind a reader (libsvm_source.h)
 }  // namespace libsvm_internal
 
 // The largest field of a field:index:value token.
