@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -23,7 +24,10 @@ using ::testing::HasSubstr;
 
 std::string TestRoot(const std::string& name) {
   const std::string root = absl::StrCat(::testing::TempDir(), "/ckpt_", name, "_", ::getpid());
-  std::system(absl::StrCat("rm -rf '", root, "'").c_str());
+  // A fresh directory: whatever an earlier run left goes.
+  std::error_code error;
+  std::filesystem::remove_all(root, error);
+  EXPECT_FALSE(error) << root << ": " << error.message();
   return root;
 }
 

@@ -140,7 +140,9 @@ TEST(SparseTableTest, APlanGroupsKeysIntoMaximalRunsOfOneSlice) {
       EXPECT_EQ(table->SliceOf(keys[i]), g.slice) << "key " << i;
       EXPECT_EQ(plan->hashes[i], SparseRows::Hash(keys[i])) << "key " << i;
     }
-    if (k > 0) EXPECT_NE(plan->groups[k - 1].slice, g.slice) << "group " << k;
+    if (k > 0) {
+      EXPECT_NE(plan->groups[k - 1].slice, g.slice) << "group " << k;
+    }
     longest = std::max(longest, g.end - g.begin);
     next = g.end;
   }

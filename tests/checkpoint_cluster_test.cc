@@ -7,6 +7,7 @@
 //    restore every key holds exactly the pushes with clock < T.
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -32,7 +33,10 @@ constexpr PlacementConfig kPlacement{/*slice_size=*/64, /*virtual_nodes=*/64};
 std::string TestRoot(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   const std::string root = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/ckpt_cluster_", name);
-  std::system(absl::StrCat("rm -rf '", root, "'").c_str());
+  // A fresh directory: whatever an earlier run left goes.
+  std::error_code error;
+  std::filesystem::remove_all(root, error);
+  EXPECT_FALSE(error) << root << ": " << error.message();
   return root;
 }
 

@@ -62,7 +62,9 @@ TEST(UpdateFilterTest, NothingIsLostWhateverTheThresholdAndCapacity) {
         EXPECT_NEAR(pushed[k][0], a[0], 1e-4) << "key " << k;
         EXPECT_NEAR(pushed[k][1], a[1], 1e-4) << "key " << k;
       }
-      if (threshold == 0) EXPECT_EQ(keys.size(), 400u);  // everything, at once
+      if (threshold == 0) {
+        EXPECT_EQ(keys.size(), 400u);  // everything, at once
+      }
     }
   }
 }
