@@ -18,10 +18,10 @@ TEST(UpdateFilterTest, HoldsSmallUpdatesUntilTheirSumIsSignificant) {
   EXPECT_EQ(grads, (std::vector<float>{2.0f}));
   keys.clear();
   grads.clear();
-  filter.Add({{5}}, {{0.4f}}, &keys, &grads);  // 0.8: still held
+  filter.Add(std::vector<uint64_t>{5}, std::vector<float>{0.4f}, &keys, &grads);  // 0.8: still held
   EXPECT_TRUE(keys.empty());
-  filter.Add({{5}}, {{-0.3f}}, &keys, &grads);  // 0.5
-  filter.Add({{5}}, {{0.6f}}, &keys, &grads);   // 1.1: pushed whole
+  filter.Add(std::vector<uint64_t>{5}, std::vector<float>{-0.3f}, &keys, &grads);  // 0.5
+  filter.Add(std::vector<uint64_t>{5}, std::vector<float>{0.6f}, &keys, &grads);   // 1.1: pushed whole
   ASSERT_EQ(keys, (std::vector<uint64_t>{5}));
   EXPECT_FLOAT_EQ(grads[0], 1.1f);
   EXPECT_EQ(filter.held(), 0u);
