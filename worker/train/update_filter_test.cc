@@ -21,7 +21,8 @@ TEST(UpdateFilterTest, HoldsSmallUpdatesUntilTheirSumIsSignificant) {
   filter.Add(std::vector<uint64_t>{5}, std::vector<float>{0.4f}, &keys, &grads);  // 0.8: still held
   EXPECT_TRUE(keys.empty());
   filter.Add(std::vector<uint64_t>{5}, std::vector<float>{-0.3f}, &keys, &grads);  // 0.5
-  filter.Add(std::vector<uint64_t>{5}, std::vector<float>{0.6f}, &keys, &grads);   // 1.1: pushed whole
+  // 1.1: pushed whole.
+  filter.Add(std::vector<uint64_t>{5}, std::vector<float>{0.6f}, &keys, &grads);
   ASSERT_EQ(keys, (std::vector<uint64_t>{5}));
   EXPECT_FLOAT_EQ(grads[0], 1.1f);
   EXPECT_EQ(filter.held(), 0u);
