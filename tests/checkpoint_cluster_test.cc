@@ -298,7 +298,10 @@ TEST(CheckpointClusterTest, CutIsConsistentWhileAsyncWorkersPush) {
     ASSERT_TRUE(taken.ok()) << taken.status();
     for (int w = 0; w < kWorkers; ++w) ASSERT_TRUE(status[w].ok()) << status[w];
     cut = taken->cut;
-    EXPECT_GE(cut, 7u);
+    // Every worker had pushed clock 4 when the checkpoint began, so the cut
+    // is above it. (How far the workers got by then is up to the scheduler:
+    // an earlier bound of 7 failed once at 6 on a loaded machine.)
+    EXPECT_GE(cut, 5u);
     for (int w = 0; w < kWorkers; ++w) EXPECT_GT(rounds[w].load(), cut) << "worker " << w;
   }
   auto cluster = RestoredCluster(root, 2);
