@@ -243,13 +243,33 @@ double Percentile(std::vector<double>& v, double p) {
   return v[i];
 }
 
+// Creates case c's table: a dense table of c.keys keys, or a key-list table
+// of --sparse_key_space keys. Prints the error and returns false on failure.
+bool CreateCaseTable(PsClient* client, const std::string& table, const Case& c) {
+  const uint64_t table_keys = c.kind == "dense" ? c.keys : absl::GetFlag(FLAGS_sparse_key_space);
+  absl::Status s = client->CreateTable(BenchTable(table, c.kind, table_keys, c.width));
+  if (!s.ok()) std::fprintf(stderr, "ps_bench: %s\n", std::string(s.message()).c_str());
+  return s.ok();
+}
+
+// Case c's RESULT line: `ops` operations a second, percentiles of
+// `latencies_us`.
+void PrintResult(const Case& c, int servers, size_t clients, double ops,
+                 std::vector<double>& latencies_us) {
+  const double values = ops * c.keys * c.width;
+  const double bytes = values * sizeof(float) * (c.op == "pushpull" ? 2 : 1);
+  const double p50 = Percentile(latencies_us, 0.50), p99 = Percentile(latencies_us, 0.99);
+  std::printf(
+      "RESULT kind=%s op=%s values=%llu width=%u servers=%d clients=%zu inflight=%d "
+      "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f\n",
+      c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys * c.width), c.width,
+      servers, clients, c.inflight, ops, values, bytes / 1e9, p50, p99);
+  std::fflush(stdout);
+}
+
 int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients, int index) {
   const std::string table = absl::StrCat("bench", index, "_", c.kind, "_", c.op);
-  const uint64_t table_keys = c.kind == "dense" ? c.keys : absl::GetFlag(FLAGS_sparse_key_space);
-  if (absl::Status s = clients[0]->CreateTable(BenchTable(table, c.kind, table_keys, c.width)); !s.ok()) {
-    std::fprintf(stderr, "ps_bench: %s\n", std::string(s.message()).c_str());
-    return 1;
-  }
+  if (!CreateCaseTable(clients[0].get(), table, c)) return 1;
   // Dense pushes with several in flight: one thread per client, PushAsync.
   const bool async =
       absl::GetFlag(FLAGS_async_pushes) && c.op == "push" && c.kind == "dense" && c.inflight > 1;
@@ -281,17 +301,8 @@ int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients
     }
     all.insert(all.end(), r->latencies_us().begin(), r->latencies_us().end());
   }
-  const double secs = absl::GetFlag(FLAGS_seconds);
-  const double ops = all.size() / secs;
-  const double values = ops * c.keys * c.width;
-  const double bytes = values * sizeof(float) * (c.op == "pushpull" ? 2 : 1);
-  const double p50 = Percentile(all, 0.50), p99 = Percentile(all, 0.99);
-  std::printf(
-      "RESULT kind=%s op=%s values=%llu width=%u servers=%d clients=%zu inflight=%d "
-      "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f\n",
-      c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys * c.width), c.width,
-      clients[0]->num_servers(), clients.size(), c.inflight, ops, values, bytes / 1e9, p50, p99);
-  std::fflush(stdout);
+  const double ops = all.size() / absl::GetFlag(FLAGS_seconds);
+  PrintResult(c, clients[0]->num_servers(), clients.size(), ops, all);
   return 0;
 }
 
@@ -307,12 +318,7 @@ int RunPair(const Case& a, const Case& b, PsClient* client, int index) {
   for (int k = 0; k < 2; ++k) {
     const Case& c = *cases[k];
     const std::string table = absl::StrCat("bench", index, "_", k, "_", c.kind, "_", c.op);
-    const uint64_t table_keys = absl::GetFlag(FLAGS_sparse_key_space);
-    if (absl::Status s = client->CreateTable(BenchTable(table, c.kind, table_keys, c.width));
-        !s.ok()) {
-      std::fprintf(stderr, "ps_bench: %s\n", std::string(s.message()).c_str());
-      return 1;
-    }
+    if (!CreateCaseTable(client, table, c)) return 1;
     // The same keys (before b's spreading), from the same seed.
     runners.push_back(std::make_unique<Runner>(client, c, table, 1));
   }
@@ -349,17 +355,8 @@ int RunPair(const Case& a, const Case& b, PsClient* client, int index) {
     if (rate[0] > 0) ratios.push_back(rate[1] / rate[0]);
   }
   for (int k = 0; k < 2; ++k) {
-    const Case& c = *cases[k];
     std::vector<double> all = runners[k]->latencies_us();
-    const double ops = total_ops[k] / (total_us[k] / 1e6);
-    const double values = ops * c.keys * c.width;
-    const double bytes = values * sizeof(float) * (c.op == "pushpull" ? 2 : 1);
-    std::printf(
-        "RESULT kind=%s op=%s values=%llu width=%u servers=%d clients=1 inflight=1 "
-        "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f\n",
-        c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys * c.width),
-        c.width, client->num_servers(), ops, values, bytes / 1e9, Percentile(all, 0.50),
-        Percentile(all, 0.99));
+    PrintResult(*cases[k], client->num_servers(), 1, total_ops[k] / (total_us[k] / 1e6), all);
   }
   std::sort(ratios.begin(), ratios.end());
   const double whole = (total_ops[1] / total_us[1]) / (total_ops[0] / total_us[0]);
