@@ -147,15 +147,32 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
     return it != inputs.live.end() && known != current.members().end() &&
            it->second.incarnation() == known->second.incarnation();
   };
-  // 1. The dead (or restarted) leave every chain.
+  // A server live under another incarnation restarted: its copies are gone.
+  // One not live at all may come back with them (its lease lapsed in an
+  // etcd stall, a pause, a partition from etcd).
+  auto restarted = [&](uint32_t s) {
+    auto it = inputs.live.find(s);
+    auto known = current.members().find(s);
+    return it != inputs.live.end() &&
+           (known == current.members().end() ||
+            it->second.incarnation() != known->second.incarnation());
+  };
+  // 1. The dead (or restarted) leave every chain; the next in a chain
+  // becomes primary. A chain none of whose servers is live keeps those that
+  // may come back (it is unavailable, not lost, until one does).
   for (proto::ShardChain& chain : *next.mutable_shards()) {
-    for (auto* list : {chain.mutable_servers(), chain.mutable_joining()}) {
-      std::vector<uint32_t> keep;
-      for (uint32_t s : *list) {
-        if (alive(s)) keep.push_back(s);
-      }
-      list->Assign(keep.begin(), keep.end());
+    std::vector<uint32_t> keep, returnable;
+    for (uint32_t s : chain.servers()) {
+      if (alive(s)) keep.push_back(s);
+      if (!restarted(s)) returnable.push_back(s);
     }
+    if (keep.empty()) keep = returnable;
+    chain.mutable_servers()->Assign(keep.begin(), keep.end());
+    std::vector<uint32_t> joining;
+    for (uint32_t s : chain.joining()) {
+      if (alive(s)) joining.push_back(s);
+    }
+    chain.mutable_joining()->Assign(joining.begin(), joining.end());
   }
   // 2. Finished copies join their chain's end.
   for (int i = 0; i < next.shards_size(); ++i) {
@@ -164,7 +181,7 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
     for (uint32_t s : chain->joining()) {
       auto it = inputs.synced.find({i, s});
       if (it != inputs.synced.end() && it->second == current.members().at(s).incarnation() &&
-          !chain->servers().empty()) {
+          !chain->servers().empty() && alive(chain->servers(0))) {
         chain->add_servers(s);
       } else {
         still.push_back(s);
@@ -215,7 +232,8 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
     return best;
   };
   for (proto::ShardChain& chain : *next.mutable_shards()) {
-    if (chain.servers().empty()) continue;  // lost: nothing to copy from
+    // Lost, or waiting for its servers to come back: nothing to copy from.
+    if (chain.servers().empty() || !alive(chain.servers(0))) continue;
     int have = chain.joining_size();
     for (uint32_t s : chain.servers()) have += draining.count(s) ? 0 : 1;
     while (have < want) {
@@ -236,7 +254,8 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
       int best_shard = -1, best_load = -1;
       for (int i = 0; i < next.shards_size(); ++i) {
         const proto::ShardChain& chain = next.shards(i);
-        if (chain.servers().empty() || !chain.joining().empty() || Contains(chain.servers(), a)) {
+        if (chain.servers().empty() || !alive(chain.servers(0)) || !chain.joining().empty() ||
+            Contains(chain.servers(), a)) {
           continue;
         }
         for (uint32_t s : chain.servers()) {
@@ -248,14 +267,17 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
       ++load[a];
     }
   }
-  // Members: exactly the servers named in a chain.
+  // Members: exactly the servers named in a chain, each with the
+  // incarnation that holds its copies (a server kept while not live keeps
+  // the one it had).
   next.clear_members();
   for (const proto::ShardChain& chain : next.shards()) {
     for (auto list : {&chain.servers(), &chain.joining()}) {
       for (uint32_t s : *list) {
-        auto it = inputs.live.find(s);
-        (*next.mutable_members())[s] =
-            current.members().contains(s) && alive(s) ? current.members().at(s) : it->second;
+        auto known = current.members().find(s);
+        (*next.mutable_members())[s] = known != current.members().end() && !restarted(s)
+                                           ? known->second
+                                           : inputs.live.at(s);
       }
     }
   }

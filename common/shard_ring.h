@@ -73,7 +73,11 @@ struct RingInputs {
 // The next ring version, or nullopt when nothing changes. In this order:
 //  1. a server that is not live, or live under another incarnation (it
 //     restarted and lost its copies), leaves every chain; the next in a
-//     chain becomes primary;
+//     chain becomes primary. But a chain none of whose servers is live
+//     keeps those not known to have restarted: their lease may have lapsed
+//     in an etcd stall or a pause, with their copies intact, and they
+//     register again under the same incarnation (the chain gets no joining
+//     server meanwhile: nothing to copy from);
 //  2. a joining server whose copy finished joins the chain's end;
 //  3. a draining server leaves a chain once the chain has r other servers
 //     (or, with fewer live ones, once all of them are in it);
@@ -84,8 +88,8 @@ struct RingInputs {
 //     fewer shards than the average rounded down, it joins the chain of the
 //     shard of the most loaded server (it becomes that shard's primary once
 //     synced, and the server it relieves leaves the chain: see 3).
-// A chain that lost every server stays empty (its data is gone; clients get
-// UNAVAILABLE naming it).
+// A chain is emptied (LOST: clients get UNAVAILABLE naming it) only when
+// every server of it restarted: then no copy of it exists any more.
 std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
                                           const RingInputs& inputs);
 

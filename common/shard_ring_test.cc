@@ -100,19 +100,55 @@ TEST(ShardRingTest, ARestartedServerHoldsNothingAndRejoins) {
   EXPECT_FALSE(again.has_value());
 }
 
-TEST(ShardRingTest, AllCopiesLostLeavesTheChainEmpty) {
+// Every server of shard 1's chain (r = 1: server 1) gone from etcd: its
+// lease may have lapsed (an etcd stall, a pause) with its copy intact, so
+// the chain waits for it; only a restart (another incarnation) loses it.
+TEST(ShardRingTest, AChainWaitsForLapsedServersAndIsLostOnlyWhenTheyRestarted) {
   auto ring = ShardRing::Initial(3, 1, Members({0, 1, 2}));
   ASSERT_TRUE(ring.ok());
   RingInputs in;
   in.live = Members({0, 2});
+  EXPECT_FALSE(NextRing(ring->record(), in).has_value()) << "nothing to change: it may come back";
+
+  in.live = Members({0, 1, 2});
+  in.live[1].set_incarnation(99);  // restarted: its copy is gone
   auto next = NextRing(ring->record(), in);
   ASSERT_TRUE(next.has_value());
   EXPECT_TRUE(Servers(*next, 1).empty());
-  EXPECT_TRUE(Joining(*next, 1).empty());
   auto view = ShardRing::FromRecord(*next);
   ASSERT_TRUE(view.ok());
   EXPECT_EQ(view->Primary(1), std::nullopt);
   EXPECT_NE(view->Describe().find("shard 1: LOST"), std::string::npos);
+}
+
+// r = 2, an etcd stall: every lease lapsed, and the servers register again
+// one at a time, under the same incarnations. No chain is emptied, none
+// gets a joining copy from a server that is not back, and once all are
+// back the ring is as it was.
+TEST(ShardRingTest, AStallThatLapsesEveryLeaseEmptiesNoChain) {
+  auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live = Members({});
+  EXPECT_FALSE(NextRing(ring->record(), in).has_value());
+  in.live = Members({0});
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  // Shard 0 (0, 1) and shard 2 (2, 0) fail over to server 0; shard 1's
+  // chain (1, 2) has no live server and waits.
+  EXPECT_EQ(Servers(*next, 0), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Servers(*next, 1), (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(Servers(*next, 2), (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(Joining(*next, 1).empty());
+  EXPECT_EQ(next->members().at(1).incarnation(), 8u) << "kept with the incarnation it had";
+  auto view = ShardRing::FromRecord(*next);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->Describe().find("LOST"), std::string::npos) << view->Describe();
+  // Server 2 comes back (same incarnation): it is primary of shard 1.
+  in.live = Members({0, 2});
+  auto later = NextRing(*next, in);
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(Servers(*later, 1), (std::vector<uint32_t>{2}));
 }
 
 TEST(ShardRingTest, DrainCopiesFirstThenLeaves) {

@@ -25,7 +25,8 @@ MembershipAgent::MembershipAgent(MembershipOptions options, ShardHost* host)
     : options_(std::move(options)),
       host_(host),
       own_contact_(options_.clock),
-      contact_(options_.contact != nullptr ? options_.contact : &own_contact_) {}
+      contact_(options_.contact != nullptr ? options_.contact : &own_contact_),
+      incarnation_(options_.incarnation != 0 ? options_.incarnation : RandomNonZeroId()) {}
 
 absl::StatusOr<std::unique_ptr<MembershipAgent>> MembershipAgent::Start(MembershipOptions options,
                                                                         ShardHost* host) {
@@ -59,18 +60,26 @@ absl::Status MembershipAgent::Register() {
   absl::StatusOr<int64_t> lease = options_.kv->GrantLease(options_.lease);
   contact_->Note(sent, lease.status());
   if (!lease.ok()) return lease.status();
+  bool again;
+  {
+    absl::MutexLock lock(&mu_);
+    again = registered_;
+  }
   proto::MemberRecord member;
   member.set_server_id(options_.server_id);
   member.set_address(options_.address);
-  member.set_incarnation(RandomNonZeroId());
+  member.set_incarnation(incarnation_);
   // Copies this server held under an older incarnation are gone from the
-  // ring's point of view; so are its synced records.
-  if (absl::StatusOr<KvRange> synced =
-          options_.kv->GetPrefix(ClusterPrefix(options_.cluster) + "synced/");
-      synced.ok()) {
-    for (const KvEntry& e : synced->entries) {
-      if (absl::EndsWith(e.key, absl::StrCat("/", options_.server_id))) {
-        (void)options_.kv->Delete(e.key);
+  // ring's point of view; so are its synced records. (Registering again,
+  // this process keeps its copies and its records.)
+  if (!again) {
+    if (absl::StatusOr<KvRange> synced =
+            options_.kv->GetPrefix(ClusterPrefix(options_.cluster) + "synced/");
+        synced.ok()) {
+      for (const KvEntry& e : synced->entries) {
+        if (absl::EndsWith(e.key, absl::StrCat("/", options_.server_id))) {
+          (void)options_.kv->Delete(e.key);
+        }
       }
     }
   }
@@ -88,8 +97,19 @@ absl::Status MembershipAgent::Register() {
   }
   absl::MutexLock lock(&mu_);
   lease_ = *lease;
-  incarnation_ = member.incarnation();
   last_renewed_ = sent;
+  registered_ = true;
+  if (again) {
+    // Serving waits for a ring read after this registration (the ring may
+    // have moved while the lease was gone), and managing waits one lease
+    // for the others to register again (an etcd stall lapses every lease
+    // at once: a manager that dropped them meanwhile would empty chains).
+    reread_after_ = *put;
+    manage_after_ = options_.clock->Now() + options_.lease;
+    LogEvent(Who(), absl::StrCat("registered again in etcd under the same incarnation ",
+                                 incarnation_, ": this process still holds its copies"));
+    return absl::OkStatus();
+  }
   LogEvent(Who(), absl::StrCat("registered in etcd cluster '", options_.cluster,
                                "' (lease ttl ", absl::FormatDuration(options_.lease),
                                ", incarnation ", incarnation_, ")",
@@ -119,7 +139,7 @@ void MembershipAgent::KeepAliveLoop() {
     if (s.ok()) {
       last_renewed_ = std::max(last_renewed_, sent);
     } else if (absl::IsNotFound(s)) {
-      LogEvent(Who(), "etcd lease expired; registering again with a new incarnation");
+      LogEvent(Who(), "etcd lease expired; registering again (same incarnation)");
       lease_ = 0;
       last_renewed_ = absl::InfinitePast();
     }
@@ -140,7 +160,8 @@ void MembershipAgent::FenceLoop() {
       auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
       if (options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping), ttl / 10)) return;
       renewed = last_renewed_;
-      expired = lease_ == 0;
+      // Registered again but the ring not read since: as good as expired.
+      expired = lease_ == 0 || reread_after_ != 0;
     }
     const absl::Time now = options_.clock->Now();
     const absl::Duration late = now - renewed;
@@ -232,6 +253,10 @@ absl::StatusOr<int64_t> MembershipAgent::Step() {
       host_->SetRing(std::make_shared<const ShardRing>(*std::move(ring)));
     }
   }
+  {
+    absl::MutexLock lock(&mu_);
+    if (reread_after_ != 0 && range->revision >= reread_after_) reread_after_ = 0;
+  }
   // Copies that completed here while etcd was not told (or could not be).
   if (std::shared_ptr<const ShardRing> ring = host_->ring(); ring != nullptr) {
     for (int shard : host_->CompleteShards()) {
@@ -248,7 +273,10 @@ absl::StatusOr<int64_t> MembershipAgent::Step() {
   if (live.empty() || live.begin()->first != options_.server_id) return range->revision;
   {
     absl::MutexLock lock(&mu_);
-    if (lease_ == 0 || live.begin()->second.incarnation() != incarnation_) return range->revision;
+    if (lease_ == 0 || live.begin()->second.incarnation() != incarnation_ ||
+        options_.clock->Now() < manage_after_) {
+      return range->revision;
+    }
   }
   std::optional<proto::RingRecord> next;
   if (!state->has_ring) {
@@ -288,10 +316,7 @@ void MembershipAgent::ReportSynced(int shard) {
   std::shared_ptr<const ShardRing> ring = host_->ring();
   proto::SyncedRecord record;
   record.set_ring_version(ring ? ring->version() : 0);
-  {
-    absl::MutexLock lock(&mu_);
-    record.set_incarnation(incarnation_);
-  }
+  record.set_incarnation(incarnation_);
   absl::StatusOr<int64_t> put =
       options_.kv->Put(SyncedKey(options_.cluster, shard, options_.server_id), ToJson(record));
   LogEvent(Who(), put.ok() ? absl::StrCat("copy of shard ", shard, " complete; told etcd")

@@ -12,8 +12,13 @@
 //    it comes back), so the host serves on with the last ring, asking
 //    again every ttl / 6. A server cut off from etcd, or from any other
 //    server, is fenced.
-//    A lease found expired is replaced by a new one with a new incarnation:
-//    the ring then drops this server's copies and it rejoins by copying.
+//    A lease found expired is replaced by a new one under the same
+//    incarnation: the process still holds its copies, and the ring keeps
+//    counting them (a chain whose servers all lapsed waits for them instead
+//    of being declared lost). Until the ring is read again after that, the
+//    host stays fenced; and as manager the server waits one lease before
+//    committing a ring, so that the others (an etcd stall lapses every
+//    lease at once) can register again first.
 //    Registering into a running cluster, a server asks for its share of the
 //    shards (adding/<id>, under its lease) unless it is a standby.
 //  - Watches the cluster's prefix and hands every newer ring to the host.
@@ -48,6 +53,9 @@ struct MembershipOptions {
   KvStore* kv = nullptr;  // not owned
   std::string cluster = "default";
   uint32_t server_id = 0;
+  // This process's incarnation, the same as its ShardHost's (0: a random
+  // one). Kept for the process's life, across registrations.
+  uint64_t incarnation = 0;
   std::string address;    // host:port workers and servers reach this server at
   int num_shards = 1;     // for the first ring
   int replicas = 1;       // for the first ring
@@ -107,8 +115,12 @@ class MembershipAgent {
   EtcdContact* const contact_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  const uint64_t incarnation_;
   int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;  // 0: must register again
-  uint64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool registered_ ABSL_GUARDED_BY(mu_) = false;  // once, at least
+  // Registered again at this etcd revision: fenced until a read at or after it.
+  int64_t reread_after_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time manage_after_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time last_renewed_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // send time
   std::thread keepalive_;
   std::thread watcher_;

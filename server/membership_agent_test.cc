@@ -63,12 +63,14 @@ class FenceTest : public ::testing::Test {
     ASSERT_TRUE(kv_.Put(MemberKey("c", 1), ToJson(one), *lease).ok());
     ShardHostOptions host;
     host.server_id = 0;
+    host.incarnation = 10;
     host.transport = &peer_;
     host_ = std::make_unique<ShardHost>(host);
     MembershipOptions m;
     m.kv = &kv_;
     m.cluster = "c";
     m.server_id = 0;
+    m.incarnation = 10;
     m.address = "self0";
     m.num_shards = 2;
     m.replicas = 1;

@@ -80,13 +80,16 @@ absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
         " bytes, over the limit of ", options_.limits.max_table_name_bytes,
         " (ps_server --max_table_name_bytes)"));
   }
-  absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
-  absl::StatusOr<bool> created = store_.CreateTable(def);
-  if (!created.ok()) return created.status();
-  if (*created && log_ != nullptr) {
-    proto::ForwardEntry entry;
-    *entry.mutable_create_table() = request;
-    log_->Append(std::move(entry));
+  absl::StatusOr<bool> created;
+  {
+    absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+    created = store_.CreateTable(def);
+    if (!created.ok()) return created.status();
+    if (*created && log_ != nullptr) {
+      proto::ForwardEntry entry;
+      *entry.mutable_create_table() = request;
+      log_->Append(std::move(entry));
+    }
   }
   if (*created) LogEvent(LogPrefix(), absl::StrCat("table created: ", TableDefSummary(def)));
   proto::CreateTableResponse reply;
@@ -173,23 +176,48 @@ void PsCore::RunOrdered(const std::function<void()>& fn) {
 }
 
 absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry) {
-  if (entry.has_create_table()) return CreateTable(entry.create_table()).status();
+  if (log_ == nullptr) {
+    return absl::FailedPreconditionError("forwarded entry on a core without replication");
+  }
   if (entry.has_heartbeat()) {
     // The primary took it; a copy whose view of the worker differs (its
-    // lease was counted from a little later) keeps what it has.
-    (void)Heartbeat(entry.heartbeat());
+    // lease was counted from a little later) keeps what it has. Taken
+    // before the order lock: taking it may run parked calls, which take the
+    // order lock themselves.
+    (void)TakeHeartbeat(entry.heartbeat());
+    absl::MutexLock order(&order_mu_);
+    log_->Append(entry);
+    return absl::OkStatus();
+  }
+  if (entry.has_create_table()) {
+    const proto::TableDef& def = entry.create_table().table();
+    absl::StatusOr<bool> created;
+    {
+      absl::MutexLock order(&order_mu_);
+      created = store_.CreateTable(def);
+      if (!created.ok()) return created.status();
+      log_->Append(entry);
+    }
+    if (*created) LogEvent(LogPrefix(), absl::StrCat("table created: ", TableDefSummary(def)));
+    return absl::OkStatus();
+  }
+  if (entry.has_epoch_start()) {
+    absl::MutexLock order(&order_mu_);
+    log_->Append(entry);
     return absl::OkStatus();
   }
   if (!entry.has_push()) {
-    return absl::InvalidArgumentError("forwarded entry is neither a push nor a table creation");
+    return absl::InvalidArgumentError(
+        "forwarded entry is neither a push, a table creation, a heartbeat nor an epoch start");
   }
   PushArgs args;
   if (absl::Status s = DecodePush(entry.push(), nullptr, &args); !s.ok()) return s;
   if (absl::Status s = CheckPush(args); !s.ok()) return s;
-  return Apply(args).status();
+  return Apply(args, &entry).status();
 }
 
-absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
+absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args,
+                                                  const proto::ForwardEntry* forwarded) {
   absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
   const proto::PushRequest& h = args.header;
   auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
@@ -208,7 +236,13 @@ absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
   }
   if (!reply.duplicate()) {
     clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
-    if (log_ != nullptr) log_->Append(ForwardEntryOf(args));
+  }
+  // A forwarded entry takes its place in this copy's history whether or
+  // not it was new here (every copy's history is the primary's).
+  if (forwarded != nullptr) {
+    log_->Append(*forwarded);
+  } else if (!reply.duplicate() && log_ != nullptr) {
+    log_->Append(ForwardEntryOf(args));
   }
   return reply;
 }

@@ -147,9 +147,12 @@ class PsCore {
   void AfterReplicated(ReplicationLog::Done done);
   // A replica applies an update its predecessor forwarded: a push as Apply
   // does (de-duplicated by request id, never parked), a table creation as
-  // CreateTable does. Snapshot parts are not for the core (ShardHost).
-  // Errors: those of Apply and CreateTable, INVALID_ARGUMENT for an entry
-  // that is not an update.
+  // CreateTable does, a heartbeat as taken, an epoch start as nothing; and
+  // appends the entry, as received, to its own log (whether or not it was
+  // new here), so that every copy's history is the primary's. Snapshot
+  // parts are not for the core (ShardHost). Errors: those of Apply and
+  // CreateTable (the entry is then not appended), INVALID_ARGUMENT for an
+  // entry of no known kind, FAILED_PRECONDITION without replication.
   absl::Status ApplyForwarded(const proto::ForwardEntry& entry);
   // Runs fn under the order lock: no update is applied meanwhile.
   void RunOrdered(const std::function<void()>& fn);
@@ -169,8 +172,12 @@ class PsCore {
   RequestDedup& dedup() { return dedup_; }
 
  private:
-  // Applies a decoded, admitted push. Errors as for ShardStore::Push.
-  absl::StatusOr<proto::PushResponse> Apply(const PushArgs& args);
+  // Applies a decoded, admitted push. `forwarded`: the entry a replica
+  // applies, appended to its log as it is (null on the primary: the entry
+  // is built, and appended only when the push was new). Errors as for
+  // ShardStore::Push.
+  absl::StatusOr<proto::PushResponse> Apply(const PushArgs& args,
+                                            const proto::ForwardEntry* forwarded = nullptr);
   absl::Status CheckPush(const PushArgs& args) const;
   absl::Status CheckPull(const PullArgs& args) const;
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;

@@ -215,6 +215,8 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
   options.clock = &clock_;
   options.address = "copy:0";
   PsCore copy(options);
+  CollectingLog copy_log;  // a copy appends what it applies, to forward it on
+  copy.set_replication(&copy_log);
   auto forward = [&] {
     for (const proto::ForwardEntry& e : log.entries) ASSERT_TRUE(copy.ApplyForwarded(e).ok());
     log.entries.clear();

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "server/checkpoint_peer.h"
 #include "common/log.h"
+#include "common/random_id.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -48,6 +49,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     server->forward_transport_ = NewGrpcForwardTransport();
     host.transport = server->forward_transport_.get();
     host.server_id = options.replication.server_id;
+    host.incarnation = RandomNonZeroId();
     server->etcd_contact_ = std::make_unique<EtcdContact>(options.clock);
     host.on_synced = [s = server.get()](int shard) {
       absl::MutexLock lock(&s->membership_mu_);
@@ -116,6 +118,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     m.kv = r.kv;
     m.cluster = r.cluster;
     m.server_id = r.server_id;
+    m.incarnation = host.incarnation;
     m.address = r.advertise_address.empty() ? server->address_ : r.advertise_address;
     m.num_shards = r.num_shards;
     m.replicas = r.replicas;

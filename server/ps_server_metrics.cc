@@ -81,6 +81,12 @@ void PsServer::CollectMetrics(MetricsWriter& out) const {
                          static_cast<double>(link->entries_resent));
         out.CounterValue("ps_replication_snapshots_total", "Snapshots sent to a new successor",
                          labels, static_cast<double>(link->snapshots));
+        out.CounterValue("ps_replication_snapshot_bytes_total",
+                         "Bytes of snapshots sent to a new successor", labels,
+                         static_cast<double>(link->snapshot_bytes));
+        out.CounterValue("ps_replication_catch_ups_total",
+                         "Successors caught up from the recent history instead of a snapshot",
+                         labels, static_cast<double>(link->catch_ups));
       }
     }
   }

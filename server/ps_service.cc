@@ -316,6 +316,8 @@ grpc::ServerUnaryReactor* PsService::Stats(grpc::CallbackServerContext* ctx,
     r->set_entries_resent(link->entries_resent);
     r->set_snapshots(link->snapshots);
     r->set_snapshot_bytes(link->snapshot_bytes);
+    r->set_catch_ups(link->catch_ups);
+    r->set_catch_up_entries(link->catch_up_entries);
     r->set_pending(link->pending);
   }
   return Finish(ctx, absl::OkStatus());

@@ -82,14 +82,44 @@ void ReplicaLink::RunAll(std::vector<Done>& dones, const absl::Status& status) {
   dones.clear();
 }
 
+std::string ReplicaLink::Who() const { return absl::StrCat("replication shard ", options_.shard); }
+
 void ReplicaLink::Append(proto::ForwardEntry entry) {
   absl::MutexLock lock(&mu_);
-  if (closed_ || !target_) return;  // no successor: at the tail already
-  Item item;
-  item.has_entry = true;
-  item.bytes = entry.ByteSizeLong();
-  item.entry = std::move(entry);
-  queue_.push_back(std::move(item));
+  AppendLocked(std::move(entry));
+}
+
+void ReplicaLink::AppendLocked(proto::ForwardEntry entry) {
+  if (entry.seq() == 0) {  // the primary's own: its place in the history
+    entry.set_epoch(epoch_);
+    entry.set_seq(position_.seq + 1);
+  }
+  position_ = LogPosition::Of(entry);
+  const bool keep = options_.history_bytes > 0;
+  const bool send = !closed_ && target_.has_value();
+  if (!keep && !send) {
+    base_ = position_;
+    return;
+  }
+  const size_t bytes = entry.ByteSizeLong();
+  auto shared = std::make_shared<const proto::ForwardEntry>(std::move(entry));
+  if (keep) {
+    recent_.push_back({position_, shared, bytes});
+    recent_bytes_ += bytes;
+    while (recent_bytes_ > options_.history_bytes) {
+      base_ = recent_.front().position;
+      recent_bytes_ -= recent_.front().bytes;
+      recent_.pop_front();
+    }
+  } else {
+    base_ = position_;
+  }
+  if (send) {
+    Item item;
+    item.entry = std::move(shared);
+    item.bytes = bytes;
+    queue_.push_back(std::move(item));
+  }
 }
 
 void ReplicaLink::Barrier(Done done) {
@@ -108,6 +138,57 @@ void ReplicaLink::Barrier(Done done) {
   done(now);
 }
 
+void ReplicaLink::BecomePrimary(uint64_t ring_version) {
+  absl::MutexLock lock(&mu_);
+  if (primary_) return;
+  primary_ = true;
+  epoch_ = std::max(ring_version, position_.epoch + 1);
+  proto::ForwardEntry start;
+  start.set_epoch_start(true);
+  AppendLocked(std::move(start));
+  LogEvent(Who(), absl::StrCat("primary from ring v", ring_version, ": epoch ", epoch_,
+                               " starts at seq ", position_.seq));
+}
+
+void ReplicaLink::NotPrimary() {
+  absl::MutexLock lock(&mu_);
+  primary_ = false;
+}
+
+LogPosition ReplicaLink::position() const {
+  absl::MutexLock lock(&mu_);
+  return position_;
+}
+
+void ReplicaLink::ResetPosition(LogPosition position) {
+  absl::MutexLock lock(&mu_);
+  position_ = position;
+  base_ = position;
+  recent_.clear();
+  recent_bytes_ = 0;
+}
+
+bool ReplicaLink::InHistoryLocked(LogPosition p) const {
+  if (p == position_ || p == base_) return true;
+  if (recent_.empty() || p.seq < recent_.front().position.seq) return false;
+  const uint64_t i = p.seq - recent_.front().position.seq;
+  return i < recent_.size() && recent_[i].position == p;
+}
+
+void ReplicaLink::RestartStreamLocked() {
+  stream_ = RandomNonZeroId();
+  next_seq_ = 1;
+  if (!target_) return;
+  // What is pending waits for the new stream's probe.
+  Item marker;
+  marker.marker = true;
+  for (Item& item : queue_) {
+    for (Done& d : item.dones) marker.dones.push_back(std::move(d));
+  }
+  queue_.clear();
+  queue_.push_back(std::move(marker));
+}
+
 void ReplicaLink::Retarget(uint64_t ring_version, std::optional<Target> target) {
   std::vector<Done> finished;
   {
@@ -119,24 +200,14 @@ void ReplicaLink::Retarget(uint64_t ring_version, std::optional<Target> target) 
                                    target->address == target_->address &&
                                    target->incarnation == target_->incarnation));
     if (same && stream_ != 0) return;
-    stream_ = RandomNonZeroId();
-    next_seq_ = 1;
-    target_ = std::move(target);
-    if (!target_) {
+    if (!target) {
       for (Item& item : queue_) {
         for (Done& d : item.dones) finished.push_back(std::move(d));
       }
       queue_.clear();
-    } else {
-      // What is pending will be in the snapshot.
-      Item marker;
-      marker.marker = true;
-      for (Item& item : queue_) {
-        for (Done& d : item.dones) marker.dones.push_back(std::move(d));
-      }
-      queue_.clear();
-      queue_.push_back(std::move(marker));
     }
+    target_ = std::move(target);
+    RestartStreamLocked();
   }
   RunAll(finished, absl::OkStatus());
 }
@@ -168,10 +239,22 @@ void ReplicaLink::PopLocked(size_t n, std::vector<Done>* dones) {
     for (Done& d : queue_.front().dones) dones->push_back(std::move(d));
     queue_.pop_front();
   }
-  while (!queue_.empty() && !queue_.front().has_entry && !queue_.front().marker) {
+  while (!queue_.empty() && queue_.front().entry == nullptr && !queue_.front().marker &&
+         !queue_.front().caught_up) {
     for (Done& d : queue_.front().dones) dones->push_back(std::move(d));
     queue_.pop_front();
   }
+}
+
+void ReplicaLink::HeaderLocked(uint64_t stream, const Target& target,
+                               proto::ForwardRequest& request) const {
+  request.set_shard(options_.shard);
+  request.set_ring_version(ring_version_);
+  request.set_from_server(options_.self);
+  request.set_from_incarnation(options_.incarnation);
+  request.set_to_incarnation(target.incarnation);
+  request.set_stream_id(stream);
+  request.set_first_seq(next_seq_);
 }
 
 void ReplicaLink::Run() {
@@ -180,6 +263,7 @@ void ReplicaLink::Run() {
     Target target;
     proto::ForwardRequest request;
     size_t count = 0;
+    bool marker = false;
     std::vector<Done> barriers;  // leading barriers: nothing before them
     {
       absl::MutexLock lock(&mu_);
@@ -191,24 +275,25 @@ void ReplicaLink::Run() {
       stream = stream_;
       target = *target_;
       PopLocked(0, &barriers);
-      if (barriers.empty() && !queue_.front().marker) {
+      marker = barriers.empty() && queue_.front().marker;
+      if (barriers.empty() && !marker) {
         size_t bytes = 0;
-        request.set_shard(options_.shard);
-        request.set_ring_version(ring_version_);
-        request.set_from_server(options_.self);
-        request.set_stream_id(stream);
-        request.set_first_seq(next_seq_);
+        HeaderLocked(stream, target, request);
         for (Item& item : queue_) {
           if (item.marker) break;
           if (count > 0 && (bytes + item.bytes > options_.max_batch_bytes ||
                             request.entries_size() >= static_cast<int>(options_.max_batch_entries))) {
             break;
           }
-          if (item.has_entry) {
-            *request.add_entries() = std::move(item.entry);
+          if (item.entry != nullptr) {
+            *request.add_entries() = *item.entry;
             bytes += item.bytes;
           }
           ++count;
+          if (item.caught_up) {
+            request.set_caught_up(true);
+            break;
+          }
         }
         next_seq_ += request.entries_size();
       }
@@ -217,16 +302,16 @@ void ReplicaLink::Run() {
       RunAll(barriers, absl::OkStatus());
       continue;
     }
-    if (count == 0) {
-      SendSnapshot(stream, target);
+    if (marker) {
+      Resync(stream, target);
       continue;
     }
     const size_t sent = request.entries_size();
-    absl::Status status = SendUntilAcked(stream, target, request, sent);
+    absl::StatusOr<proto::ForwardResponse> reply = SendUntilAcked(stream, target, request, sent);
     std::vector<Done> dones;
     {
       absl::MutexLock lock(&mu_);
-      if (status.ok() && stream_ == stream) {
+      if (reply.ok() && stream_ == stream) {
         PopLocked(count, &dones);
         stats_.entries_sent += sent;
         ++stats_.batches;
@@ -236,8 +321,10 @@ void ReplicaLink::Run() {
   }
 }
 
-absl::Status ReplicaLink::SendUntilAcked(uint64_t stream, const Target& target,
-                                         proto::ForwardRequest& request, size_t entries) {
+absl::StatusOr<proto::ForwardResponse> ReplicaLink::SendUntilAcked(uint64_t stream,
+                                                                   const Target& target,
+                                                                   proto::ForwardRequest& request,
+                                                                   size_t entries) {
   for (int attempt = 0;; ++attempt) {
     {
       absl::MutexLock lock(&mu_);
@@ -249,11 +336,24 @@ absl::Status ReplicaLink::SendUntilAcked(uint64_t stream, const Target& target,
     }
     absl::StatusOr<proto::ForwardResponse> reply =
         transport_->Forward(target.address, request, options_.rpc_timeout);
-    if (reply.ok()) return absl::OkStatus();
+    if (reply.ok()) return reply;
+    if (absl::IsFailedPrecondition(reply.status()) && !request.probe()) {
+      // Out of the receiver's stream (it restarted the stream, lost a
+      // snapshot, or found a gap): start again with a probe.
+      LogEvent(Who(), absl::StrCat("server ", target.server, " (", target.address,
+                                   ") refused the stream: ", reply.status().ToString(),
+                                   "; probing it again"));
+      absl::MutexLock lock(&mu_);
+      if (stream_ == stream) RestartStreamLocked();
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+      clock_->AwaitWithTimeout(&mu_, absl::Condition(&stopping), options_.retry_backoff);
+      return absl::CancelledError("stream restarted");
+    }
     if (attempt == 0 || attempt % 100 == 0) {
-      LogEvent(absl::StrCat("replication shard ", options_.shard),
-               absl::StrCat("forward to server ", target.server, " (", target.address,
-                            ") failed, retrying until the ring changes: ", reply.status().ToString()));
+      LogEvent(Who(), absl::StrCat(request.probe() ? "probe of" : "forward to", " server ",
+                                   target.server, " (", target.address,
+                                   ") failed, retrying until the ring changes: ",
+                                   reply.status().ToString()));
     }
     // Back off, but wake at once when the successor changes.
     absl::MutexLock lock(&mu_);
@@ -264,13 +364,64 @@ absl::Status ReplicaLink::SendUntilAcked(uint64_t stream, const Target& target,
   }
 }
 
+void ReplicaLink::Resync(uint64_t stream, const Target& target) {
+  proto::ForwardRequest probe;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stream_ != stream) return;
+    HeaderLocked(stream, target, probe);
+  }
+  probe.set_probe(true);
+  absl::StatusOr<proto::ForwardResponse> reply = SendUntilAcked(stream, target, probe, 0);
+  if (!reply.ok()) return;
+  const LogPosition theirs = LogPosition::From(reply->position());
+  {
+    absl::MutexLock lock(&mu_);
+    if (stream_ != stream || queue_.empty() || !queue_.front().marker) return;
+    if (reply->has_copy() && InHistoryLocked(theirs)) {
+      // Only what the successor lacks; what was pending is among it.
+      Item caught_up;
+      caught_up.caught_up = true;
+      for (Item& item : queue_) {
+        for (Done& d : item.dones) caught_up.dones.push_back(std::move(d));
+      }
+      queue_.clear();
+      for (const Recent& r : recent_) {
+        if (r.position.seq <= theirs.seq) continue;
+        Item item;
+        item.entry = r.entry;
+        item.bytes = r.bytes;
+        queue_.push_back(std::move(item));
+      }
+      const size_t n = queue_.size();
+      queue_.push_back(std::move(caught_up));
+      ++stats_.catch_ups;
+      stats_.catch_up_entries += n;
+      LogEvent(Who(), absl::StrCat("server ", target.server, " holds a copy at ",
+                                   theirs.ToString(), ": catching it up with ", n,
+                                   " entries to ", position_.ToString(), " (no snapshot)"));
+      return;
+    }
+    LogEvent(Who(), absl::StrCat("server ", target.server,
+                                 reply->has_copy()
+                                     ? absl::StrCat(" holds a copy at ", theirs.ToString(),
+                                                    ", not in the recent history after ",
+                                                    base_.ToString())
+                                     : std::string(" holds no copy"),
+                                 ": sending a snapshot"));
+  }
+  SendSnapshot(stream, target);
+}
+
 void ReplicaLink::SendSnapshot(uint64_t stream, const Target& target) {
   // Fix the copy; what was appended after the marker is in it too.
   bool current = false;
+  LogPosition at;
   absl::Status begun = source_->Begin([&] {
     absl::MutexLock lock(&mu_);
     if (stream_ != stream || queue_.empty() || !queue_.front().marker) return false;
     current = true;
+    at = position_;
     Item& marker = queue_.front();
     for (size_t i = 1; i < queue_.size(); ++i) {
       for (Done& d : queue_[i].dones) marker.dones.push_back(std::move(d));
@@ -279,9 +430,8 @@ void ReplicaLink::SendSnapshot(uint64_t stream, const Target& target) {
     return true;
   });
   if (!begun.ok()) {
-    LogEvent(absl::StrCat("replication shard ", options_.shard),
-             absl::StrCat("snapshot for server ", target.server,
-                          " could not start, retrying: ", begun.ToString()));
+    LogEvent(Who(), absl::StrCat("snapshot for server ", target.server,
+                                 " could not start, retrying: ", begun.ToString()));
     absl::MutexLock lock(&mu_);
     auto changed = [this, stream]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stop_ || stream_ != stream;
@@ -298,20 +448,17 @@ void ReplicaLink::SendSnapshot(uint64_t stream, const Target& target) {
     {
       absl::MutexLock lock(&mu_);
       if (stream_ != stream) return absl::CancelledError("successor changed");
-      request.set_shard(options_.shard);
-      request.set_ring_version(ring_version_);
-      request.set_from_server(options_.self);
-      request.set_stream_id(stream);
-      request.set_first_seq(next_seq_);
+      HeaderLocked(stream, target, request);
       next_seq_ += request.entries_size();
     }
-    absl::Status s = SendUntilAcked(stream, target, request, request.entries_size());
+    absl::Status s = SendUntilAcked(stream, target, request, request.entries_size()).status();
     total += bytes;
     request.Clear();
     bytes = 0;
     return s;
   };
   absl::Status written = source_->Write([&](proto::ForwardEntry entry) -> absl::Status {
+    *entry.mutable_snapshot()->mutable_position() = at.ToProto();
     bytes += entry.ByteSizeLong();
     *request.add_entries() = std::move(entry);
     if (bytes >= options_.max_batch_bytes) return flush();
@@ -326,8 +473,8 @@ void ReplicaLink::SendSnapshot(uint64_t stream, const Target& target) {
     stats_.snapshot_bytes += total;
     PopLocked(1, &dones);
   }
-  LogEvent(absl::StrCat("replication shard ", options_.shard),
-           absl::StrCat("snapshot sent to server ", target.server, " (", total, " bytes)"));
+  LogEvent(Who(), absl::StrCat("snapshot at ", at.ToString(), " sent to server ", target.server,
+                               " (", total, " bytes)"));
   RunAll(dones, absl::OkStatus());
 }
 

@@ -1,20 +1,26 @@
 // ReplicaLink: the ordered stream of one shard's updates from this server to
-// the next server of the shard's chain (chain replication, PS paper 4.3).
+// the next server of the shard's chain (chain replication, PS paper 4.3),
+// and this copy's place in the shard's history.
 //
 // The shard's core appends each applied update (ReplicationLog::Append,
-// under its order lock); one sender thread sends them in that order, in
-// batches of whatever has accumulated while the previous batch was in
-// flight, and retries a failed batch (same sequence numbers: the receiver
-// applies each entry once) until it is acknowledged or the successor
-// changes. A batch's acknowledgement means the chain's tail applied it, so
-// Barrier callbacks then run.
+// under its order lock). On the primary the link gives each its place
+// (LogPosition: the primary's epoch and the next sequence number); on a
+// replica the entry keeps the place its primary gave it. The link keeps the
+// most recent entries (Options::history_bytes) and its position. One sender
+// thread sends the entries in order, in batches of whatever has accumulated
+// while the previous batch was in flight, and retries a failed batch (same
+// stream sequence numbers: the receiver applies each entry once) until it is
+// acknowledged or the successor changes. A batch's acknowledgement means the
+// chain's tail applied it, so Barrier callbacks then run.
 //
-// A new successor first gets a snapshot of the shard: at that point of the
-// stream (SnapshotSource::Begin, under the core's order lock) the copy is
-// fixed, every update appended before it is in the copy and is not sent
-// again. So a server that joins, or becomes the successor after a failure,
-// is brought up to date by the same stream. Without a successor (this
-// server is the tail) entries are acknowledged at once.
+// A new successor (or a stream the receiver refused) starts with a probe:
+// the receiver says where its copy is. When that position is in this copy's
+// recent history, the link sends only the entries after it (a copy that
+// rejoins, or a chain repaired around a lost server, catches up); otherwise
+// a snapshot of the shard, fixed at one point of the stream
+// (SnapshotSource::Begin, under the core's order lock): every update
+// appended before it is in the copy and is not sent again. Without a
+// successor (this server is the tail) entries are acknowledged at once.
 //
 // Thread-safe. The transport, source and clock must outlive the link.
 #ifndef PS_SERVER_REPLICA_LINK_H_
@@ -76,12 +82,18 @@ class ReplicaLink final : public ReplicationLog {
     uint32_t server = 0;
     std::string address;
     // A restarted server (same id and address, new incarnation) holds
-    // nothing: it is a new successor and gets a snapshot.
+    // nothing: it is a new successor, and refuses what was meant for the
+    // process before it.
     uint64_t incarnation = 0;
   };
   struct Options {
     int shard = 0;
     uint32_t self = 0;  // this server's id
+    uint64_t incarnation = 0;  // this process's
+    // Recent entries kept to catch a successor up without a snapshot
+    // (0: none kept; only a successor already at this copy's position is
+    // spared a snapshot).
+    size_t history_bytes = 0;
     size_t max_batch_bytes = 16 << 20;
     size_t max_batch_entries = 1024;
     absl::Duration rpc_timeout = absl::Seconds(10);
@@ -94,6 +106,8 @@ class ReplicaLink final : public ReplicationLog {
     uint64_t entries_resent = 0; // entries in those attempts
     uint64_t snapshots = 0;      // snapshots completed
     uint64_t snapshot_bytes = 0;
+    uint64_t catch_ups = 0;         // successors caught up from the history
+    uint64_t catch_up_entries = 0;  // entries sent for those
     size_t pending = 0;          // entries and barriers waiting
   };
 
@@ -110,6 +124,18 @@ class ReplicaLink final : public ReplicationLog {
   // tail). A different successor gets a snapshot before anything else;
   // what was pending is in it.
   void Retarget(uint64_t ring_version, std::optional<Target> target);
+  // This server is the shard's primary from ring `ring_version` on: unless
+  // it already was (since an earlier ring), it starts its epoch, appending
+  // an epoch_start entry that every copy downstream will apply. The core's
+  // own entries are stamped with this epoch.
+  void BecomePrimary(uint64_t ring_version);
+  // Not the primary (any longer) in the current ring.
+  void NotPrimary();
+  // The last entry appended.
+  LogPosition position() const;
+  // A copy filled from a snapshot taken at `position` (no history before
+  // it): called before the copy's core applies any entry.
+  void ResetPosition(LogPosition position);
   // This server left the chain: what is pending fails with `status`, and so
   // does every later Barrier.
   void Close(const absl::Status& status);
@@ -117,20 +143,42 @@ class ReplicaLink final : public ReplicationLog {
   Stats stats() const;
 
  private:
+  using EntryPtr = std::shared_ptr<const proto::ForwardEntry>;
   struct Item {
-    bool marker = false;  // a snapshot goes here
-    bool has_entry = false;
-    proto::ForwardEntry entry;  // moved into a request when sent
+    bool marker = false;     // the stream (re)starts here: probe, then catch-up or snapshot
+    bool caught_up = false;  // the receiver is caught up once this item is applied
+    EntryPtr entry;          // null: a barrier (or marker, caught_up)
     size_t bytes = 0;
     std::vector<Done> dones;    // run once this item (and all before) are at the tail
   };
+  struct Recent {
+    LogPosition position;
+    EntryPtr entry;
+    size_t bytes = 0;
+  };
+  void AppendLocked(proto::ForwardEntry entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Who() const;
   void Run();
+  // Probes the successor for the marker at the front of the queue, then
+  // replaces the marker by the entries it lacks, or sends a snapshot.
+  void Resync(uint64_t stream, const Target& target);
+  // Whether `p` is this copy's position or that of one of its recent
+  // entries (or the point just before them).
+  bool InHistoryLocked(LogPosition p) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One snapshot for the marker at the front of the queue.
   void SendSnapshot(uint64_t stream, const Target& target);
-  // Sends `request` until acknowledged (OK), the stream changes or the link
-  // stops (CANCELLED).
-  absl::Status SendUntilAcked(uint64_t stream, const Target& target, proto::ForwardRequest& request,
-                              size_t entries);
+  // Fills the header of a request of `stream`.
+  void HeaderLocked(uint64_t stream, const Target& target, proto::ForwardRequest& request) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends `request` until acknowledged, the stream changes or the link
+  // stops (CANCELLED). A batch the receiver refuses as out of its stream
+  // (FAILED_PRECONDITION) restarts the stream (CANCELLED): a probe follows.
+  absl::StatusOr<proto::ForwardResponse> SendUntilAcked(uint64_t stream, const Target& target,
+                                                        proto::ForwardRequest& request,
+                                                        size_t entries);
+  // A new stream to the current target: what is pending waits for its
+  // probe (its entries are in the history, or in the snapshot).
+  void RestartStreamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pops the first `n` items (and barriers right after them) into *dones.
   void PopLocked(size_t n, std::vector<Done>* dones) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void RunAll(std::vector<Done>& dones, const absl::Status& status);
@@ -146,6 +194,13 @@ class ReplicaLink final : public ReplicationLog {
   uint64_t ring_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t stream_ ABSL_GUARDED_BY(mu_) = 0;  // changes with the target
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  // This copy's history: its position, and its recent entries after `base_`.
+  LogPosition position_ ABSL_GUARDED_BY(mu_);
+  bool primary_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // stamped on the primary's own entries
+  std::deque<Recent> recent_ ABSL_GUARDED_BY(mu_);
+  LogPosition base_ ABSL_GUARDED_BY(mu_);
+  size_t recent_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status closed_status_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

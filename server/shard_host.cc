@@ -71,6 +71,8 @@ struct ShardHost::Slot {
   absl::Mutex mu;                    // serializes the shard's Forward calls
   uint64_t stream ABSL_GUARDED_BY(mu) = 0;
   uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
+  // A snapshot being received: swapped in for `replica` at its last part.
+  std::shared_ptr<Replica> incoming ABSL_GUARDED_BY(mu);
 };
 
 std::shared_ptr<PsCore> ShardHost::CoreOf(const std::shared_ptr<Replica>& replica) {
@@ -80,7 +82,7 @@ std::shared_ptr<PsCore> ShardHost::CoreOf(const std::shared_ptr<Replica>& replic
 ShardHost::ShardHost(ShardHostOptions options) : options_(std::move(options)) {
   if (!replicated()) {
     auto slot = std::make_shared<Slot>();
-    slot->replica = NewReplica(options_.core.server_index);
+    slot->replica = NewReplica(options_.core.server_index, false);
     slot->complete = true;
     absl::MutexLock lock(&mu_);
     slots_[options_.core.server_index] = std::move(slot);
@@ -105,7 +107,7 @@ ShardHost::~ShardHost() {
 
 std::string ShardHost::Who() const { return absl::StrCat("ps_server id ", options_.server_id); }
 
-std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard) const {
+std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool history) const {
   auto replica = std::make_unique<Replica>();
   PsCoreOptions core = options_.core;
   core.server_index = shard;
@@ -114,6 +116,8 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard) const {
     ReplicaLink::Options link;
     link.shard = shard;
     link.self = options_.server_id;
+    link.incarnation = options_.incarnation;
+    link.history_bytes = history ? options_.history_bytes : 0;
     replica->link = std::make_unique<ReplicaLink>(link, options_.transport, replica.get(),
                                                   options_.core.clock);
     replica->core->set_replication(replica->link.get());
@@ -141,6 +145,12 @@ absl::StatusOr<std::shared_ptr<PsCore>> ShardHost::ForWorker(int shard) const {
         "the request names shard ", shard, " (x-ps-shard metadata); the ring has ",
         ring_->num_shards(), " shards"));
   }
+  if (!NamesMeLocked(*ring_)) {
+    return absl::UnavailableError(absl::StrCat(
+        Who(), " (incarnation ", options_.incarnation, ") restarted: ring version ",
+        ring_->version(), " still names its previous process, whose copies are gone; the "
+        "client re-reads the ring"));
+  }
   std::optional<uint32_t> primary = ring_->Primary(shard);
   if (primary != options_.server_id) {
     return absl::UnavailableError(absl::StrCat(
@@ -157,9 +167,19 @@ absl::StatusOr<std::shared_ptr<PsCore>> ShardHost::ForWorker(int shard) const {
   return CoreOf(it->second->replica);
 }
 
+bool ShardHost::NamesMeLocked(const ShardRing& ring) const {
+  return ring.Incarnation(options_.server_id) == options_.incarnation;
+}
+
 void ShardHost::RetargetLocked(int shard, Slot& slot, const ShardRing& ring) const {
   std::optional<ReplicaLink::Target> target;
-  if (slot.complete) {
+  const bool serving = slot.complete && NamesMeLocked(ring);
+  if (serving && ring.IsPrimary(shard, options_.server_id)) {
+    slot.replica->link->BecomePrimary(ring.version());
+  } else {
+    slot.replica->link->NotPrimary();
+  }
+  if (serving) {
     if (std::optional<uint32_t> next = ring.Successor(shard, options_.server_id)) {
       target = ReplicaLink::Target{*next, ring.Address(*next), ring.Incarnation(*next)};
     }
@@ -185,10 +205,13 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
       }
       if (it == slots_.end()) {
         auto slot = std::make_shared<Slot>();
-        slot->replica = NewReplica(shard);
-        // In a chain without ever joining it: the first ring, all empty.
+        slot->replica = NewReplica(shard, ring->replicas() > 1);
+        // In a chain without ever joining it: the first ring, all empty;
+        // unless the ring means an earlier process of this server (whose
+        // copies died with it).
         const auto& servers = ring->record().shards(shard).servers();
         slot->complete =
+            NamesMeLocked(*ring) &&
             std::find(servers.begin(), servers.end(), options_.server_id) != servers.end();
         it = slots_.emplace(shard, std::move(slot)).first;
       }
@@ -249,6 +272,8 @@ ReplicaLink::Stats ShardHost::LinkStats() const {
     total.entries_resent += s.entries_resent;
     total.snapshots += s.snapshots;
     total.snapshot_bytes += s.snapshot_bytes;
+    total.catch_ups += s.catch_ups;
+    total.catch_up_entries += s.catch_up_entries;
     total.pending += s.pending;
   }
   return total;
@@ -303,6 +328,22 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
       return;
     }
     ring = ring_;
+    if (request.to_incarnation() != options_.incarnation) {
+      done(absl::FailedPreconditionError(absl::StrCat(
+               Who(), " is incarnation ", options_.incarnation, ", not ",
+               request.to_incarnation(), " that server ", request.from_server(),
+               " addressed (this server restarted; its copies are gone)")),
+           {});
+      return;
+    }
+    if (ring->Incarnation(request.from_server()) != request.from_incarnation()) {
+      done(absl::FailedPreconditionError(absl::StrCat(
+               Who(), ": ring version ", ring->version(), " names incarnation ",
+               ring->Incarnation(request.from_server()), " of server ", request.from_server(),
+               ", not the sender's ", request.from_incarnation())),
+           {});
+      return;
+    }
     auto it = slots_.find(shard);
     if (ring->Successor(shard, request.from_server()) != options_.server_id ||
         it == slots_.end()) {
@@ -317,81 +358,136 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
   }
   bool became_complete = false;
   std::shared_ptr<PsCore> core;
-  uint64_t applied = 0;
-  {
-    absl::MutexLock slot_lock(&slot->mu);
-    if (request.stream_id() != slot->stream) {
-      if (request.first_seq() != 1) {
-        done(absl::FailedPreconditionError(absl::StrCat(
-                 "shard ", shard, ": stream ", request.stream_id(), " from server ",
-                 request.from_server(), " is unknown here and does not start at its beginning")),
-             {});
-        return;
-      }
-      // A new stream starts with a snapshot: begin from an empty core.
-      std::shared_ptr<Replica> fresh = NewReplica(shard);
-      std::shared_ptr<Replica> old;
-      {
-        absl::MutexLock lock(&mu_);
-        old = std::move(slot->replica);
-        slot->replica = fresh;
-        slot->complete = false;
-        RetargetLocked(shard, *slot, *ring);
-      }
-      old->link->Close(absl::UnavailableError("replaced by a new stream"));
-      slot->stream = request.stream_id();
-      slot->next_seq = 1;
-    }
-    {
-      absl::ReaderMutexLock lock(&mu_);
-      core = CoreOf(slot->replica);
-    }
-    for (int i = 0; i < request.entries_size(); ++i) {
-      const uint64_t seq = request.first_seq() + i;
-      if (seq < slot->next_seq) continue;  // a resent batch: applied already
-      if (seq > slot->next_seq) {
-        done(absl::FailedPreconditionError(absl::StrCat("shard ", shard, ": entry ", seq,
-                                                        " arrived before ", slot->next_seq)),
-             {});
-        return;
-      }
-      const proto::ForwardEntry& entry = request.entries(i);
-      if (entry.has_snapshot()) {
-        absl::Status s = ApplySnapshotPart(*core, entry.snapshot());
-        if (!s.ok()) {
-          LogEvent(Who(), absl::StrCat("shard ", shard, ": snapshot part failed: ", s.ToString()));
-          done(s, {});
-          return;
-        }
-        if (entry.snapshot().last()) became_complete = true;
-      } else if (absl::Status s = core->ApplyForwarded(entry); !s.ok()) {
-        // The primary applied it, so this copy now differs: say so loudly.
-        LogEvent(Who(), absl::StrCat("shard ", shard, ": forwarded update ", seq,
-                                     " did not apply here: ", s.ToString()));
-      }
-      ++slot->next_seq;
-    }
-    applied = slot->next_seq - 1;
+  proto::ForwardResponse response;
+  absl::Status refused;
+  refused = Receive(shard, request, *slot, *ring, &core, &response, &became_complete);
+  if (!refused.ok()) {
+    done(refused, {});
+    return;
   }
   bool joining = false;
   if (became_complete) {
     absl::MutexLock lock(&mu_);
-    slot->complete = true;
     if (ring_ != nullptr) {
-      RetargetLocked(shard, *slot, *ring_);
       const auto& j = ring_->record().shards(shard).joining();
       joining = std::find(j.begin(), j.end(), options_.server_id) != j.end();
     }
   }
-  if (became_complete) {
-    LogEvent(Who(), absl::StrCat("shard ", shard, ": copy complete"));
-    if (joining && options_.on_synced) options_.on_synced(shard);
+  if (became_complete && joining && options_.on_synced) options_.on_synced(shard);
+  // Answered once everything applied here is at the tail.
+  core->AfterReplicated([done = std::move(done), response](absl::Status s) { done(s, response); });
+}
+
+absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request, Slot& slot,
+                                const ShardRing& ring, std::shared_ptr<PsCore>* core,
+                                proto::ForwardResponse* response, bool* became_complete) {
+  absl::MutexLock slot_lock(&slot.mu);  // one Forward of the shard at a time
+  std::shared_ptr<Replica> replica;
+  bool complete;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    replica = slot.replica;
+    complete = slot.complete;
   }
-  core->AfterReplicated([done = std::move(done), applied](absl::Status s) {
-    proto::ForwardResponse response;
-    response.set_applied_seq(applied);
-    done(s, response);
-  });
+  *core = CoreOf(replica);
+  if (request.probe()) {
+    // A new stream: where this copy is decides what the sender sends.
+    slot.stream = request.stream_id();
+    slot.next_seq = 1;
+    slot.incoming.reset();
+    *response->mutable_position() = replica->link->position().ToProto();
+    response->set_has_copy(complete);
+    return absl::OkStatus();
+  }
+  if (request.stream_id() != slot.stream) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard, ": stream ", request.stream_id(), " from server ",
+                     request.from_server(), " is unknown here (a stream starts with a probe)"));
+  }
+  for (int i = 0; i < request.entries_size(); ++i) {
+    const uint64_t seq = request.first_seq() + i;
+    if (seq < slot.next_seq) continue;  // a resent batch: applied already
+    if (seq > slot.next_seq) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", shard, ": entry ", seq, " arrived before ", slot.next_seq));
+    }
+    const proto::ForwardEntry& entry = request.entries(i);
+    if (entry.has_snapshot()) {
+      const proto::SnapshotPart& part = entry.snapshot();
+      const LogPosition at = LogPosition::From(part.position());
+      if (slot.incoming == nullptr) {
+        const LogPosition mine = replica->link->position();
+        if (complete && at < mine) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "shard ", shard, ": a snapshot at ", at.ToString(), " from server ",
+              request.from_server(), " is behind this complete copy at ", mine.ToString(),
+              "; refused"));
+        }
+        slot.incoming = NewReplica(shard, ring.replicas() > 1);
+      }
+      if (absl::Status s = ApplySnapshotPart(*slot.incoming->core, part); !s.ok()) {
+        slot.incoming.reset();
+        LogEvent(Who(), absl::StrCat("shard ", shard, ": snapshot part failed: ", s.ToString()));
+        return absl::FailedPreconditionError(
+            absl::StrCat("shard ", shard, ": a snapshot part did not apply here: ", s.message()));
+      }
+      if (part.last()) {
+        // The copy is whole: it replaces the one held until now.
+        std::shared_ptr<Replica> fresh = std::move(slot.incoming);
+        fresh->link->ResetPosition(at);
+        std::shared_ptr<Replica> old;
+        {
+          absl::MutexLock lock(&mu_);
+          old = std::move(slot.replica);
+          slot.replica = fresh;
+          slot.complete = true;
+          if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+        }
+        old->link->Close(absl::UnavailableError("replaced by a snapshot"));
+        replica = fresh;
+        complete = true;
+        *core = CoreOf(replica);
+        *became_complete = true;
+        LogEvent(Who(), absl::StrCat("shard ", shard, ": copy complete (snapshot at ",
+                                     at.ToString(), ")"));
+      }
+    } else {
+      const LogPosition mine = replica->link->position();
+      if (entry.seq() > mine.seq + 1 || slot.incoming != nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "shard ", shard, ": entry at seq ", entry.seq(), " arrived after seq ", mine.seq,
+            slot.incoming != nullptr ? " during a snapshot" : " here: the stream skipped some"));
+      }
+      if (entry.seq() > mine.seq) {
+        if (absl::Status s = (*core)->ApplyForwarded(entry); !s.ok()) {
+          // The primary applied it, so this copy now differs: it is no
+          // longer a copy of the shard until a snapshot replaces it.
+          LogEvent(Who(), absl::StrCat("shard ", shard, ": forwarded update at seq ", entry.seq(),
+                                       " did not apply here: ", s.ToString(),
+                                       "; this copy is incomplete until a snapshot"));
+          absl::MutexLock lock(&mu_);
+          slot.complete = false;
+          if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+          return absl::FailedPreconditionError(absl::StrCat(
+              "shard ", shard, ": the update at seq ", entry.seq(), " did not apply on server ",
+              options_.server_id, ": ", s.message(), "; it needs a snapshot"));
+        }
+      }
+    }
+    ++slot.next_seq;
+  }
+  if (request.caught_up() && !complete) {
+    {
+      absl::MutexLock lock(&mu_);
+      slot.complete = true;
+      if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+    }
+    *became_complete = true;
+    LogEvent(Who(), absl::StrCat("shard ", shard, ": copy complete (caught up to ",
+                                 replica->link->position().ToString(), ")"));
+  }
+  response->set_applied_seq(slot.next_seq - 1);
+  return absl::OkStatus();
 }
 
 }  // namespace ps

@@ -7,13 +7,22 @@
 // ReplicaLink to the shard's successor; the core appends what it applies to
 // the link, and writes are answered once the link says the tail has them.
 //
+// A ring names each server with the incarnation (process) that holds its
+// copies: a process that finds its server id in a ring under another
+// incarnation (it restarted before the ring dropped the old one) holds
+// none of those copies, serves none of them and forwards nothing for them.
+//
 // Workers reach a shard's core only on its primary (ForWorker), and not at
 // all while the server is fenced (its etcd lease may have expired, so
 // another server may have been promoted). Forward receives a predecessor's
-// stream: only from the predecessor the ring names, entries applied once
-// each in sequence order. A stream starts with a snapshot: the shard's core
-// is replaced by a fresh one filled from it, and when the last part arrives
-// the copy is complete (a joining server then reports it, on_synced).
+// stream: only from the predecessor (server and incarnation) the ring
+// names, and only for this incarnation; entries applied once each in
+// sequence order. A stream starts with a probe, answered with this copy's
+// position; then either the entries after it (the copy is complete again
+// with the caught_up batch) or a snapshot, filled into a fresh core beside
+// the current copy and swapped in when its last part arrives (a snapshot
+// behind a complete copy is refused). A joining copy, complete, is reported
+// (on_synced).
 //
 // Thread-safe. Cores are shared_ptrs: a call that holds one finishes on it
 // even if the ring moves the shard away meanwhile.
@@ -44,7 +53,11 @@ struct ShardHostOptions {
   // Replicated: this server's id and how links reach other servers (must
   // outlive the host). Null transport: static, one shard, core.server_index.
   uint32_t server_id = 0;
+  uint64_t incarnation = 0;  // this process's (proto::MemberRecord)
   ForwardTransport* transport = nullptr;
+  // Recent entries each copy keeps to catch a successor up without a
+  // snapshot (ReplicaLink::Options::history_bytes), when r > 1.
+  size_t history_bytes = 64 << 20;
   // Runs (on a gRPC thread, without host locks) when a joining copy of
   // `shard` is complete.
   std::function<void(int shard)> on_synced;
@@ -67,10 +80,12 @@ class ShardHost {
   absl::StatusOr<std::shared_ptr<PsCore>> ForWorker(int shard) const;
 
   // A predecessor's batch. `done` gets OK with the sequence number applied
-  // at the tail, or: FAILED_PRECONDITION when the sender is not this
-  // server's predecessor for the shard in this server's ring, or the stream
-  // is unknown (it does not start with its first entry) or has a gap;
-  // UNAVAILABLE when fenced.
+  // at the tail (for a probe: this copy's position), or: FAILED_PRECONDITION
+  // when the sender is not this server's predecessor for the shard in this
+  // server's ring (server or incarnation), the request is meant for another
+  // incarnation, the stream is unknown (not probed) or has a gap, a
+  // snapshot is behind this complete copy, or an entry does not apply (the
+  // copy is then incomplete until a snapshot); UNAVAILABLE when fenced.
   using ForwardDone = std::function<void(absl::Status, proto::ForwardResponse)>;
   void Forward(const proto::ForwardRequest& request, ForwardDone done);
 
@@ -97,7 +112,10 @@ class ShardHost {
   // A shard's slot: the replica (replaced by a new stream's snapshot) and
   // the receiving state.
   struct Slot;
-  std::unique_ptr<Replica> NewReplica(int shard) const;
+  // `history`: whether the copy keeps recent entries (r > 1).
+  std::unique_ptr<Replica> NewReplica(int shard, bool history) const;
+  // Whether the ring names this process (not an earlier one of this id).
+  bool NamesMeLocked(const ShardRing& ring) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The replica's core, keeping the whole replica (and so the link the core
   // appends to) alive while the caller holds it, even after the ring drops
   // it.
@@ -106,6 +124,12 @@ class ShardHost {
   // until the slot's copy is complete).
   void RetargetLocked(int shard, Slot& slot, const ShardRing& ring) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Forward's work on the slot (under its lock): applies the request, fills
+  // *response, sets *core to the core that holds what was applied.
+  absl::Status Receive(int shard, const proto::ForwardRequest& request, Slot& slot,
+                       const ShardRing& ring, std::shared_ptr<PsCore>* core,
+                       proto::ForwardResponse* response, bool* became_complete)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Applies one snapshot part to a fresh core.
   static absl::Status ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part);
   std::string Who() const;

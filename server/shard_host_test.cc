@@ -90,7 +90,9 @@ class InMemoryTransport final : public ForwardTransport {
     {
       absl::MutexLock lock(&mu_);
       auto it = hosts_.find(address);
-      if (it == hosts_.end()) return absl::UnavailableError(absl::StrCat("no host at ", address));
+      if (it == hosts_.end() || it->second == nullptr) {
+        return absl::UnavailableError(absl::StrCat("no host at ", address));
+      }
       host = it->second;
       for (const auto& e : request.entries()) snapshot_parts_[address] += e.has_snapshot();
     }
@@ -209,11 +211,13 @@ class ShardHostTest : public ::testing::Test {
     for (auto& host : hosts_) host.reset();  // predecessors first
   }
 
-  // (Re)starts server `id` at "h<id>", serving one shard in all.
-  ShardHost& Start(uint32_t id) {
+  // (Re)starts server `id` at "h<id>", serving one shard in all, as
+  // process `incarnation` (0: 100 + id, as Ring names it by default).
+  ShardHost& Start(uint32_t id, uint64_t incarnation = 0) {
     ShardHostOptions options;
     options.core.num_servers = 1;
     options.server_id = id;
+    options.incarnation = incarnation != 0 ? incarnation : 100 + id;
     options.transport = &transport_;
     options.on_synced = [this, id](int shard) {
       absl::MutexLock lock(&mu_);
@@ -300,7 +304,8 @@ TEST_F(ShardHostTest, WritesReachTheTailBeforeTheyAreAcknowledged) {
     EXPECT_THAT(host(id).CompleteShards(), ElementsAre(0));
   }
   ReplicaLink::Stats stats = host(0).LinkStats();
-  EXPECT_EQ(stats.snapshots, 1u);
+  EXPECT_EQ(stats.snapshots, 0u) << "the first ring's copies are empty alike: no snapshot";
+  EXPECT_EQ(stats.catch_ups, 1u);
   EXPECT_GE(stats.entries_sent, 3u);
   EXPECT_EQ(stats.pending, 0u);
   // The shard's own link, as the Stats RPC reports it; none for a shard
@@ -345,48 +350,79 @@ TEST_F(ShardHostTest, JoiningServerCopiesTheShardThenFollowsTheStream) {
   EXPECT_THAT(synced(0), IsEmpty());
 }
 
-// Server 1 receiving on its own (no server 0 running): the request is built here.
+// Server 1 receiving on its own (no server 0 running): the requests are
+// built here.
 TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
   Start(1);
-  proto::ForwardRequest request;
-  request.set_shard(0);
-  request.set_from_server(0);
-  request.set_ring_version(1);
-  request.set_stream_id(77);
-  request.set_first_seq(1);
-  proto::SnapshotPart* last = request.add_entries()->mutable_snapshot();
-  last->set_last(true);
-  *last->add_tables() = SumTable().table();
-  EXPECT_EQ(CallForward(host(1), request).status().code(), absl::StatusCode::kUnavailable)
+  proto::ForwardRequest probe;
+  probe.set_shard(0);
+  probe.set_from_server(0);
+  probe.set_from_incarnation(100);
+  probe.set_to_incarnation(101);
+  probe.set_ring_version(1);
+  probe.set_stream_id(77);
+  probe.set_probe(true);
+  EXPECT_EQ(CallForward(host(1), probe).status().code(), absl::StatusCode::kUnavailable)
       << "no ring yet";
 
   host(1).SetRing(Ring(1, {{{0, 1}}, {{2}}}));
-  proto::ForwardRequest stranger = request;
+  proto::ForwardRequest stranger = probe;
   stranger.set_from_server(2);
+  stranger.set_from_incarnation(102);
   absl::StatusOr<proto::ForwardResponse> refused = CallForward(host(1), stranger);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(), HasSubstr("not the successor of server 2"));
   stranger.set_from_server(1);
+  stranger.set_from_incarnation(101);
   EXPECT_EQ(CallForward(host(1), stranger).status().code(), absl::StatusCode::kFailedPrecondition);
-  stranger.set_from_server(0);
+  stranger = probe;
   stranger.set_shard(1);  // server 1 is not in shard 1's chain
   EXPECT_EQ(CallForward(host(1), stranger).status().code(), absl::StatusCode::kFailedPrecondition);
-  proto::ForwardRequest midway = request;
-  midway.set_first_seq(5);
-  EXPECT_EQ(CallForward(host(1), midway).status().code(), absl::StatusCode::kFailedPrecondition)
-      << "an unknown stream must start at 1";
+  // Another process of server 0 (it restarted), or a request meant for a
+  // process of server 1 before this one.
+  stranger = probe;
+  stranger.set_from_incarnation(999);
+  refused = CallForward(host(1), stranger);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("not the sender's 999"));
+  stranger = probe;
+  stranger.set_to_incarnation(55);
+  refused = CallForward(host(1), stranger);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("not 55"));
   host(1).SetFenced(true);
-  EXPECT_EQ(CallForward(host(1), request).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(CallForward(host(1), probe).status().code(), absl::StatusCode::kUnavailable);
   host(1).SetFenced(false);
 
-  // The stream from the predecessor: snapshot, then a push sent twice.
+  proto::ForwardRequest request = probe;
+  request.set_probe(false);
+  request.set_first_seq(1);
+  proto::SnapshotPart* last = request.add_entries()->mutable_snapshot();
+  last->set_last(true);
+  last->mutable_position()->set_epoch(1);
+  last->mutable_position()->set_seq(1);
+  *last->add_tables() = SumTable().table();
+  absl::StatusOr<proto::ForwardResponse> unprobed = CallForward(host(1), request);
+  EXPECT_EQ(unprobed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(unprobed.status().message(), HasSubstr("starts with a probe"));
+
+  // The probe: the copy of the first ring is complete and empty.
+  absl::StatusOr<proto::ForwardResponse> where = CallForward(host(1), probe);
+  ASSERT_TRUE(where.ok()) << where.status();
+  EXPECT_TRUE(where->has_copy());
+  EXPECT_EQ(where->position().seq(), 0u);
+
+  // The stream: a snapshot, then a push sent twice.
   absl::StatusOr<proto::ForwardResponse> applied = CallForward(host(1), request);
   ASSERT_TRUE(applied.ok()) << applied.status();
   EXPECT_EQ(applied->applied_seq(), 1u);
   proto::ForwardRequest push = request;
   push.set_first_seq(2);
   push.clear_entries();
-  proto::PushRequest* p = push.add_entries()->mutable_push();
+  proto::ForwardEntry* entry = push.add_entries();
+  entry->set_epoch(1);
+  entry->set_seq(2);
+  proto::PushRequest* p = entry->mutable_push();
   p->set_table("w");
   p->set_worker_id(1);
   p->set_request_id(9);
@@ -406,6 +442,23 @@ TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
   absl::StatusOr<proto::ForwardResponse> gap = CallForward(host(1), push);
   EXPECT_EQ(gap.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(gap.status().message(), HasSubstr("entry 4 arrived before 3"));
+  // An entry whose place in the history skips one.
+  push.set_first_seq(3);
+  push.mutable_entries(0)->set_seq(5);
+  gap = CallForward(host(1), push);
+  EXPECT_EQ(gap.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(gap.status().message(), HasSubstr("entry at seq 5 arrived after seq 2"));
+
+  // A snapshot behind this complete copy (an empty one, say) is refused.
+  where = CallForward(host(1), probe);
+  ASSERT_TRUE(where.ok()) << where.status();
+  EXPECT_EQ(where->position().seq(), 2u);
+  proto::ForwardRequest empty = request;
+  empty.mutable_entries(0)->mutable_snapshot()->clear_position();
+  refused = CallForward(host(1), empty);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("is behind this complete copy"));
+  EXPECT_EQ(Values(*OnlyCore(1))[0], 1.0f) << "the copy is kept";
 }
 
 TEST_F(ShardHostTest, LeavingTheChainDropsTheShard) {
@@ -433,8 +486,8 @@ TEST_F(ShardHostTest, LeavingTheChainDropsTheShard) {
 // The old stream must not go on (the new process would refuse it forever):
 // the new incarnation gets a snapshot and syncs.
 TEST_F(ShardHostTest, RestartedSuccessorAtTheSameAddressGetsASnapshot) {
-  Start(0);
-  Start(1);
+  Start(0, 10);
+  Start(1, 11);
   std::shared_ptr<const ShardRing> first = Ring(1, {{{0, 1}}}, {{0, 10}, {1, 11}});
   SetRing(first, {1, 0});
   std::shared_ptr<PsCore> primary = Primary(0);
@@ -443,7 +496,7 @@ TEST_F(ShardHostTest, RestartedSuccessorAtTheSameAddressGetsASnapshot) {
   ASSERT_TRUE(Push(*primary, 1).ok());
 
   hosts_[1].reset();  // the transport still holds it until replaced
-  Start(1);
+  Start(1, 12);
   RingInputs inputs;
   inputs.live[0] = first->record().members().at(0);
   inputs.live[1] = first->record().members().at(1);
@@ -458,6 +511,56 @@ TEST_F(ShardHostTest, RestartedSuccessorAtTheSameAddressGetsASnapshot) {
 
   EXPECT_TRUE(WaitSynced(1, 0)) << "the new process never received a snapshot";
   EXPECT_TRUE(Push(*primary, 2).ok());
+}
+
+// Chain 0 -> 1 -> 2 loses its middle: server 0's new successor, server 2,
+// holds a complete copy, so it is caught up from server 0's recent history
+// (nothing, or the few updates it lacks) instead of being sent a snapshot.
+TEST_F(ShardHostTest, ARepairedChainCatchesUpWithoutASnapshot) {
+  for (uint32_t id : {0, 1, 2}) Start(id);
+  SetRing(Ring(1, {{{0, 1, 2}}}), {2, 1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(CreateTable(*primary).ok());
+  for (uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(Push(*primary, id).ok());
+  transport_.Add(Address(1), nullptr);  // server 1 is gone
+
+  SetRing(Ring(2, {{{0, 2}}}), {2, 0});
+  for (uint64_t id = 4; id <= 6; ++id) ASSERT_TRUE(Push(*primary, id).ok());
+  EXPECT_EQ(Values(*OnlyCore(2)), Values(*primary));
+  EXPECT_EQ(transport_.snapshot_parts("h2"), 0) << "server 2 held a complete copy";
+  ReplicaLink::Stats stats = host(0).LinkStats();
+  EXPECT_EQ(stats.snapshots, 0u);
+  EXPECT_EQ(stats.catch_ups, 2u) << "the first ring's, and the repair's";
+}
+
+// A server restarts before the ring drops its previous process (which was
+// the primary): the new process serves nothing and sends nothing for the
+// ring's entries of the old one, so the complete copy on server 1 stays.
+// Regression: the new process took its empty slot for the old one's
+// complete copy and sent it down the chain as a snapshot.
+TEST_F(ShardHostTest, ARestartedProcessDoesNotActOnItsPredecessorsRingEntries) {
+  Start(0);
+  Start(1);
+  std::shared_ptr<const ShardRing> ring = Ring(1, {{{0, 1}}});
+  SetRing(ring, {1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(CreateTable(*primary).ok());
+  ASSERT_TRUE(Push(*primary, 1).ok());
+  const std::vector<float> before = Values(*OnlyCore(1));
+  primary.reset();
+
+  hosts_[0].reset();
+  Start(0, 200);  // a new process of server 0
+  host(0).SetRing(ring);
+  absl::StatusOr<std::shared_ptr<PsCore>> refused = host(0).ForWorker(0);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(), HasSubstr("still names its previous process"));
+  EXPECT_THAT(host(0).CompleteShards(), IsEmpty());
+  EXPECT_EQ(host(0).LinkStats().snapshots, 0u);
+  EXPECT_EQ(transport_.snapshot_parts("h1"), 0);
+  EXPECT_EQ(Values(*OnlyCore(1)), before) << "server 1's copy is intact";
 }
 
 // Regression: a dropped shard's replica (and its link) was freed while a
