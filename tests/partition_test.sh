@@ -74,9 +74,10 @@ for _ in $(seq 1 300); do [ "$(progress)" -gt $((base + 100)) ] && break; sleep 
 [ "$(progress)" -gt $((base + 100)) ] || fail "no pushes acknowledged after the failover"
 kill -0 "$client" 2>/dev/null || fail "the workers finished before the heal; raise PARTITION_PUSHES"
 
-# Heal: server 0 finds its lease gone, registers again and copies back in.
+# Heal: server 0 finds its lease gone, registers again (same incarnation:
+# it is the same process) and copies back into the chains it left.
 ip link set "$host_if" up
-wait_for_line "$dir/server0.log" "registering again with a new incarnation"
+wait_for_line "$dir/server0.log" "registering again (same incarnation)"
 wait_ring $cluster "server 0 back in full chains" \
   'grep -q "^  server 0 " "$dir/ring.txt" && ! grep -q joining "$dir/ring.txt"'
 rejoined=$(date +%s.%N)
