@@ -31,6 +31,12 @@ absl::StatusOr<ClusterState> ParseClusterState(const std::string& cluster, const
       if (absl::Status s = FromJson(e.key, e.value, &r); !s.ok()) return s;
       state.inputs.synced[{shard, id}] = r.incarnation();
       state.synced_keys.push_back(e.key);
+    } else if (parts.size() == 3 && parts[0] == "stuck" && absl::SimpleAtoi(parts[2], &id)) {
+      int shard = 0;
+      proto::StuckRecord r;
+      if (!absl::SimpleAtoi(parts[1], &shard)) continue;
+      if (absl::Status s = FromJson(e.key, e.value, &r); !s.ok()) return s;
+      state.inputs.stuck[{shard, id}] = r.incarnation();
     } else if (parts.size() == 2 && parts[0] == "draining" && absl::SimpleAtoi(parts[1], &id)) {
       state.inputs.draining.push_back(id);
     } else if (parts.size() == 2 && parts[0] == "adding" && absl::SimpleAtoi(parts[1], &id)) {

@@ -174,6 +174,26 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
     }
     chain.mutable_joining()->Assign(joining.begin(), joining.end());
   }
+  // 1b. A server its predecessor cannot get to acknowledge leaves the chain.
+  auto stuck = [&](int shard, uint32_t s) {
+    auto it = inputs.stuck.find({shard, s});
+    auto known = current.members().find(s);
+    return it != inputs.stuck.end() && known != current.members().end() &&
+           it->second == known->second.incarnation();
+  };
+  for (int i = 0; i < next.shards_size(); ++i) {
+    proto::ShardChain* chain = next.mutable_shards(i);
+    std::vector<uint32_t> joining;
+    for (uint32_t s : chain->joining()) {
+      if (!stuck(i, s)) joining.push_back(s);
+    }
+    chain->mutable_joining()->Assign(joining.begin(), joining.end());
+    for (uint32_t s : std::vector<uint32_t>(chain->servers().begin(), chain->servers().end())) {
+      int others = 0;
+      for (uint32_t o : chain->servers()) others += o != s && alive(o) ? 1 : 0;
+      if (stuck(i, s) && others > 0) Erase(chain->mutable_servers(), s);
+    }
+  }
   // 2. Finished copies join their chain's end.
   for (int i = 0; i < next.shards_size(); ++i) {
     proto::ShardChain* chain = next.mutable_shards(i);
@@ -221,23 +241,26 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
     }
   }
   // 4. Chains short of r servers get a joining one.
-  auto candidate = [&](const proto::ShardChain& chain) -> std::optional<uint32_t> {
+  auto candidate = [&](int shard) -> std::optional<uint32_t> {
+    const proto::ShardChain& chain = next.shards(shard);
     std::optional<uint32_t> best;
     for (const auto& [id, member] : inputs.live) {
-      if (draining.count(id) || Contains(chain.servers(), id) || Contains(chain.joining(), id)) {
+      if (draining.count(id) || Contains(chain.servers(), id) || Contains(chain.joining(), id) ||
+          inputs.stuck.count({shard, id})) {
         continue;
       }
       if (!best || load[id] < load[*best]) best = id;
     }
     return best;
   };
-  for (proto::ShardChain& chain : *next.mutable_shards()) {
+  for (int i = 0; i < next.shards_size(); ++i) {
+    proto::ShardChain& chain = *next.mutable_shards(i);
     // Lost, or waiting for its servers to come back: nothing to copy from.
     if (chain.servers().empty() || !alive(chain.servers(0))) continue;
     int have = chain.joining_size();
     for (uint32_t s : chain.servers()) have += draining.count(s) ? 0 : 1;
     while (have < want) {
-      std::optional<uint32_t> s = candidate(chain);
+      std::optional<uint32_t> s = candidate(i);
       if (!s) break;
       chain.add_joining(*s);
       ++load[*s];
@@ -255,7 +278,7 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
       for (int i = 0; i < next.shards_size(); ++i) {
         const proto::ShardChain& chain = next.shards(i);
         if (chain.servers().empty() || !alive(chain.servers(0)) || !chain.joining().empty() ||
-            Contains(chain.servers(), a)) {
+            Contains(chain.servers(), a) || inputs.stuck.count({i, a})) {
           continue;
         }
         for (uint32_t s : chain.servers()) {

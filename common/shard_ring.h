@@ -66,6 +66,9 @@ struct RingInputs {
   std::map<uint32_t, proto::MemberRecord> live;
   // (shard, server) -> the incarnation that finished copying the shard.
   std::map<std::pair<int, uint32_t>, uint64_t> synced;
+  // (shard, server) -> the incarnation its predecessor reported stuck: it
+  // does not acknowledge, though live (proto::StuckRecord).
+  std::map<std::pair<int, uint32_t>, uint64_t> stuck;
   std::vector<uint32_t> draining;  // asked to leave (ps_admin drain)
   std::vector<uint32_t> adding;    // asked to take shards (ps_admin add-server)
 };
@@ -78,6 +81,9 @@ struct RingInputs {
 //     in an etcd stall or a pause, with their copies intact, and they
 //     register again under the same incarnation (the chain gets no joining
 //     server meanwhile: nothing to copy from);
+//  1b. a server reported stuck in a chain (under the incarnation the ring
+//     names) leaves that chain, unless it is the chain's only live server;
+//     while the report lasts it is not given that shard again (4, 5);
 //  2. a joining server whose copy finished joins the chain's end;
 //  3. a draining server leaves a chain once the chain has r other servers
 //     (or, with fewer live ones, once all of them are in it);

@@ -151,6 +151,31 @@ TEST(ShardRingTest, AStallThatLapsesEveryLeaseEmptiesNoChain) {
   EXPECT_EQ(Servers(*later, 1), (std::vector<uint32_t>{2}));
 }
 
+// Server 1 does not acknowledge server 0's forwards for shard 0 (a
+// partition between the two; both live in etcd): reported stuck, it leaves
+// that chain, and is not chosen to copy it again while the report lasts.
+TEST(ShardRingTest, AServerReportedStuckLeavesThatChain) {
+  auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live = Members({0, 1, 2});
+  in.stuck[{0, 1}] = 99;  // another process of server 1: stale, ignored
+  EXPECT_FALSE(NextRing(ring->record(), in).has_value());
+  in.stuck[{0, 1}] = 8;  // the process the ring names
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Servers(*next, 0), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Joining(*next, 0), (std::vector<uint32_t>{2})) << "a copy from another server";
+  EXPECT_EQ(Servers(*next, 1), (std::vector<uint32_t>{1, 2})) << "other chains keep it";
+  // The only live server of a chain is never taken out.
+  in.live = Members({1});
+  in.stuck.clear();
+  in.stuck[{1, 1}] = 8;
+  auto alone = NextRing(ring->record(), in);
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_EQ(Servers(*alone, 1), (std::vector<uint32_t>{1}));
+}
+
 TEST(ShardRingTest, DrainCopiesFirstThenLeaves) {
   auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2, 3}));
   ASSERT_TRUE(ring.ok());

@@ -14,9 +14,16 @@
 
 namespace ps {
 
-bool EtcdDownEverywhere(const std::vector<absl::StatusOr<proto::EtcdContactResponse>>& peers) {
+bool EtcdDownEverywhere(const std::vector<absl::StatusOr<proto::EtcdContactResponse>>& peers,
+                        absl::Duration silent) {
   for (const absl::StatusOr<proto::EtcdContactResponse>& peer : peers) {
-    if (!peer.ok() || peer->last_call_answered()) return false;
+    if (!peer.ok()) return false;
+    // A peer whose calls hang (etcd stopped, not down: connections open,
+    // nothing answers) has its last call still answered; its silence
+    // since then tells.
+    const bool quiet = peer->millis_since_answer() < 0 ||
+                       absl::Milliseconds(peer->millis_since_answer()) >= silent;
+    if (peer->last_call_answered() && !quiet) return false;
   }
   return true;
 }
@@ -204,7 +211,8 @@ bool MembershipAgent::OutageEverywhere() {
   const absl::Duration timeout = std::min(absl::Milliseconds(250), options_.lease / 8);
   for (const auto& [id, member] : ring->record().members()) {
     if (id == options_.server_id) continue;
-    if (!EtcdDownEverywhere({options_.peers->EtcdContact(member.address(), timeout)})) {
+    if (!EtcdDownEverywhere({options_.peers->EtcdContact(member.address(), timeout)},
+                            options_.lease / 2)) {
       return false;
     }
   }
@@ -323,6 +331,24 @@ void MembershipAgent::ReportSynced(int shard) {
                            : absl::StrCat("copy of shard ", shard,
                                           " complete, but etcd could not be told: ",
                                           put.status().ToString()));
+}
+
+void MembershipAgent::ReportStuck(int shard, uint32_t server, uint64_t incarnation,
+                                  const absl::Status& why) {
+  proto::StuckRecord record;
+  record.set_incarnation(incarnation);
+  record.set_reporter(options_.server_id);
+  record.set_reason(why.ToString());
+  absl::StatusOr<int64_t> lease = options_.kv->GrantLease(options_.lease * 10);
+  absl::Status put = lease.status();
+  if (lease.ok()) {
+    put = options_.kv->Put(StuckKey(options_.cluster, shard, server), ToJson(record), *lease)
+              .status();
+  }
+  LogEvent(Who(), put.ok() ? absl::StrCat("reported server ", server, " stuck in shard ", shard,
+                                          "'s chain; the manager takes it out")
+                           : absl::StrCat("could not report server ", server, " stuck in shard ",
+                                          shard, ": ", put.ToString()));
 }
 
 void MembershipAgent::Stop(bool leave) {

@@ -75,9 +75,12 @@ struct MembershipOptions {
 
 // Whether etcd is down for everyone, by the other servers' answers to
 // EtcdContact (an error: that server cannot be reached): true when every one
-// answered and none got an answer to its latest call to etcd. True for no
-// other server.
-bool EtcdDownEverywhere(const std::vector<absl::StatusOr<proto::EtcdContactResponse>>& peers);
+// answered and none got an answer to its latest call to etcd, or an answer
+// within `silent` (a call to a stopped etcd hangs until it times out, so the
+// last call that ended may still be an answered one). True for no other
+// server.
+bool EtcdDownEverywhere(const std::vector<absl::StatusOr<proto::EtcdContactResponse>>& peers,
+                        absl::Duration silent);
 
 class MembershipAgent {
  public:
@@ -93,6 +96,11 @@ class MembershipAgent {
 
   // A joining copy of `shard` is complete: recorded in etcd for the manager.
   void ReportSynced(int shard);
+  // This server's successor in `shard`'s chain, `server` (process
+  // `incarnation`), acknowledges nothing: recorded in etcd (StuckRecord,
+  // under a lease of 10 ttl of its own) for the manager, which takes it out
+  // of the chain.
+  void ReportStuck(int shard, uint32_t server, uint64_t incarnation, const absl::Status& why);
 
  private:
   MembershipAgent(MembershipOptions options, ShardHost* host);

@@ -21,10 +21,18 @@ proto::EtcdContactResponse Contact(bool answered) {
 }
 
 TEST(EtcdDownEverywhereTest, OnlyWhenEveryOtherServerAnswersAndNoneReachesEtcd) {
-  EXPECT_TRUE(EtcdDownEverywhere({}));
-  EXPECT_TRUE(EtcdDownEverywhere({Contact(false), Contact(false)}));
-  EXPECT_FALSE(EtcdDownEverywhere({Contact(false), Contact(true)}));
-  EXPECT_FALSE(EtcdDownEverywhere({Contact(false), absl::UnavailableError("cut off")}));
+  const absl::Duration silent = absl::Seconds(1);
+  EXPECT_TRUE(EtcdDownEverywhere({}, silent));
+  EXPECT_TRUE(EtcdDownEverywhere({Contact(false), Contact(false)}, silent));
+  EXPECT_FALSE(EtcdDownEverywhere({Contact(false), Contact(true)}, silent));
+  EXPECT_FALSE(EtcdDownEverywhere({Contact(false), absl::UnavailableError("cut off")}, silent));
+  // etcd stopped: the peer's calls hang, so its last call that ended was
+  // answered, but long ago.
+  proto::EtcdContactResponse hanging = Contact(true);
+  hanging.set_millis_since_answer(1500);
+  EXPECT_TRUE(EtcdDownEverywhere({Contact(false), hanging}, silent));
+  hanging.set_millis_since_answer(200);
+  EXPECT_FALSE(EtcdDownEverywhere({Contact(false), hanging}, silent));
 }
 
 // Server 1, as server 0 sees it: it answers EtcdContact as told, and takes

@@ -55,6 +55,12 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
       absl::MutexLock lock(&s->membership_mu_);
       if (s->membership_ != nullptr) s->membership_->ReportSynced(shard);
     };
+    host.stuck_after = options.replication.lease;
+    host.on_successor_stuck = [s = server.get()](int shard, uint32_t successor,
+                                                 uint64_t incarnation, const absl::Status& why) {
+      absl::MutexLock lock(&s->membership_mu_);
+      if (s->membership_ != nullptr) s->membership_->ReportStuck(shard, successor, incarnation, why);
+    };
   }
   server->host_ = std::make_unique<ShardHost>(host);
   if (!replicated) {
@@ -321,6 +327,33 @@ absl::Status PsServer::Readiness() const {
   return absl::OkStatus();
 }
 
+void PsServer::DrainReplicated() {
+  host_->StopTakingWorkerCalls();
+  const std::vector<std::shared_ptr<PsCore>> cores = host_->Cores();
+  struct Drained {
+    absl::Mutex mu;
+    size_t left ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto drained = std::make_shared<Drained>();
+  {
+    absl::MutexLock lock(&drained->mu);
+    drained->left = cores.size();
+  }
+  for (const auto& core : cores) {
+    core->AfterReplicated([drained](absl::Status) {
+      absl::MutexLock lock(&drained->mu);
+      --drained->left;
+    });
+  }
+  absl::MutexLock lock(&drained->mu);
+  auto done = [d = drained.get()]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(d->mu) { return d->left == 0; };
+  const bool all = drained->mu.AwaitWithTimeout(absl::Condition(&done), options_.replication.lease);
+  LogEvent(absl::StrCat("ps_server id ", options_.replication.server_id, " ", address_),
+           all ? "drained: every accepted write is at its chain's tail"
+               : absl::StrCat("drain incomplete after ", absl::FormatDuration(options_.replication.lease),
+                              ": ", drained->left, " shard(s) still waiting for their chain"));
+}
+
 void PsServer::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
@@ -335,8 +368,12 @@ void PsServer::Shutdown() {
     shut_down_ = true;
   }
   if (ticker_.joinable()) ticker_.join();
-  // Leaves the cluster at once: the others take over without waiting for
-  // the lease to expire.
+  // A replicated server drains first: it takes no new worker call (workers
+  // retry at the new primary), and what it accepted reaches the chain's
+  // tail and is answered (bounded by one lease); then it leaves the cluster
+  // at once, so the others take over without waiting for the lease to
+  // expire.
+  if (options_.replication.kv != nullptr && server_ != nullptr) DrainReplicated();
   {
     absl::MutexLock lock(&membership_mu_);
     if (membership_ != nullptr) membership_->Stop(/*leave=*/true);
@@ -344,10 +381,14 @@ void PsServer::Shutdown() {
   if (server_ == nullptr) return;  // Start failed before the server ran
   // Parked pulls and pushes end now, and new ones fail at once, so that the
   // server can drain.
-  for (auto& core : host_->Cores()) {
-    core->Close(absl::UnavailableError(
-        absl::StrCat("server ", options_.server_index, " (", address_, ") is shutting down")));
-  }
+  const absl::Status stopping = absl::UnavailableError(
+      absl::StrCat("server ", options_.server_index, " (", address_, ") is shutting down"));
+  for (auto& core : host_->Cores()) core->Close(stopping);
+  // Replication streams end too: a call waiting for the chain (a write, a
+  // predecessor's batch or probe) is answered now, so that the gRPC server
+  // is not left waiting for it.
+  host_->Close(stopping);
+  if (forward_transport_ != nullptr) forward_transport_->CancelAll();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   LogEvent(absl::StrCat("ps_server ", options_.server_index, " ", address_), "shut down");
 }

@@ -138,6 +138,9 @@ class PsServer {
   // Server 0 with a checkpoint directory: the coordinator and its timers.
   absl::Status StartScheduler();
   void LastCheckpoint();
+  // Replicated: takes no new worker call and waits (at most a lease) until
+  // every write accepted is at its chain's tail.
+  void DrainReplicated();
   // options_.checkpoint.servers, or those of servers_file.
   absl::StatusOr<std::vector<std::string>> ServerAddresses() const;
   void Coordinate(const proto::CheckpointRequest& request, AdminService::Done done);

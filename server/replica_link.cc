@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_channels.h"
 #include "common/grpc_status.h"
@@ -19,11 +20,13 @@ class GrpcForwardTransport final : public ForwardTransport {
   absl::StatusOr<proto::ForwardResponse> Forward(const std::string& address,
                                                  const proto::ForwardRequest& request,
                                                  absl::Duration timeout) override {
-    proto::PsReplication::Stub* stub = StubFor(address);
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    proto::PsReplication::Stub* stub = Enter(address, &context);
+    if (stub == nullptr) return absl::CancelledError("this server is stopping");
     proto::ForwardResponse response;
     grpc::Status status = stub->Forward(&context, request, &response);
+    Leave(&context);
     if (!status.ok()) return FromGrpcStatus(status);
     return response;
   }
@@ -32,25 +35,44 @@ class GrpcForwardTransport final : public ForwardTransport {
                                                          absl::Duration timeout) override {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    proto::PsReplication::Stub* stub = Enter(address, &context);
+    if (stub == nullptr) return absl::CancelledError("this server is stopping");
     proto::EtcdContactResponse response;
-    grpc::Status status = StubFor(address)->EtcdContact(&context, {}, &response);
+    grpc::Status status = stub->EtcdContact(&context, {}, &response);
+    Leave(&context);
     if (!status.ok()) return FromGrpcStatus(status);
     return response;
   }
 
- private:
-  proto::PsReplication::Stub* StubFor(const std::string& address) {
+  void CancelAll() override {
     absl::MutexLock lock(&mu_);
+    stopped_ = true;
+    for (grpc::ClientContext* context : calls_) context->TryCancel();
+  }
+
+ private:
+  // The stub for `address`, with `context` registered as in flight (null
+  // once CancelAll ran).
+  proto::PsReplication::Stub* Enter(const std::string& address, grpc::ClientContext* context) {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return nullptr;
+    calls_.insert(context);
     auto& stub = stubs_[address];
     if (stub == nullptr) {
       stub = proto::PsReplication::NewStub(NewPeerChannel(address));
     }
     return stub.get();
   }
+  void Leave(grpc::ClientContext* context) {
+    absl::MutexLock lock(&mu_);
+    calls_.erase(context);
+  }
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<proto::PsReplication::Stub>> stubs_
       ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace
@@ -207,6 +229,8 @@ void ReplicaLink::Retarget(uint64_t ring_version, std::optional<Target> target) 
       queue_.clear();
     }
     target_ = std::move(target);
+    failing_since_ = absl::InfiniteFuture();
+    stuck_reported_ = false;
     RestartStreamLocked();
   }
   RunAll(finished, absl::OkStatus());
@@ -334,9 +358,16 @@ absl::StatusOr<proto::ForwardResponse> ReplicaLink::SendUntilAcked(uint64_t stre
         stats_.entries_resent += entries;
       }
     }
+    const absl::Time began = clock_->Now();
     absl::StatusOr<proto::ForwardResponse> reply =
         transport_->Forward(target.address, request, options_.rpc_timeout);
-    if (reply.ok()) return reply;
+    if (reply.ok()) {
+      absl::MutexLock lock(&mu_);
+      failing_since_ = absl::InfiniteFuture();
+      stuck_reported_ = false;
+      return reply;
+    }
+    NoteFailure(began, target, reply.status());
     if (absl::IsFailedPrecondition(reply.status()) && !request.probe()) {
       // Out of the receiver's stream (it restarted the stream, lost a
       // snapshot, or found a gap): start again with a probe.
@@ -362,6 +393,25 @@ absl::StatusOr<proto::ForwardResponse> ReplicaLink::SendUntilAcked(uint64_t stre
     };
     clock_->AwaitWithTimeout(&mu_, absl::Condition(&changed), options_.retry_backoff);
   }
+}
+
+void ReplicaLink::NoteFailure(absl::Time began, const Target& target,
+                              const absl::Status& status) {
+  absl::Duration failing;
+  {
+    absl::MutexLock lock(&mu_);
+    failing_since_ = std::min(failing_since_, began);
+    failing = clock_->Now() - failing_since_;
+    if (stuck_reported_ || options_.stuck_after <= absl::ZeroDuration() ||
+        failing < options_.stuck_after || stop_ || closed_) {
+      return;
+    }
+    stuck_reported_ = true;
+  }
+  LogEvent(Who(), absl::StrCat("server ", target.server, " (", target.address,
+                               ") has acknowledged nothing for ", absl::FormatDuration(failing),
+                               " (", status.ToString(), "): reporting it stuck"));
+  if (options_.on_stuck) options_.on_stuck(target, status);
 }
 
 void ReplicaLink::Resync(uint64_t stream, const Target& target) {

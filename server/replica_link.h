@@ -58,6 +58,9 @@ class ForwardTransport {
                                                                  absl::Duration timeout) {
     return absl::UnimplementedError("this transport cannot ask servers about etcd");
   }
+  // Stopping: calls in flight end now (CANCELLED), and so does every later
+  // call.
+  virtual void CancelAll() {}
 };
 // Keeps one channel per address. Thread-safe.
 std::unique_ptr<ForwardTransport> NewGrpcForwardTransport();
@@ -98,6 +101,11 @@ class ReplicaLink final : public ReplicationLog {
     size_t max_batch_entries = 1024;
     absl::Duration rpc_timeout = absl::Seconds(10);
     absl::Duration retry_backoff = absl::Milliseconds(50);
+    // A successor that has not acknowledged anything for this long (every
+    // attempt failed or was refused) is reported, once per stretch, to
+    // on_stuck, which has the ring changed (0: never reported).
+    absl::Duration stuck_after = absl::ZeroDuration();
+    std::function<void(const Target&, const absl::Status&)> on_stuck;
   };
   struct Stats {
     uint64_t entries_sent = 0;   // each entry once, however often its batch was sent
@@ -176,6 +184,9 @@ class ReplicaLink final : public ReplicationLog {
   absl::StatusOr<proto::ForwardResponse> SendUntilAcked(uint64_t stream, const Target& target,
                                                         proto::ForwardRequest& request,
                                                         size_t entries);
+  // An attempt begun at `began` failed with `status`: reports the target
+  // when it has failed for stuck_after.
+  void NoteFailure(absl::Time began, const Target& target, const absl::Status& status);
   // A new stream to the current target: what is pending waits for its
   // probe (its entries are in the history, or in the snapshot).
   void RestartStreamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -201,6 +212,10 @@ class ReplicaLink final : public ReplicationLog {
   std::deque<Recent> recent_ ABSL_GUARDED_BY(mu_);
   LogPosition base_ ABSL_GUARDED_BY(mu_);
   size_t recent_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Since when every attempt at the current target failed (InfiniteFuture:
+  // the last one succeeded), and whether that was reported.
+  absl::Time failing_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool stuck_reported_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status closed_status_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

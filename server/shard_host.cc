@@ -105,6 +105,23 @@ ShardHost::~ShardHost() {
   }
 }
 
+void ShardHost::StopTakingWorkerCalls() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+}
+
+void ShardHost::Close(const absl::Status& status) {
+  std::vector<std::shared_ptr<Replica>> replicas;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    for (auto& [shard, slot] : slots_) replicas.push_back(slot->replica);
+  }
+  for (auto& replica : replicas) {
+    if (replica->link) replica->link->Close(status);
+  }
+}
+
 std::string ShardHost::Who() const { return absl::StrCat("ps_server id ", options_.server_id); }
 
 std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool history) const {
@@ -118,6 +135,15 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
     link.self = options_.server_id;
     link.incarnation = options_.incarnation;
     link.history_bytes = history ? options_.history_bytes : 0;
+    if (options_.stuck_after > absl::ZeroDuration()) {
+      link.stuck_after = options_.stuck_after;
+      link.rpc_timeout = options_.stuck_after * 2;
+      link.on_stuck = [this, shard](const ReplicaLink::Target& target, const absl::Status& s) {
+        if (options_.on_successor_stuck) {
+          options_.on_successor_stuck(shard, target.server, target.incarnation, s);
+        }
+      };
+    }
     replica->link = std::make_unique<ReplicaLink>(link, options_.transport, replica.get(),
                                                   options_.core.clock);
     replica->core->set_replication(replica->link.get());
@@ -131,6 +157,11 @@ absl::StatusOr<std::shared_ptr<PsCore>> ShardHost::ForWorker(int shard) const {
     // The shard the client meant is checked at connect (Info reports this
     // server's index, and a client with another order is refused).
     return CoreOf(slots_.at(options_.core.server_index)->replica);
+  }
+  if (stopping_ || closed_) {
+    return absl::UnavailableError(
+        absl::StrCat(Who(), " is stopping; the client re-reads the ring and retries at the new "
+                            "primary"));
   }
   if (fenced_) {
     return absl::UnavailableError(absl::StrCat(
@@ -321,9 +352,10 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
   std::shared_ptr<const ShardRing> ring;
   {
     absl::ReaderMutexLock lock(&mu_);
-    if (!replicated() || fenced_ || ring_ == nullptr) {
-      done(absl::UnavailableError(absl::StrCat(Who(), " is not taking forwarded updates (",
-                                               fenced_ ? "fenced" : "no ring yet", ")")),
+    if (!replicated() || fenced_ || closed_ || ring_ == nullptr) {
+      done(absl::UnavailableError(absl::StrCat(
+               Who(), " is not taking forwarded updates (",
+               closed_ ? "stopping" : fenced_ ? "fenced" : "no ring yet", ")")),
            {});
       return;
     }
@@ -337,10 +369,13 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
       return;
     }
     if (ring->Incarnation(request.from_server()) != request.from_incarnation()) {
+      const uint64_t named = ring->Incarnation(request.from_server());
       done(absl::FailedPreconditionError(absl::StrCat(
-               Who(), ": ring version ", ring->version(), " names incarnation ",
-               ring->Incarnation(request.from_server()), " of server ", request.from_server(),
-               ", not the sender's ", request.from_incarnation())),
+               Who(), ": ring version ", ring->version(),
+               named == 0 ? absl::StrCat(" does not name server ", request.from_server())
+                          : absl::StrCat(" names incarnation ", named, " of server ",
+                                         request.from_server(), ", not the sender's ",
+                                         request.from_incarnation()))),
            {});
       return;
     }

@@ -61,6 +61,14 @@ struct ShardHostOptions {
   // Runs (on a gRPC thread, without host locks) when a joining copy of
   // `shard` is complete.
   std::function<void(int shard)> on_synced;
+  // A successor that acknowledges nothing for stuck_after (every forward
+  // failing or refused while it is live in etcd: a partition between the
+  // two servers, a copy it cannot take) is handed to on_successor_stuck
+  // (on the link's thread), which asks the manager to take it out of the
+  // chain. The links' RPC timeout is twice stuck_after. 0: never.
+  absl::Duration stuck_after = absl::ZeroDuration();
+  std::function<void(int shard, uint32_t server, uint64_t incarnation, const absl::Status&)>
+      on_successor_stuck;
 };
 
 class ShardHost {
@@ -88,6 +96,14 @@ class ShardHost {
   // copy is then incomplete until a snapshot); UNAVAILABLE when fenced.
   using ForwardDone = std::function<void(absl::Status, proto::ForwardResponse)>;
   void Forward(const proto::ForwardRequest& request, ForwardDone done);
+
+  // Stopping, first step: ForWorker refuses (UNAVAILABLE: the client
+  // retries at the new primary); forwards are still taken, so that what
+  // the chain carries reaches its tail.
+  void StopTakingWorkerCalls();
+  // Stopping: every link fails what waits for the chain with `status`, and
+  // no forward is taken any more (UNAVAILABLE). Idempotent.
+  void Close(const absl::Status& status);
 
   // A new ring version (ignored when not newer than the current one).
   void SetRing(std::shared_ptr<const ShardRing> ring);
@@ -138,6 +154,8 @@ class ShardHost {
   mutable absl::Mutex mu_;
   std::shared_ptr<const ShardRing> ring_ ABSL_GUARDED_BY(mu_);
   bool fenced_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // StopTakingWorkerCalls
   std::map<int, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -223,6 +223,12 @@ class ShardHostTest : public ::testing::Test {
       absl::MutexLock lock(&mu_);
       synced_[id].push_back(shard);
     };
+    options.stuck_after = stuck_after_;
+    options.on_successor_stuck = [this](int shard, uint32_t server, uint64_t incarnation,
+                                        const absl::Status&) {
+      absl::MutexLock lock(&mu_);
+      stuck_.push_back(absl::StrCat("shard ", shard, ": server ", server, "/", incarnation));
+    };
     hosts_[id] = std::make_shared<ShardHost>(options);
     transport_.Add(Address(id), hosts_[id]);
     return *hosts_[id];
@@ -256,8 +262,10 @@ class ShardHostTest : public ::testing::Test {
     return synced_[id];
   }
 
+  absl::Duration stuck_after_ = absl::ZeroDuration();  // for hosts started after it is set
   absl::Mutex mu_;
   std::array<std::vector<int>, 3> synced_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> stuck_ ABSL_GUARDED_BY(mu_);  // on_successor_stuck's reports
   InMemoryTransport transport_;
   std::array<std::shared_ptr<ShardHost>, 3> hosts_;  // after what they use
 };
@@ -561,6 +569,38 @@ TEST_F(ShardHostTest, ARestartedProcessDoesNotActOnItsPredecessorsRingEntries) {
   EXPECT_EQ(host(0).LinkStats().snapshots, 0u);
   EXPECT_EQ(transport_.snapshot_parts("h1"), 0);
   EXPECT_EQ(Values(*OnlyCore(1)), before) << "server 1's copy is intact";
+}
+
+// Server 1 stops answering (a partition between the two servers, both live
+// in etcd): server 0's link reports it stuck once, after stuck_after, so
+// that the manager takes it out of the chain; the write waits meanwhile.
+TEST_F(ShardHostTest, ASuccessorThatAcknowledgesNothingIsReportedStuck) {
+  stuck_after_ = absl::Milliseconds(200);
+  Start(0);
+  Start(1);
+  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(CreateTable(*primary).ok());
+  transport_.Add(Address(1), nullptr);  // unreachable from now on
+  ASSERT_TRUE(primary->CreateTable(SumTable()).ok());  // nothing new: not forwarded
+  absl::Notification written;
+  proto::CreateTableRequest other = SumTable();
+  other.mutable_table()->set_name("v");
+  ASSERT_TRUE(primary->CreateTable(other).ok());
+  primary->AfterReplicated([&](absl::Status) { written.Notify(); });
+  {
+    absl::MutexLock lock(&mu_);
+    auto reported = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !stuck_.empty(); };
+    ASSERT_TRUE(mu_.AwaitWithTimeout(absl::Condition(&reported), kWait));
+    EXPECT_THAT(stuck_, ElementsAre("shard 0: server 1/101"));
+  }
+  EXPECT_FALSE(written.HasBeenNotified()) << "not acknowledged without the tail";
+  // The manager took server 1 out: server 0 is the tail, the write is done.
+  SetRing(Ring(2, {{{0}}}), {0});
+  EXPECT_TRUE(written.WaitForNotificationWithTimeout(kWait));
+  absl::MutexLock lock(&mu_);
+  EXPECT_EQ(stuck_.size(), 1u) << "reported once";
 }
 
 // Regression: a dropped shard's replica (and its link) was freed while a

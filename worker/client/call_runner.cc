@@ -43,8 +43,12 @@ void CallRunner::Countdown::Wait(absl::Duration spin) {
 }
 
 bool IsRetryable(const absl::Status& status) {
+  // CANCELLED: the client never cancels its own calls, so the server did
+  // (a server stopping ends the calls it has not answered); the retry
+  // carries the same request id, which makes it safe.
   return status.code() == absl::StatusCode::kUnavailable ||
-         status.code() == absl::StatusCode::kDeadlineExceeded;
+         status.code() == absl::StatusCode::kDeadlineExceeded ||
+         status.code() == absl::StatusCode::kCancelled;
 }
 
 struct CallRunner::AsyncRun {

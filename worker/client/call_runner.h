@@ -49,7 +49,8 @@ struct CallPolicy {
 constexpr absl::Duration kMaxBackoff = absl::Milliseconds(250);
 
 // Whether a failure may be transient (and the request may have been applied
-// without the reply arriving): UNAVAILABLE, DEADLINE_EXCEEDED.
+// without the reply arriving): UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED (a
+// stopping server ends the calls it has not answered).
 bool IsRetryable(const absl::Status& status);
 
 class CallRunner {
