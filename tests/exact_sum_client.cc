@@ -6,9 +6,21 @@
 // and exits 1 naming the first wrong key.
 //
 //   exact_sum_client --etcd=127.0.0.1:2379 --workers=4 --pushes=400 --keys=20000
+//
+// Under a fault schedule (tests/fault_schedule_test.sh) the workers push for
+// --seconds instead, and with --tolerate_unknown a push that still fails
+// after the client's retries is an unknown outcome (it may have been applied
+// on some shards and not on others): the worker counts it and goes on. Each
+// key must then end in [lo, hi]: lo = the pushes acknowledged, hi = lo + the
+// unknown ones. Below lo an acknowledged update was lost; above hi one was
+// applied twice.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +28,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_lifetime.h"
@@ -26,19 +39,97 @@
 ABSL_FLAG(std::string, etcd, "", "etcd endpoint of the replicated cluster");
 ABSL_FLAG(std::string, cluster, "default", "cluster name");
 ABSL_FLAG(int, workers, 4, "workers (threads, one client each)");
-ABSL_FLAG(int, pushes, 400, "pushes per worker");
+ABSL_FLAG(int, pushes, 0,
+          "pushes per worker; 0: 400, or with --seconds no limit (with --seconds, a maximum)");
+ABSL_FLAG(double, seconds, 0,
+          "push until this many seconds have passed since the start (0: a fixed --pushes)");
+ABSL_FLAG(bool, tolerate_unknown, false,
+          "a push that fails after the client's retries is an unknown outcome: count it and go "
+          "on with the next clock (without: fail at once)");
 ABSL_FLAG(uint64_t, keys, 20000, "keys of the table (spread over every shard)");
 ABSL_FLAG(std::string, table, "sum", "table name");
 ABSL_FLAG(std::string, started_file, "", "written once every worker has pushed once");
 ABSL_FLAG(std::string, progress_file, "",
           "rewritten every 50 ms with the number of pushes acknowledged so far (all workers)");
+ABSL_FLAG(std::string, start_file, "",
+          "written at the start with its Unix time in seconds (the time base of the timeline, "
+          "for scripts that log events against it)");
+ABSL_FLAG(std::string, timeline_file, "",
+          "'<bucket start, s since the start> <pushes acknowledged>' per 100 ms bucket; rewritten "
+          "every second while the workers push, and at the end");
+ABSL_FLAG(double, final_read_seconds, 60,
+          "how long the final read may be retried (a new connection each try) while the cluster "
+          "repairs");
 
 namespace {
+
+constexpr double kBucketSeconds = 0.1;
+constexpr int kLoggedUnknown = 5;  // unknown outcomes whose error is printed
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "exact_sum_client: %s\n", message.c_str());
   return 1;
 }
+
+// Writes `text` to a temporary file renamed to `path`, so that a reader sees
+// the old text or the new one.
+bool WriteFile(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs(text.c_str(), f) >= 0;
+  return std::fclose(f) == 0 && ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// What one worker thread did; written by that thread only, read after join.
+struct WorkerLog {
+  std::string error;             // set when the worker stopped on an error
+  std::vector<double> acked_at;  // seconds since the start, one per acknowledged push
+  int64_t unknown = 0;           // pushes whose outcome is unknown
+  int64_t pushes = 0;            // pushes made (acknowledged or not)
+  absl::Duration longest;        // the longest push
+};
+
+// The longest stretch of [0, end] without an acknowledgement in `times`
+// (sorted), in seconds.
+double LongestGap(const std::vector<double>& times, double end) {
+  double gap = 0, last = 0;
+  for (double t : times) {
+    gap = std::max(gap, t - last);
+    last = t;
+  }
+  return std::max(gap, end - last);
+}
+
+// Acknowledgements counted per 100 ms since the start. Thread-safe.
+class AckTimeline {
+ public:
+  void Add(double seconds) {
+    const size_t b = static_cast<size_t>(seconds / kBucketSeconds);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (buckets_.size() <= b) buckets_.resize(b + 1, 0);
+    ++buckets_[b];
+  }
+  // One line per bucket from the start to `end` seconds.
+  std::string Format(double end) const {
+    std::vector<int64_t> buckets;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      buckets = buckets_;
+    }
+    buckets.resize(std::max(buckets.size(), static_cast<size_t>(std::ceil(end / kBucketSeconds))),
+                   0);
+    std::string text;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      absl::StrAppend(&text, absl::StrFormat("%.1f %d\n", b * kBucketSeconds, buckets[b]));
+    }
+    return text;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int64_t> buckets_;  // guarded by mu_
+};
 
 }  // namespace
 
@@ -52,7 +143,10 @@ int main(int argc, char** argv) {
   std::shared_ptr<const ps::ShardDirectory> dir(std::move(*directory));
 
   const int workers = absl::GetFlag(FLAGS_workers);
-  const int pushes = absl::GetFlag(FLAGS_pushes);
+  const double push_seconds = absl::GetFlag(FLAGS_seconds);
+  const bool tolerate = absl::GetFlag(FLAGS_tolerate_unknown);
+  int64_t pushes = absl::GetFlag(FLAGS_pushes);
+  if (pushes == 0) pushes = push_seconds > 0 ? INT64_MAX : 400;
   const uint64_t keys = absl::GetFlag(FLAGS_keys);
   const std::string table = absl::GetFlag(FLAGS_table);
   auto options = [&](int w) {
@@ -71,45 +165,73 @@ int main(int argc, char** argv) {
     }
   }
   const absl::Time start = absl::Now();
+  auto since_start = [start] { return absl::ToDoubleSeconds(absl::Now() - start); };
+  if (const std::string path = absl::GetFlag(FLAGS_start_file); !path.empty()) {
+    if (!WriteFile(path, absl::StrFormat("%.6f\n", absl::ToUnixMicros(start) / 1e6))) {
+      return Fail(absl::StrCat("could not write --start_file=", path));
+    }
+  }
   std::atomic<int> started{0};
   std::atomic<int64_t> acknowledged{0};
+  std::atomic<int> unknown_logged{0};
   std::atomic<bool> finished{false};
-  std::thread progress;
-  if (const std::string path = absl::GetFlag(FLAGS_progress_file); !path.empty()) {
-    progress = std::thread([&, path] {
-      while (!finished.load()) {
-        const std::string tmp = path + ".tmp";
-        if (std::FILE* f = std::fopen(tmp.c_str(), "w"); f != nullptr) {
-          std::fprintf(f, "%lld\n", static_cast<long long>(acknowledged.load()));
-          std::fclose(f);
-          std::rename(tmp.c_str(), path.c_str());
+  AckTimeline timeline;
+  const std::string progress_file = absl::GetFlag(FLAGS_progress_file);
+  const std::string timeline_file = absl::GetFlag(FLAGS_timeline_file);
+  // Reports while the workers push: the progress every 50 ms, the timeline
+  // every second (so that it is there even if this process is killed).
+  std::thread reporter;
+  if (!progress_file.empty() || !timeline_file.empty()) {
+    reporter = std::thread([&] {
+      for (int tick = 1; !finished.load(); ++tick) {
+        if (!progress_file.empty()) {
+          WriteFile(progress_file, absl::StrCat(acknowledged.load(), "\n"));
+        }
+        if (!timeline_file.empty() && tick % 20 == 0) {
+          WriteFile(timeline_file, timeline.Format(since_start()));
         }
         absl::SleepFor(absl::Milliseconds(50));  // a report's period, not a synchronisation
       }
     });
   }
-  std::vector<std::string> errors(workers);
-  std::vector<absl::Duration> longest(workers);
+  std::vector<WorkerLog> logs(workers);
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
+      WorkerLog& log = logs[w];
       auto client = ps::PsClient::Connect(options(w));
       if (!client.ok()) {
-        errors[w] = std::string(client.status().message());
+        log.error = std::string(client.status().message());
         return;
       }
       const std::vector<float> grads(keys, -1.0f);  // SGD at rate 1: +1 each
-      for (int k = 0; k < pushes; ++k) {
+      for (int64_t k = 0; k < pushes; ++k) {
+        if (push_seconds > 0 && since_start() >= push_seconds) break;
         const absl::Time t0 = absl::Now();
         ps::PushRange op{table, 0, keys, grads};
         absl::Status s = (*client)->Push({&op, 1}, static_cast<uint64_t>(k));
-        longest[w] = std::max(longest[w], absl::Now() - t0);
+        log.longest = std::max(log.longest, absl::Now() - t0);
+        log.pushes = k + 1;
         if (!s.ok()) {
-          errors[w] = absl::StrCat("worker ", w, " push ", k, ": ", s.message());
-          return;
+          if (!tolerate) {
+            log.error = absl::StrCat("worker ", w, " push ", k, ": ", s.message());
+            return;
+          }
+          ++log.unknown;
+          if (unknown_logged.fetch_add(1) < kLoggedUnknown) {
+            std::fprintf(stderr,
+                         "exact_sum_client: unknown outcome: worker %d clock %lld at %.3f s: %s\n",
+                         w, static_cast<long long>(k), since_start(),
+                         std::string(s.message()).c_str());
+          }
+          // A backoff before the next clock, not a synchronisation.
+          absl::SleepFor(absl::Milliseconds(100));
+          continue;
         }
+        log.acked_at.push_back(since_start());
+        timeline.Add(log.acked_at.back());
         acknowledged.fetch_add(1);
-        if (k == 0 && started.fetch_add(1) + 1 == workers &&
+        if (log.acked_at.size() == 1 && started.fetch_add(1) + 1 == workers &&
             !absl::GetFlag(FLAGS_started_file).empty()) {
           std::FILE* f = std::fopen(absl::GetFlag(FLAGS_started_file).c_str(), "w");
           if (f != nullptr) std::fclose(f);
@@ -119,33 +241,87 @@ int main(int argc, char** argv) {
   }
   for (std::thread& t : threads) t.join();
   finished = true;
-  if (progress.joinable()) progress.join();
-  for (const std::string& e : errors) {
-    if (!e.empty()) return Fail(e);
+  if (reporter.joinable()) reporter.join();
+  for (const WorkerLog& log : logs) {
+    if (!log.error.empty()) return Fail(log.error);
   }
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  auto reader = ps::PsClient::Connect(options(workers + 1));
-  if (!reader.ok()) return Fail(std::string(reader.status().message()));
+  const double seconds = since_start();
+
+  int64_t acked = 0, unknown = 0, most_pushes = 0;
+  absl::Duration slowest;
+  std::vector<double> acked_at;
+  for (const WorkerLog& log : logs) {
+    acked += static_cast<int64_t>(log.acked_at.size());
+    unknown += log.unknown;
+    most_pushes = std::max(most_pushes, log.pushes);
+    slowest = std::max(slowest, log.longest);
+    acked_at.insert(acked_at.end(), log.acked_at.begin(), log.acked_at.end());
+  }
+  std::sort(acked_at.begin(), acked_at.end());
+  const double longest_gap = LongestGap(acked_at, seconds);
+  if (!timeline_file.empty() && !WriteFile(timeline_file, timeline.Format(seconds))) {
+    return Fail(absl::StrCat("could not write --timeline_file=", timeline_file));
+  }
+
+  // The final read, retried while the cluster may still be repairing; each
+  // try connects anew (under a worker id of its own, so that a try whose
+  // client could not leave does not hold the next one's id).
   std::vector<float> values(keys);
-  ps::PullRange pull{table, 0, keys, absl::MakeSpan(values)};
-  if (absl::Status s = (*reader)->Pull({&pull, 1}); !s.ok()) return Fail(std::string(s.message()));
-  const float want = static_cast<float>(workers) * static_cast<float>(pushes);
-  uint64_t wrong = 0;
-  for (uint64_t k = 0; k < keys; ++k) {
-    if (values[k] != want) {
-      if (wrong == 0) {
-        std::fprintf(stderr, "exact_sum_client: key %llu is %.1f, want %.1f\n",
-                     static_cast<unsigned long long>(k), values[k], want);
+  absl::StatusOr<std::vector<ps::ServerStats>> stats;
+  const absl::Time read_deadline =
+      absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_final_read_seconds));
+  absl::Status read = absl::UnknownError("not tried");
+  for (int attempt = 0; !read.ok() && (attempt == 0 || absl::Now() < read_deadline); ++attempt) {
+    ps::PsClientOptions o = options(workers + 1 + attempt);
+    o.connect_timeout =
+        std::clamp(read_deadline - absl::Now(), absl::Seconds(1), o.connect_timeout);
+    auto reader = ps::PsClient::Connect(o);
+    if (!reader.ok()) {
+      read = reader.status();
+    } else {
+      ps::PullRange pull{table, 0, keys, absl::MakeSpan(values)};
+      read = (*reader)->Pull({&pull, 1});
+      if (read.ok()) {
+        stats = (*reader)->Stats();
+        read = stats.status();
       }
-      ++wrong;
+    }
+    if (!read.ok()) {
+      if (attempt < 3 || (attempt + 1) % 10 == 0) {  // not every try: they may be many
+        std::fprintf(stderr, "exact_sum_client: final read try %d failed: %s\n", attempt + 1,
+                     std::string(read.message()).c_str());
+      }
+      absl::SleepFor(absl::Milliseconds(500));  // a retry's backoff
     }
   }
-  const absl::Duration slowest = *std::max_element(longest.begin(), longest.end());
+  if (!read.ok()) {
+    return Fail(absl::StrCat("the final read failed for --final_read_seconds=",
+                             absl::GetFlag(FLAGS_final_read_seconds), ": ", read.message()));
+  }
+
+  // Each key in [lo, hi]: every acknowledged push applied once, every
+  // unknown one at most once.
+  const float lo = static_cast<float>(acked);
+  const float hi = static_cast<float>(acked + unknown);
+  uint64_t lost = 0, duplicated = 0;
+  for (uint64_t k = 0; k < keys; ++k) {
+    if (values[k] >= lo && values[k] <= hi) continue;
+    if (lost + duplicated == 0) {
+      if (lo == hi) {
+        std::fprintf(stderr, "exact_sum_client: key %llu is %.1f, want %.1f\n",
+                     static_cast<unsigned long long>(k), values[k], lo);
+      } else {
+        std::fprintf(stderr, "exact_sum_client: key %llu is %.1f, want [%.1f, %.1f] (%s)\n",
+                     static_cast<unsigned long long>(k), values[k], lo, hi,
+                     values[k] < lo ? "lost" : "duplicated");
+      }
+    }
+    ++(values[k] < lo ? lost : duplicated);
+  }
+  const uint64_t wrong = lost + duplicated;
   // Replication counters of the primaries at the end (a killed server's die
   // with it).
   ps::proto::ReplicationStats replication;
-  auto stats = (*reader)->Stats();
-  if (!stats.ok()) return Fail(std::string(stats.status().message()));
   for (const ps::ServerStats& server : *stats) {
     const ps::proto::ReplicationStats& r = server.stats.replication();
     replication.set_entries_forwarded(replication.entries_forwarded() + r.entries_forwarded());
@@ -153,15 +329,21 @@ int main(int argc, char** argv) {
     replication.set_batches_resent(replication.batches_resent() + r.batches_resent());
     replication.set_snapshots(replication.snapshots() + r.snapshots());
   }
-  std::printf("RESULT keys=%llu workers=%d pushes=%d wrong=%llu seconds=%.2f pushes_per_second=%.0f "
-              "longest_push_seconds=%.3f forwarded=%llu resent=%llu resent_batches=%llu "
-              "snapshots=%llu\n",
-              static_cast<unsigned long long>(keys), workers, pushes,
-              static_cast<unsigned long long>(wrong), seconds, workers * pushes / seconds,
-              absl::ToDoubleSeconds(slowest),
+  std::printf("RESULT keys=%llu workers=%d pushes=%lld wrong=%llu acked=%lld unknown=%lld "
+              "lost=%llu duplicated=%llu seconds=%.2f pushes_per_second=%.0f "
+              "longest_push_seconds=%.3f longest_gap_seconds=%.3f forwarded=%llu resent=%llu "
+              "resent_batches=%llu snapshots=%llu\n",
+              static_cast<unsigned long long>(keys), workers, static_cast<long long>(most_pushes),
+              static_cast<unsigned long long>(wrong), static_cast<long long>(acked),
+              static_cast<long long>(unknown), static_cast<unsigned long long>(lost),
+              static_cast<unsigned long long>(duplicated), seconds, acked / seconds,
+              absl::ToDoubleSeconds(slowest), longest_gap,
               static_cast<unsigned long long>(replication.entries_forwarded()),
               static_cast<unsigned long long>(replication.entries_resent()),
               static_cast<unsigned long long>(replication.batches_resent()),
               static_cast<unsigned long long>(replication.snapshots()));
-  return wrong == 0 ? 0 : Fail(absl::StrCat(wrong, " of ", keys, " keys are not ", want));
+  if (wrong == 0) return 0;
+  if (lo == hi) return Fail(absl::StrCat(wrong, " of ", keys, " keys are not ", lo));
+  return Fail(absl::StrCat(lost, " of ", keys, " keys lost an acknowledged update and ",
+                           duplicated, " applied one twice (want [", lo, ", ", hi, "])"));
 }
