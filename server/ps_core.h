@@ -53,6 +53,9 @@ struct PsCoreOptions {
   Clock* clock = Clock::Real();
   // host:port, for Info and log lines (may be set later with set_address).
   std::string address;
+  // The memory budget shared by every core of the process (not owned; null:
+  // the core's store has limits.memory_budget_bytes of its own).
+  MemoryBudget* process_budget = nullptr;
 };
 
 class PsCore {

@@ -79,7 +79,8 @@ std::shared_ptr<PsCore> ShardHost::CoreOf(const std::shared_ptr<Replica>& replic
   return std::shared_ptr<PsCore>(replica, replica->core.get());
 }
 
-ShardHost::ShardHost(ShardHostOptions options) : options_(std::move(options)) {
+ShardHost::ShardHost(ShardHostOptions options)
+    : options_(std::move(options)), process_budget_(options_.core.limits.memory_budget_bytes) {
   if (!replicated()) {
     auto slot = std::make_shared<Slot>();
     slot->replica = NewReplica(options_.core.server_index, false);
@@ -128,6 +129,7 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
   auto replica = std::make_unique<Replica>();
   PsCoreOptions core = options_.core;
   core.server_index = shard;
+  core.process_budget = &process_budget_;
   replica->core = std::make_shared<PsCore>(core);
   if (replicated()) {
     ReplicaLink::Options link;
@@ -458,7 +460,25 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
               request.from_server(), " is behind this complete copy at ", mine.ToString(),
               "; refused"));
         }
-        slot.incoming = NewReplica(shard, ring.replicas() > 1);
+        if (complete) {
+          // Filled beside the complete copy, which stays until the last part.
+          slot.incoming = NewReplica(shard, ring.replicas() > 1);
+        } else {
+          // An incomplete copy is worth nothing: its memory goes back to
+          // the budget now, and the snapshot fills a fresh core in its place.
+          std::shared_ptr<Replica> fresh = NewReplica(shard, ring.replicas() > 1);
+          std::shared_ptr<Replica> old;
+          {
+            absl::MutexLock lock(&mu_);
+            old = std::move(slot.replica);
+            slot.replica = fresh;
+            if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+          }
+          old->link->Close(absl::UnavailableError("replaced by a snapshot"));
+          replica = fresh;
+          *core = CoreOf(replica);
+          slot.incoming = fresh;
+        }
       }
       if (absl::Status s = ApplySnapshotPart(*slot.incoming->core, part); !s.ok()) {
         slot.incoming.reset();
@@ -473,12 +493,11 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
         std::shared_ptr<Replica> old;
         {
           absl::MutexLock lock(&mu_);
-          old = std::move(slot.replica);
-          slot.replica = fresh;
+          if (slot.replica != fresh) old = std::exchange(slot.replica, fresh);
           slot.complete = true;
           if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
         }
-        old->link->Close(absl::UnavailableError("replaced by a snapshot"));
+        if (old != nullptr) old->link->Close(absl::UnavailableError("replaced by a snapshot"));
         replica = fresh;
         complete = true;
         *core = CoreOf(replica);

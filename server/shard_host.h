@@ -116,6 +116,8 @@ class ShardHost {
   std::vector<int> CompleteShards() const;
   // Every core held (for ticks, stats and shutdown).
   std::vector<std::shared_ptr<PsCore>> Cores() const;
+  // The process's memory budget, shared by every shard's store.
+  const MemoryBudget& process_budget() const { return process_budget_; }
   // Replication counters summed over the links.
   ReplicaLink::Stats LinkStats() const;
   // The counters of the link of `shard` (to its successor); nullopt when
@@ -151,6 +153,9 @@ class ShardHost {
   std::string Who() const;
 
   const ShardHostOptions options_;
+  // Every core's store charges this budget (core.limits.memory_budget_bytes
+  // for the whole process), whatever the number of shards held.
+  mutable MemoryBudget process_budget_;  // thread-safe
   mutable absl::Mutex mu_;
   std::shared_ptr<const ShardRing> ring_ ABSL_GUARDED_BY(mu_);
   bool fenced_ ABSL_GUARDED_BY(mu_) = false;

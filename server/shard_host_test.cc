@@ -603,6 +603,34 @@ TEST_F(ShardHostTest, ASuccessorThatAcknowledgesNothingIsReportedStuck) {
   EXPECT_EQ(stuck_.size(), 1u) << "reported once";
 }
 
+// One server holding two shards (r = 1): the memory budget is the
+// process's, not each shard's; each shard's bytes are its share of it.
+TEST_F(ShardHostTest, OneMemoryBudgetForTheWholeProcess) {
+  ShardHostOptions options;
+  options.core.num_servers = 2;
+  options.core.limits.memory_budget_bytes = 48 << 10;
+  options.server_id = 0;
+  options.incarnation = 100;
+  options.transport = &transport_;
+  ShardHost host(options);
+  host.SetRing(Ring(1, {{{0}}, {{0}}}));
+  proto::CreateTableRequest table = SumTable();
+  table.mutable_table()->set_num_keys(8192);  // 2 x 4096-key slices of 2 floats: 32 KiB each
+  table.mutable_table()->set_initializer(proto::INIT_ZEROS);
+  absl::StatusOr<std::shared_ptr<PsCore>> shard0 = host.ForWorker(0);
+  absl::StatusOr<std::shared_ptr<PsCore>> shard1 = host.ForWorker(1);
+  ASSERT_TRUE(shard0.ok() && shard1.ok());
+  ASSERT_TRUE((*shard0)->CreateTable(table).ok());
+  const uint64_t share = (*shard0)->store().bytes_used();
+  EXPECT_GT(share, 0u);
+  EXPECT_EQ(host.process_budget().used(), share);
+  absl::StatusOr<proto::CreateTableResponse> refused = (*shard1)->CreateTable(table);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("--memory_budget_mb"));
+  EXPECT_EQ(host.process_budget().used(), share) << "nothing charged for the refused table";
+  EXPECT_EQ((*shard1)->store().bytes_used(), 0u);
+}
+
 // Regression: a dropped shard's replica (and its link) was freed while a
 // caller still held the core, whose next write then used the freed link. A
 // held core keeps its replica alive, and its writes fail with UNAVAILABLE.

@@ -121,7 +121,7 @@ ShardStore::ShardStore(int server_index, const Placement& placement, StoreLimits
       placement_(placement),
       limits_(limits),
       clock_(clock),
-      budget_(limits.memory_budget_bytes) {}
+      budget_(limits.memory_budget_bytes, limits.process_budget) {}
 
 ShardStore::~ShardStore() = default;
 

@@ -62,6 +62,9 @@ struct KeySpec {
 struct StoreLimits {
   uint64_t memory_budget_bytes = ~uint64_t{0};
   uint32_t max_tables = ~uint32_t{0};
+  // The process's budget, shared by the stores of all its shards (not
+  // owned; null: this store's budget is the process's).
+  MemoryBudget* process_budget = nullptr;
 };
 
 class ShardStore {
