@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
@@ -25,11 +26,21 @@ bool SameToken(absl::string_view a, absl::string_view b) {
 
 }  // namespace
 
-const char* RoleName(Role role) { return role == Role::kAdmin ? "admin" : "worker"; }
+const char* RoleName(Role role) {
+  switch (role) {
+    case Role::kWorker:
+      return "worker";
+    case Role::kAdmin:
+      return "admin";
+    case Role::kServer:
+      return "server";
+  }
+  return "?";
+}
 
 absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view text,
                                                               const std::string& source) {
-  std::vector<std::pair<std::string, Role>> tokens;
+  std::vector<std::pair<std::string, Caller>> tokens;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
@@ -43,14 +54,21 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view 
       return absl::InvalidArgumentError(
           absl::StrCat(where, "expected '<role> <token>', got ", fields.size(), " field(s)"));
     }
-    Role role;
+    Caller caller;
+    uint32_t id = 0;
     if (fields[0] == "worker") {
-      role = Role::kWorker;
+      caller.role = Role::kWorker;
     } else if (fields[0] == "admin") {
-      role = Role::kAdmin;
+      caller.role = Role::kAdmin;
+    } else if (fields[0] == "server") {
+      caller.role = Role::kServer;
+    } else if (absl::StartsWith(fields[0], "server:") &&
+               absl::SimpleAtoi(fields[0].substr(7), &id)) {
+      caller.role = Role::kServer;
+      caller.server_id = id;
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, "unknown role '", fields[0], "'; expected worker or admin"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "unknown role '", fields[0], "'; expected worker, admin, server or server:<id>"));
     }
     const absl::string_view token = fields[1];
     if (token.size() < kMinToken || token.size() > kMaxToken) {
@@ -66,7 +84,7 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view 
     for (const auto& [known, r] : tokens) {
       if (known == token) return absl::InvalidArgumentError(absl::StrCat(where, "a token listed twice"));
     }
-    tokens.emplace_back(std::string(token), role);
+    tokens.emplace_back(std::string(token), caller);
   }
   if (tokens.empty()) return absl::InvalidArgumentError(absl::StrCat(source, ": no token in it"));
   return std::unique_ptr<Authorizer>(new Authorizer(std::move(tokens)));
@@ -91,6 +109,11 @@ absl::Status Authorizer::Check(const grpc::CallbackServerContext& ctx, Role need
 
 absl::Status Authorizer::CheckAuthorization(absl::string_view authorization, Role needed,
                                             absl::string_view what) const {
+  return Identify(authorization, needed, what).status();
+}
+
+absl::StatusOr<Caller> Authorizer::Identify(absl::string_view authorization, Role needed,
+                                            absl::string_view what) const {
   if (authorization.empty()) {
     return absl::UnauthenticatedError(absl::StrCat(
         what, ": this server needs a token (metadata 'authorization: Bearer <token>'; "
@@ -100,17 +123,48 @@ absl::Status Authorizer::CheckAuthorization(absl::string_view authorization, Rol
     return absl::UnauthenticatedError(
         absl::StrCat(what, ": the authorization metadata is not 'Bearer <token>'"));
   }
-  const Role* role = nullptr;
-  for (const auto& [token, r] : tokens_) {
-    if (SameToken(token, authorization)) role = &r;
+  const Caller* caller = nullptr;
+  for (const auto& [token, c] : tokens_) {
+    if (SameToken(token, authorization)) caller = &c;
   }
-  if (role == nullptr) {
+  if (caller == nullptr) {
     return absl::UnauthenticatedError(
         absl::StrCat(what, ": unknown token (not in this server's --tokens_file)"));
   }
-  if (static_cast<int>(*role) < static_cast<int>(needed)) {
+  if (static_cast<int>(caller->role) < static_cast<int>(needed)) {
     return absl::PermissionDeniedError(absl::StrCat(what, " needs role ", RoleName(needed),
-                                                    "; this token has role ", RoleName(*role)));
+                                                    "; this token has role ",
+                                                    RoleName(caller->role)));
+  }
+  return *caller;
+}
+
+absl::Status AuthorizeServer(const Authorizer* auth, const grpc::CallbackServerContext& ctx,
+                             uint32_t from_server, absl::string_view what) {
+  if (auth != nullptr) {
+    const auto& metadata = ctx.client_metadata();
+    auto it = metadata.find("authorization");
+    const absl::string_view value = it == metadata.end()
+                                        ? absl::string_view()
+                                        : absl::string_view(it->second.data(), it->second.size());
+    absl::StatusOr<Caller> caller = auth->Identify(value, Role::kServer, what);
+    if (!caller.ok()) return caller.status();
+    if (caller->server_id >= 0 && caller->server_id != static_cast<int64_t>(from_server)) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(what, " says it comes from server ", from_server,
+                       ", but its token is server ", caller->server_id, "'s"));
+    }
+  }
+  if (std::shared_ptr<const grpc::AuthContext> context = ctx.auth_context()) {
+    for (const grpc::string_ref& name : context->FindPropertyValues("x509_common_name")) {
+      absl::string_view cn(name.data(), name.size());
+      uint32_t id = 0;
+      if (absl::ConsumePrefix(&cn, "ps-server-") && absl::SimpleAtoi(cn, &id) && id != from_server) {
+        return absl::PermissionDeniedError(
+            absl::StrCat(what, " says it comes from server ", from_server,
+                         ", but the client certificate is server ", id, "'s (ps-server-", id, ")"));
+      }
+    }
   }
   return absl::OkStatus();
 }

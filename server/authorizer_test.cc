@@ -38,6 +38,29 @@ TEST(AuthorizerTest, RolesAreOrderedAndTokensChecked) {
       << "a token's prefix is not the token";
 }
 
+// Servers' tokens: above admin, and optionally bound to one server id.
+TEST(AuthorizerTest, ServerTokensAreAboveAdminAndMayNameTheirServer) {
+  constexpr char kAny[] = "any-server-token-0123456789";
+  constexpr char kThree[] = "server-3-token-0123456789";
+  auto auth = Authorizer::Parse(absl::StrCat("admin ", kAdmin, "\nserver ", kAny,
+                                             "\nserver:3 ", kThree, "\n"),
+                                "tokens");
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  absl::StatusOr<Caller> any = (*auth)->Identify(absl::StrCat("Bearer ", kAny), Role::kServer, "Forward");
+  ASSERT_TRUE(any.ok()) << any.status();
+  EXPECT_EQ(any->server_id, -1);
+  absl::StatusOr<Caller> three =
+      (*auth)->Identify(absl::StrCat("Bearer ", kThree), Role::kAdmin, "Checkpoint");
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(three->role, Role::kServer);
+  EXPECT_EQ(three->server_id, 3);
+  absl::Status admin = (*auth)->CheckAuthorization(absl::StrCat("Bearer ", kAdmin), Role::kServer, "Forward");
+  EXPECT_EQ(admin.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(admin.message(), HasSubstr("Forward needs role server; this token has role admin"));
+  EXPECT_THAT(Authorizer::Parse(absl::StrCat("server:x ", kAny), "tokens").status().message(),
+              HasSubstr("unknown role 'server:x'"));
+}
+
 TEST(AuthorizerTest, MalformedFilesNameTheLine) {
   struct Case {
     std::string text;

@@ -8,7 +8,8 @@ grpc::ServerUnaryReactor* ReplicationService::Forward(grpc::CallbackServerContex
                                                       const proto::ForwardRequest* request,
                                                       proto::ForwardResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kAdmin, "Forward"); !s.ok()) {
+  if (absl::Status s = AuthorizeServer(authorizer_, *ctx, request->from_server(), "Forward");
+      !s.ok()) {
     reactor->Finish(ToGrpcStatus(s));
     return reactor;
   }
@@ -22,7 +23,7 @@ grpc::ServerUnaryReactor* ReplicationService::Forward(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* ReplicationService::EtcdContact(grpc::CallbackServerContext* ctx,
                                                           const proto::EtcdContactRequest*,
                                                           proto::EtcdContactResponse* response) {
-  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kAdmin, "EtcdContact"); !s.ok()) {
+  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kServer, "EtcdContact"); !s.ok()) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     reactor->Finish(ToGrpcStatus(s));
     return reactor;
