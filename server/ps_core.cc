@@ -138,7 +138,8 @@ absl::Status PsCore::CheckPush(const PushArgs& args) const {
                    options_.limits);
 }
 
-proto::ForwardEntry PsCore::ForwardEntryOf(const PushArgs& args) {
+proto::ForwardEntry PsCore::ForwardEntryOf(const PushArgs& args,
+                                           const SparseTable::Decisions& decisions) {
   proto::ForwardEntry entry;
   proto::PushRequest* p = entry.mutable_push();
   const proto::PushRequest& h = args.header;
@@ -160,6 +161,11 @@ proto::ForwardEntry PsCore::ForwardEntryOf(const PushArgs& args) {
   }
   p->set_values(reinterpret_cast<const char*>(args.values.data()),
                 args.values.size() * sizeof(float));
+  if (!decisions.refused.empty() || !decisions.evicted.empty()) {
+    proto::SparseDecisions* d = entry.mutable_decisions();
+    d->mutable_refused()->Assign(decisions.refused.begin(), decisions.refused.end());
+    d->mutable_evicted()->Assign(decisions.evicted.begin(), decisions.evicted.end());
+  }
   return entry;
 }
 
@@ -207,6 +213,13 @@ absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry) {
     log_->Append(entry);
     return absl::OkStatus();
   }
+  if (entry.has_evict()) {
+    absl::MutexLock order(&order_mu_);
+    store_.EvictRows(entry.evict().table(),
+                     absl::MakeConstSpan(entry.evict().keys().data(), entry.evict().keys_size()));
+    log_->Append(entry);
+    return absl::OkStatus();
+  }
   if (!entry.has_push()) {
     return absl::InvalidArgumentError(
         "forwarded entry is neither a push, a table creation, a heartbeat nor an epoch start");
@@ -223,13 +236,24 @@ absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args,
   const proto::PushRequest& h = args.header;
   auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
   proto::PushResponse reply;
+  SparseTable::Decisions decisions;
   if (args.clock_only) {
     absl::StatusOr<bool> fresh = admit();
     if (!fresh.ok()) return fresh.status();
     reply.set_duplicate(!*fresh);
   } else {
     const absl::Time start = absl::Now();
-    auto result = store_.Push(h.table(), args.keys, args.values, h.clock(), admit);
+    // Replicated: the primary records its sparse decisions, a copy replays
+    // the primary's.
+    if (forwarded != nullptr) {
+      decisions.replay = true;
+      decisions.refused.assign(forwarded->decisions().refused().begin(),
+                               forwarded->decisions().refused().end());
+      decisions.evicted.assign(forwarded->decisions().evicted().begin(),
+                               forwarded->decisions().evicted().end());
+    }
+    auto result = store_.Push(h.table(), args.keys, args.values, h.clock(), admit,
+                              log_ != nullptr ? &decisions : nullptr);
     if (!result.ok()) return result.status();
     reply.set_duplicate(result->duplicate);
     reply.set_version(result->version);
@@ -243,7 +267,7 @@ absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args,
   if (forwarded != nullptr) {
     log_->Append(*forwarded);
   } else if (!reply.duplicate() && log_ != nullptr) {
-    log_->Append(ForwardEntryOf(args));
+    log_->Append(ForwardEntryOf(args, decisions));
   }
   return reply;
 }
@@ -369,12 +393,14 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   absl::StatusOr<ShardStore::PushResult> pushed;
   {
     absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+    SparseTable::Decisions decisions;
     pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
-      return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room);
+      return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room,
+                                log_ != nullptr ? &decisions : nullptr);
     });
     if (pushed.ok() && !pushed->duplicate) {
       clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
-      if (log_ != nullptr) log_->Append(ForwardEntryOf(*args));
+      if (log_ != nullptr) log_->Append(ForwardEntryOf(*args, decisions));
     }
   }
   if (!pushed.ok()) {
@@ -577,7 +603,25 @@ proto::StatsResponse PsCore::Stats() {
 std::vector<std::string> PsCore::Tick() {
   clocks_.Tick();
   dedup_.Expire();
-  store_.Sweep();
+  if (log_ == nullptr) {
+    store_.Sweep();
+  } else if (log_->Decides()) {
+    // The primary evicts aged rows and sends its copies the keys; a copy
+    // evicts only what its primary did.
+    absl::MutexLock order(&order_mu_);
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> evicted;
+    store_.Sweep(&evicted);
+    constexpr size_t kKeysPerEntry = 1 << 16;  // 512 KiB: far below any message limit
+    for (auto& [table, keys] : evicted) {
+      for (size_t b = 0; b < keys.size(); b += kKeysPerEntry) {
+        const size_t e = std::min(keys.size(), b + kKeysPerEntry);
+        proto::ForwardEntry entry;
+        entry.mutable_evict()->set_table(table);
+        entry.mutable_evict()->mutable_keys()->Assign(keys.begin() + b, keys.begin() + e);
+        log_->Append(std::move(entry));
+      }
+    }
+  }
   return clocks_.TakeEvents();
 }
 

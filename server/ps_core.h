@@ -195,8 +195,10 @@ class PsCore {
                   uint64_t version, proto::PullResponse* reply);
   std::string LogPrefix() const;
 
-  // The entry a replica applies for this push.
-  static proto::ForwardEntry ForwardEntryOf(const PushArgs& args);
+  // The entry a replica applies for this push, with the primary's sparse
+  // decisions.
+  static proto::ForwardEntry ForwardEntryOf(const PushArgs& args,
+                                            const SparseTable::Decisions& decisions);
 
   const PsCoreOptions options_;
   Clock* const clock_;

@@ -172,6 +172,11 @@ void ReplicaLink::BecomePrimary(uint64_t ring_version) {
                                " starts at seq ", position_.seq));
 }
 
+bool ReplicaLink::Decides() const {
+  absl::MutexLock lock(&mu_);
+  return primary_;
+}
+
 void ReplicaLink::NotPrimary() {
   absl::MutexLock lock(&mu_);
   primary_ = false;

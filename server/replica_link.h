@@ -126,6 +126,7 @@ class ReplicaLink final : public ReplicationLog {
 
   void Append(proto::ForwardEntry entry) override;
   void Barrier(Done done) override;
+  bool Decides() const override;
 
   // The ring changed: `target` is the shard's successor from now on
   // (nullopt: this server is the tail, and everything pending is at the

@@ -57,6 +57,9 @@ class ReplicationLog {
   // appended so far is at the tail: OK, or UNAVAILABLE when this server
   // left the chain before that (the writer must not count it acknowledged).
   virtual void Barrier(Done done) = 0;
+  // Whether this copy decides what is not deterministic (sparse eviction by
+  // age): the shard's primary. A copy replays its primary's decisions.
+  virtual bool Decides() const { return true; }
 };
 
 }  // namespace ps

@@ -34,6 +34,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 constexpr absl::Duration kWait = absl::Seconds(20);
 constexpr uint64_t kKeys = 16;
@@ -629,6 +630,95 @@ TEST_F(ShardHostTest, OneMemoryBudgetForTheWholeProcess) {
   EXPECT_THAT(refused.status().message(), HasSubstr("--memory_budget_mb"));
   EXPECT_EQ(host.process_budget().used(), share) << "nothing charged for the refused table";
   EXPECT_EQ((*shard1)->store().bytes_used(), 0u);
+}
+
+// A sparse table that admits a new key with probability 0.5 and evicts
+// the least recently updated rows over a cap: the primary decides, the
+// chain carries its decisions, so both copies hold the same rows; and
+// after a failover the promoted copy serves the same values.
+TEST_F(ShardHostTest, SparseAdmissionAndEvictionAreTheSameOnEveryCopy) {
+  Start(0);
+  Start(1);
+  SetRing(Ring(1, {{{0}}}), {1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  proto::CreateTableRequest create;
+  proto::TableDef* def = create.mutable_table();
+  def->set_name("s");
+  def->set_kind(proto::TABLE_SPARSE);
+  def->set_width(2);
+  def->set_num_buckets(4);
+  def->set_initializer(proto::INIT_ZEROS);
+  def->set_optimizer(proto::OPT_SGD);
+  def->set_learning_rate(1.0f);
+  def->set_admit_probability(0.5f);
+  def->set_max_rows(64);
+  def->set_eviction(proto::EVICT_LRU);
+  ASSERT_TRUE(primary->CreateTable(create).ok());
+  ASSERT_TRUE(Replicated(*primary).ok());
+  std::vector<uint64_t> all;
+  uint64_t state = 12345;
+  for (uint64_t request = 1; request <= 40; ++request) {
+    if (request == 21) {
+      // Server 1 copies the shard half way: its sketch and random draws
+      // start afresh, so only the primary's decisions can keep it equal.
+      SetRing(Ring(2, {{{0}, {1}}}), {1, 0});
+      ASSERT_TRUE(WaitSynced(1, 0));
+      SetRing(Ring(3, {{{0, 1}}}), {1, 0});
+    }
+    proto::PushRequest req;
+    req.set_table("s");
+    req.set_worker_id(1);
+    req.set_request_id(request);
+    req.set_clock(request);
+    std::vector<uint64_t> keys;
+    for (int i = 0; i < 16; ++i) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      keys.push_back(state >> 54);  // 1,024 distinct keys: admissions and evictions alike
+    }
+    all.insert(all.end(), keys.begin(), keys.end());
+    std::vector<float> grads(keys.size() * 2, -1.0f);
+    req.set_key_list(reinterpret_cast<const char*>(keys.data()), keys.size() * sizeof(uint64_t));
+    req.set_values(reinterpret_cast<const char*>(grads.data()), grads.size() * sizeof(float));
+    PushArgs args;
+    ASSERT_TRUE(DecodePush(req, &primary->key_lists(), &args).ok());
+    absl::Status pushed = absl::DeadlineExceededError("not run");
+    primary->Push(&args, absl::InfiniteFuture(),
+                  [&pushed](absl::StatusOr<proto::PushResponse> r) { pushed = r.status(); });
+    ASSERT_TRUE(pushed.ok()) << pushed;
+    ASSERT_TRUE(Replicated(*primary).ok());
+  }
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  auto read = [&](PsCore& core) {
+    std::string bytes;
+    absl::StatusOr<uint64_t> r = core.store().Pull("s", KeySpec::List(all), &bytes);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return bytes;
+  };
+  auto stats = [&](PsCore& core) {
+    proto::TableStats t;
+    t.set_table("s");
+    EXPECT_TRUE(core.store().FillSparseStats(&t));
+    return absl::StrCat("rows ", t.rows(), " admitted ", t.admitted(), " refused ", t.refused(),
+                        " evicted ", t.evicted());
+  };
+  std::shared_ptr<PsCore> copy = OnlyCore(1);
+  ASSERT_NE(copy, nullptr);
+  const std::string on_primary = stats(*primary);
+  EXPECT_THAT(on_primary, Not(HasSubstr("refused 0 "))) << "admission refused some keys";
+  EXPECT_THAT(on_primary, Not(HasSubstr("evicted 0"))) << "the cap evicted some rows";
+  // The counters count since each copy began; the rows are the same.
+  EXPECT_EQ(stats(*copy).substr(0, stats(*copy).find(" admitted")),
+            on_primary.substr(0, on_primary.find(" admitted")));
+  EXPECT_EQ(read(*copy), read(*primary)) << "the same rows, with the same values";
+  // Failover: server 1 alone serves the same rows.
+  const std::string before = read(*primary);
+  transport_.Add(Address(0), nullptr);
+  SetRing(Ring(4, {{{1}}}), {1});
+  std::shared_ptr<PsCore> promoted = Primary(1);
+  ASSERT_NE(promoted, nullptr);
+  EXPECT_EQ(read(*promoted), before);
 }
 
 // Regression: a dropped shard's replica (and its link) was freed while a

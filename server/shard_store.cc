@@ -245,7 +245,13 @@ absl::StatusOr<std::shared_ptr<ShardStore::Table>> ShardStore::FindTable(
   return it->second;
 }
 
-uint64_t ShardStore::Sweep() {
+uint64_t ShardStore::EvictRows(absl::string_view table, absl::Span<const uint64_t> keys) {
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table);
+  if (!found.ok() || (*found)->sparse() == nullptr) return 0;
+  return (*found)->sparse()->EvictKeys(keys);
+}
+
+uint64_t ShardStore::Sweep(std::vector<std::pair<std::string, std::vector<uint64_t>>>* evicted_keys) {
   const absl::Time now = clock_->Now();
   std::vector<std::shared_ptr<Table>> sparse;
   {
@@ -257,7 +263,15 @@ uint64_t ShardStore::Sweep() {
     }
   }
   uint64_t evicted = 0;
-  for (const auto& table : sparse) evicted += table->sparse()->Sweep();
+  for (const auto& table : sparse) {
+    if (evicted_keys == nullptr) {
+      evicted += table->sparse()->Sweep();
+      continue;
+    }
+    std::vector<uint64_t> keys;
+    evicted += table->sparse()->Sweep(&keys);
+    if (!keys.empty()) evicted_keys->emplace_back(table->def().name(), std::move(keys));
+  }
   return evicted;
 }
 
@@ -367,19 +381,22 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table,
 absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_name,
                                                         const KeySpec& keys,
                                                         absl::Span<const float> grads,
-                                                        uint64_t clock, Admit admit) {
-  return PushImpl(table_name, keys, grads, clock, admit, nullptr);
+                                                        uint64_t clock, Admit admit,
+                                                        SparseTable::Decisions* decisions) {
+  return PushImpl(table_name, keys, grads, clock, admit, nullptr, decisions);
 }
 
 absl::StatusOr<ShardStore::PushResult> ShardStore::PushAndRead(
     absl::string_view table, const KeySpec& keys, absl::Span<const float> grads, uint64_t clock,
-    Admit admit, absl::FunctionRef<char*(size_t bytes)> allocate) {
-  return PushImpl(table, keys, grads, clock, admit, &allocate);
+    Admit admit, absl::FunctionRef<char*(size_t bytes)> allocate,
+    SparseTable::Decisions* decisions) {
+  return PushImpl(table, keys, grads, clock, admit, &allocate, decisions);
 }
 
 absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
     absl::string_view table_name, const KeySpec& keys, absl::Span<const float> grads,
-    uint64_t clock, Admit admit, const absl::FunctionRef<char*(size_t bytes)>* allocate) {
+    uint64_t clock, Admit admit, const absl::FunctionRef<char*(size_t bytes)>* allocate,
+    SparseTable::Decisions* decisions) {
   SparseTable::KeyPlan plan;
   absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys, &plan);
   if (!found.ok()) return found.status();
@@ -412,7 +429,8 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
   }
   if (SparseTable* sparse = table.sparse()) {
     // Creates missing rows (charging the budget), then admits and applies.
-    absl::StatusOr<bool> applied = sparse->Push(keys.keys, plan, grads, clock, admit, dst);
+    absl::StatusOr<bool> applied =
+        sparse->Push(keys.keys, plan, grads, clock, admit, dst, decisions);
     if (!applied.ok()) return applied.status();
     return PushResult{!*applied, table.version().load()};
   }

@@ -103,9 +103,13 @@ class ShardStore {
   // key; ranges on a sparse table), FAILED_PRECONDITION (a key owned by
   // another server: names key, slice and owner), RESOURCE_EXHAUSTED (new
   // rows of a sparse table over the memory budget), and admit's errors.
+  // `decisions`: a sparse table's admission and eviction, recorded by a
+  // primary or replayed by a copy (SparseTable::Decisions; null: decided
+  // here).
   using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
-                                  absl::Span<const float> grads, uint64_t clock, Admit admit);
+                                  absl::Span<const float> grads, uint64_t clock, Admit admit,
+                                  SparseTable::Decisions* decisions = nullptr);
   // Push, then copies the values of the same keys after it into the buffer
   // that allocate(bytes) returns (as Pull does), each run read while its
   // slice is still locked for the push. A push that admit() says is a retry
@@ -113,7 +117,8 @@ class ShardStore {
   absl::StatusOr<PushResult> PushAndRead(absl::string_view table, const KeySpec& keys,
                                          absl::Span<const float> grads, uint64_t clock,
                                          Admit admit,
-                                         absl::FunctionRef<char*(size_t bytes)> allocate);
+                                         absl::FunctionRef<char*(size_t bytes)> allocate,
+                                         SparseTable::Decisions* decisions = nullptr);
   // Push with every request admitted, at clock 0.
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
                                   absl::Span<const float> grads);
@@ -132,8 +137,13 @@ class ShardStore {
   absl::StatusOr<proto::TableDef> GetTableDef(absl::string_view table) const;
 
   // Evicts aged rows of sparse tables (SparseTable::Sweep), at most once a
-  // second of the store's clock. Returns the rows evicted.
-  uint64_t Sweep();
+  // second of the store's clock. Returns the rows evicted; with
+  // `evicted_keys`, appends (table, keys) for each table that evicted rows.
+  uint64_t Sweep(
+      std::vector<std::pair<std::string, std::vector<uint64_t>>>* evicted_keys = nullptr);
+  // Evicts the rows of `keys` of a sparse table (a primary's Sweep replayed
+  // on a copy); 0 for a table that is not sparse or not here.
+  uint64_t EvictRows(absl::string_view table, absl::Span<const uint64_t> keys);
   // Sets the sparse-table fields (rows, admitted, refused, evicted) of
   // stats->table()'s statistics; false when that is not a sparse table here.
   bool FillSparseStats(proto::TableStats* stats) const;
@@ -211,7 +221,8 @@ class ShardStore {
   absl::StatusOr<PushResult> PushImpl(absl::string_view table, const KeySpec& keys,
                                       absl::Span<const float> grads, uint64_t clock,
                                       Admit admit,
-                                      const absl::FunctionRef<char*(size_t bytes)>* allocate);
+                                      const absl::FunctionRef<char*(size_t bytes)>* allocate,
+                                      SparseTable::Decisions* decisions);
   // Copies the keys' current values to dst (keys.size() * width floats);
   // `plan` is FindTableForKeys' for a sparse table.
   void CopyValues(Table& table, const KeySpec& keys, const SparseTable::KeyPlan& plan,

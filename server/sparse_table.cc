@@ -115,7 +115,13 @@ void SparseTable::EvictRow(Slice& slice, uint64_t key) {
   }
 }
 
-void SparseTable::EvictOverCap(Slice& slice) {
+void SparseTable::EvictOverCap(uint64_t s, Slice& slice, Decisions* decisions) {
+  if (decisions != nullptr && decisions->replay) {
+    for (uint64_t key : decisions->evicted) {
+      if (SliceOf(key) == s) EvictRow(slice, key);
+    }
+    return;
+  }
   const bool lfu = def_.eviction() == proto::EVICT_LFU;
   while (slice.rows.size() > slice_cap_) {
     // Of a few sampled rows, the least recently (LRU) or least often (LFU)
@@ -133,10 +139,32 @@ void SparseTable::EvictOverCap(Slice& slice) {
       }
     }
     EvictRow(slice, victim);
+    if (decisions != nullptr) decisions->evicted.push_back(victim);
   }
 }
 
-uint64_t SparseTable::Sweep() {
+uint64_t SparseTable::EvictKeys(absl::Span<const uint64_t> keys) {
+  const uint64_t before = evicted();
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_slice;
+  for (uint64_t key : keys) {
+    const uint64_t s = SliceOf(key);
+    if (s < slices_.size() && slices_[s] != nullptr) by_slice[s].push_back(key);
+  }
+  for (auto& [s, slice_keys] : by_slice) {
+    Slice& slice = *slices_[s];
+    absl::MutexLock lock(&slice.mu);
+    CopyForCut(slice);  // evictions are outside any cut
+    const uint64_t bytes_before = slice.rows.bytes();
+    for (uint64_t key : slice_keys) EvictRow(slice, key);
+    const uint64_t grown = slice.rows.bytes() - bytes_before;
+    budget_->Charge(grown);
+    bytes_.fetch_add(grown, std::memory_order_relaxed);
+    PublishShape(s, slice);
+  }
+  return evicted() - before;
+}
+
+uint64_t SparseTable::Sweep(std::vector<uint64_t>* keys) {
   const absl::Time now = clock_->Now();
   const uint64_t by_clocks = def_.evict_after_clocks(), by_seconds = def_.evict_after_seconds();
   if (by_clocks == 0 && by_seconds == 0) return 0;
@@ -160,6 +188,7 @@ uint64_t SparseTable::Sweep() {
     if (!expired.empty()) CopyForCut(*slice);  // evictions are outside any cut
     const uint64_t before = slice->rows.bytes();
     for (uint64_t key : expired) EvictRow(*slice, key);
+    if (keys != nullptr) keys->insert(keys->end(), expired.begin(), expired.end());
     // Erased rows go to a free list, which may grow.
     const uint64_t grown = slice->rows.bytes() - before;
     budget_->Charge(grown);
@@ -273,7 +302,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
 
 absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                                        absl::Span<const float> grads, uint64_t clock, Admit admit,
-                                       char* dst) {
+                                       char* dst, Decisions* decisions) {
   const std::vector<Group>& groups = plan.groups;
   const uint64_t* const hashes = plan.hashes.get();
   // Memory for the rows this push may create is charged before anything
@@ -294,6 +323,13 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   std::vector<float> initial;  // a refused key's initial values, read back
   const bool admission = def_.admit_after_pushes() > 1 ||
                          (def_.admit_probability() > 0 && def_.admit_probability() < 1);
+  // A copy replays its primary's admission: how often it refused each key
+  // (a key listed twice may be refused, then admitted).
+  absl::flat_hash_map<uint64_t, uint32_t> refusals;
+  const bool replay = decisions != nullptr && decisions->replay;
+  if (replay) {
+    for (uint64_t key : decisions->refused) ++refusals[key];
+  }
   uint64_t grown = 0, created_rows = 0, refused = 0;
   uint64_t max_clock = max_clock_.load(std::memory_order_relaxed);
   while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
@@ -335,7 +371,18 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
       float*& row = group_rows[i];
       row = admission ? slice.rows.Find(keys[i], hash) : nullptr;
       if (row == nullptr) {
-        if (admission && !Admits(slice, hash)) {
+        bool admitted = true;
+        if (admission) {
+          admitted = Admits(slice, hash);  // counts the push either way
+          if (replay) {
+            auto it = refusals.find(keys[i]);
+            admitted = it == refusals.end() || it->second == 0;
+            if (!admitted) --it->second;
+          } else if (!admitted && decisions != nullptr) {
+            decisions->refused.push_back(keys[i]);
+          }
+        }
+        if (!admitted) {
           // Not admitted: no row, the gradient is dropped, and the read
           // back gives the initial values.
           ++refused;
@@ -401,7 +448,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     if (slice_cap_ > 0) {
       // Evictions are outside any cut: the slice is copied first.
       if (slice.rows.size() > slice_cap_) CopyForCut(slice);
-      EvictOverCap(slice);
+      EvictOverCap(g.slice, slice, decisions);
     }
     if (may_grow) {
       grown += slice.rows.bytes() - before;

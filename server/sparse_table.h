@@ -103,9 +103,22 @@ class SparseTable {
   // With `dst`, the rows' values after the push (or now, when skipped) are
   // copied there (keys.size() * width floats, any alignment). Returns
   // whether the update was applied.
+  //
+  // `decisions` (replication; null: decide here, keep nothing): what is not
+  // deterministic, admission and eviction at the row cap, is decided by the
+  // shard's primary and carried down the chain. replay false: decides, and
+  // records the keys refused a row and the rows evicted; replay true:
+  // applies the recorded ones instead of deciding (the admission sketch
+  // still counts the push), so every copy holds the same rows.
+  struct Decisions {
+    bool replay = false;
+    std::vector<uint64_t> refused;  // keys refused a row (admission), once a refusal
+    std::vector<uint64_t> evicted;  // rows evicted at the row cap, in order
+  };
   using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
   absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
-                            absl::Span<const float> grads, uint64_t clock, Admit admit, char* dst);
+                            absl::Span<const float> grads, uint64_t clock, Admit admit, char* dst,
+                            Decisions* decisions = nullptr);
   // The same, planning the keys first (Plan's errors).
   absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, absl::Span<const float> grads,
                             uint64_t clock, Admit admit, char* dst);
@@ -117,8 +130,12 @@ class SparseTable {
 
   // Evicts the rows not updated for evict_after_clocks (behind the largest
   // clock pushed here) or evict_after_seconds (on the clock); a no-op when
-  // neither is set. Returns the rows evicted.
-  uint64_t Sweep();
+  // neither is set. Returns the rows evicted; with `keys`, appends their
+  // keys (for the copies of a replicated shard, EvictKeys).
+  uint64_t Sweep(std::vector<uint64_t>* keys = nullptr);
+  // Evicts the rows of `keys` that exist here (a primary's Sweep, replayed
+  // on a copy). Returns the rows evicted.
+  uint64_t EvictKeys(absl::Span<const uint64_t> keys);
 
   // Admission and eviction counts (proto::TableStats fields).
   uint64_t admitted() const { return admitted_.load(std::memory_order_relaxed); }
@@ -280,8 +297,11 @@ class SparseTable {
   void Touch(float* row, uint64_t clock) const;
   uint32_t LastTouch(const float* row) const;
   uint32_t TouchCount(const float* row) const;
-  // Evicts sampled rows of the slice until it is under its cap.
-  void EvictOverCap(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Evicts sampled rows of the slice until it is under its cap; with
+  // decisions, records them, or (replay) evicts the recorded ones of this
+  // slice instead.
+  void EvictOverCap(uint64_t s, Slice& slice, Decisions* decisions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Erases `key`'s row, counting it and its bytes.
   void EvictRow(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   static uint64_t NextRandom(uint64_t* state);
