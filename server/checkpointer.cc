@@ -105,17 +105,19 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
           }
           return done(status);
         }
-        // Every push of the cut is in: later ones are outside it.
+        // Every push of the cut is in: later ones are outside it. The
+        // core's state is taken now, at the cut.
         core_->store().CompleteCut();
+        CoreState state = ExportCoreState(*core_, cut);
         // Files are written on a thread of their own, not on the thread of
         // the push that completed the cut.
         std::thread previous;
         absl::MutexLock lock(&mu_);
         previous = std::move(writer_);
-        writer_ = std::thread([this, cut, since, dir, done,
+        writer_ = std::thread([this, cut, since, dir, done, state = std::move(state),
                                previous = std::move(previous)]() mutable {
           if (previous.joinable()) previous.join();
-          absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut, since);
+          absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut, since, state);
           {
             absl::MutexLock lock(&mu_);
             marked_ = 0;
@@ -127,7 +129,8 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
 }
 
 absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::string& dir,
-                                                                  uint64_t cut, uint64_t since) {
+                                                                  uint64_t cut, uint64_t since,
+                                                                  const CoreState& state) {
   ShardStore& store = core_->store();
   proto::CheckpointResponse reply;
   std::map<std::string, std::unique_ptr<CheckpointFileWriter>> files;
@@ -149,19 +152,7 @@ absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::str
     reply.set_bytes(reply.bytes() + entry->bytes());
     *reply.add_files() = *std::move(entry);
   }
-  for (const ClockTracker::WorkerClock& c : core_->clocks().Clocks(cut)) {
-    proto::WorkerClock* w = reply.add_clocks();
-    w->set_table(c.table);
-    w->set_worker_id(c.worker);
-    w->set_clock(c.clock);
-  }
-  for (proto::TableDef& def : store.TableDefs()) *reply.add_tables() = std::move(def);
-  for (const RequestDedup::Window& d : core_->dedup().Export(cut)) {
-    proto::DedupWindow* w = reply.add_dedup();
-    w->set_worker_id(d.worker_id);
-    w->set_forgotten_max(d.forgotten_max);
-    for (uint64_t id : d.request_ids) w->add_request_ids(id);
-  }
+  CoreStateToProto(state, &reply);
   reply.set_cut(cut);
   return reply;
 }
@@ -189,12 +180,8 @@ absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
   if (m.cut() > 0) store.RaiseMaxClock(m.cut() - 1);
   // An incremental checkpoint may follow this one: what was loaded is in it.
   store.SetRestoredCut(m.cut());
-  for (const proto::WorkerClock& c : m.clocks()) {
-    core_->clocks().Restore(c.table(), c.worker_id(), c.clock());
-  }
-  for (const proto::DedupWindow& d : m.dedup()) {
-    core_->dedup().Import(
-        {d.worker_id(), {d.request_ids().begin(), d.request_ids().end()}, d.forgotten_max()});
+  if (absl::Status s = ImportCoreState(*core_, CoreStateFromProto(m)); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("restoring ", found.path, ": ", s.message()));
   }
   core_->set_restored(found.path, m.cut());
   return found;

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "proto/admin.pb.h"
 #include "server/checkpoint_files.h"
+#include "server/core_state.h"
 #include "server/ps_core.h"
 
 namespace ps {
@@ -60,9 +61,10 @@ class Checkpointer {
 
  private:
   // Writes the completed cut into `dir` (with since > 0: what changed
-  // after that cut): this server's manifest part.
+  // after that cut): this server's manifest part, with the core's state
+  // taken at the cut.
   absl::StatusOr<proto::CheckpointResponse> WritePart(const std::string& dir, uint64_t cut,
-                                                      uint64_t since);
+                                                      uint64_t since, const CoreState& state);
 
   PsCore* const core_;
   const int server_index_;

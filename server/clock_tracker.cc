@@ -196,6 +196,18 @@ std::vector<ClockTracker::WorkerClock> ClockTracker::Clocks(uint64_t cap) {
   return clocks;
 }
 
+std::vector<ClockTracker::WorkerLease> ClockTracker::Leases() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = now_();
+  std::vector<WorkerLease> leases;
+  for (const auto& [id, w] : workers_) {
+    if (w.live && w.expires > now) leases.push_back({id, w.incarnation, w.last_clock, w.expires - now});
+  }
+  std::sort(leases.begin(), leases.end(),
+            [](const WorkerLease& a, const WorkerLease& b) { return a.worker < b.worker; });
+  return leases;
+}
+
 void ClockTracker::Restore(const std::string& table, uint32_t worker, uint64_t clock) {
   absl::MutexLock lock(&mu_);
   PerWorker& per = tables_[table].workers[worker];

@@ -90,6 +90,15 @@ class ClockTracker {
     uint64_t clock;
   };
   std::vector<WorkerClock> Clocks(uint64_t cap);
+  // The live workers' leases (a copy of a shard takes them over so that,
+  // promoted, it counts them in its waits before they call it).
+  struct WorkerLease {
+    uint32_t worker = 0;
+    uint64_t incarnation = 0;
+    uint64_t clock = 0;         // its last heartbeat's
+    absl::Duration remaining;   // until its lease expires
+  };
+  std::vector<WorkerLease> Leases();
   // Restore: the worker has completed the rounds below `clock` on `table`.
   void Restore(const std::string& table, uint32_t worker, uint64_t clock);
 

@@ -6,15 +6,14 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "server/checkpoint_records.h"
+#include "server/core_state.h"
 
 namespace ps {
 
 struct ShardHost::Replica final : public SnapshotSource {
   std::shared_ptr<PsCore> core;
-  std::vector<RequestDedup::Window> windows;  // fixed by Begin
-  std::vector<proto::TableDef> tables;        // fixed by Begin
-  std::vector<ClockTracker::WorkerClock> clocks;  // fixed by Begin
-  std::unique_ptr<ReplicaLink> link;          // last: destroyed first
+  CoreState state;                    // fixed by Begin
+  std::unique_ptr<ReplicaLink> link;  // last: destroyed first
 
   absl::Status Begin(const std::function<bool()>& after) override {
     absl::Status result;
@@ -28,9 +27,7 @@ struct ShardHost::Replica final : public SnapshotSource {
         store.EndCut();
         return;
       }
-      windows = core->dedup().Export(std::numeric_limits<uint64_t>::max());
-      tables = store.TableDefs();
-      clocks = core->clocks().Clocks(std::numeric_limits<uint64_t>::max());
+      state = ExportCoreState(*core, std::numeric_limits<uint64_t>::max(), /*workers=*/true);
     });
     return result;
   }
@@ -48,19 +45,7 @@ struct ShardHost::Replica final : public SnapshotSource {
     proto::ForwardEntry entry;
     proto::SnapshotPart* part = entry.mutable_snapshot();
     part->set_last(true);
-    for (const proto::TableDef& def : tables) *part->add_tables() = def;
-    for (const RequestDedup::Window& w : windows) {
-      proto::DedupWindow* d = part->add_dedup();
-      d->set_worker_id(w.worker_id);
-      for (uint64_t id : w.request_ids) d->add_request_ids(id);
-      d->set_forgotten_max(w.forgotten_max);
-    }
-    for (const ClockTracker::WorkerClock& c : clocks) {
-      proto::WorkerClock* out = part->add_clocks();
-      out->set_table(c.table);
-      out->set_worker_id(c.worker);
-      out->set_clock(c.clock);
-    }
+    CoreStateToProto(state, part);
     return emit(std::move(entry));
   }
 };
@@ -330,22 +315,9 @@ absl::Status ShardHost::ApplySnapshotPart(PsCore& core, const proto::SnapshotPar
     });
     if (!loaded.ok()) return loaded;
   }
-  for (const proto::TableDef& def : part.tables()) {
-    if (absl::StatusOr<bool> created = store.CreateTable(def); !created.ok()) {
-      return created.status();
-    }
-  }
-  for (const proto::DedupWindow& d : part.dedup()) {
-    RequestDedup::Window w;
-    w.worker_id = d.worker_id();
-    w.request_ids.assign(d.request_ids().begin(), d.request_ids().end());
-    w.forgotten_max = d.forgotten_max();
-    core.dedup().Import(w);
-  }
-  for (const proto::WorkerClock& c : part.clocks()) {
-    core.clocks().Restore(c.table(), c.worker_id(), c.clock());
-  }
-  return absl::OkStatus();
+  // The last part: the tables (a table may have no slice here), clocks,
+  // dedup windows and worker leases at the snapshot's point.
+  return ImportCoreState(core, CoreStateFromProto(part));
 }
 
 void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) {

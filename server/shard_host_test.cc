@@ -337,6 +337,12 @@ TEST_F(ShardHostTest, JoiningServerCopiesTheShardThenFollowsTheStream) {
   ASSERT_TRUE(CreateTable(*primary).ok());
   ASSERT_TRUE(Push(*primary, 1).ok());
   ASSERT_TRUE(Push(*primary, 2).ok());
+  proto::HeartbeatRequest hb;  // worker 5, live, at clock 3
+  hb.set_worker_id(5);
+  hb.set_clock(3);
+  hb.set_lease_ms(60000);
+  hb.set_incarnation(55);
+  ASSERT_TRUE(primary->Heartbeat(hb).ok());
   EXPECT_THAT(host(1).Cores(), IsEmpty());
 
   SetRing(Ring(2, {{{0}, {1}}}), {1, 0});
@@ -347,6 +353,14 @@ TEST_F(ShardHostTest, JoiningServerCopiesTheShardThenFollowsTheStream) {
   ASSERT_NE(copy, nullptr);
   EXPECT_EQ(Values(*copy), Values(*primary));
   EXPECT_THAT(WorkerClocks(*copy), ElementsAre("w/1=3")) << "the snapshot carries the clocks";
+  // And the live workers' leases: promoted, the copy counts worker 5 in
+  // its waits before it calls.
+  std::vector<ClockTracker::WorkerLease> leases = copy->clocks().Leases();
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].worker, 5u);
+  EXPECT_EQ(leases[0].incarnation, 55u);
+  EXPECT_EQ(leases[0].clock, 3u);
+  EXPECT_GT(leases[0].remaining, absl::Seconds(30));
 
   ASSERT_TRUE(Push(*primary, 3).ok());
   EXPECT_EQ(Values(*copy), Values(*primary));
