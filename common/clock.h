@@ -8,6 +8,8 @@
 #ifndef PS_COMMON_CLOCK_H_
 #define PS_COMMON_CLOCK_H_
 
+#include <chrono>
+
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -27,6 +29,11 @@ class Clock {
 
   // The process-wide real clock (never deleted).
   static Clock* Real();
+  // The real clock, but monotonic: the wall clock at the first call plus
+  // the steady clock's time since (a step of the wall clock, by NTP or an
+  // operator, does not move it). For durations that decide safety, such as
+  // a lease's fence. Never deleted.
+  static Clock* Monotonic();
 };
 
 class RealClock final : public Clock {
@@ -75,6 +82,28 @@ class FakeClock final : public Clock {
   absl::Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
 };
+
+class MonotonicClock final : public Clock {
+ public:
+  MonotonicClock() : anchor_(absl::Now()), start_(std::chrono::steady_clock::now()) {}
+  absl::Time Now() override {
+    return anchor_ + absl::FromChrono(std::chrono::steady_clock::now() - start_);
+  }
+  bool AwaitWithTimeout(absl::Mutex* mu, const absl::Condition& cond, absl::Duration timeout)
+      override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return mu->AwaitWithTimeout(cond, timeout);  // absl waits on a steady clock
+  }
+  void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
+
+ private:
+  const absl::Time anchor_;
+  const std::chrono::steady_clock::time_point start_;
+};
+
+inline Clock* Clock::Monotonic() {
+  static MonotonicClock* const clock = new MonotonicClock();
+  return clock;
+}
 
 inline Clock* Clock::Real() {
   static RealClock* const clock = new RealClock();

@@ -84,6 +84,13 @@ std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address,
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, absl::ToInt64Milliseconds(kKeepaliveTimeout));
   // Pings go on while data cannot be sent: that is when they are needed.
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Peers restart (a server killed and started again at its address):
+  // reconnect within a second of it being back, not after gRPC's default
+  // backoff of up to two minutes, which a replica link would take for a
+  // successor that does not answer.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
   if (!chosen.token.empty()) interceptors.push_back(std::make_unique<TokenInterceptors>(chosen.token));
   if (MetricsRegistry* registry = PeerCallRegistry().load(); registry != nullptr) {

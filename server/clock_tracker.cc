@@ -347,6 +347,16 @@ void ClockTracker::Close(const absl::Status& status) {
   Run(fired);
 }
 
+void ClockTracker::FailWaiting(const absl::Status& status) {
+  Fired fired;
+  {
+    absl::MutexLock lock(&mu_);
+    for (Waiter& w : waiters_) fired.push_back({std::move(w.ready), {status, uint64_t{0}}});
+    waiters_.clear();
+  }
+  Run(fired);
+}
+
 std::vector<std::string> ClockTracker::TakeEvents() {
   absl::MutexLock lock(&mu_);
   std::vector<std::string> out;

@@ -112,6 +112,10 @@ class ClockTracker {
   // Fails every waiting callback with `status`, and every later wait at
   // once (server shutdown).
   void Close(const absl::Status& status);
+  // Fails every waiting callback with `status` now; later waits park as
+  // usual (a fenced server: what waited must not be answered after another
+  // server may have been promoted).
+  void FailWaiting(const absl::Status& status);
   // Log lines about workers (expired, left, re-registered) since the last call.
   std::vector<std::string> TakeEvents();
   // Callbacks waiting, and tables with state (for tests and statistics).

@@ -175,6 +175,21 @@ TEST_F(ClockTrackerTest, CloseEndsEveryWaitAndRefusesNewOnes) {
   EXPECT_EQ(later.status->message(), "shutting down");
 }
 
+// A fenced server fails what waits, and parks later waits as before.
+TEST_F(ClockTrackerTest, FailWaitingEndsTheWaitsOnlyOfNow) {
+  tracker_.Heartbeat(0, 0, absl::Seconds(5));
+  tracker_.Heartbeat(1, 0, absl::Seconds(5));
+  Result a;
+  tracker_.WhenPullReady("t", 0, 3, 0, Far(), a.Callback());
+  ASSERT_FALSE(a.status.has_value());
+  tracker_.FailWaiting(absl::UnavailableError("fenced"));
+  ASSERT_TRUE(a.status.has_value());
+  EXPECT_EQ(a.status->code(), absl::StatusCode::kUnavailable);
+  Result later;
+  tracker_.WhenPullReady("t", 0, 3, 0, Far(), later.Callback());
+  EXPECT_FALSE(later.status.has_value()) << "parked, not failed";
+}
+
 TEST_F(ClockTrackerTest, NoLiveWorkersMeansNoWait) {
   Result r;
   tracker_.WhenPullReady("t", 0, 10, 0, Far(), r.Callback());

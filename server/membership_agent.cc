@@ -339,7 +339,7 @@ void MembershipAgent::ReportStuck(int shard, uint32_t server, uint64_t incarnati
   record.set_incarnation(incarnation);
   record.set_reporter(options_.server_id);
   record.set_reason(why.ToString());
-  absl::StatusOr<int64_t> lease = options_.kv->GrantLease(options_.lease * 10);
+  absl::StatusOr<int64_t> lease = options_.kv->GrantLease(options_.lease * 5);
   absl::Status put = lease.status();
   if (lease.ok()) {
     put = options_.kv->Put(StuckKey(options_.cluster, shard, server), ToJson(record), *lease)

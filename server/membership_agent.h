@@ -98,7 +98,7 @@ class MembershipAgent {
   void ReportSynced(int shard);
   // This server's successor in `shard`'s chain, `server` (process
   // `incarnation`), acknowledges nothing: recorded in etcd (StuckRecord,
-  // under a lease of 10 ttl of its own) for the manager, which takes it out
+  // under a lease of 5 ttl of its own) for the manager, which takes it out
   // of the chain.
   void ReportStuck(int shard, uint32_t server, uint64_t incarnation, const absl::Status& why);
 

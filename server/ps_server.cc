@@ -50,7 +50,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     host.transport = server->forward_transport_.get();
     host.server_id = options.replication.server_id;
     host.incarnation = RandomNonZeroId();
-    server->etcd_contact_ = std::make_unique<EtcdContact>(options.clock);
+    server->etcd_contact_ = std::make_unique<EtcdContact>(
+        options.clock == Clock::Real() ? Clock::Monotonic() : options.clock);
     host.on_synced = [s = server.get()](int shard) {
       absl::MutexLock lock(&s->membership_mu_);
       if (s->membership_ != nullptr) s->membership_->ReportSynced(shard);
@@ -130,7 +131,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     m.replicas = r.replicas;
     m.lease = r.lease;
     m.standby = r.standby;
-    m.clock = options.clock;
+    // The fence decides safety: on a monotonic clock, unless a test set one.
+    m.clock = options.clock == Clock::Real() ? Clock::Monotonic() : options.clock;
     m.contact = server->etcd_contact_.get();
     m.peers = server->forward_transport_.get();
     absl::StatusOr<std::unique_ptr<MembershipAgent>> agent =

@@ -249,12 +249,25 @@ std::shared_ptr<const ShardRing> ShardHost::ring() const {
 }
 
 void ShardHost::SetFenced(bool fenced) {
-  absl::MutexLock lock(&mu_);
-  if (fenced_ != fenced) {
-    LogEvent(Who(), fenced ? "fenced: the etcd lease could not be renewed in time; refusing calls"
-                           : "lease renewed: serving again");
+  std::vector<std::shared_ptr<Replica>> replicas;
+  {
+    absl::MutexLock lock(&mu_);
+    if (fenced_ != fenced) {
+      LogEvent(Who(), fenced ? "fenced: the etcd lease could not be renewed in time; refusing calls"
+                             : "lease renewed: serving again");
+      if (fenced) {
+        for (auto& [shard, slot] : slots_) replicas.push_back(slot->replica);
+      }
+    }
+    fenced_ = fenced;
   }
-  fenced_ = fenced;
+  // Parked pulls and held BSP pushes are answered no more from here: another
+  // server may be promoted before the lease is back; the clients retry.
+  for (auto& replica : replicas) {
+    replica->core->clocks().FailWaiting(absl::UnavailableError(absl::StrCat(
+        Who(), " is fenced (its etcd lease could not be renewed in time); the client re-reads "
+               "the ring and retries")));
+  }
 }
 
 bool ShardHost::fenced() const {
