@@ -144,6 +144,20 @@ void MembershipAgent::KeepAliveLoop() {
     contact_->Note(sent, s);
     absl::MutexLock lock(&mu_);
     if (s.ok()) {
+      // An answer after renewals went unanswered (an etcd stall, a
+      // partition from etcd): the others' leases may have lapsed meanwhile,
+      // and they are registering again; a manager waits one lease for them
+      // before it drops anyone (else the first server back would empty the
+      // chains of the others).
+      if (last_renewed_ != absl::InfinitePast() && sent - last_renewed_ > options_.lease * 2 / 3) {
+        const absl::Time after = options_.clock->Now() + options_.lease;
+        if (after > manage_after_) {
+          manage_after_ = after;
+          LogEvent(Who(), absl::StrCat("etcd answers again after ",
+                                       absl::FormatDuration(sent - last_renewed_),
+                                       " without; ring changes wait one lease for the others"));
+        }
+      }
       last_renewed_ = std::max(last_renewed_, sent);
     } else if (absl::IsNotFound(s)) {
       LogEvent(Who(), "etcd lease expired; registering again (same incarnation)");

@@ -18,7 +18,9 @@
 //    of being declared lost). Until the ring is read again after that, the
 //    host stays fenced; and as manager the server waits one lease before
 //    committing a ring, so that the others (an etcd stall lapses every
-//    lease at once) can register again first.
+//    lease at once) can register again first. So does a manager whose own
+//    lease survived a stall (its renewal went through just in time) once
+//    etcd answers it again.
 //    Registering into a running cluster, a server asks for its share of the
 //    shards (adding/<id>, under its lease) unless it is a standby.
 //  - Watches the cluster's prefix and hands every newer ring to the host.
