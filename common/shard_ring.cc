@@ -63,26 +63,30 @@ absl::StatusOr<ShardRing> ShardRing::FromRecord(proto::RingRecord record) {
 
 absl::StatusOr<ShardRing> ShardRing::Initial(
     int num_shards, int replicas, const std::map<uint32_t, proto::MemberRecord>& members) {
-  if (num_shards < 1 || replicas < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("a ring needs shards >= 1 and replicas >= 1; got ",
-                                                   num_shards, " shards, replicas ", replicas));
+  // Servers beyond the shards' number get none (as the first ring always
+  // was: one shard a server at most).
+  const int n = std::min(static_cast<int>(members.size()), num_shards);
+  if (num_shards < 1 || replicas < 1 || n < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ring needs shards >= 1, replicas >= 1 and a server; got ", num_shards,
+                     " shards, replicas ", replicas, ", ", members.size(), " servers"));
   }
   proto::RingRecord record;
   record.set_version(1);
   record.set_replicas(replicas);
-  for (int i = 0; i < num_shards; ++i) {
+  for (int i = 0; i < n; ++i) {
     auto it = members.find(i);
     if (it == members.end()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("the first ring needs servers 0..", num_shards - 1, "; server ", i,
+          absl::StrCat("the first ring needs servers 0..", n - 1, "; server ", i,
                        " has not registered"));
     }
     (*record.mutable_members())[i] = it->second;
   }
-  const int r = std::min(replicas, num_shards);
+  const int r = std::min(replicas, n);
   for (int i = 0; i < num_shards; ++i) {
     proto::ShardChain* chain = record.add_shards();
-    for (int k = 0; k < r; ++k) chain->add_servers((i + k) % num_shards);
+    for (int k = 0; k < r; ++k) chain->add_servers((i + k) % n);
   }
   return ShardRing(std::move(record));
 }

@@ -28,9 +28,12 @@ class ShardRing {
   // chain has a member entry, no server twice in one chain. Errors:
   // INVALID_ARGUMENT naming the shard or server.
   static absl::StatusOr<ShardRing> FromRecord(proto::RingRecord record);
-  // The first version: shard i's chain is servers i, i+1, ... (min(r, n)
-  // distinct ones) of the members, which must be servers 0 .. num_shards-1.
-  // Errors: INVALID_ARGUMENT when a member is missing or r < 1.
+  // The first version over the first servers, `members`, which must be
+  // servers 0 .. n-1, n = min(members, num_shards) >= 1 (n may be below
+  // num_shards: more logical shards than servers, so that the cluster can
+  // later spread over more servers): shard i's chain is servers i mod n,
+  // i+1 mod n, ... (min(r, n) distinct ones). Errors: INVALID_ARGUMENT when
+  // a member is missing or r < 1.
   static absl::StatusOr<ShardRing> Initial(int num_shards, int replicas,
                                            const std::map<uint32_t, proto::MemberRecord>& members);
 

@@ -37,6 +37,11 @@ TEST(ShardRingTest, InitialChainsFollowTheRing) {
   EXPECT_EQ(ring->Successor(1, 0), std::nullopt);
   EXPECT_EQ(ring->Address(2), "127.0.0.1:9002");
   EXPECT_FALSE(ShardRing::Initial(3, 2, Members({0, 2})).ok());
+  // More logical shards than servers: 8 shards on 3 servers, r = 2.
+  auto many = ShardRing::Initial(8, 2, Members({0, 1, 2}));
+  ASSERT_TRUE(many.ok()) << many.status();
+  EXPECT_EQ(Servers(many->record(), 5), (std::vector<uint32_t>{2, 0}));
+  EXPECT_EQ(Servers(many->record(), 7), (std::vector<uint32_t>{1, 2}));
   // r larger than the cluster: every server, once.
   auto all = ShardRing::Initial(2, 5, Members({0, 1}));
   ASSERT_TRUE(all.ok());

@@ -67,7 +67,9 @@ ABSL_FLAG(std::string, etcd, "",
 ABSL_FLAG(std::string, cluster, "default", "with --etcd: the cluster's name (its etcd prefix)");
 ABSL_FLAG(int, server_id, -1,
           "with --etcd: this server's id; ids 0..--shards-1 form the first ring (default: --index)");
-ABSL_FLAG(int, shards, 0, "with --etcd: logical shards of a new cluster (default: --num_servers)");
+ABSL_FLAG(int, shards, 0,
+          "with --etcd: logical shards of a new cluster (default: --num_servers); more shards "
+          "than servers let it grow onto more servers later (ps_admin add-server)");
 ABSL_FLAG(int, replicas, 2, "with --etcd: servers per shard's chain (r)");
 ABSL_FLAG(double, lease_seconds, 3,
           "with --etcd: this server's etcd lease; it is declared dead this long after it stops "
@@ -228,6 +230,9 @@ int main(int argc, char** argv) {
     r.server_id = static_cast<uint32_t>(id >= 0 ? id : options.server_index);
     r.num_shards = absl::GetFlag(FLAGS_shards) > 0 ? absl::GetFlag(FLAGS_shards)
                                                    : options.num_servers;
+    // The first ring's servers: --num_servers of them, holding --shards
+    // logical shards (more shards than servers: room to grow).
+    r.num_servers = std::min(options.num_servers, r.num_shards);
     r.replicas = absl::GetFlag(FLAGS_replicas);
     const double lease_s = absl::GetFlag(FLAGS_lease_seconds);
     if (r.replicas < 1 || !(lease_s >= 1) || lease_s > 600 || r.cluster.empty()) {

@@ -37,11 +37,13 @@ MembershipAgent::MembershipAgent(MembershipOptions options, ShardHost* host)
 
 absl::StatusOr<std::unique_ptr<MembershipAgent>> MembershipAgent::Start(MembershipOptions options,
                                                                         ShardHost* host) {
-  if (options.kv == nullptr || options.num_shards < 1 || options.replicas < 1) {
+  if (options.kv == nullptr || options.num_shards < 1 || options.replicas < 1 ||
+      options.num_servers > options.num_shards) {
     return absl::InvalidArgumentError(
-        absl::StrCat("membership needs an etcd endpoint (--etcd), shards >= 1 and replicas >= 1; "
-                     "got shards ",
-                     options.num_shards, ", replicas ", options.replicas));
+        absl::StrCat("membership needs an etcd endpoint (--etcd), shards >= 1, replicas >= 1 "
+                     "and no more servers than shards; got shards ",
+                     options.num_shards, ", replicas ", options.replicas, ", servers ",
+                     options.num_servers));
   }
   std::unique_ptr<MembershipAgent> agent(new MembershipAgent(std::move(options), host));
   if (absl::Status s = agent->Register(); !s.ok()) return s;
@@ -281,7 +283,7 @@ absl::StatusOr<int64_t> MembershipAgent::Step() {
   }
   // Copies that completed here while etcd was not told (or could not be).
   if (std::shared_ptr<const ShardRing> ring = host_->ring(); ring != nullptr) {
-    for (int shard : host_->CompleteShards()) {
+    for (int shard : host_->SyncedShards()) {
       if (shard >= ring->num_shards()) continue;
       const auto& joining = ring->record().shards(shard).joining();
       if (std::find(joining.begin(), joining.end(), options_.server_id) != joining.end() &&
@@ -303,7 +305,8 @@ absl::StatusOr<int64_t> MembershipAgent::Step() {
   std::optional<proto::RingRecord> next;
   if (!state->has_ring) {
     std::map<uint32_t, proto::MemberRecord> first;
-    for (int i = 0; i < options_.num_shards; ++i) {
+    const int servers = options_.num_servers > 0 ? options_.num_servers : options_.num_shards;
+    for (int i = 0; i < servers; ++i) {
       auto it = live.find(i);
       if (it == live.end()) return range->revision;  // wait for servers 0..n-1
       first[i] = it->second;

@@ -25,7 +25,7 @@
 //    shards (adding/<id>, under its lease) unless it is a standby.
 //  - Watches the cluster's prefix and hands every newer ring to the host.
 //  - The live server with the lowest id is the manager: it commits the
-//    first ring once servers 0..shards-1 have registered, and then each
+//    first ring once servers 0..num_servers-1 have registered, and then each
 //    NextRing (common/shard_ring.h) as a transaction on the ring's
 //    mod_revision, so that of concurrent managers one wins and the others
 //    re-read. Membership changes therefore wait for etcd; serving does not.
@@ -60,6 +60,8 @@ struct MembershipOptions {
   uint64_t incarnation = 0;
   std::string address;    // host:port workers and servers reach this server at
   int num_shards = 1;     // for the first ring
+  // The first ring waits for servers 0..num_servers-1 (0: num_shards).
+  int num_servers = 0;
   int replicas = 1;       // for the first ring
   absl::Duration lease = absl::Seconds(3);
   Clock* clock = Clock::Real();

@@ -128,6 +128,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     m.incarnation = host.incarnation;
     m.address = r.advertise_address.empty() ? server->address_ : r.advertise_address;
     m.num_shards = r.num_shards;
+    m.num_servers = r.num_servers;
     m.replicas = r.replicas;
     m.lease = r.lease;
     m.standby = r.standby;

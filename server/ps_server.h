@@ -66,7 +66,8 @@ struct ServerReplicationOptions {
   KvStore* kv = nullptr;  // null: a static cluster (server_index of num_servers)
   std::string cluster = "default";
   uint32_t server_id = 0;
-  int num_shards = 1;  // for the first ring (servers 0..num_shards-1)
+  int num_shards = 1;  // for the first ring
+  int num_servers = 0;  // the first ring waits for servers 0..num_servers-1 (0: num_shards)
   int replicas = 2;
   absl::Duration lease = absl::Seconds(3);
   // The address others reach this server at; empty: the bound address.

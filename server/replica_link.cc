@@ -357,7 +357,9 @@ absl::StatusOr<proto::ForwardResponse> ReplicaLink::SendUntilAcked(uint64_t stre
   for (int attempt = 0;; ++attempt) {
     {
       absl::MutexLock lock(&mu_);
-      if (stop_ || stream_ != stream) return absl::CancelledError("successor changed");
+      if (stop_ || closed_ || stream_ != stream) {
+        return absl::CancelledError("successor changed, or the link closed");
+      }
       if (attempt > 0) {
         ++stats_.batches_resent;
         stats_.entries_resent += entries;

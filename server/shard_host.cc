@@ -53,6 +53,10 @@ struct ShardHost::Replica final : public SnapshotSource {
 struct ShardHost::Slot {
   std::shared_ptr<Replica> replica;  // guarded by the host's mu_
   bool complete = false;             // guarded by the host's mu_
+  // The current stream brought the copy up to its sender's (a snapshot's
+  // last part, or a catch-up): what a joining copy reports. A copy kept
+  // from before (complete, but maybe behind) is not synced until then.
+  bool synced = false;               // guarded by the host's mu_
   absl::Mutex mu;                    // serializes the shard's Forward calls
   uint64_t stream ABSL_GUARDED_BY(mu) = 0;
   uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
@@ -275,6 +279,15 @@ bool ShardHost::fenced() const {
   return fenced_;
 }
 
+std::vector<int> ShardHost::SyncedShards() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<int> shards;
+  for (const auto& [shard, slot] : slots_) {
+    if (slot->complete && slot->synced) shards.push_back(shard);
+  }
+  return shards;
+}
+
 std::vector<int> ShardHost::CompleteShards() const {
   absl::ReaderMutexLock lock(&mu_);
   std::vector<int> shards;
@@ -417,6 +430,10 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
     slot.stream = request.stream_id();
     slot.next_seq = 1;
     slot.incoming.reset();
+    {
+      absl::MutexLock lock(&mu_);
+      slot.synced = false;
+    }
     *response->mutable_position() = replica->link->position().ToProto();
     response->set_has_copy(complete);
     return absl::OkStatus();
@@ -480,6 +497,7 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
           absl::MutexLock lock(&mu_);
           if (slot.replica != fresh) old = std::exchange(slot.replica, fresh);
           slot.complete = true;
+          slot.synced = true;
           if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
         }
         if (old != nullptr) old->link->Close(absl::UnavailableError("replaced by a snapshot"));
@@ -515,15 +533,17 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
     }
     ++slot.next_seq;
   }
-  if (request.caught_up() && !complete) {
+  if (request.caught_up()) {
     {
       absl::MutexLock lock(&mu_);
+      const bool was_complete = slot.complete;
       slot.complete = true;
-      if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+      slot.synced = true;
+      if (!was_complete && ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
     }
     *became_complete = true;
-    LogEvent(Who(), absl::StrCat("shard ", shard, ": copy complete (caught up to ",
-                                 replica->link->position().ToString(), ")"));
+    LogEvent(Who(), absl::StrCat("shard ", shard, ": copy caught up to ",
+                                 replica->link->position().ToString()));
   }
   response->set_applied_seq(slot.next_seq - 1);
   return absl::OkStatus();

@@ -114,6 +114,11 @@ class ShardHost {
 
   // Shards whose copy here is complete.
   std::vector<int> CompleteShards() const;
+  // Shards whose copy here is complete and was brought up to its
+  // predecessor's by the current stream (what a joining server may report
+  // as synced; a complete copy kept from an earlier place in the chain may
+  // be behind until its stream catches it up).
+  std::vector<int> SyncedShards() const;
   // Every core held (for ticks, stats and shutdown).
   std::vector<std::shared_ptr<PsCore>> Cores() const;
   // The process's memory budget, shared by every shard's store.

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +42,8 @@ ABSL_FLAG(std::string, cluster, "default", "cluster name");
 ABSL_FLAG(int, workers, 4, "workers (threads, one client each)");
 ABSL_FLAG(int, pushes, 0,
           "pushes per worker; 0: 400, or with --seconds no limit (with --seconds, a maximum)");
+ABSL_FLAG(std::string, stop_file, "",
+          "the workers stop pushing once this file exists (checked before each push)");
 ABSL_FLAG(double, seconds, 0,
           "push until this many seconds have passed since the start (0: a fixed --pushes)");
 ABSL_FLAG(bool, tolerate_unknown, false,
@@ -145,6 +148,7 @@ int main(int argc, char** argv) {
   const int workers = absl::GetFlag(FLAGS_workers);
   const double push_seconds = absl::GetFlag(FLAGS_seconds);
   const bool tolerate = absl::GetFlag(FLAGS_tolerate_unknown);
+  const std::string stop_file = absl::GetFlag(FLAGS_stop_file);
   int64_t pushes = absl::GetFlag(FLAGS_pushes);
   if (pushes == 0) pushes = push_seconds > 0 ? INT64_MAX : 400;
   const uint64_t keys = absl::GetFlag(FLAGS_keys);
@@ -207,6 +211,7 @@ int main(int argc, char** argv) {
       const std::vector<float> grads(keys, -1.0f);  // SGD at rate 1: +1 each
       for (int64_t k = 0; k < pushes; ++k) {
         if (push_seconds > 0 && since_start() >= push_seconds) break;
+        if (!stop_file.empty() && (k & 15) == 0 && std::filesystem::exists(stop_file)) break;
         const absl::Time t0 = absl::Now();
         ps::PushRange op{table, 0, keys, grads};
         absl::Status s = (*client)->Push({&op, 1}, static_cast<uint64_t>(k));
