@@ -336,6 +336,7 @@ void PsServer::DrainReplicated() {
   struct Drained {
     absl::Mutex mu;
     size_t left ABSL_GUARDED_BY(mu) = 0;
+    bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return left == 0; }
   };
   auto drained = std::make_shared<Drained>();
   {
@@ -349,8 +350,8 @@ void PsServer::DrainReplicated() {
     });
   }
   absl::MutexLock lock(&drained->mu);
-  auto done = [d = drained.get()]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(d->mu) { return d->left == 0; };
-  const bool all = drained->mu.AwaitWithTimeout(absl::Condition(&done), options_.replication.lease);
+  const bool all = drained->mu.AwaitWithTimeout(
+      absl::Condition(drained.get(), &Drained::Done), options_.replication.lease);
   LogEvent(absl::StrCat("ps_server id ", options_.replication.server_id, " ", address_),
            all ? "drained: every accepted write is at its chain's tail"
                : absl::StrCat("drain incomplete after ", absl::FormatDuration(options_.replication.lease),
