@@ -135,6 +135,7 @@ net_teardown() {  # deletes every namespace, veth and the bridge this test made
     ip link del "${host_ifs[$i]}" 2>/dev/null || true
   done
   ip link del "$bridge" 2>/dev/null || true
+  if ((forward_rule)); then iptables -D FORWARD -i "$bridge" -o "$bridge" -j ACCEPT 2>/dev/null || true; fi
 }
 # Every veth up and no blackhole route left: the network as set up.
 net_heal_all() {
@@ -157,6 +158,7 @@ on_signal() {
   fi
   exit 143
 }
+forward_rule=0  # an iptables rule of this test's, to delete at the end
 trap 'cleanup; net_teardown' EXIT
 trap on_signal TERM INT HUP
 
@@ -164,6 +166,14 @@ ip link add "$bridge" type bridge || fail "could not create bridge $bridge"
 ip link set "$bridge" type bridge stp_state 0 forward_delay 0
 ip addr add "$host_ip/24" dev "$bridge"
 ip link set "$bridge" up
+# Bridged traffic goes through iptables' FORWARD chain when br_netfilter is
+# loaded, and a Docker engine (tests/compose_test.sh starts one) sets that
+# chain's policy to DROP: the servers' namespaces would not reach each
+# other. Traffic between this bridge's own ports is accepted, for the test's
+# life (the rule is deleted with the bridge).
+if command -v iptables >/dev/null && iptables -I FORWARD -i "$bridge" -o "$bridge" -j ACCEPT 2>/dev/null; then
+  forward_rule=1
+fi
 for ((i = 0; i < num_servers; i++)); do
   ip netns add "${ns_names[$i]}" || fail "could not create network namespace ${ns_names[$i]}"
   ip link add "${host_ifs[$i]}" type veth peer name "psf$$n$i"
