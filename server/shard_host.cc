@@ -330,6 +330,18 @@ std::optional<ReplicaLink::Stats> ShardHost::LinkStats(int shard) const {
   return it->second->replica->link->stats();
 }
 
+void ShardHost::Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete) {
+  std::shared_ptr<Replica> old;
+  {
+    absl::MutexLock lock(&mu_);
+    if (slot.replica != fresh) old = std::exchange(slot.replica, std::move(fresh));
+    slot.complete = complete;
+    slot.synced = complete;
+    if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+  }
+  if (old != nullptr) old->link->Close(absl::UnavailableError("replaced by a snapshot"));
+}
+
 absl::Status ShardHost::ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part) {
   ShardStore& store = core.store();
   if (part.has_def()) {
@@ -469,14 +481,7 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
           // An incomplete copy is worth nothing: its memory goes back to
           // the budget now, and the snapshot fills a fresh core in its place.
           std::shared_ptr<Replica> fresh = NewReplica(shard, ring.replicas() > 1);
-          std::shared_ptr<Replica> old;
-          {
-            absl::MutexLock lock(&mu_);
-            old = std::move(slot.replica);
-            slot.replica = fresh;
-            if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
-          }
-          old->link->Close(absl::UnavailableError("replaced by a snapshot"));
+          Install(shard, slot, fresh, /*complete=*/false);
           replica = fresh;
           *core = CoreOf(replica);
           slot.incoming = fresh;
@@ -492,15 +497,7 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
         // The copy is whole: it replaces the one held until now.
         std::shared_ptr<Replica> fresh = std::move(slot.incoming);
         fresh->link->ResetPosition(at);
-        std::shared_ptr<Replica> old;
-        {
-          absl::MutexLock lock(&mu_);
-          if (slot.replica != fresh) old = std::exchange(slot.replica, fresh);
-          slot.complete = true;
-          slot.synced = true;
-          if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
-        }
-        if (old != nullptr) old->link->Close(absl::UnavailableError("replaced by a snapshot"));
+        Install(shard, slot, fresh, /*complete=*/true);
         replica = fresh;
         complete = true;
         *core = CoreOf(replica);

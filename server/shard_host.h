@@ -153,6 +153,10 @@ class ShardHost {
                        const ShardRing& ring, std::shared_ptr<PsCore>* core,
                        proto::ForwardResponse* response, bool* became_complete)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes `fresh` the slot's copy (complete, and synced, or not yet), points
+  // its link by the ring, and closes the link of the copy it replaces.
+  void Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Applies one snapshot part to a fresh core.
   static absl::Status ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part);
   std::string Who() const;

@@ -153,15 +153,21 @@ uint64_t SparseTable::EvictKeys(absl::Span<const uint64_t> keys) {
   for (auto& [s, slice_keys] : by_slice) {
     Slice& slice = *slices_[s];
     absl::MutexLock lock(&slice.mu);
-    CopyForCut(slice);  // evictions are outside any cut
-    const uint64_t bytes_before = slice.rows.bytes();
-    for (uint64_t key : slice_keys) EvictRow(slice, key);
-    const uint64_t grown = slice.rows.bytes() - bytes_before;
-    budget_->Charge(grown);
-    bytes_.fetch_add(grown, std::memory_order_relaxed);
+    EvictLocked(slice, slice_keys);
     PublishShape(s, slice);
   }
   return evicted() - before;
+}
+
+void SparseTable::EvictLocked(Slice& slice, absl::Span<const uint64_t> keys) {
+  if (keys.empty()) return;
+  CopyForCut(slice);  // evictions are outside any cut
+  const uint64_t before = slice.rows.bytes();
+  for (uint64_t key : keys) EvictRow(slice, key);
+  // Erased rows go to a free list, which may grow.
+  const uint64_t grown = slice.rows.bytes() - before;
+  budget_->Charge(grown);
+  bytes_.fetch_add(grown, std::memory_order_relaxed);
 }
 
 uint64_t SparseTable::Sweep(std::vector<uint64_t>* keys) {
@@ -185,14 +191,8 @@ uint64_t SparseTable::Sweep(std::vector<uint64_t>* keys) {
     slice->rows.ForEach([&](uint64_t key, const float* row) {
       if (LastTouch(row) < oldest) expired.push_back(key);
     });
-    if (!expired.empty()) CopyForCut(*slice);  // evictions are outside any cut
-    const uint64_t before = slice->rows.bytes();
-    for (uint64_t key : expired) EvictRow(*slice, key);
+    EvictLocked(*slice, expired);
     if (keys != nullptr) keys->insert(keys->end(), expired.begin(), expired.end());
-    // Erased rows go to a free list, which may grow.
-    const uint64_t grown = slice->rows.bytes() - before;
-    budget_->Charge(grown);
-    bytes_.fetch_add(grown, std::memory_order_relaxed);
     evicted += expired.size();
   }
   return evicted;

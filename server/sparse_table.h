@@ -302,6 +302,10 @@ class SparseTable {
   // slice instead.
   void EvictOverCap(uint64_t s, Slice& slice, Decisions* decisions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Evicts the rows of `keys` (of this slice) there are, outside any cut,
+  // charging what the slice's free list grew.
+  void EvictLocked(Slice& slice, absl::Span<const uint64_t> keys)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Erases `key`'s row, counting it and its bytes.
   void EvictRow(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   static uint64_t NextRandom(uint64_t* state);
