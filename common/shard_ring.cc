@@ -62,7 +62,8 @@ absl::StatusOr<ShardRing> ShardRing::FromRecord(proto::RingRecord record) {
 }
 
 absl::StatusOr<ShardRing> ShardRing::Initial(
-    int num_shards, int replicas, const std::map<uint32_t, proto::MemberRecord>& members) {
+    int num_shards, int replicas, const std::map<uint32_t, proto::MemberRecord>& members,
+    bool restore) {
   // Servers beyond the shards' number get none (as the first ring always
   // was: one shard a server at most).
   const int n = std::min(static_cast<int>(members.size()), num_shards);
@@ -87,6 +88,7 @@ absl::StatusOr<ShardRing> ShardRing::Initial(
   for (int i = 0; i < num_shards; ++i) {
     proto::ShardChain* chain = record.add_shards();
     for (int k = 0; k < r; ++k) chain->add_servers((i + k) % n);
+    if (restore) chain->set_restored_at(1);
   }
   return ShardRing(std::move(record));
 }
@@ -135,6 +137,9 @@ std::string ShardRing::Describe() const {
                                                             : absl::StrJoin(chain.servers(), " -> "));
     if (!chain.joining().empty()) {
       absl::StrAppend(&part, " (+", absl::StrJoin(chain.joining(), ","), " joining)");
+    }
+    if (chain.restored_at() > 0) {
+      absl::StrAppend(&part, " [from checkpoint at v", chain.restored_at(), "]");
     }
     parts.push_back(std::move(part));
   }
@@ -259,6 +264,19 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
   };
   for (int i = 0; i < next.shards_size(); ++i) {
     proto::ShardChain& chain = *next.mutable_shards(i);
+    // Lost (every server of the chain restarted): with checkpoints, the
+    // least loaded live servers become its chain and load the newest one.
+    if (chain.servers().empty() && inputs.rebuild_lost) {
+      chain.clear_joining();
+      while (chain.servers_size() < want) {
+        std::optional<uint32_t> s = candidate(i);
+        if (!s) break;
+        chain.add_servers(*s);
+        ++load[*s];
+      }
+      if (!chain.servers().empty()) chain.set_restored_at(current.version() + 1);
+      continue;
+    }
     // Lost, or waiting for its servers to come back: nothing to copy from.
     if (chain.servers().empty() || !alive(chain.servers(0))) continue;
     int have = chain.joining_size();

@@ -33,9 +33,11 @@ class ShardRing {
   // num_shards: more logical shards than servers, so that the cluster can
   // later spread over more servers): shard i's chain is servers i mod n,
   // i+1 mod n, ... (min(r, n) distinct ones). Errors: INVALID_ARGUMENT when
-  // a member is missing or r < 1.
+  // a member is missing or r < 1. `restore`: every chain's servers load the
+  // newest checkpoint first (ShardChain.restored_at = 1).
   static absl::StatusOr<ShardRing> Initial(int num_shards, int replicas,
-                                           const std::map<uint32_t, proto::MemberRecord>& members);
+                                           const std::map<uint32_t, proto::MemberRecord>& members,
+                                           bool restore = false);
 
   uint64_t version() const { return record_.version(); }
   int num_shards() const { return record_.shards_size(); }
@@ -74,6 +76,9 @@ struct RingInputs {
   std::map<std::pair<int, uint32_t>, uint64_t> stuck;
   std::vector<uint32_t> draining;  // asked to leave (ps_admin drain)
   std::vector<uint32_t> adding;    // asked to take shards (ps_admin add-server)
+  // The cluster keeps checkpoints: a chain every copy of which was lost is
+  // rebuilt from the newest one rather than left LOST.
+  bool rebuild_lost = false;
 };
 
 // The next ring version, or nullopt when nothing changes. In this order:
@@ -98,7 +103,12 @@ struct RingInputs {
 //     shard of the most loaded server (it becomes that shard's primary once
 //     synced, and the server it relieves leaves the chain: see 3).
 // A chain is emptied (LOST: clients get UNAVAILABLE naming it) only when
-// every server of it restarted: then no copy of it exists any more.
+// every server of it restarted: then no copy of it exists any more. With
+// `rebuild_lost` (the cluster keeps checkpoints), such a chain is rebuilt
+// at once instead: the min(r, live) least loaded live, non-draining
+// servers become its chain, marked restored_at = the new version, and load
+// the shard from the newest checkpoint (the updates after its cut are lost
+// and reported by the servers that load it).
 std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
                                           const RingInputs& inputs);
 

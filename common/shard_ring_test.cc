@@ -126,6 +126,43 @@ TEST(ShardRingTest, AChainWaitsForLapsedServersAndIsLostOnlyWhenTheyRestarted) {
   EXPECT_NE(view->Describe().find("shard 1: LOST"), std::string::npos);
 }
 
+// The same loss in a cluster that keeps checkpoints (rebuild_lost): the
+// chain is rebuilt at once over the least loaded live servers, marked to
+// load the newest checkpoint at the new version; a chain that may come
+// back is not.
+TEST(ShardRingTest, ALostChainIsRebuiltFromTheCheckpointWhenTheClusterKeepsThem) {
+  auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2}), /*restore=*/false);
+  ASSERT_TRUE(ring.ok());
+  EXPECT_EQ(ring->record().shards(0).restored_at(), 0u);
+  RingInputs in;
+  in.rebuild_lost = true;
+  in.live = Members({2});
+  auto waiting = NextRing(ring->record(), in);  // 0 and 1 lapsed: shard 0 waits for them
+  ASSERT_TRUE(waiting.has_value());
+  EXPECT_EQ(Servers(*waiting, 0), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(waiting->shards(0).restored_at(), 0u);
+
+  in.live = Members({0, 1, 2});
+  in.live[0].set_incarnation(90);  // both of shard 0's servers restarted
+  in.live[1].set_incarnation(91);
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Servers(*next, 0).size(), 2u);
+  EXPECT_EQ(next->shards(0).restored_at(), ring->version() + 1);
+  EXPECT_EQ(next->shards(1).restored_at(), 0u) << "shard 1 kept server 2's copy";
+  for (uint32_t s : Servers(*next, 0)) {
+    EXPECT_EQ(next->members().at(s).incarnation(), in.live.at(s).incarnation());
+  }
+  auto view = ShardRing::FromRecord(*next);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->Describe().find("LOST"), std::string::npos) << view->Describe();
+  EXPECT_NE(view->Describe().find("[from checkpoint at v2]"), std::string::npos);
+
+  auto restored = ShardRing::Initial(2, 2, Members({0, 1}), /*restore=*/true);
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored->record().shards(1).restored_at(), 1u);
+}
+
 // r = 2, an etcd stall: every lease lapsed, and the servers register again
 // one at a time, under the same incarnations. No chain is emptied, none
 // gets a joining copy from a server that is not back, and once all are

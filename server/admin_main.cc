@@ -8,6 +8,10 @@
 //       coordinates the checkpoint itself, into DIR (a directory every
 //       server can write to), with up to N incremental checkpoints between
 //       full ones.
+//   ps_admin checkpoint --etcd=HOST:PORT --cluster=NAME [--checkpoint_dir=DIR]
+//       the same for a replicated cluster: asks the primary of shard 0
+//       (started with --checkpoint_dir) to take one, or with DIR takes it
+//       from here, calling each shard's primary in the ring.
 //
 //   ps_admin ring --etcd=HOST:PORT --cluster=NAME
 //       prints a replicated cluster's ring: each shard's chain and the
@@ -66,8 +70,10 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
 ABSL_FLAG(std::string, token_file, "",
           "file holding this process's token, sent with every call (see the README's security "
           "section)");
-ABSL_FLAG(std::string, etcd, "", "ring, add-server, drain: etcd's client endpoint (host:port)");
-ABSL_FLAG(std::string, cluster, "default", "ring, add-server, drain: the cluster's name");
+ABSL_FLAG(std::string, etcd, "",
+          "ring, add-server, drain, status, checkpoint: a replicated cluster's etcd client "
+          "endpoint (host:port)");
+ABSL_FLAG(std::string, cluster, "default", "with --etcd: the cluster's name");
 ABSL_FLAG(int, server_id, -1, "add-server, drain: the server's id");
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice, recorded in the manifest");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server, recorded in the manifest");
@@ -76,7 +82,8 @@ namespace {
 
 int Usage(const std::string& why) {
   std::fprintf(stderr,
-               "ps_admin: %s\nusage: ps_admin checkpoint --servers=h:p,...\n"
+               "ps_admin: %s\nusage: ps_admin checkpoint --servers=h:p,... | --etcd=h:p "
+               "--cluster=NAME [--checkpoint_dir=DIR]\n"
                "       ps_admin ring --etcd=h:p --cluster=NAME\n"
                "       ps_admin add-server|drain --etcd=h:p --cluster=NAME --server_id=N\n"
                "       ps_admin status --servers=h:p,... | --etcd=h:p --cluster=NAME "
@@ -211,37 +218,39 @@ int Status() {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
-  absl::SetProgramUsageMessage("Administers a parameter-server cluster. See the README.");
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  {
-    auto peer = ps::PeerSecurityFromFiles(
-        {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
-        absl::GetFlag(FLAGS_token_file));
-    if (!peer.ok()) return Usage(std::string(peer.status().message()));
-    ps::SetDefaultPeerSecurity(*std::move(peer));
-  }
-  const std::string command = args.size() == 2 ? args[1] : "";
-  if (command == "ring" || command == "add-server" || command == "drain") {
-    return Membership(command);
-  }
-  if (command == "status") return Status();
-  if (command != "checkpoint") {
-    return Usage("expected one command: checkpoint, status, ring, add-server or drain");
-  }
-  auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
-  if (!spec.ok()) return Usage(absl::StrCat("--servers: ", spec.status().message()));
+// checkpoint: of a static cluster (--servers) or a replicated one (--etcd).
+int Checkpoint() {
   const double timeout = absl::GetFlag(FLAGS_timeout_seconds);
   if (!(timeout > 0) || timeout > 3600) {
     return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 3600]"));
   }
+  // Replicated: the ring names each shard's primary; the primary of shard 0
+  // coordinates when asked.
+  std::optional<ps::ShardRing> ring;
+  std::string coordinator_address;
+  if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {
+    ps::EtcdKvStore kv(ps::EtcdOptions{endpoint});
+    absl::StatusOr<ps::ShardRing> read = ps::ReadRing(kv, absl::GetFlag(FLAGS_cluster));
+    if (!read.ok()) return Failed("reading the ring", read.status());
+    ring = *std::move(read);
+    std::optional<uint32_t> primary = ring->Primary(0);
+    if (!primary) {
+      return Failed("checkpoint", absl::UnavailableError(absl::StrCat(
+                                      "shard 0 has no primary in ring version ", ring->version())));
+    }
+    coordinator_address = ring->Address(*primary);
+  } else {
+    auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
+    if (!spec.ok()) {
+      return Usage(absl::StrCat("checkpoint needs --servers or --etcd: --servers: ",
+                                spec.status().message()));
+    }
+    coordinator_address = spec->servers[0];
+  }
   const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir);
   if (dir.empty()) {
-    absl::StatusOr<ps::proto::CheckpointResponse> reply =
-        ps::RequestCheckpoint(spec->servers[0], absl::GetFlag(FLAGS_full), absl::Seconds(timeout));
+    absl::StatusOr<ps::proto::CheckpointResponse> reply = ps::RequestCheckpoint(
+        coordinator_address, absl::GetFlag(FLAGS_full), absl::Seconds(timeout));
     if (!reply.ok()) {
       std::fprintf(stderr, "ps_admin: checkpoint failed: %s\n",
                    std::string(reply.status().message()).c_str());
@@ -263,8 +272,16 @@ int main(int argc, char** argv) {
                               options.full_every, " >= 0"));
   }
   std::vector<std::unique_ptr<ps::CheckpointPeer>> peers;
-  for (size_t i = 0; i < spec->servers.size(); ++i) {
-    peers.push_back(ps::NewGrpcCheckpointPeer(static_cast<int>(i), spec->servers[i]));
+  if (ring) {
+    auto shard_peers = ps::NewShardCheckpointPeers(*ring);
+    if (!shard_peers.ok()) return Failed("checkpoint", shard_peers.status());
+    peers = *std::move(shard_peers);
+  } else {
+    const std::vector<std::string> servers =
+        ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers))->servers;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      peers.push_back(ps::NewGrpcCheckpointPeer(static_cast<int>(i), servers[i]));
+    }
   }
   ps::CheckpointCoordinator coordinator(std::move(peers), options);
   absl::StatusOr<ps::CheckpointResult> result = coordinator.Take(absl::GetFlag(FLAGS_full));
@@ -276,4 +293,28 @@ int main(int argc, char** argv) {
   Print(result->path, result->sequence, result->base_sequence, result->cut, result->bytes,
         result->took);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ps::KeepGrpcUntilExit();
+  absl::SetProgramUsageMessage("Administers a parameter-server cluster. See the README.");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  {
+    auto peer = ps::PeerSecurityFromFiles(
+        {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
+        absl::GetFlag(FLAGS_token_file));
+    if (!peer.ok()) return Usage(std::string(peer.status().message()));
+    ps::SetDefaultPeerSecurity(*std::move(peer));
+  }
+  const std::string command = args.size() == 2 ? args[1] : "";
+  if (command == "ring" || command == "add-server" || command == "drain") {
+    return Membership(command);
+  }
+  if (command == "status") return Status();
+  if (command != "checkpoint") {
+    return Usage("expected one command: checkpoint, status, ring, add-server or drain");
+  }
+  return Checkpoint();
 }

@@ -21,14 +21,15 @@ grpc::ServerUnaryReactor* AdminService::Checkpoint(grpc::CallbackServerContext* 
     reactor->Finish(ToGrpcStatus(reply.status()));
   };
   if (req->action() != proto::CHECKPOINT_COORDINATE) {
-    checkpointer_->Handle(*req, std::move(done));
+    part_(*req, std::move(done));
   } else if (coordinate_) {
     coordinate_(*req, std::move(done));
   } else {
     done(absl::FailedPreconditionError(absl::StrCat(
         "server ", server_index_,
-        " does not coordinate checkpoints: ask server 0, started with --checkpoint_dir and "
-        "--servers")));
+        " does not coordinate checkpoints: ask server 0 (static cluster, started with "
+        "--checkpoint_dir and --servers) or the primary of shard 0 (replicated cluster, "
+        "--checkpoint_dir)")));
   }
   return reactor;
 }

@@ -1,5 +1,6 @@
 // gRPC adapter for the PsAdmin service (proto/admin.proto): MARK, WRITE and
-// ABORT go to this server's Checkpointer; COORDINATE to the function the
+// ABORT go to this server's part of checkpoints (its Checkpointer; a
+// replicated server's ShardCheckpointers); COORDINATE to the function the
 // server gives when it coordinates checkpoints (server 0 with a checkpoint
 // directory), else it fails with FAILED_PRECONDITION saying where to ask.
 // No logic of its own: handlers never block (the Checkpointer and the
@@ -8,24 +9,24 @@
 #define PS_SERVER_ADMIN_SERVICE_H_
 
 #include <functional>
+#include <utility>
 
 #include "proto/admin.grpc.pb.h"
 #include "server/authorizer.h"
-#include "server/checkpointer.h"
 
 namespace ps {
 
 class AdminService final : public proto::PsAdmin::CallbackService {
  public:
   using Done = std::function<void(absl::StatusOr<proto::CheckpointResponse>)>;
-  using Coordinate = std::function<void(const proto::CheckpointRequest&, Done)>;
+  using Handler = std::function<void(const proto::CheckpointRequest&, Done)>;
 
-  // `checkpointer` and `authorizer` (may be null: every call allowed; else
-  // calls need the admin role) must outlive the service; `coordinate` may
-  // be empty.
-  AdminService(Checkpointer* checkpointer, int server_index, Coordinate coordinate,
+  // `part` takes MARK, WRITE and ABORT; `coordinate` (may be empty)
+  // COORDINATE. `authorizer` (may be null: every call allowed; else calls
+  // need the admin role) must outlive the service.
+  AdminService(Handler part, int server_index, Handler coordinate,
                const Authorizer* authorizer = nullptr)
-      : checkpointer_(checkpointer),
+      : part_(std::move(part)),
         server_index_(server_index),
         coordinate_(std::move(coordinate)),
         authorizer_(authorizer) {}
@@ -35,9 +36,9 @@ class AdminService final : public proto::PsAdmin::CallbackService {
                                        proto::CheckpointResponse* resp) override;
 
  private:
-  Checkpointer* const checkpointer_;
+  const Handler part_;
   const int server_index_;
-  const Coordinate coordinate_;
+  const Handler coordinate_;
   const Authorizer* const authorizer_;
 };
 

@@ -138,6 +138,7 @@ absl::StatusOr<uint64_t> CheckpointCoordinator::MarkEverywhere(uint64_t since,
 
 absl::StatusOr<CheckpointResult> CheckpointCoordinator::Take(bool full) {
   absl::MutexLock lock(&take_mu_);
+  if (source_ && options_.ask_peers_each_time) peers_.clear();
   absl::StatusOr<CheckpointResult> result = TakeLocked(full);
   // The servers may have moved (a launcher rewrote their addresses): ask
   // the source again next time.

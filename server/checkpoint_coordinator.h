@@ -53,6 +53,9 @@ struct CoordinatorOptions {
   // The placement the cluster runs under, recorded in the manifest.
   uint64_t slice_size = 0;
   uint32_t virtual_nodes = 0;
+  // With a PeerSource: ask it before every checkpoint, not only the first
+  // (a replicated cluster's primaries move with its ring).
+  bool ask_peers_each_time = false;
 };
 
 struct CheckpointResult {

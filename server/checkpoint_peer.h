@@ -10,10 +10,12 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/peer_security.h"
+#include "common/shard_ring.h"
 #include "proto/admin.pb.h"
 
 namespace ps {
@@ -33,6 +35,12 @@ class CheckpointPeer {
 // `security` (null: the process's default, common/grpc_channels.h).
 std::unique_ptr<CheckpointPeer> NewGrpcCheckpointPeer(int server_index, const std::string& address,
                                                       const PeerSecurity* security = nullptr);
+
+// A replicated cluster's peers: peer i calls the primary of logical shard i
+// in `ring`, naming the shard (server/shard_checkpointers.h). Errors:
+// UNAVAILABLE naming a shard that has no primary.
+absl::StatusOr<std::vector<std::unique_ptr<CheckpointPeer>>> NewShardCheckpointPeers(
+    const ShardRing& ring, const PeerSecurity* security = nullptr);
 
 // Asks server 0 (at `address`), which coordinates the cluster's checkpoints,
 // to take one now (a full one when `full`, else incremental when it can) and

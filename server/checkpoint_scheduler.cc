@@ -61,6 +61,11 @@ void CheckpointScheduler::Loop() {
         continue;
       }
     }
+    if (waiting.empty() && options_.coordinates && !options_.coordinates()) {
+      // Another server coordinates now; this one's timer starts again.
+      if (timer) next = absl::Now() + options_.every;
+      continue;
+    }
     (void)TakeAndAnswer(full, std::move(waiting), why);
     if (timer) next = absl::Now() + options_.every;
   }

@@ -159,31 +159,46 @@ absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::str
 
 absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
                                                       std::vector<std::string>* skipped) {
+  return RestoreCores(root, {core_}, skipped);
+}
+
+absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
+                                             const std::vector<PsCore*>& cores,
+                                             std::vector<std::string>* skipped) {
   absl::StatusOr<std::vector<FoundCheckpoint>> chain = FindNewestValidChain(root, skipped);
   if (!chain.ok()) return chain.status();
-  ShardStore& store = core_->store();
-  for (const FoundCheckpoint& c : *chain) {
-    for (const proto::TableDef& def : c.manifest.tables()) {
-      absl::StatusOr<bool> created = store.CreateTable(def);
-      if (!created.ok()) {
-        return absl::Status(created.status().code(),
-                            absl::StrCat("restoring ", c.path, ": ", created.status().message()));
+  for (PsCore* core : cores) {
+    for (const FoundCheckpoint& c : *chain) {
+      for (const proto::TableDef& def : c.manifest.tables()) {
+        absl::StatusOr<bool> created = core->store().CreateTable(def);
+        if (!created.ok()) {
+          return absl::Status(created.status().code(),
+                              absl::StrCat("restoring ", c.path, ": ", created.status().message()));
+        }
       }
     }
   }
-  absl::Status loaded = ForEachChainRecord(
-      *chain,
-      [&](const FoundCheckpoint&, const SliceRecord& r) { return store.LoadRecord(r).status(); });
+  // One pass over the files: each store keeps the slices it owns.
+  absl::Status loaded =
+      ForEachChainRecord(*chain, [&](const FoundCheckpoint&, const SliceRecord& r) {
+        for (PsCore* core : cores) {
+          if (absl::Status s = core->store().LoadRecord(r).status(); !s.ok()) return s;
+        }
+        return absl::OkStatus();
+      });
   if (!loaded.ok()) return loaded;
   const FoundCheckpoint& found = chain->back();
   const proto::CheckpointManifest& m = found.manifest;
-  if (m.cut() > 0) store.RaiseMaxClock(m.cut() - 1);
-  // An incremental checkpoint may follow this one: what was loaded is in it.
-  store.SetRestoredCut(m.cut());
-  if (absl::Status s = ImportCoreState(*core_, CoreStateFromProto(m)); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("restoring ", found.path, ": ", s.message()));
+  for (PsCore* core : cores) {
+    ShardStore& store = core->store();
+    if (m.cut() > 0) store.RaiseMaxClock(m.cut() - 1);
+    // An incremental checkpoint may follow this one: what was loaded is in it.
+    store.SetRestoredCut(m.cut());
+    if (absl::Status s = ImportCoreState(*core, CoreStateFromProto(m)); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("restoring ", found.path, ": ", s.message()));
+    }
+    core->set_restored(found.path, m.cut());
   }
-  core_->set_restored(found.path, m.cut());
   return found;
 }
 

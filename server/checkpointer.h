@@ -51,6 +51,13 @@ class Checkpointer {
   // errors (naming the file).
   void Handle(const proto::CheckpointRequest& request, Done done);
 
+  // No cut marked, none being written (a write's thread may still be
+  // ending: the destructor joins it).
+  bool Idle() {
+    absl::MutexLock lock(&mu_);
+    return marked_ == 0 && !writing_;
+  }
+
   // Loads the newest valid checkpoint under `root` (and the chain it is
   // applied on) into the core: tables, rows, worker clocks, de-duplication.
   // Each newer checkpoint that did not verify is described in *skipped.
@@ -74,6 +81,13 @@ class Checkpointer {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a WRITE of marked_ is under way
   std::thread writer_ ABSL_GUARDED_BY(mu_);
 };
+
+// Checkpointer::Restore for several cores at once (a replicated server's
+// shards): the files are read once, and each core keeps the slices its
+// shard owns.
+absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
+                                             const std::vector<PsCore*>& cores,
+                                             std::vector<std::string>* skipped);
 
 }  // namespace ps
 

@@ -312,10 +312,11 @@ absl::StatusOr<int64_t> MembershipAgent::Step() {
       first[i] = it->second;
     }
     absl::StatusOr<ShardRing> initial =
-        ShardRing::Initial(options_.num_shards, options_.replicas, first);
+        ShardRing::Initial(options_.num_shards, options_.replicas, first, options_.restore);
     if (!initial.ok()) return initial.status();
     next = initial->record();
   } else {
+    state->inputs.rebuild_lost = options_.rebuild_lost;
     next = NextRing(state->ring, state->inputs);
   }
   if (!next) return range->revision;

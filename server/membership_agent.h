@@ -75,6 +75,12 @@ struct MembershipOptions {
   // request ps_admin add-server makes, under this server's lease); true
   // waits for ps_admin add-server, or for a chain short of copies.
   bool standby = false;
+  // The cluster keeps checkpoints (--checkpoint_dir): when this server
+  // manages the ring, a chain every copy of which was lost is rebuilt from
+  // the newest checkpoint (RingInputs::rebuild_lost); with restore, the
+  // first ring's chains load it too (ShardRing::Initial).
+  bool rebuild_lost = false;
+  bool restore = false;
 };
 
 // Whether etcd is down for everyone, by the other servers' answers to

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/cluster_spec.h"
 #include "common/grpc_channels.h"
@@ -26,10 +27,18 @@ namespace ps {
 
 absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& options) {
   const bool replicated = options.replication.kv != nullptr;
-  if (replicated && (!options.checkpoint.dir.empty())) {
-    return absl::InvalidArgumentError(
-        "checkpoints (--checkpoint_dir) are not supported yet in a replicated cluster (--etcd); "
-        "replication keeps every acknowledged update on --replicas servers instead");
+  if (replicated && options.checkpoint.restore) {
+    // Known now: fail at start, not at the first ring.
+    if (options.checkpoint.dir.empty()) {
+      return absl::InvalidArgumentError("--restore needs --checkpoint_dir, the checkpoints' root");
+    }
+    absl::StatusOr<FoundCheckpoint> newest =
+        FindNewestValidCheckpoint(options.checkpoint.dir, nullptr);
+    if (!newest.ok()) {
+      return absl::Status(newest.status().code(), absl::StrCat("restore from ",
+                                                               options.checkpoint.dir, ": ",
+                                                               newest.status().message()));
+    }
   }
   if (!replicated && (options.num_servers < 1 || options.server_index < 0 ||
                       options.server_index >= options.num_servers)) {
@@ -62,6 +71,12 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
       absl::MutexLock lock(&s->membership_mu_);
       if (s->membership_ != nullptr) s->membership_->ReportStuck(shard, successor, incarnation, why);
     };
+    if (!options.checkpoint.dir.empty()) {
+      host.restore = [s = server.get()](const std::map<int, PsCore*>& cores,
+                                        const ShardRing& ring) {
+        return s->RestoreShards(cores, ring);
+      };
+    }
   }
   server->host_ = std::make_unique<ShardHost>(host);
   if (!replicated) {
@@ -74,8 +89,21 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
   server->service_ = std::make_unique<PsService>(server->host_.get(), auth);
   server->replication_ = std::make_unique<ReplicationService>(
       server->host_.get(), server->etcd_contact_.get(), auth);
-  if (!replicated) server->admin_ = std::make_unique<AdminService>(
-      server->checkpointer_.get(), options.server_index,
+  AdminService::Handler part;
+  if (replicated) {
+    server->shard_checkpointers_ = std::make_unique<ShardCheckpointers>(server->host_.get());
+    part = [c = server->shard_checkpointers_.get()](const proto::CheckpointRequest& request,
+                                                    AdminService::Done done) {
+      c->Handle(request, std::move(done));
+    };
+  } else {
+    part = [c = server->checkpointer_.get()](const proto::CheckpointRequest& request,
+                                             AdminService::Done done) {
+      c->Handle(request, std::move(done));
+    };
+  }
+  server->admin_ = std::make_unique<AdminService>(
+      std::move(part), options.server_index,
       [s = server.get()](const proto::CheckpointRequest& request, AdminService::Done done) {
         s->Coordinate(request, std::move(done));
       },
@@ -91,7 +119,7 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
                                                           : grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(server->service_.get());
-  if (server->admin_ != nullptr) builder.RegisterService(server->admin_.get());
+  builder.RegisterService(server->admin_.get());
   builder.RegisterService(server->replication_.get());
   // Requests may carry the limit plus framing; responses are checked by the service.
   builder.SetMaxReceiveMessageSize(static_cast<int>(
@@ -132,6 +160,8 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     m.replicas = r.replicas;
     m.lease = r.lease;
     m.standby = r.standby;
+    m.rebuild_lost = !options.checkpoint.dir.empty();
+    m.restore = options.checkpoint.restore;
     // The fence decides safety: on a monotonic clock, unless a test set one.
     m.clock = options.clock == Clock::Real() ? Clock::Monotonic() : options.clock;
     m.contact = server->etcd_contact_.get();
@@ -139,8 +169,11 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Start(const ServerOptions& o
     absl::StatusOr<std::unique_ptr<MembershipAgent>> agent =
         MembershipAgent::Start(m, server->host_.get());
     if (!agent.ok()) return agent.status();
-    absl::MutexLock lock(&server->membership_mu_);
-    server->membership_ = *std::move(agent);
+    {
+      absl::MutexLock lock(&server->membership_mu_);
+      server->membership_ = *std::move(agent);
+    }
+    if (absl::Status s = server->StartScheduler(); !s.ok()) return s;
     return server;
   }
   if (absl::Status s = server->StartScheduler(); !s.ok()) return s;
@@ -181,6 +214,45 @@ absl::Status PsServer::Restore() {
   return absl::OkStatus();
 }
 
+absl::Status PsServer::RestoreShards(const std::map<int, PsCore*>& cores, const ShardRing& ring) {
+  const std::string& dir = options_.checkpoint.dir;
+  const std::string who = Who();
+  std::vector<PsCore*> list;
+  for (const auto& [shard, core] : cores) list.push_back(core);
+  const absl::Time start = absl::Now();
+  std::vector<std::string> skipped;
+  absl::StatusOr<FoundCheckpoint> found = RestoreCores(dir, list, &skipped);
+  for (const std::string& s : skipped) LogEvent(who, absl::StrCat("restore: passed over ", s));
+  if (!found.ok()) {
+    return absl::Status(found.status().code(),
+                        absl::StrCat("restore from ", dir, ": ", found.status().message()));
+  }
+  const proto::CheckpointManifest& m = found->manifest;
+  std::vector<std::string> clocks;
+  for (const proto::WorkerClock& c : m.clocks()) {
+    clocks.push_back(absl::StrCat("worker ", c.worker_id(), " at clock ", c.clock(), " in '",
+                                  c.table(), "'"));
+  }
+  for (const auto& [shard, core] : cores) {
+    const uint64_t at = ring.record().shards(shard).restored_at();
+    if (at > 1) {
+      // Every copy was lost: what the cut does not hold is gone.
+      LogEvent(who, absl::StrFormat(
+                        "shard %d: every copy was lost; rebuilt by ring v%d from %s (cut %d). "
+                        "LOST: every update to this shard pushed at a worker clock >= %d after "
+                        "that checkpoint (the workers' clocks at the cut: %s)",
+                        shard, at, found->path, m.cut(), m.cut(),
+                        clocks.empty() ? "none" : absl::StrJoin(clocks, ", ")));
+    } else {
+      LogEvent(who, absl::StrFormat("shard %d: restored from %s (cut %d, %d shards/servers)",
+                                    shard, found->path, m.cut(), m.num_servers()));
+    }
+  }
+  LogEvent(who, absl::StrFormat("restored %d shard(s) from %s in %.3f s", cores.size(),
+                                found->path, absl::ToDoubleSeconds(absl::Now() - start)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> PsServer::ServerAddresses() const {
   const ServerCheckpointOptions& c = options_.checkpoint;
   std::vector<std::string> addresses = c.servers;
@@ -208,12 +280,20 @@ absl::StatusOr<std::vector<std::string>> PsServer::ServerAddresses() const {
 
 absl::Status PsServer::StartScheduler() {
   const ServerCheckpointOptions& c = options_.checkpoint;
-  if (options_.server_index != 0 || c.dir.empty() || !c.coordinate) return absl::OkStatus();
-  if (c.servers_file.empty()) {
+  const bool replicated = options_.replication.kv != nullptr;
+  if ((!replicated && options_.server_index != 0) || c.dir.empty() || !c.coordinate) {
+    return absl::OkStatus();
+  }
+  if (c.servers_file.empty() && !replicated) {
     // Known now: fail at start rather than at the first checkpoint.
     if (absl::StatusOr<std::vector<std::string>> a = ServerAddresses(); !a.ok()) return a.status();
   }
-  auto peers = [this]() -> absl::StatusOr<CheckpointCoordinator::Peers> {
+  auto peers = [this, replicated]() -> absl::StatusOr<CheckpointCoordinator::Peers> {
+    if (replicated) {
+      std::shared_ptr<const ShardRing> ring = host_->ring();
+      if (ring == nullptr) return absl::UnavailableError("no ring yet: the cluster is starting");
+      return NewShardCheckpointPeers(*ring);
+    }
     absl::StatusOr<std::vector<std::string>> addresses = ServerAddresses();
     if (!addresses.ok()) return addresses.status();
     CheckpointCoordinator::Peers peers;
@@ -229,13 +309,28 @@ absl::Status PsServer::StartScheduler() {
   co.write_timeout = c.write_timeout;
   co.slice_size = options_.placement.slice_size;
   co.virtual_nodes = static_cast<uint32_t>(options_.placement.virtual_nodes);
+  co.ask_peers_each_time = replicated;
   SchedulerOptions so;
   so.every = c.every;
   so.every_clocks = c.every_clocks;
   so.start_cut = restored_cut_;
+  if (replicated) {
+    // Every server runs a scheduler; the primary of shard 0 coordinates.
+    so.coordinates = [this] {
+      std::shared_ptr<const ShardRing> ring = host_->ring();
+      return ring != nullptr && !host_->fenced() &&
+             ring->IsPrimary(0, options_.replication.server_id);
+    };
+  }
   auto scheduler = std::make_unique<CheckpointScheduler>(
       std::make_unique<CheckpointCoordinator>(CheckpointCoordinator::PeerSource(peers), co), so,
-      [core = core_.get()] { return core->store().max_clock(); },
+      [this] {
+        uint64_t max_clock = 0;
+        for (const auto& core : host_->Cores()) {
+          max_clock = std::max(max_clock, core->store().max_clock());
+        }
+        return max_clock;
+      },
       [who = Who()](const std::string& line) { LogEvent(who, line); });
   absl::MutexLock lock(&mu_);
   scheduler_ = std::move(scheduler);
@@ -276,10 +371,16 @@ void PsServer::LastCheckpoint() {
     scheduler = scheduler_.get();
   }
   if (scheduler != nullptr) {
-    (void)scheduler->Stop(c.on_exit);  // logs its result
+    // A replicated server leaving is not the cluster stopping: its shards
+    // live on in their chains, and the scheduler of the next primary of
+    // shard 0 goes on.
+    (void)scheduler->Stop(c.on_exit && options_.replication.kv == nullptr);  // logs its result
     return;
   }
-  if (!c.on_exit || !c.coordinate || options_.server_index == 0) return;
+  if (!c.on_exit || !c.coordinate || options_.server_index == 0 ||
+      options_.replication.kv != nullptr) {
+    return;
+  }
   absl::StatusOr<std::vector<std::string>> addresses = ServerAddresses();
   if (!addresses.ok()) {
     LogEvent(Who(), absl::StrCat("no last checkpoint: ", addresses.status().message()));

@@ -8,6 +8,7 @@
 #define PS_SERVER_PS_SERVER_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "server/ps_service.h"
 #include "server/replica_link.h"
 #include "server/replication_service.h"
+#include "server/shard_checkpointers.h"
 #include "server/shard_host.h"
 #include "server/etcd_contact.h"
 #include "server/membership_agent.h"
@@ -37,7 +39,11 @@
 namespace ps {
 
 // Checkpoints (server/checkpointer.h): every server writes its part where
-// the coordinator says; server 0 coordinates when it has a directory.
+// the coordinator says; server 0 coordinates when it has a directory. In a
+// replicated cluster each shard's primary writes that shard's part
+// (server/shard_checkpointers.h), the primary of shard 0 coordinates, and
+// the directory also lets a shard whose copies were all lost be rebuilt
+// from the newest checkpoint.
 struct ServerCheckpointOptions {
   std::string dir;       // checkpoints under dir/ckpt-<sequence>; empty: none
   bool restore = false;  // load the newest valid one under dir before serving
@@ -136,6 +142,10 @@ class PsServer {
   void CollectMetrics(MetricsWriter& out) const;
   // Restores (options_.checkpoint.restore) before the server serves.
   absl::Status Restore();
+  // Replicated: loads the newest checkpoint into copies the ring made this
+  // server hold from a checkpoint (ShardHostOptions::restore), and logs
+  // what was loaded, or what was lost when every copy of a shard was.
+  absl::Status RestoreShards(const std::map<int, PsCore*>& cores, const ShardRing& ring);
   // Server 0 with a checkpoint directory: the coordinator and its timers.
   absl::Status StartScheduler();
   void LastCheckpoint();
@@ -159,7 +169,8 @@ class PsServer {
   // Set once started; read by the host's on_synced (a gRPC thread).
   absl::Mutex membership_mu_;
   std::unique_ptr<MembershipAgent> membership_ ABSL_GUARDED_BY(membership_mu_);
-  std::unique_ptr<Checkpointer> checkpointer_;
+  std::unique_ptr<Checkpointer> checkpointer_;  // static clusters
+  std::unique_ptr<ShardCheckpointers> shard_checkpointers_;  // replicated
   std::unique_ptr<AdminService> admin_;
   uint64_t restored_cut_ = 0;
   std::unique_ptr<grpc::Server> server_;

@@ -57,6 +57,8 @@ struct ShardHost::Slot {
   // last part, or a catch-up): what a joining copy reports. A copy kept
   // from before (complete, but maybe behind) is not synced until then.
   bool synced = false;               // guarded by the host's mu_
+  // Made while the ring named this server's previous process (constant).
+  bool unnamed = false;
   absl::Mutex mu;                    // serializes the shard's Forward calls
   uint64_t stream ABSL_GUARDED_BY(mu) = 0;
   uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
@@ -209,7 +211,44 @@ void ShardHost::RetargetLocked(int shard, Slot& slot, const ShardRing& ring) con
   slot.replica->link->Retarget(ring.version(), target);
 }
 
+std::map<int, std::shared_ptr<ShardHost::Replica>> ShardHost::RestoreFor(const ShardRing& ring) {
+  std::map<int, std::shared_ptr<Replica>> restored;
+  if (!options_.restore) return restored;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (!replicated() || (ring_ != nullptr && ring.version() <= ring_->version()) ||
+        !NamesMeLocked(ring)) {
+      return restored;
+    }
+    for (int shard = 0; shard < ring.num_shards(); ++shard) {
+      const proto::ShardChain& chain = ring.record().shards(shard);
+      // Only the primary loads the checkpoint; the chain copies it on.
+      if (chain.restored_at() == 0 || chain.servers().empty() ||
+          chain.servers(0) != options_.server_id) {
+        continue;
+      }
+      // A copy of its own (made since the ring named this process) is
+      // never replaced: it may hold writes taken after the restore.
+      auto it = slots_.find(shard);
+      if (it != slots_.end() && (it->second->complete || !it->second->unnamed)) continue;
+      restored[shard] = NewReplica(shard, ring.replicas() > 1);
+    }
+  }
+  if (restored.empty()) return restored;
+  // Outside the lock: reading a checkpoint may take a while, and the host
+  // goes on serving its other shards meanwhile.
+  std::map<int, PsCore*> cores;
+  for (auto& [shard, replica] : restored) cores[shard] = replica->core.get();
+  if (absl::Status s = options_.restore(cores, ring); !s.ok()) {
+    LogEvent(Who(), absl::StrCat("restoring shard(s) from the newest checkpoint failed: ",
+                                 s.ToString(), "; those copies stay incomplete"));
+    for (auto& [shard, replica] : restored) replica = nullptr;
+  }
+  return restored;
+}
+
 void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
+  std::map<int, std::shared_ptr<Replica>> restored = RestoreFor(*ring);
   std::vector<std::shared_ptr<Slot>> dropped;
   {
     absl::MutexLock lock(&mu_);
@@ -225,16 +264,33 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
         }
         continue;
       }
+      auto from_checkpoint = restored.find(shard);
+      if (from_checkpoint != restored.end() && it != slots_.end()) {
+        // A slot made while the ring named this server's previous process:
+        // it holds nothing; the checkpoint's copy takes its place.
+        dropped.push_back(it->second);
+        slots_.erase(it);
+        it = slots_.end();
+      }
       if (it == slots_.end()) {
         auto slot = std::make_shared<Slot>();
-        slot->replica = NewReplica(shard, ring->replicas() > 1);
         // In a chain without ever joining it: the first ring, all empty;
         // unless the ring means an earlier process of this server (whose
-        // copies died with it).
-        const auto& servers = ring->record().shards(shard).servers();
+        // copies died with it). A chain marked restored_at starts from the
+        // newest checkpoint: its primary loads it (a failed restore leaves
+        // the copy incomplete, not empty), the others are copied from it.
+        const proto::ShardChain& chain = ring->record().shards(shard);
+        const auto& servers = chain.servers();
+        slot->unnamed = !NamesMeLocked(*ring);
         slot->complete =
-            NamesMeLocked(*ring) &&
+            !slot->unnamed &&
             std::find(servers.begin(), servers.end(), options_.server_id) != servers.end();
+        if (chain.restored_at() > 0) {
+          slot->complete = from_checkpoint != restored.end() && from_checkpoint->second != nullptr;
+        }
+        slot->replica = slot->complete && from_checkpoint != restored.end()
+                            ? std::move(from_checkpoint->second)
+                            : NewReplica(shard, ring->replicas() > 1);
         it = slots_.emplace(shard, std::move(slot)).first;
       }
       RetargetLocked(shard, *it->second, *ring);

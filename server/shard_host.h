@@ -69,6 +69,13 @@ struct ShardHostOptions {
   absl::Duration stuck_after = absl::ZeroDuration();
   std::function<void(int shard, uint32_t server, uint64_t incarnation, const absl::Status&)>
       on_successor_stuck;
+  // Loads the newest checkpoint into the cores of copies a ring makes this
+  // server hold as the primary of a chain marked restored_at (the first
+  // ring of a cluster started with --restore; a chain rebuilt after every
+  // copy was lost), by shard, before they serve; the chain's other servers
+  // are copied from it. Runs on the thread that sets the ring, without host
+  // locks. Null, or on an error (logged): such copies stay incomplete.
+  std::function<absl::Status(const std::map<int, PsCore*>& cores, const ShardRing& ring)> restore;
 };
 
 class ShardHost {
@@ -137,6 +144,10 @@ class ShardHost {
   struct Slot;
   // `history`: whether the copy keeps recent entries (r > 1).
   std::unique_ptr<Replica> NewReplica(int shard, bool history) const;
+  // The copies `ring` (if newer) makes this server hold as the primary of a
+  // chain marked restored_at, with no copy of its own yet: loaded by
+  // options_.restore (null when it failed).
+  std::map<int, std::shared_ptr<Replica>> RestoreFor(const ShardRing& ring) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the ring names this process (not an earlier one of this id).
   bool NamesMeLocked(const ShardRing& ring) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The replica's core, keeping the whole replica (and so the link the core

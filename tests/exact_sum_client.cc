@@ -51,6 +51,9 @@ ABSL_FLAG(bool, tolerate_unknown, false,
           "on with the next clock (without: fail at once)");
 ABSL_FLAG(uint64_t, keys, 20000, "keys of the table (spread over every shard)");
 ABSL_FLAG(std::string, table, "sum", "table name");
+ABSL_FLAG(int64_t, base, 0,
+          "what every key holds before this run (an earlier run's pushes): the sums must be "
+          "that plus this run's");
 ABSL_FLAG(std::string, started_file, "", "written once every worker has pushed once");
 ABSL_FLAG(std::string, progress_file, "",
           "rewritten every 50 ms with the number of pushes acknowledged so far (all workers)");
@@ -306,8 +309,9 @@ int main(int argc, char** argv) {
 
   // Each key in [lo, hi]: every acknowledged push applied once, every
   // unknown one at most once.
-  const float lo = static_cast<float>(acked);
-  const float hi = static_cast<float>(acked + unknown);
+  const int64_t base = absl::GetFlag(FLAGS_base);
+  const float lo = static_cast<float>(base + acked);
+  const float hi = static_cast<float>(base + acked + unknown);
   uint64_t lost = 0, duplicated = 0;
   for (uint64_t k = 0; k < keys; ++k) {
     if (values[k] >= lo && values[k] <= hi) continue;

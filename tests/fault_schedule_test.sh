@@ -72,8 +72,9 @@
 # ${TEST_UNDECLARED_OUTPUTS_DIR:-$dir}/fault_schedule_summary.txt with the
 # fault logs, timelines and each seed's process logs (logs<seed>r<r>/).
 #
-# Parameters (environment): FAULT_SEEDS (default 3), FAULT_SECONDS (30, each
-# seed's fault phase), FAULT_REPLICAS ("2 3": each seed runs at each r),
+# Parameters (environment): FAULT_SEEDS (default 3: how many seeds),
+# FAULT_FIRST_SEED (1: seeds run from it up, so a long run can be split),
+# FAULT_SECONDS (30, each seed's fault phase), FAULT_REPLICAS ("2 3": each seed runs at each r),
 # FAULT_SERVERS (4), FAULT_KINDS (default all eight: the kinds drawn from,
 # e.g. "kill_slow stop_server drain"; an r at which none of them is drawn is
 # skipped).
@@ -89,6 +90,7 @@ source "$(dirname "$0")/cluster_lib.sh"
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 
 seeds=${FAULT_SEEDS:-3}
+first_seed=${FAULT_FIRST_SEED:-1}
 fault_seconds=${FAULT_SECONDS:-30}
 replica_counts=${FAULT_REPLICAS:-2 3}
 num_servers=${FAULT_SERVERS:-4}
@@ -615,7 +617,7 @@ fault_gaps() {
 
 summary=()
 failed=0
-for ((seed = 1; seed <= seeds; seed++)); do
+for ((seed = first_seed; seed < first_seed + seeds; seed++)); do
   for r in $replica_counts; do
     ((r <= num_servers)) || fail "FAULT_REPLICAS has r=$r > FAULT_SERVERS=$num_servers"
     cluster="fs${seed}r${r}"

@@ -1,0 +1,48 @@
+#include "server/shard_checkpointers.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ps {
+
+void ShardCheckpointers::Handle(const proto::CheckpointRequest& request,
+                                Checkpointer::Done done) {
+  if (!request.has_shard()) {
+    return done(absl::InvalidArgumentError(
+        "checkpoint: a replicated server takes checkpoint calls for one shard at a time; the "
+        "request names none (ask with ps_admin checkpoint --etcd, which calls each shard's "
+        "primary)"));
+  }
+  const int shard = static_cast<int>(request.shard());
+  absl::StatusOr<std::shared_ptr<PsCore>> core = host_->ForWorker(shard);
+  if (!core.ok()) return done(core.status());
+  std::shared_ptr<Entry> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                  [](const std::shared_ptr<Entry>& e) {
+                                    return e->checkpointer->Idle();
+                                  }),
+                   retired_.end());
+    auto it = entries_.find(shard);
+    if (it == entries_.end() || it->second->core != *core) {
+      if (request.action() != proto::CHECKPOINT_MARK) {
+        return done(absl::FailedPreconditionError(absl::StrCat(
+            "checkpoint: shard ", shard, " has no cut marked on its current copy here (its "
+            "chain moved since the MARK, or none came); the coordinator tries again")));
+      }
+      if (it != entries_.end()) retired_.push_back(std::move(it->second));
+      auto fresh = std::make_shared<Entry>();
+      fresh->core = *core;
+      fresh->checkpointer = std::make_unique<Checkpointer>(core->get(), shard);
+      it = entries_.insert_or_assign(shard, std::move(fresh)).first;
+    }
+    entry = it->second;
+  }
+  // The entry stays in entries_ or retired_ until its checkpointer is idle.
+  entry->checkpointer->Handle(request, std::move(done));
+}
+
+}  // namespace ps

@@ -1,0 +1,58 @@
+// ShardCheckpointers: a replicated server's part of checkpoints. The
+// coordinator (server/checkpoint_coordinator.h) calls each logical shard's
+// primary, naming the shard (CheckpointRequest.shard); the cut of a shard
+// is taken where its writes are ordered, on the primary's core, with a
+// Checkpointer (server/checkpointer.h) of that core. Its files are named by
+// the shard ("server-<shard>-table-<n>"), so a checkpoint of S shards reads
+// like one of S static servers: it restores onto any number of servers.
+//
+// MARK needs this server to be the shard's primary (ShardHost::ForWorker:
+// not fenced, not stopping, the ring names it first); WRITE and ABORT need
+// the core marked to be still the shard's primary copy here, else they fail
+// with FAILED_PRECONDITION (the chain moved: the coordinator tries again
+// later on the new ring). Thread-safe.
+#ifndef PS_SERVER_SHARD_CHECKPOINTERS_H_
+#define PS_SERVER_SHARD_CHECKPOINTERS_H_
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "proto/admin.pb.h"
+#include "server/checkpointer.h"
+#include "server/shard_host.h"
+
+namespace ps {
+
+class ShardCheckpointers {
+ public:
+  // `host` must outlive this.
+  explicit ShardCheckpointers(ShardHost* host) : host_(host) {}
+
+  // MARK, WRITE or ABORT of request.shard (required). Errors: those of
+  // Checkpointer::Handle; INVALID_ARGUMENT without a shard; UNAVAILABLE
+  // (ForWorker's) when this server is not the shard's primary;
+  // FAILED_PRECONDITION when the copy marked is no longer the one served.
+  void Handle(const proto::CheckpointRequest& request, Checkpointer::Done done);
+
+ private:
+  // One shard's checkpointer over the core it was made for (kept alive
+  // while it may write).
+  struct Entry {
+    std::shared_ptr<PsCore> core;
+    std::unique_ptr<Checkpointer> checkpointer;
+  };
+
+  ShardHost* const host_;
+  absl::Mutex mu_;
+  std::map<int, std::shared_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  // Replaced entries, kept until their checkpointer is idle (a write of the
+  // previous core may still be under way). Destroyed before the host: the
+  // server closes every core (failing what waits for a cut) first.
+  std::vector<std::shared_ptr<Entry>> retired_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_SHARD_CHECKPOINTERS_H_
