@@ -432,8 +432,8 @@ def checkpoint(servers: Union[str, Sequence[str]], *, full: bool = False, timeou
     """Takes a checkpoint of a static cluster now, as ``ps_admin checkpoint`` does.
 
     Asks server 0 (started with --checkpoint_dir), which coordinates the
-    cluster's checkpoints, and waits until it is written. Replicated
-    clusters (etcd) take no checkpoints yet.
+    cluster's checkpoints, and waits until it is written. For a replicated
+    cluster (etcd), use ``ps_admin checkpoint --etcd=... --cluster=...``.
 
     Args:
         servers: the cluster's servers, in shard order (server 0 first).
