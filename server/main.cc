@@ -7,6 +7,9 @@
 //   ps_server --servers=... --index=0 --checkpoint_dir=D --checkpoint_every_seconds=60
 //       also coordinates a checkpoint of the cluster every minute into D;
 //       with --restore, every server first loads the newest valid one.
+//   ps_server --etcd=h:p --cluster=C ... --checkpoint_dir=D
+//       replicated: the primary of shard 0 coordinates; a shard whose
+//       every copy was lost is rebuilt from the newest checkpoint in D.
 //
 // Stops cleanly on SIGTERM or SIGINT (after a last checkpoint, with
 // --checkpoint_dir).
@@ -81,15 +84,18 @@ ABSL_FLAG(bool, standby, false,
 ABSL_FLAG(std::string, advertise, "",
           "with --etcd: the host:port others reach this server at (default: the bound address)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
-          "root of the checkpoints (ckpt-<sequence> directories); server 0 coordinates them. "
-          "Empty: no checkpoints");
+          "root of the checkpoints (ckpt-<sequence> directories); server 0 coordinates them "
+          "(with --etcd: the primary of shard 0, and a shard whose every copy was lost is "
+          "rebuilt from the newest one). Empty: no checkpoints");
 ABSL_FLAG(std::string, servers_file, "",
           "with --num_servers: a file the launcher writes with the cluster spec (host:port,...) "
           "once every server has bound its port; read when checkpoints need it");
 ABSL_FLAG(bool, restore, false,
           "before serving, load the newest valid checkpoint under --checkpoint_dir (and the "
-          "chain it adds to); fail when there is none");
-ABSL_FLAG(double, checkpoint_every_seconds, 0, "server 0: a checkpoint this often (0: off)");
+          "chain it adds to); fail when there is none. With --etcd: the first ring's "
+          "primaries load it");
+ABSL_FLAG(double, checkpoint_every_seconds, 0,
+          "server 0 (with --etcd: the primary of shard 0): a checkpoint this often (0: off)");
 ABSL_FLAG(uint64_t, checkpoint_every_clocks, 0,
           "server 0: a checkpoint whenever its clock passes the last cut by this much (0: off)");
 ABSL_FLAG(bool, checkpoint_on_exit, true,
