@@ -514,13 +514,20 @@ void ReplicaLink::SendSnapshot(uint64_t stream, const Target& target) {
     bytes = 0;
     return s;
   };
-  absl::Status written = source_->Write([&](proto::ForwardEntry entry) -> absl::Status {
-    *entry.mutable_snapshot()->mutable_position() = at.ToProto();
-    bytes += entry.ByteSizeLong();
-    *request.add_entries() = std::move(entry);
-    if (bytes >= options_.max_batch_bytes) return flush();
-    return absl::OkStatus();
-  });
+  absl::Status written = source_->Write(
+      [&](proto::ForwardEntry entry) -> absl::Status {
+        *entry.mutable_snapshot()->mutable_position() = at.ToProto();
+        const size_t entry_bytes = entry.ByteSizeLong();
+        // A batch stays within max_batch_bytes (and so the successor's
+        // message limit): records are at most half of it.
+        if (bytes + entry_bytes > options_.max_batch_bytes) {
+          if (absl::Status s = flush(); !s.ok()) return s;
+        }
+        bytes += entry_bytes;
+        *request.add_entries() = std::move(entry);
+        return absl::OkStatus();
+      },
+      options_.max_batch_bytes / 2);
   if (written.ok()) written = flush();
   std::vector<Done> dones;
   {

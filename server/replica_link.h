@@ -75,8 +75,11 @@ class SnapshotSource {
   // (Write is not called). Errors: why no copy could be fixed.
   virtual absl::Status Begin(const std::function<bool()>& after) = 0;
   // Emits the copy fixed by Begin as snapshot entries, the last with
-  // last = true. Stops at emit's first error and returns it.
-  virtual absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit) = 0;
+  // last = true, each record of at most max_record_bytes of rows (a slice
+  // or bucket larger than that is split). Stops at emit's first error and
+  // returns it.
+  virtual absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit,
+                             size_t max_record_bytes) = 0;
 };
 
 class ReplicaLink final : public ReplicationLog {
@@ -97,6 +100,9 @@ class ReplicaLink final : public ReplicationLog {
     // (0: none kept; only a successor already at this copy's position is
     // spared a snapshot).
     size_t history_bytes = 0;
+    // A batch's entries, at most (a larger entry goes alone); snapshot
+    // records are split to half of it. Keep it under the successor's
+    // message limit.
     size_t max_batch_bytes = 16 << 20;
     size_t max_batch_entries = 1024;
     absl::Duration rpc_timeout = absl::Seconds(10);

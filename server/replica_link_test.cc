@@ -87,10 +87,12 @@ class FakeTransport final : public ForwardTransport {
   int waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// Emits `parts` snapshot parts ("part 0", ...), the last with last = true.
+// Emits `parts` snapshot parts ("part 0", ... padded to record_bytes), the
+// last with last = true.
 class FakeSource final : public SnapshotSource {
  public:
-  explicit FakeSource(int parts) : parts_(parts) {}
+  explicit FakeSource(int parts, size_t record_bytes = 0)
+      : parts_(parts), record_bytes_(record_bytes) {}
 
   absl::Status Begin(const std::function<bool()>& after) override {
     after();
@@ -98,10 +100,17 @@ class FakeSource final : public SnapshotSource {
     ++begins_;
     return absl::OkStatus();
   }
-  absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit) override {
+  absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit,
+                     size_t max_record_bytes) override {
+    {
+      absl::MutexLock lock(&mu_);
+      max_record_bytes_ = max_record_bytes;
+    }
     for (int i = 0; i < parts_; ++i) {
       proto::ForwardEntry entry;
-      entry.mutable_snapshot()->set_record(absl::StrCat("part ", i));
+      std::string record = absl::StrCat("part ", i);
+      record.resize(std::max(record.size(), record_bytes_), '.');
+      entry.mutable_snapshot()->set_record(std::move(record));
       entry.mutable_snapshot()->set_last(i + 1 == parts_);
       if (absl::Status s = emit(std::move(entry)); !s.ok()) return s;
     }
@@ -111,11 +120,17 @@ class FakeSource final : public SnapshotSource {
     absl::MutexLock lock(&mu_);
     return begins_;
   }
+  size_t max_record_bytes() const {
+    absl::MutexLock lock(&mu_);
+    return max_record_bytes_;
+  }
 
  private:
   const int parts_;
+  const size_t record_bytes_;
   mutable absl::Mutex mu_;
   int begins_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t max_record_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // What became of one Barrier: how often its callback ran, and with what.
@@ -273,6 +288,28 @@ TEST(ReplicaLinkTest, SnapshotThenEntriesInOrderOnOneStream) {
   EXPECT_THAT(again.PushIds(), ElementsAre(1, 2, 3, 4, 5, 6));
   EXPECT_EQ(transport.calls().back().request.ring_version(), 6u);
   EXPECT_EQ(source.begins(), 1);
+}
+
+// Snapshot records are asked at half the batch size, and a batch never
+// grows past max_batch_bytes (the successor's message limit) by taking one
+// more record: 10 records of 300 bytes in batches of at most 1000 bytes.
+TEST(ReplicaLinkTest, SnapshotBatchesStayWithinTheBatchSize) {
+  FakeTransport transport;
+  FakeSource source(10, 300);
+  ReplicaLink::Options options = Opts();
+  options.max_batch_bytes = 1000;
+  ReplicaLink link(options, &transport, &source);
+  SnapshotTo(link, 5, kH1);
+  EXPECT_EQ(source.max_record_bytes(), 500u);
+  size_t parts = 0;
+  for (const FakeTransport::Call& call : transport.calls()) {
+    size_t bytes = 0;
+    for (const auto& e : call.request.entries()) bytes += e.ByteSizeLong();
+    EXPECT_LE(bytes, 1000u);
+    parts += call.request.entries_size();
+  }
+  EXPECT_EQ(parts, 10u);
+  EXPECT_GE(transport.calls().size(), 4u) << "3 records of ~310 bytes a batch at most";
 }
 
 TEST(ReplicaLinkTest, BarrierWaitsForTheBatchAcknowledgement) {

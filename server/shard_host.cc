@@ -32,15 +32,17 @@ struct ShardHost::Replica final : public SnapshotSource {
     return result;
   }
 
-  absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit) override {
-    absl::Status written =
-        core->store().WriteCut([&](const proto::TableDef& def, std::string record) {
+  absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit,
+                     size_t max_record_bytes) override {
+    absl::Status written = core->store().WriteCut(
+        [&](const proto::TableDef& def, std::string record) {
           proto::ForwardEntry entry;
           proto::SnapshotPart* part = entry.mutable_snapshot();
           *part->mutable_def() = def;
           part->set_record(std::move(record));
           return emit(std::move(entry));
-        });
+        },
+        /*since=*/0, max_record_bytes);
     if (!written.ok()) return written;
     proto::ForwardEntry entry;
     proto::SnapshotPart* part = entry.mutable_snapshot();
@@ -128,6 +130,10 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
     link.self = options_.server_id;
     link.incarnation = options_.incarnation;
     link.history_bytes = history ? options_.history_bytes : 0;
+    // Batches fit the successor's message limit (the same flag on every
+    // server), with room for the request's framing.
+    link.max_batch_bytes = std::min<size_t>(
+        link.max_batch_bytes, std::max<uint64_t>(options_.core.limits.max_message_bytes / 2, 4096));
     if (options_.stuck_after > absl::ZeroDuration()) {
       link.stuck_after = options_.stuck_after;
       link.rpc_timeout = options_.stuck_after * 2;

@@ -181,9 +181,12 @@ class ShardStore {
   // Whether WriteCut(sink, since) of the cut now marked would honour
   // `since` (> 0) as above, rather than write every slice whole.
   bool CanWriteSince(uint64_t since);
+  // max_record_bytes > 0: no record holds more than that many bytes of
+  // rows (at least one row); a larger dense slice is written as records of
+  // consecutive key ranges, a sparse bucket as SparseTable::WriteCut says.
   absl::Status WriteCut(
       absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
-      uint64_t since = 0);
+      uint64_t since = 0, size_t max_record_bytes = 0);
   // Abandons the cut, dropping its copies.
   void EndCut();
   // The largest clock of a push applied (or being applied) here.

@@ -1,6 +1,7 @@
 // ShardStore's checkpoint cut and restore (server/cut_state.h).
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/shard_store.h"
@@ -97,25 +98,39 @@ void ShardStore::EndCut() {
 
 namespace {
 
-// The record of a dense slice: its values, then its state.
-std::string DenseRecord(const proto::TableDef& def, uint64_t s, uint64_t first_key,
-                        uint32_t floats_per_row, const std::vector<float>& values,
-                        const std::vector<float>& state) {
-  proto::SliceHeader header;
-  header.set_table(def.name());
-  header.set_slice(s);
-  header.set_first_key(first_key);
-  header.set_num_rows(values.size() / def.width());
-  header.set_width(def.width());
-  header.set_floats_per_row(floats_per_row);
-  std::string out;
-  AppendSliceHeader(header, &out);
-  const size_t start = out.size();
-  out.resize(start + (values.size() + state.size()) * sizeof(float));
-  std::memcpy(&out[start], values.data(), values.size() * sizeof(float));
-  std::memcpy(&out[start + values.size() * sizeof(float)], state.data(),
-              state.size() * sizeof(float));
-  return out;
+// The records of a dense slice whose first key is first_key: each of keys
+// [first_key + r, first_key + r + n) holds their values, then their state;
+// at most max_record_bytes of rows each (0: one record).
+std::vector<std::string> DenseRecords(const proto::TableDef& def, uint64_t s, uint64_t first_key,
+                                      uint32_t floats_per_row, const std::vector<float>& values,
+                                      const std::vector<float>& state, size_t max_record_bytes) {
+  const uint64_t width = def.width();
+  const uint64_t rows = values.size() / width;
+  const uint64_t state_per_row = rows == 0 ? 0 : state.size() / rows;
+  const uint64_t per_record =
+      max_record_bytes == 0
+          ? rows
+          : std::max<uint64_t>(1, max_record_bytes / (uint64_t{floats_per_row} * sizeof(float)));
+  std::vector<std::string> records;
+  for (uint64_t r = 0; r < rows; r += per_record) {
+    const uint64_t n = std::min(per_record, rows - r);
+    proto::SliceHeader header;
+    header.set_table(def.name());
+    header.set_slice(s);
+    header.set_first_key(first_key + r);
+    header.set_num_rows(n);
+    header.set_width(def.width());
+    header.set_floats_per_row(floats_per_row);
+    std::string out;
+    AppendSliceHeader(header, &out);
+    const size_t start = out.size();
+    out.resize(start + n * (width + state_per_row) * sizeof(float));
+    std::memcpy(&out[start], values.data() + r * width, n * width * sizeof(float));
+    std::memcpy(&out[start + n * width * sizeof(float)], state.data() + r * state_per_row,
+                n * state_per_row * sizeof(float));
+    records.push_back(std::move(out));
+  }
+  return records;
 }
 
 }  // namespace
@@ -132,7 +147,7 @@ bool ShardStore::CanWriteSince(uint64_t since) {
 
 absl::Status ShardStore::WriteCut(
     absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
-    uint64_t since) {
+    uint64_t since, size_t max_record_bytes) {
   std::vector<std::shared_ptr<Table>> tables;
   uint64_t cut = 0;
   // Erased keys tagged <= prune_upto are needed by no write on top of a
@@ -168,27 +183,29 @@ absl::Status ShardStore::WriteCut(
     const uint32_t floats_per_row = def.width() * (1 + table->optimizer().state_per_value());
     if (SparseTable* sparse = table->sparse()) {
       status = sparse->WriteCut([&](std::string record) { return sink(def, std::move(record)); },
-                                since, prune_upto);
+                                since, prune_upto, max_record_bytes);
       continue;
     }
     for (uint64_t s = 0; s < table->num_slices() && status.ok(); ++s) {
       Slice* slice = table->slice(s);
       if (slice == nullptr) continue;
-      std::string record;
+      std::vector<std::string> records;
       {
         absl::MutexLock lock(&slice->mu);
         if (slice->cut == 0) continue;  // failed: cut_state_ says why
         const bool copied = slice->copy != nullptr;
         // Unchanged since the base: nothing to write.
         if (since == 0 || (copied ? slice->copy->tag : slice->tag) > since) {
-          record = DenseRecord(def, s, s * slice_size, floats_per_row,
-                               copied ? slice->copy->values : slice->values,
-                               copied ? slice->copy->state : slice->state);
+          records = DenseRecords(def, s, s * slice_size, floats_per_row,
+                                 copied ? slice->copy->values : slice->values,
+                                 copied ? slice->copy->state : slice->state, max_record_bytes);
         }
         DropCopy(*slice, budget_);
         slice->cut = 0;
       }
-      if (!record.empty()) status = sink(def, std::move(record));
+      for (std::string& record : records) {
+        if (status.ok()) status = sink(def, std::move(record));
+      }
     }
   }
   // A copy that failed while the cut was written fails it too.

@@ -167,8 +167,13 @@ class SparseTable {
   // Erased keys tagged <= prune_upto are forgotten as their slice is
   // written: the caller guarantees no later write is on top of a cut below
   // it.
+  // max_record_bytes > 0: a whole bucket whose record would be larger is
+  // written as several, each of at most that many bytes of rows (at least
+  // one row): the first replaces the bucket, the others are `delta` records
+  // adding their rows (a replication snapshot's records must fit a message).
   absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
-                        uint64_t since = 0, uint64_t prune_upto = 0);
+                        uint64_t since = 0, uint64_t prune_upto = 0,
+                        size_t max_record_bytes = 0);
   // Restore: loads the rows of a record of this table whose bucket is owned
   // here (none when it is not). A record without `delta` replaces the
   // bucket's rows; with it, adds or replaces rows and erases its erased
@@ -237,6 +242,9 @@ class SparseTable {
                    uint64_t clock, uint32_t tag);
   // The record of bucket `s` holding `rows`.
   std::string RecordOf(uint64_t s, const SparseRows& rows) const;
+  // RecordOf in records of at most max_record_bytes of rows each (0: one).
+  std::vector<std::string> RecordsOf(uint64_t s, const SparseRows& rows,
+                                     size_t max_record_bytes) const;
   // The delta record of bucket `s` on top of cut `since`: the rows of `rows`
   // tagged > since, and the keys of `erased` tagged > since that `rows`
   // lacks; empty when there are none.

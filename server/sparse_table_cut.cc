@@ -111,6 +111,43 @@ std::string SparseTable::RecordOf(uint64_t s, const SparseRows& rows) const {
   return out;
 }
 
+std::vector<std::string> SparseTable::RecordsOf(uint64_t s, const SparseRows& rows,
+                                                size_t max_record_bytes) const {
+  const size_t row_bytes = 8 + floats_per_row_ * sizeof(float);
+  const size_t per_record =
+      max_record_bytes == 0 ? rows.size() : std::max<size_t>(1, max_record_bytes / row_bytes);
+  if (rows.size() <= per_record) return {RecordOf(s, rows)};
+  std::vector<std::pair<uint64_t, const float*>> all;
+  all.reserve(rows.size());
+  rows.ForEach([&](uint64_t key, const float* row) { all.emplace_back(key, row); });
+  std::vector<std::string> records;
+  for (size_t first = 0; first < all.size(); first += per_record) {
+    const size_t n = std::min(per_record, all.size() - first);
+    proto::SliceHeader header;
+    header.set_table(def_.name());
+    header.set_slice(s);
+    header.set_sparse(true);
+    header.set_num_rows(n);
+    header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
+    header.set_width(static_cast<uint32_t>(width_));
+    header.set_delta(first > 0);  // the first replaces the bucket; the rest add to it
+    std::string out;
+    AppendSliceHeader(header, &out);
+    const size_t start = out.size();
+    out.resize(start + n * row_bytes);
+    char* keys = &out[start];
+    char* values = keys + n * 8;
+    for (size_t i = first; i < first + n; ++i) {
+      std::memcpy(keys, &all[i].first, 8);
+      keys += 8;
+      std::memcpy(values, all[i].second, row_bytes - 8);
+      values += row_bytes - 8;
+    }
+    records.push_back(std::move(out));
+  }
+  return records;
+}
+
 std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
                                        const absl::flat_hash_map<uint64_t, uint64_t>& erased,
                                        uint64_t since) const {
@@ -150,19 +187,20 @@ std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
 }
 
 absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
-                                   uint64_t since, uint64_t prune_upto) {
+                                   uint64_t since, uint64_t prune_upto,
+                                   size_t max_record_bytes) {
   for (uint64_t s = 0; s < slices_.size(); ++s) {
     Slice* slice = slices_[s].get();
     if (slice == nullptr) continue;
-    std::string record;
+    std::vector<std::string> records;
     {
       absl::MutexLock lock(&slice->mu);
       if (slice->cut == 0) continue;  // failed (cut_state_ says why)
       const SparseRows& rows = slice->copy != nullptr ? *slice->copy : slice->rows;
       if (since == 0 || since >= kMaxRowTag || since < slice->erased_lost) {
-        record = RecordOf(s, rows);
+        records = RecordsOf(s, rows, max_record_bytes);
       } else {
-        record = DeltaRecordOf(s, rows, slice->erased, since);
+        records.push_back(DeltaRecordOf(s, rows, slice->erased, since));
       }
       if (prune_upto > 0) {
         absl::erase_if(slice->erased, [&](const auto& e) { return e.second <= prune_upto; });
@@ -171,8 +209,10 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
       DropCopy(*slice);
       slice->cut = 0;
     }
-    if (record.empty()) continue;  // nothing changed since `since`
-    if (absl::Status st = sink(std::move(record)); !st.ok()) return st;
+    for (std::string& record : records) {
+      if (record.empty()) continue;  // nothing changed since `since`
+      if (absl::Status st = sink(std::move(record)); !st.ok()) return st;
+    }
   }
   return absl::OkStatus();
 }
