@@ -10,8 +10,18 @@ namespace ps {
 
 constexpr uint64_t kNoWorkers = std::numeric_limits<uint64_t>::max();
 
-ClockTracker::ClockTracker(std::function<absl::Time()> now, size_t max_parked)
-    : now_(std::move(now)), max_parked_(max_parked) {}
+ClockTracker::ClockTracker(std::function<absl::Time()> now, size_t max_parked,
+                           MemoryBudget* process_parked)
+    : now_(std::move(now)), max_parked_(max_parked), process_parked_(process_parked) {}
+
+ClockTracker::~ClockTracker() {
+  absl::MutexLock lock(&mu_);
+  if (process_parked_ != nullptr) process_parked_->Release(waiters_.size());
+}
+
+void ClockTracker::Unparked(size_t before) {
+  if (process_parked_ != nullptr) process_parked_->Release(before - waiters_.size());
+}
 
 int ClockTracker::Heartbeat(uint32_t worker, uint64_t clock, absl::Duration lease) {
   return *Register(worker, /*incarnation=*/0, clock, lease);
@@ -141,6 +151,7 @@ std::string ClockTracker::DeadlineMessageLocked(const Waiter& w) {
 }
 
 void ClockTracker::CollectLocked(Fired* fired, const absl::Time* now) {
+  const size_t before = waiters_.size();
   std::vector<Waiter> keep;
   for (Waiter& w : waiters_) {
     if (ReadyLocked(w)) {
@@ -154,6 +165,7 @@ void ClockTracker::CollectLocked(Fired* fired, const absl::Time* now) {
     }
   }
   waiters_ = std::move(keep);
+  Unparked(before);
 }
 
 void ClockTracker::Run(Fired& fired) {
@@ -222,7 +234,8 @@ ClockTracker::WaitId ClockTracker::Wait(Waiter w) {
     absl::MutexLock lock(&mu_);
     status = closed_;
     if (status.ok() && !ReadyLocked(w)) {
-      if (waiters_.size() < max_parked_) {
+      const bool here = waiters_.size() < max_parked_;
+      if (here && (process_parked_ == nullptr || process_parked_->TryCharge(1))) {
         w.id = next_wait_id_++;
         waiters_.push_back(std::move(w));
         return waiters_.back().id;
@@ -232,7 +245,10 @@ ClockTracker::WaitId ClockTracker::Wait(Waiter w) {
           : w.is_pull ? "pull"
                       : "BSP push",
           " of table '", w.table, "' by worker ", w.worker, " at clock ", w.t, " would wait, but ",
-          max_parked_, " calls already wait on this server (limit --max_parked_calls)"));
+          here ? process_parked_->limit() : max_parked_,
+          here ? " calls already wait in this server process, over all its shards"
+               : " calls already wait on this shard",
+          " (limit --max_parked_calls)"));
     }
     if (status.ok() && w.is_pull) params_clock = MinLiveLocked(w.table, false, nullptr);
   }
@@ -252,6 +268,7 @@ void ClockTracker::Cancel(WaitId id) {
     what = absl::StrCat(it->is_pull ? "pull" : "push", " of table '", it->table, "' by worker ",
                         it->worker, " at clock ", it->t);
     waiters_.erase(it);
+    if (process_parked_ != nullptr) process_parked_->Release(1);
   }
   ready(absl::CancelledError(absl::StrCat(what, " was cancelled by the client while waiting")), 0);
 }
@@ -342,7 +359,9 @@ void ClockTracker::Close(const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     closed_ = status.ok() ? absl::UnavailableError("closed") : status;
     for (Waiter& w : waiters_) fired.push_back({std::move(w.ready), {status, uint64_t{0}}});
+    const size_t before = waiters_.size();
     waiters_.clear();
+    Unparked(before);
   }
   Run(fired);
 }
@@ -352,7 +371,9 @@ void ClockTracker::FailWaiting(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     for (Waiter& w : waiters_) fired.push_back({std::move(w.ready), {status, uint64_t{0}}});
+    const size_t before = waiters_.size();
     waiters_.clear();
+    Unparked(before);
   }
   Run(fired);
 }

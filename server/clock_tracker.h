@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "server/memory_budget.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,8 +42,12 @@ class ClockTracker {
   // Identifies a parked wait, for Cancel (0: the callback already ran).
   using WaitId = uint64_t;
 
+  // `process_parked` (not owned; may be null) counts the calls parked by
+  // every tracker of the process, one unit each: a wait parks only while
+  // both this tracker has fewer than max_parked and that count has room.
   explicit ClockTracker(std::function<absl::Time()> now = [] { return absl::Now(); },
-                        size_t max_parked = 4096);
+                        size_t max_parked = 4096, MemoryBudget* process_parked = nullptr);
+  ~ClockTracker();
 
   // Registers the worker (or renews its lease) at `clock`; `incarnation`
   // identifies the registering process (0: unknown, never conflicts).
@@ -175,9 +180,13 @@ class ClockTracker {
   // Moves every ready (or, when `now` is set, overdue) waiter to *fired.
   void CollectLocked(Fired* fired, const absl::Time* now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static void Run(Fired& fired);
+  // Releases, from the process's count, the waiters removed since waiters_
+  // had `before` of them.
+  void Unparked(size_t before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::function<absl::Time()> now_;
   const size_t max_parked_;
+  MemoryBudget* const process_parked_;
   absl::Mutex mu_;
   WaitId next_wait_id_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint32_t, Worker> workers_ ABSL_GUARDED_BY(mu_);

@@ -206,6 +206,43 @@ namespace {
 // overlapped, parts of round 1 arrive between those of round 0, and must not
 // reset round 0's count (with one count per worker, neither round ever
 // completed).
+// Two shards' trackers of one process share its count of parked calls (3):
+// each may park up to its own limit (5), but not past the process's; a
+// call that ends (cancelled, answered, failed) gives its unit back.
+TEST(ClockTrackerProcessTest, TrackersOfOneProcessShareItsParkedCallLimit) {
+  absl::Time now = absl::FromUnixSeconds(1000);
+  MemoryBudget parked(3);
+  ClockTracker a([&] { return now; }, 5, &parked);
+  ClockTracker b([&] { return now; }, 5, &parked);
+  for (ClockTracker* t : {&a, &b}) {
+    t->Heartbeat(0, 0, absl::Seconds(5));
+    t->Heartbeat(1, 0, absl::Seconds(5));
+  }
+  std::vector<absl::Status> done;
+  auto callback = [&](absl::Status s, uint64_t) { done.push_back(s); };
+  const absl::Time far = now + absl::Hours(1);
+  // Pulls at clock 1 wait for both workers' round 0.
+  const ClockTracker::WaitId a1 = a.WhenPullReady("t", 0, 1, 0, far, callback);
+  a.WhenPullReady("t", 0, 1, 0, far, callback);
+  b.WhenPullReady("t", 0, 1, 0, far, callback);
+  EXPECT_TRUE(done.empty());
+  EXPECT_EQ(parked.used(), 3u);
+  b.WhenPullReady("t", 0, 1, 0, far, callback);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(done[0].message()),
+              HasSubstr("3 calls already wait in this server process, over all its shards"));
+  a.Cancel(a1);
+  EXPECT_EQ(parked.used(), 2u);
+  b.WhenPullReady("t", 0, 1, 0, far, callback);
+  EXPECT_EQ(parked.used(), 3u) << "the unit given back is taken";
+  b.PushApplied("t", 0, 0, 1);
+  b.PushApplied("t", 1, 0, 1);  // b's two pulls are answered
+  EXPECT_EQ(parked.used(), 1u);
+  a.FailWaiting(absl::UnavailableError("fenced"));
+  EXPECT_EQ(parked.used(), 0u);
+}
+
 TEST(ClockTrackerRoundsTest, OverlappingRoundsKeepTheirOwnPartCounts) {
   ClockTracker tracker;
   tracker.Heartbeat(0, 0, absl::Seconds(60));

@@ -15,14 +15,29 @@ void KeyListCache::Put(uint32_t worker, uint64_t signature, absl::Span<const uin
     lru_.splice(lru_.begin(), lru_, found->second);
     return;
   }
-  while (bytes_ + bytes > capacity_ && !lru_.empty()) {
-    bytes_ -= BytesOf(*lru_.back().list);
-    index_.erase(lru_.back().key);
-    lru_.pop_back();
+  while (bytes_ + bytes > capacity_ && !lru_.empty()) DropOldestLocked();
+  if (process_ != nullptr) {
+    while (!process_->TryCharge(bytes)) {
+      if (lru_.empty()) return;  // the other shards' lists fill the process's share
+      DropOldestLocked();
+    }
   }
   lru_.push_front(Entry{key, std::move(list)});
   index_[key] = lru_.begin();
   bytes_ += bytes;
+}
+
+KeyListCache::~KeyListCache() {
+  absl::MutexLock lock(&mu_);
+  if (process_ != nullptr) process_->Release(bytes_);
+}
+
+void KeyListCache::DropOldestLocked() {
+  const uint64_t bytes = BytesOf(*lru_.back().list);
+  bytes_ -= bytes;
+  if (process_ != nullptr) process_->Release(bytes);
+  index_.erase(lru_.back().key);
+  lru_.pop_back();
 }
 
 KeyListCache::List KeyListCache::Get(uint32_t worker, uint64_t signature) {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/memory_budget.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -30,7 +31,12 @@ class KeyListCache {
   };
 
   // capacity_bytes 0: nothing is kept (every signature-only request misses).
-  explicit KeyListCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+  // `process` (not owned; may be null) is charged every list kept by every
+  // cache of the process: a list is kept only while it has room (this
+  // cache's own older lists are dropped to make it).
+  explicit KeyListCache(uint64_t capacity_bytes, MemoryBudget* process = nullptr)
+      : capacity_(capacity_bytes), process_(process) {}
+  ~KeyListCache();
 
   // Keeps a copy of keys under (worker, signature), evicting the least
   // recently used lists past the capacity. A list over the capacity by
@@ -50,7 +56,11 @@ class KeyListCache {
     return keys.size() * sizeof(uint64_t) + 64;  // the list and its bookkeeping
   }
 
+  // Drops the least recently used list.
+  void DropOldestLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const uint64_t capacity_;
+  MemoryBudget* const process_;
   mutable absl::Mutex mu_;
   std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);  // most recently used first
   absl::flat_hash_map<Key, std::list<Entry>::iterator> index_ ABSL_GUARDED_BY(mu_);

@@ -1,6 +1,7 @@
 #include "server/key_list_cache.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -59,6 +60,30 @@ TEST(KeyListCacheTest, ListsOverTheCapacityAndZeroCapacityKeepNothing) {
   KeyListCache off(0);
   off.Put(1, 1, Keys(0, 1));
   EXPECT_EQ(off.Get(1, 1), nullptr);
+}
+
+// Two shards' caches share the process's key-list bytes: a cache drops
+// its own oldest lists to make room, never another's, and keeps nothing
+// when the others fill the process's share; destroyed, it gives back all.
+TEST(KeyListCacheTest, CachesOfOneProcessShareItsBytes) {
+  const std::vector<uint64_t> keys(8, 1);  // 8 * 8 + 64 = 128 bytes a list
+  MemoryBudget process(256);
+  auto a = std::make_unique<KeyListCache>(1024, &process);
+  KeyListCache b(1024, &process);
+  a->Put(0, 1, keys);
+  a->Put(0, 2, keys);
+  EXPECT_EQ(process.used(), 256u);
+  b.Put(0, 3, keys);
+  EXPECT_EQ(b.Get(0, 3), nullptr) << "a holds the process's share";
+  a->Put(0, 4, keys);  // a drops its oldest (1) for it
+  EXPECT_EQ(a->Get(0, 1), nullptr);
+  EXPECT_NE(a->Get(0, 4), nullptr);
+  EXPECT_EQ(process.used(), 256u);
+  a.reset();
+  EXPECT_EQ(process.used(), 0u);
+  b.Put(0, 3, keys);
+  EXPECT_NE(b.Get(0, 3), nullptr);
+  EXPECT_EQ(process.used(), 128u);
 }
 
 }  // namespace

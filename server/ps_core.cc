@@ -55,9 +55,10 @@ PsCore::PsCore(const PsCoreOptions& options)
              StoreLimits{options.limits.memory_budget_bytes, options.limits.max_tables,
                          options.process_budget},
              options.clock),
-      clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls),
+      clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls,
+              options.process_parked),
       dedup_(options.clock, options.limits.dedup_retention),
-      key_lists_(options.limits.key_list_cache_bytes),
+      key_lists_(options.limits.key_list_cache_bytes, options.process_key_lists),
       address_(options.address) {}
 
 PsCore::~PsCore() = default;

@@ -56,6 +56,11 @@ struct PsCoreOptions {
   // The memory budget shared by every core of the process (not owned; null:
   // the core's store has limits.memory_budget_bytes of its own).
   MemoryBudget* process_budget = nullptr;
+  // Shared by every core of the process (not owned; null: per core only):
+  // parked calls, one unit each (ClockTracker), and the bytes of kept key
+  // lists (KeyListCache).
+  MemoryBudget* process_parked = nullptr;
+  MemoryBudget* process_key_lists = nullptr;
 };
 
 class PsCore {

@@ -97,6 +97,8 @@ ReplicaLink::~ReplicaLink() {
     stop_ = true;
   }
   sender_.join();
+  absl::MutexLock lock(&mu_);
+  while (!recent_.empty()) DropRecentLocked();
 }
 
 void ReplicaLink::RunAll(std::vector<Done>& dones, const absl::Status& status) {
@@ -126,12 +128,21 @@ void ReplicaLink::AppendLocked(proto::ForwardEntry entry) {
   const size_t bytes = entry.ByteSizeLong();
   auto shared = std::make_shared<const proto::ForwardEntry>(std::move(entry));
   if (keep) {
-    recent_.push_back({position_, shared, bytes});
-    recent_bytes_ += bytes;
-    while (recent_bytes_ > options_.history_bytes) {
-      base_ = recent_.front().position;
-      recent_bytes_ -= recent_.front().bytes;
-      recent_.pop_front();
+    while (!recent_.empty() && recent_bytes_ + bytes > options_.history_bytes) DropRecentLocked();
+    bool charged = options_.history_budget == nullptr;
+    while (!charged && bytes <= options_.history_bytes) {
+      charged = options_.history_budget->TryCharge(bytes);
+      if (charged || recent_.empty()) break;
+      DropRecentLocked();
+    }
+    if (charged && bytes <= options_.history_bytes) {
+      recent_.push_back({position_, shared, bytes});
+      recent_bytes_ += bytes;
+    } else {
+      // Not kept: the history now starts after it (nothing before it can
+      // be replayed).
+      while (!recent_.empty()) DropRecentLocked();
+      base_ = position_;
     }
   } else {
     base_ = position_;
@@ -189,10 +200,16 @@ LogPosition ReplicaLink::position() const {
 
 void ReplicaLink::ResetPosition(LogPosition position) {
   absl::MutexLock lock(&mu_);
+  while (!recent_.empty()) DropRecentLocked();
   position_ = position;
   base_ = position;
-  recent_.clear();
-  recent_bytes_ = 0;
+}
+
+void ReplicaLink::DropRecentLocked() {
+  base_ = recent_.front().position;
+  recent_bytes_ -= recent_.front().bytes;
+  if (options_.history_budget != nullptr) options_.history_budget->Release(recent_.front().bytes);
+  recent_.pop_front();
 }
 
 bool ReplicaLink::InHistoryLocked(LogPosition p) const {

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/memory_budget.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -100,6 +101,10 @@ class ReplicaLink final : public ReplicationLog {
     // (0: none kept; only a successor already at this copy's position is
     // spared a snapshot).
     size_t history_bytes = 0;
+    // Charged with the history's bytes (not owned; may be null): the
+    // history keeps an entry only while this has room, dropping its oldest
+    // ones to make it (a catch-up then reaches less far back).
+    MemoryBudget* history_budget = nullptr;
     // A batch's entries, at most (a larger entry goes alone); snapshot
     // records are split to half of it. Keep it under the successor's
     // message limit.
@@ -180,6 +185,8 @@ class ReplicaLink final : public ReplicationLog {
   // Whether `p` is this copy's position or that of one of its recent
   // entries (or the point just before them).
   bool InHistoryLocked(LogPosition p) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the oldest recent entry (releasing its charge).
+  void DropRecentLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One snapshot for the marker at the front of the queue.
   void SendSnapshot(uint64_t stream, const Target& target);
   // Fills the header of a request of `stream`.

@@ -312,6 +312,29 @@ TEST(ReplicaLinkTest, SnapshotBatchesStayWithinTheBatchSize) {
   EXPECT_GE(transport.calls().size(), 4u) << "3 records of ~310 bytes a batch at most";
 }
 
+// The history is charged to the process's history budget: it keeps what
+// the budget has room for (dropping its oldest entries), never more, and
+// gives it all back when the link goes.
+TEST(ReplicaLinkTest, HistoryStaysWithinItsBudget) {
+  FakeTransport transport;
+  FakeSource source(1);
+  const size_t entry_bytes = Entry(1).ByteSizeLong();
+  MemoryBudget budget(3 * entry_bytes + entry_bytes / 2);
+  ReplicaLink::Options options = Opts();
+  options.history_bytes = 1 << 20;
+  options.history_budget = &budget;
+  {
+    ReplicaLink link(options, &transport, &source);
+    for (uint64_t id = 1; id <= 10; ++id) {
+      link.Append(Entry(id));
+      EXPECT_LE(budget.used(), budget.limit());
+      EXPECT_GT(budget.used(), 0u);
+    }
+    EXPECT_GE(budget.used(), 2 * entry_bytes) << "keeps what fits";
+  }
+  EXPECT_EQ(budget.used(), 0u);
+}
+
 TEST(ReplicaLinkTest, BarrierWaitsForTheBatchAcknowledgement) {
   FakeTransport transport;
   FakeSource source(1);

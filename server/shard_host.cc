@@ -73,7 +73,11 @@ std::shared_ptr<PsCore> ShardHost::CoreOf(const std::shared_ptr<Replica>& replic
 }
 
 ShardHost::ShardHost(ShardHostOptions options)
-    : options_(std::move(options)), process_budget_(options_.core.limits.memory_budget_bytes) {
+    : options_(std::move(options)),
+      process_budget_(options_.core.limits.memory_budget_bytes),
+      process_parked_(options_.core.limits.max_parked_calls),
+      process_key_lists_(options_.core.limits.key_list_cache_bytes, &process_budget_),
+      process_history_(options_.core.limits.memory_budget_bytes / 4, &process_budget_) {
   if (!replicated()) {
     auto slot = std::make_shared<Slot>();
     slot->replica = NewReplica(options_.core.server_index, false);
@@ -123,6 +127,8 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
   PsCoreOptions core = options_.core;
   core.server_index = shard;
   core.process_budget = &process_budget_;
+  core.process_parked = &process_parked_;
+  core.process_key_lists = &process_key_lists_;
   replica->core = std::make_shared<PsCore>(core);
   if (replicated()) {
     ReplicaLink::Options link;
@@ -130,6 +136,7 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
     link.self = options_.server_id;
     link.incarnation = options_.incarnation;
     link.history_bytes = history ? options_.history_bytes : 0;
+    link.history_budget = &process_history_;
     // Batches fit the successor's message limit (the same flag on every
     // server), with room for the request's framing.
     link.max_batch_bytes = std::min<size_t>(

@@ -176,6 +176,14 @@ class ShardHost {
   // Every core's store charges this budget (core.limits.memory_budget_bytes
   // for the whole process), whatever the number of shards held.
   mutable MemoryBudget process_budget_;  // thread-safe
+  // The process's other limits, over all its shards: parked calls (a unit
+  // each, up to core.limits.max_parked_calls), kept key lists (up to
+  // core.limits.key_list_cache_bytes) and the links' histories (up to a
+  // quarter of the memory budget); the last two are also charged to
+  // process_budget_, so tables and these never hold more than it together.
+  mutable MemoryBudget process_parked_;
+  mutable MemoryBudget process_key_lists_;
+  mutable MemoryBudget process_history_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ShardRing> ring_ ABSL_GUARDED_BY(mu_);
   bool fenced_ ABSL_GUARDED_BY(mu_) = false;
