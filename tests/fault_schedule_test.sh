@@ -77,7 +77,12 @@
 # FAULT_SECONDS (30, each seed's fault phase), FAULT_REPLICAS ("2 3": each seed runs at each r),
 # FAULT_SERVERS (4), FAULT_KINDS (default all eight: the kinds drawn from,
 # e.g. "kill_slow stop_server drain"; an r at which none of them is drawn is
-# skipped).
+# skipped), FAULT_CHECKPOINT_SECONDS (2: the servers keep checkpoints in
+# the seed's directory and the primary of shard 0 takes one this often,
+# through the faults; 0: none). With checkpoints, a seed also asserts that
+# at least one was taken, that `ps_ckpt verify` accepts the newest, and that
+# no shard was rebuilt from one (that happens only when every copy of a
+# shard is lost, which the schedule never causes).
 #
 # The variables used here but not assigned (dir, etcd_endpoint, etcd_pid,
 # server_pids, server_bin, admin_bin, client_bin) come from the sourced
@@ -90,6 +95,8 @@ source "$(dirname "$0")/cluster_lib.sh"
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 
 seeds=${FAULT_SEEDS:-3}
+checkpoint_seconds=${FAULT_CHECKPOINT_SECONDS:-2}
+ckpt_bin="$root/server/ps_ckpt"
 first_seed=${FAULT_FIRST_SEED:-1}
 fault_seconds=${FAULT_SECONDS:-30}
 replica_counts=${FAULT_REPLICAS:-2 3}
@@ -496,8 +503,13 @@ run_seed() {
   echo "# kind start_s end_s detail (seconds since the client's start)" >"$faults"
   RANDOM=$((seed * 10 + r))
 
+  local checkpoint_flags=()
+  if [ "$checkpoint_seconds" != 0 ]; then
+    mkdir -p "$dir/ckpt"
+    checkpoint_flags=(--checkpoint_dir="$dir/ckpt" --checkpoint_every_seconds="$checkpoint_seconds")
+  fi
   start_ns_servers "$num_servers" --etcd="$etcd_endpoint" --cluster="$cluster" --replicas="$r" \
-    --lease_seconds=2
+    --lease_seconds=2 "${checkpoint_flags[@]}"
   starts=()
   for ((i = 0; i < num_servers; i++)); do starts[i]=1; done
   "$client_bin" --etcd="$etcd_endpoint" --cluster="$cluster" --workers=4 --keys=20000 \
@@ -593,6 +605,16 @@ run_seed() {
   wait_healed "after the schedule"  # fails on a LOST shard too
   for i in "${!server_pids[@]}"; do kill -TERM "${server_pids[$i]}"; done
   for i in "${!server_pids[@]}"; do stop_exited "$i"; done
+  if [ "$checkpoint_seconds" != 0 ]; then
+    local taken
+    taken=$(cat "$dir"/server*.log | grep -c '(on the timer): cut' || true)
+    echo "  $cluster: $taken checkpoint(s) taken through the faults"
+    ((taken > 0)) || seed_fail "no checkpoint was taken in ${fault_seconds} s of faults"
+    "$ckpt_bin" verify "$dir/ckpt" >"$dir/verify.txt" 2>&1 ||
+      seed_fail "ps_ckpt verify rejects the newest checkpoint: $(tail -n 3 "$dir/verify.txt")"
+    ! grep -h 'every copy was lost' "$dir"/server*.log ||
+      seed_fail "a shard was rebuilt from a checkpoint: every copy of it was lost"
+  fi
 }
 
 # --- the seeds --------------------------------------------------------------
