@@ -461,6 +461,76 @@ TEST(ReplicaLinkTest, BecomingTheTailReleasesPendingBarriers) {
   EXPECT_EQ(link.stats().pending, 0u);
 }
 
+// A joining successor (being copied) holds no write back: writes are
+// acknowledged at this server (the tail of the chain proper) while the
+// snapshot and the entries after it are still on their way, up to
+// joining_lag_bytes queued; past that, and once it has joined the chain
+// (same successor, same stream), writes wait for it again.
+TEST(ReplicaLinkTest, AJoiningSuccessorHoldsNoWriteBackUntilItJoins) {
+  FakeTransport transport;
+  FakeSource source(1);
+  ReplicaLink::Options options = Opts();
+  options.joining_lag_bytes = 3 * Entry(1).ByteSizeLong();
+  ReplicaLink link(options, &transport, &source);
+  transport.Block();
+  ReplicaLink::Target joining = kH1;
+  joining.joining = true;
+  link.Retarget(1, joining);
+  ASSERT_TRUE(transport.WaitUntilACallIsHeld()) << "the probe of the joining copy";
+  Outcome written;
+  link.Append(Entry(1));
+  link.Barrier(written.Callback());
+  EXPECT_EQ(written.runs(), 1) << "not held for the joining copy";
+  EXPECT_TRUE(written.Wait().ok());
+  for (uint64_t id = 2; id <= 4; ++id) link.Append(Entry(id));
+  Outcome lagging;
+  link.Barrier(lagging.Callback());
+  EXPECT_EQ(lagging.runs(), 0) << "4 entries queued: over joining_lag_bytes";
+
+  transport.Release();
+  ASSERT_TRUE(lagging.Wait().ok());
+  // Joined: the same stream, and writes wait for it from now on.
+  link.Retarget(2, kH1);
+  transport.Block();
+  link.Append(Entry(5));
+  Outcome held;
+  link.Barrier(held.Callback());
+  ASSERT_TRUE(transport.WaitUntilACallIsHeld());
+  EXPECT_EQ(held.runs(), 0) << "the chain's tail now: held for it";
+  transport.Release();
+  EXPECT_TRUE(held.Wait().ok());
+  EXPECT_EQ(source.begins(), 1) << "one snapshot: joining did not restart the stream";
+  Received h1 = ReceivedAt(transport, "h1");
+  EXPECT_THAT(h1.PushIds(), ElementsAre(5)) << "1-4 came before the snapshot was fixed: in it";
+}
+
+// The successor died and the next one is only joining: this server is the
+// tail now, so what waited is released (once), and still sent to the new
+// successor.
+TEST(ReplicaLinkTest, AJoiningSuccessorReleasesWhatWaitedForTheOldOne) {
+  FakeTransport transport;
+  FakeSource source(1);
+  ReplicaLink link(Opts(), &transport, &source);
+  SnapshotTo(link, 1, kH1);
+  transport.Block();
+  link.Append(Entry(1));
+  ASSERT_TRUE(transport.WaitUntilACallIsHeld());
+  Outcome pending;
+  link.Barrier(pending.Callback());
+  ReplicaLink::Target joining = kH2;
+  joining.joining = true;
+  link.Retarget(2, joining);
+  EXPECT_EQ(pending.runs(), 1) << "run inside Retarget";
+  transport.Release();
+  Outcome after;
+  link.Retarget(3, kH2);  // joined
+  link.Append(Entry(2));
+  link.Barrier(after.Callback());
+  ASSERT_TRUE(after.Wait().ok());
+  EXPECT_EQ(pending.runs(), 1) << "not run again";
+  EXPECT_EQ(link.stats().pending, 0u);
+}
+
 TEST(ReplicaLinkTest, CloseFailsPendingAndLaterBarriers) {
   FakeTransport transport;
   FakeSource source(1);

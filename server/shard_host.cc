@@ -218,7 +218,10 @@ void ShardHost::RetargetLocked(int shard, Slot& slot, const ShardRing& ring) con
   }
   if (serving) {
     if (std::optional<uint32_t> next = ring.Successor(shard, options_.server_id)) {
-      target = ReplicaLink::Target{*next, ring.Address(*next), ring.Incarnation(*next)};
+      const auto& joining = ring.record().shards(shard).joining();
+      target = ReplicaLink::Target{*next, ring.Address(*next), ring.Incarnation(*next),
+                                   std::find(joining.begin(), joining.end(), *next) !=
+                                       joining.end()};
     }
   }
   slot.replica->link->Retarget(ring.version(), target);
