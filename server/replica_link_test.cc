@@ -223,6 +223,14 @@ void SnapshotTo(ReplicaLink& link, uint64_t ring_version, const ReplicaLink::Tar
   ASSERT_TRUE(snapshot.Wait().ok());
 }
 
+// Snapshots to h1, then appends entry 1 and holds its batch on the way.
+void HoldEntryOne(ReplicaLink& link, FakeTransport& transport) {
+  SnapshotTo(link, 1, kH1);
+  transport.Block();
+  link.Append(Entry(1));
+  ASSERT_TRUE(transport.WaitUntilACallIsHeld());
+}
+
 TEST(ReplicaLinkTest, TailAcknowledgesAtOnceAndSendsNothing) {
   FakeTransport transport;
   FakeSource source(2);
@@ -339,10 +347,7 @@ TEST(ReplicaLinkTest, BarrierWaitsForTheBatchAcknowledgement) {
   FakeTransport transport;
   FakeSource source(1);
   ReplicaLink link(Opts(), &transport, &source);
-  SnapshotTo(link, 1, kH1);
-  transport.Block();
-  link.Append(Entry(1));
-  ASSERT_TRUE(transport.WaitUntilACallIsHeld());
+  HoldEntryOne(link, transport);
   // When the barrier runs, the batch holding entry 1 must have been answered.
   std::vector<uint64_t> acked_when_run;
   Outcome barrier;
@@ -444,10 +449,7 @@ TEST(ReplicaLinkTest, BecomingTheTailReleasesPendingBarriers) {
   FakeTransport transport;
   FakeSource source(1);
   ReplicaLink link(Opts(), &transport, &source);
-  SnapshotTo(link, 1, kH1);
-  transport.Block();
-  link.Append(Entry(1));
-  ASSERT_TRUE(transport.WaitUntilACallIsHeld());
+  HoldEntryOne(link, transport);
   Outcome pending, later;
   link.Barrier(pending.Callback());
   EXPECT_EQ(pending.runs(), 0);
@@ -511,10 +513,7 @@ TEST(ReplicaLinkTest, AJoiningSuccessorReleasesWhatWaitedForTheOldOne) {
   FakeTransport transport;
   FakeSource source(1);
   ReplicaLink link(Opts(), &transport, &source);
-  SnapshotTo(link, 1, kH1);
-  transport.Block();
-  link.Append(Entry(1));
-  ASSERT_TRUE(transport.WaitUntilACallIsHeld());
+  HoldEntryOne(link, transport);
   Outcome pending;
   link.Barrier(pending.Callback());
   ReplicaLink::Target joining = kH2;
