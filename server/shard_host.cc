@@ -1,56 +1,12 @@
 #include "server/shard_host.h"
 
-#include <limits>
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
-#include "server/checkpoint_records.h"
-#include "server/core_state.h"
 
 namespace ps {
-
-struct ShardHost::Replica final : public SnapshotSource {
-  std::shared_ptr<PsCore> core;
-  CoreState state;                    // fixed by Begin
-  std::unique_ptr<ReplicaLink> link;  // last: destroyed first
-
-  absl::Status Begin(const std::function<bool()>& after) override {
-    absl::Status result;
-    core->RunOrdered([&] {
-      ShardStore& store = core->store();
-      // No update is being applied: every one so far is below this cut.
-      result = store.MarkCut(store.max_clock() + 1);
-      if (!result.ok()) return;
-      store.CompleteCut();
-      if (!after()) {
-        store.EndCut();
-        return;
-      }
-      state = ExportCoreState(*core, std::numeric_limits<uint64_t>::max(), /*workers=*/true);
-    });
-    return result;
-  }
-
-  absl::Status Write(const std::function<absl::Status(proto::ForwardEntry)>& emit,
-                     size_t max_record_bytes) override {
-    absl::Status written = core->store().WriteCut(
-        [&](const proto::TableDef& def, std::string record) {
-          proto::ForwardEntry entry;
-          proto::SnapshotPart* part = entry.mutable_snapshot();
-          *part->mutable_def() = def;
-          part->set_record(std::move(record));
-          return emit(std::move(entry));
-        },
-        /*since=*/0, max_record_bytes);
-    if (!written.ok()) return written;
-    proto::ForwardEntry entry;
-    proto::SnapshotPart* part = entry.mutable_snapshot();
-    part->set_last(true);
-    CoreStateToProto(state, part);
-    return emit(std::move(entry));
-  }
-};
 
 struct ShardHost::Slot {
   std::shared_ptr<Replica> replica;  // guarded by the host's mu_
@@ -414,22 +370,6 @@ void ShardHost::Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, b
   if (old != nullptr) old->link->Close(absl::UnavailableError("replaced by a snapshot"));
 }
 
-absl::Status ShardHost::ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part) {
-  ShardStore& store = core.store();
-  if (part.has_def()) {
-    if (absl::StatusOr<bool> created = store.CreateTable(part.def()); !created.ok()) {
-      return created.status();
-    }
-    absl::Status loaded = ForEachSliceRecord(part.record(), "snapshot", [&](const SliceRecord& r) {
-      return store.LoadRecord(r).status();
-    });
-    if (!loaded.ok()) return loaded;
-  }
-  // The last part: the tables (a table may have no slice here), clocks,
-  // dedup windows and worker leases at the snapshot's point.
-  return ImportCoreState(core, CoreStateFromProto(part));
-}
-
 void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) {
   const int shard = static_cast<int>(request.shard());
   std::shared_ptr<Slot> slot;
@@ -559,7 +499,7 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
           slot.incoming = fresh;
         }
       }
-      if (absl::Status s = ApplySnapshotPart(*slot.incoming->core, part); !s.ok()) {
+      if (absl::Status s = ShardReplica::ApplySnapshotPart(*slot.incoming->core, part); !s.ok()) {
         slot.incoming.reset();
         LogEvent(Who(), absl::StrCat("shard ", shard, ": snapshot part failed: ", s.ToString()));
         return absl::FailedPreconditionError(

@@ -43,6 +43,7 @@
 #include "proto/replication.pb.h"
 #include "server/ps_core.h"
 #include "server/replica_link.h"
+#include "server/shard_replica.h"
 
 namespace ps {
 
@@ -138,7 +139,7 @@ class ShardHost {
 
  private:
   // One shard held here: its core, the copy source over it, and its link.
-  struct Replica;
+  using Replica = ShardReplica;
   // A shard's slot: the replica (replaced by a new stream's snapshot) and
   // the receiving state.
   struct Slot;
@@ -168,8 +169,6 @@ class ShardHost {
   // its link by the ring, and closes the link of the copy it replaces.
   void Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Applies one snapshot part to a fresh core.
-  static absl::Status ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part);
   std::string Who() const;
 
   const ShardHostOptions options_;
