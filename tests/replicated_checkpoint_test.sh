@@ -16,12 +16,14 @@
 #     lost (pushed at a worker clock >= the cut), and the cluster serves
 #     again: the keys of those shards hold the checkpoint's values, every
 #     other key holds every push acknowledged.
+# The variables used here but not assigned (dir, spec, etcd_endpoint,
+# client_bin, admin_bin, server_pids) come from the sourced libraries.
+# shellcheck disable=SC2154
 set -euo pipefail
 # shellcheck disable=SC1091
 source "$(dirname "$0")/cluster_lib.sh"
 # shellcheck disable=SC1091
 source "$(dirname "$0")/etcd_cluster_lib.sh"
-# shellcheck disable=SC2154
 ckpt_bin="$root/server/ps_ckpt"
 start_test_etcd
 
