@@ -20,6 +20,13 @@ Checkpointer::~Checkpointer() {
   if (writer.joinable()) writer.join();
 }
 
+void Checkpointer::DropStaleMark() {
+  absl::MutexLock lock(&mu_);
+  if (marked_ == 0 || writing_ || absl::Now() - marked_at_ < kStaleMark) return;
+  marked_ = 0;
+  core_->store().EndCut();
+}
+
 void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
   ShardStore& store = core_->store();
   const uint64_t cut = request.cut();

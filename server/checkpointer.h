@@ -57,6 +57,9 @@ class Checkpointer {
     absl::MutexLock lock(&mu_);
     return marked_ == 0 && !writing_;
   }
+  // Drops a cut marked kStaleMark ago or more whose WRITE has not come (its
+  // coordinator went away), as the next MARK would.
+  void DropStaleMark();
 
   // Loads the newest valid checkpoint under `root` (and the chain it is
   // applied on) into the core: tables, rows, worker clocks, de-duplication.

@@ -406,6 +406,7 @@ void PsServer::TickLoop() {
     for (auto& core : host_->Cores()) {
       for (const std::string& event : core->Tick()) LogEvent(who, event);
     }
+    if (shard_checkpointers_ != nullptr) shard_checkpointers_->Sweep();
     const bool ready = Readiness().ok();
     if (serving != ready) {
       if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {

@@ -7,16 +7,19 @@
 // like one of S static servers: it restores onto any number of servers.
 //
 // MARK needs this server to be the shard's primary (ShardHost::ForWorker:
-// not fenced, not stopping, the ring names it first); WRITE and ABORT need
-// the core marked to be still the shard's primary copy here, else they fail
-// with FAILED_PRECONDITION (the chain moved: the coordinator tries again
-// later on the new ring). Thread-safe.
+// not fenced, not stopping, the ring names it first); WRITE needs the core
+// marked to be still the shard's primary copy here, else it fails (the
+// chain moved: the coordinator aborts and tries again later on the new
+// ring). ABORT ends the mark wherever the shard is now, so that a copy that
+// moved away is not held by it. Thread-safe.
 #ifndef PS_SERVER_SHARD_CHECKPOINTERS_H_
 #define PS_SERVER_SHARD_CHECKPOINTERS_H_
 
 #include <map>
 #include <memory>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
 
 #include "absl/synchronization/mutex.h"
 #include "proto/admin.pb.h"
@@ -36,11 +39,18 @@ class ShardCheckpointers {
   // FAILED_PRECONDITION when the copy marked is no longer the one served.
   void Handle(const proto::CheckpointRequest& request, Checkpointer::Done done);
 
+  // Drops cuts marked long ago that no WRITE or ABORT ended
+  // (Checkpointer::kStaleMark), and lets go of the cores of idle
+  // checkpointers. The server calls it on its ticks.
+  void Sweep();
+
  private:
-  // One shard's checkpointer over the core it was made for (kept alive
-  // while it may write).
+  // One shard's checkpointer over the core it was made for. The core is
+  // held (pinned) only while a cut is marked or written on it: a shard that
+  // moved away is not kept in memory by its last checkpoint.
   struct Entry {
-    std::shared_ptr<PsCore> core;
+    std::weak_ptr<PsCore> core;
+    std::shared_ptr<PsCore> pinned;  // guarded by the ShardCheckpointers' mu_
     std::unique_ptr<Checkpointer> checkpointer;
   };
 
