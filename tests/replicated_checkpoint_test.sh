@@ -55,6 +55,16 @@ if sum(counts) != len(values):
 print(" ".join(str(c) for c in counts))
 EOF
 }
+wait_serving() {  # CLUSTER: until every shard's primary answers (ps_admin status; at most 30 s)
+  local _
+  for _ in $(seq 1 60); do
+    "$admin_bin" status --etcd="$etcd_endpoint" --cluster="$1" --timeout_seconds=2 \
+      >"$dir/status_$1.txt" 2>&1 && return 0
+    sleep 0.5
+  done
+  cat "$dir/status_$1.txt" >&2
+  fail "cluster $1 does not serve every shard"
+}
 chains_of() {  # R: whether $dir/ring.txt has only chains of R servers
   grep -o 'shard [0-9]*: [^;(\[]*' "$dir/ring.txt" |
     awk -F' -> ' -v r="$1" '/LOST/ || NF != r { bad = 1 } END { exit bad || NR == 0 }' &&
@@ -90,6 +100,7 @@ start_servers 2 --etcd="$etcd_endpoint" --cluster=b --replicas=2 --lease_seconds
   --checkpoint_dir="$dir/ckpt_b" --restore
 wait_ring b "every chain at r=2" "chains_of 2"
 grep -q '\[from checkpoint at v1\]' "$dir/ring.txt" || fail "cluster b's first ring is not from the checkpoint"
+wait_serving b
 "$admin_bin" checkpoint --etcd="$etcd_endpoint" --cluster=b >"$dir/admin_b.txt" ||
   fail "ps_admin checkpoint of the restored cluster b failed"
 export_sum "$(checkpoint_path "$dir/admin_b.txt")" "$dir/export_b"
@@ -126,6 +137,7 @@ for v in "${victims[@]}"; do wait "${server_pids[$v]}" 2>/dev/null || true; done
 for v in "${victims[@]}"; do restart_server "$v"; done
 wait_ring c "shard 0 rebuilt from the checkpoint" \
   "grep -q 'shard 0: [^;]*\[from checkpoint at v' \"\$dir/ring.txt\" && chains_of 2"
+wait_serving c
 grep -h "LOST: every update to this shard pushed at a worker clock >= $cut " "$dir"/server*.log |
   grep -q "shard 0: every copy was lost" ||
   fail "no server reported the updates of shard 0 after the cut ($cut) lost"
