@@ -43,11 +43,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
+#include "common/etcd_kv_store.h"
 #include "common/process_tuning.h"
 #include "server/ps_server.h"
 #include "worker/client/ps_client.h"
+#include "worker/client/shard_directory.h"
 
 ABSL_FLAG(std::string, servers, "", "running servers (host:port,...); empty: start in-process");
+ABSL_FLAG(std::string, etcd, "",
+          "instead of --servers: a running replicated cluster's etcd endpoint (host:port); the "
+          "clients follow its ring");
+ABSL_FLAG(std::string, cluster, "default", "with --etcd: the cluster's name");
 ABSL_FLAG(int, in_process_servers, 1, "shards to start in this process when --servers is empty");
 ABSL_FLAG(int, clients, 1, "client threads, each with its own PsClient");
 ABSL_FLAG(std::string, dense_values, "1024,65536,1048576", "dense request sizes (floats)");
@@ -376,7 +382,21 @@ int Main() {
   }
   std::vector<std::unique_ptr<PsServer>> local;
   std::vector<std::string> addresses;
-  if (!absl::GetFlag(FLAGS_servers).empty()) {
+  // A replicated cluster: the clients share one view of its ring. Declared
+  // before the clients, so destroyed after them.
+  std::unique_ptr<EtcdKvStore> kv;
+  std::shared_ptr<const ShardDirectory> directory;
+  if (const std::string etcd = absl::GetFlag(FLAGS_etcd); !etcd.empty()) {
+    kv = std::make_unique<EtcdKvStore>(EtcdOptions{etcd});
+    auto followed = EtcdShardDirectory::Start(kv.get(), absl::GetFlag(FLAGS_cluster),
+                                              absl::Seconds(30));
+    if (!followed.ok()) {
+      std::fprintf(stderr, "ps_bench: --etcd=%s: %s\n", etcd.c_str(),
+                   std::string(followed.status().message()).c_str());
+      return 1;
+    }
+    directory = std::shared_ptr<const ShardDirectory>(*std::move(followed));
+  } else if (!absl::GetFlag(FLAGS_servers).empty()) {
     auto spec = ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
     if (!spec.ok()) {
       std::fprintf(stderr, "ps_bench: --servers: %s\n",
@@ -404,6 +424,7 @@ int Main() {
   for (int w = 0; w < absl::GetFlag(FLAGS_clients); ++w) {
     PsClientOptions options;
     options.servers = addresses;
+    options.directory = directory;
     options.worker_id = static_cast<uint32_t>(w);
     options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
     options.max_values_per_request = absl::GetFlag(FLAGS_max_values_per_request);
