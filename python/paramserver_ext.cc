@@ -508,15 +508,39 @@ class Client {
   std::shared_ptr<Connection> connection_;  // null once closed
 };
 
-py::dict Checkpoint(const std::string& servers, bool full, double timeout, const std::string& token,
+// The coordinator: server 0 of a static cluster, or the primary of shard 0
+// of a replicated one (its ring read from etcd).
+absl::StatusOr<std::string> CoordinatorOf(const std::string& servers, const std::string& etcd,
+                                          const std::string& cluster, double timeout) {
+  if (etcd.empty()) return ServersOf("checkpoint", servers)[0];
+  EtcdKvStore kv(EtcdOptions{etcd});
+  absl::StatusOr<std::unique_ptr<EtcdShardDirectory>> directory =
+      EtcdShardDirectory::Start(&kv, cluster, absl::Seconds(timeout));
+  if (!directory.ok()) {
+    return absl::Status(directory.status().code(),
+                        absl::StrCat("etcd=", etcd, ": ", directory.status().message()));
+  }
+  std::string address = (*directory)->PrimaryAddress(0);
+  if (address.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat((*directory)->Describe(0), " has no primary: no checkpoint can be taken now"));
+  }
+  return address;
+}
+
+py::dict Checkpoint(const std::string& servers, const std::string& etcd, const std::string& cluster,
+                    bool full, double timeout, const std::string& token,
                     const std::string& ca_cert, const std::string& cert, const std::string& key) {
-  const std::vector<std::string> addresses = ServersOf("checkpoint", servers);
+  if (etcd.empty()) (void)ServersOf("checkpoint", servers);  // throws on a bad spec
   const std::shared_ptr<const PeerSecurity> security =
       SecurityOf("checkpoint", token, ca_cert, cert, key);
   absl::StatusOr<proto::CheckpointResponse> reply;
   {
     py::gil_scoped_release release;
-    reply = RequestCheckpoint(addresses[0], full, absl::Seconds(timeout), security.get());
+    absl::StatusOr<std::string> coordinator = CoordinatorOf(servers, etcd, cluster, timeout);
+    reply = coordinator.ok() ? RequestCheckpoint(*coordinator, full, absl::Seconds(timeout),
+                                                 security.get())
+                             : absl::StatusOr<proto::CheckpointResponse>(coordinator.status());
   }
   ThrowIfError(reply.status());
   py::dict result;
@@ -591,7 +615,8 @@ PYBIND11_MODULE(_paramserver, m) {
       .def("stats", &Client::Stats)
       .def("position", &Client::Position);
 
-  m.def("checkpoint", &ps::python::Checkpoint, py::kw_only(), py::arg("servers"), py::arg("full"),
-        py::arg("timeout"), py::arg("token"), py::arg("ca_cert"), py::arg("cert"), py::arg("key"));
+  m.def("checkpoint", &ps::python::Checkpoint, py::kw_only(), py::arg("servers"), py::arg("etcd"),
+        py::arg("cluster"), py::arg("full"), py::arg("timeout"), py::arg("token"),
+        py::arg("ca_cert"), py::arg("cert"), py::arg("key"));
   m.def("tune_process_for_data_path", &ps::TuneProcessForDataPath);
 }

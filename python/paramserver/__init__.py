@@ -426,17 +426,20 @@ class Client:
         return self._client.position()
 
 
-def checkpoint(servers: Union[str, Sequence[str]], *, full: bool = False, timeout: float = 60.0,
+def checkpoint(servers: Union[str, Sequence[str], None] = None, *, etcd: Optional[str] = None,
+               cluster: str = "default", full: bool = False, timeout: float = 60.0,
                token: Optional[str] = None, ca_cert: Optional[str] = None,
                cert: Optional[str] = None, key: Optional[str] = None) -> Dict[str, Any]:
-    """Takes a checkpoint of a static cluster now, as ``ps_admin checkpoint`` does.
+    """Takes a checkpoint of the cluster now, as ``ps_admin checkpoint`` does.
 
-    Asks server 0 (started with --checkpoint_dir), which coordinates the
-    cluster's checkpoints, and waits until it is written. For a replicated
-    cluster (etcd), use ``ps_admin checkpoint --etcd=... --cluster=...``.
+    Asks the server that coordinates the cluster's checkpoints (started with
+    --checkpoint_dir): server 0 of a static cluster, the primary of shard 0
+    of a replicated one, and waits until it is written.
 
     Args:
-        servers: the cluster's servers, in shard order (server 0 first).
+        servers: a static cluster's servers, in shard order (server 0 first).
+        etcd: instead of servers, a replicated cluster's etcd ("host:port").
+        cluster: with etcd, the cluster's name (ps_server --cluster).
         full: a full checkpoint even when an incremental one could be taken.
         timeout: seconds the servers may wait for the workers to finish the
             rounds before the cut (at least their --checkpoint_timeout_seconds);
@@ -448,13 +451,19 @@ def checkpoint(servers: Union[str, Sequence[str]], *, full: bool = False, timeou
         "bytes", "seconds"}.
 
     Raises:
-        Error: FAILED_PRECONDITION when server 0 does not coordinate
-            checkpoints; DEADLINE_EXCEEDED naming a server that did not
-            finish in time; UNAVAILABLE when server 0 cannot be reached.
+        Error: FAILED_PRECONDITION when the server asked does not
+            coordinate checkpoints; DEADLINE_EXCEEDED naming a server that
+            did not finish in time; UNAVAILABLE when it cannot be reached
+            (or shard 0 has no primary).
     """
     call = "checkpoint"
+    if (servers is None) == (etcd is None):
+        raise ValueError(f"{call}: give exactly one of servers (a static cluster) and etcd "
+                         "(a replicated cluster, with cluster=NAME)")
     return _paramserver.checkpoint(
-        servers=_servers(call, servers), full=bool(full),
+        servers="" if servers is None else _servers(call, servers),
+        etcd=_optional_text(call, "etcd", etcd), cluster=_text(call, "cluster", cluster),
+        full=bool(full),
         timeout=_seconds(call, "timeout", timeout), token=_optional_text(call, "token", token),
         ca_cert=_optional_text(call, "ca_cert", ca_cert),
         cert=_optional_text(call, "cert", cert), key=_optional_text(call, "key", key))

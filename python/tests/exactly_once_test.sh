@@ -13,7 +13,9 @@ source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/etcd_cluster_lib.sh"
 start_test_etcd
 cluster=py_exact
 victim=0
-start_servers 3 --etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2
+mkdir -p "$dir/ckpt"
+start_servers 3 --etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2 \
+  --checkpoint_dir="$dir/ckpt"
 
 PYTHONPATH="$root/python" /usr/bin/python3 "$root/python/tests/exactly_once_worker.py" \
   --etcd="$etcd_endpoint" --cluster=$cluster --workers=3 --started_file="$dir/started" \
@@ -45,4 +47,12 @@ grep -q 'wrong_keys=0 wrong_rows=0' <<<"$result" || fail "wrong sums: $result"
 retries=$(grep -c 'retrying' "$dir/workers.log" || true)
 awk -v k="$killed" -v f="$failed_over" -v r="$rejoined" -v n="$retries" 'BEGIN {
   printf "server failed over %.2f s after the SIGKILL, rejoined %.2f s after that; %d calls retried\n", f - k, r - f, n }'
+# A checkpoint of the replicated cluster from Python (the primary of shard 0
+# coordinates).
+checkpoint=$(PYTHONPATH="$root/python" /usr/bin/python3 -c "
+import paramserver as ps
+c = ps.checkpoint(etcd='$etcd_endpoint', cluster='$cluster', timeout=20)
+print(c['path'], c['cut'])") || fail "paramserver.checkpoint(etcd=...) failed"
+echo "checkpoint from Python: $checkpoint"
+[ -f "${checkpoint%% *}/MANIFEST" ] || fail "no MANIFEST in the checkpoint Python reported: $checkpoint"
 echo "PASS: every key exact after a server was killed and restarted under Python workers"
