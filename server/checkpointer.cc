@@ -39,7 +39,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
         absl::MutexLock lock(&mu_);
         if (marked_ != 0 && (writing_ || absl::Now() - marked_at_ < kStaleMark)) {
           return done(absl::FailedPreconditionError(absl::StrCat(
-              "checkpoint: server ", server_index_, " already has a cut marked at ", marked_,
+              "checkpoint: ", name_, " already has a cut marked at ", marked_,
               " (another checkpoint is being taken)")));
         }
         // A mark whose WRITE never came (its coordinator went away) is
@@ -61,7 +61,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
         absl::MutexLock lock(&mu_);
         if (marked_ != cut || writing_) {
           return done(absl::FailedPreconditionError(absl::StrCat(
-              "checkpoint: server ", server_index_,
+              "checkpoint: ", name_,
               writing_ ? " is writing the cut at " : " has no cut marked at ", cut,
               marked_ == 0 ? std::string(" (none)") : absl::StrCat(" (it has ", marked_, ")"))));
         }
@@ -75,7 +75,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
       break;
     default:
       return done(absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint: server ", server_index_, " does not take action ", request.action(),
+          "checkpoint: ", name_, " does not take action ", request.action(),
           " (MARK, WRITE or ABORT; COORDINATE goes to the coordinator)")));
   }
   if (request.dir().empty()) {
@@ -86,13 +86,13 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
     absl::MutexLock lock(&mu_);
     if (marked_ != cut || cut == 0 || writing_) {
       return done(absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint: server ", server_index_, " has no cut marked at ", cut, " to write")));
+          "checkpoint: ", name_, " has no cut marked at ", cut, " to write")));
     }
     if (since != 0 && !store.CanWriteSince(since)) {
       marked_ = 0;
       store.EndCut();
       return done(absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint: server ", server_index_, " cannot write what changed since cut ", since,
+          "checkpoint: ", name_, " cannot write what changed since cut ", since,
           ": it did not write or restore that checkpoint, or has written one on a later base")));
     }
     writing_ = true;

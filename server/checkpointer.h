@@ -22,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/admin.pb.h"
@@ -39,7 +40,13 @@ class Checkpointer {
   // next MARK (its coordinator went away).
   static constexpr absl::Duration kStaleMark = absl::Seconds(30);
 
-  Checkpointer(PsCore* core, int server_index) : core_(core), server_index_(server_index) {}
+  // `server_index` names the data files (server-<index>-table-<n>: a
+  // replicated server's shards are named by shard); `name` the server or
+  // shard in messages (default "server <index>").
+  Checkpointer(PsCore* core, int server_index, std::string name = "")
+      : core_(core),
+        server_index_(server_index),
+        name_(name.empty() ? absl::StrCat("server ", server_index) : std::move(name)) {}
   // Waits for a write in progress.
   ~Checkpointer();
 
@@ -78,6 +85,7 @@ class Checkpointer {
 
   PsCore* const core_;
   const int server_index_;
+  const std::string name_;
   absl::Mutex mu_;
   uint64_t marked_ ABSL_GUARDED_BY(mu_) = 0;  // the cut marked here, 0: none
   absl::Time marked_at_ ABSL_GUARDED_BY(mu_);

@@ -44,7 +44,8 @@ void ShardCheckpointers::Handle(const proto::CheckpointRequest& request,
       if (it != entries_.end()) retired_.push_back(std::move(it->second));
       auto fresh = std::make_shared<Entry>();
       fresh->core = *core;
-      fresh->checkpointer = std::make_unique<Checkpointer>(core->get(), shard);
+      fresh->checkpointer =
+          std::make_unique<Checkpointer>(core->get(), shard, absl::StrCat("shard ", shard));
       it = entries_.insert_or_assign(shard, std::move(fresh)).first;
     }
     entry = it->second;
