@@ -87,7 +87,16 @@ absl::StatusOr<ShardRing> ShardRing::Initial(
   const int r = std::min(replicas, n);
   for (int i = 0; i < num_shards; ++i) {
     proto::ShardChain* chain = record.add_shards();
-    for (int k = 0; k < r; ++k) chain->add_servers((i + k) % n);
+    for (int k = 0; k < r; ++k) {
+      // From a checkpoint, only the primary loads it; the others copy it
+      // from the primary and join, as any new copy does (a chain's servers
+      // always hold a complete copy).
+      if (restore && k > 0) {
+        chain->add_joining((i + k) % n);
+      } else {
+        chain->add_servers((i + k) % n);
+      }
+    }
     if (restore) chain->set_restored_at(1);
   }
   return ShardRing(std::move(record));
@@ -267,11 +276,16 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
     // Lost (every server of the chain restarted): with checkpoints, the
     // least loaded live servers become its chain and load the newest one.
     if (chain.servers().empty() && inputs.rebuild_lost) {
+      // One server loads it; the others copy it from that one and join.
       chain.clear_joining();
-      while (chain.servers_size() < want) {
+      while (chain.servers_size() + chain.joining_size() < want) {
         std::optional<uint32_t> s = candidate(i);
         if (!s) break;
-        chain.add_servers(*s);
+        if (chain.servers().empty()) {
+          chain.add_servers(*s);
+        } else {
+          chain.add_joining(*s);
+        }
         ++load[*s];
       }
       if (!chain.servers().empty()) chain.set_restored_at(current.version() + 1);

@@ -33,8 +33,9 @@ class ShardRing {
   // num_shards: more logical shards than servers, so that the cluster can
   // later spread over more servers): shard i's chain is servers i mod n,
   // i+1 mod n, ... (min(r, n) distinct ones). Errors: INVALID_ARGUMENT when
-  // a member is missing or r < 1. `restore`: every chain's servers load the
-  // newest checkpoint first (ShardChain.restored_at = 1).
+  // a member is missing or r < 1. `restore`: every chain starts from the
+  // newest checkpoint (ShardChain.restored_at = 1): its first server loads
+  // it, and the others are joining copies of that one.
   static absl::StatusOr<ShardRing> Initial(int num_shards, int replicas,
                                            const std::map<uint32_t, proto::MemberRecord>& members,
                                            bool restore = false);
@@ -105,10 +106,11 @@ struct RingInputs {
 // A chain is emptied (LOST: clients get UNAVAILABLE naming it) only when
 // every server of it restarted: then no copy of it exists any more. With
 // `rebuild_lost` (the cluster keeps checkpoints), such a chain is rebuilt
-// at once instead: the min(r, live) least loaded live, non-draining
-// servers become its chain, marked restored_at = the new version, and load
-// the shard from the newest checkpoint (the updates after its cut are lost
-// and reported by the servers that load it).
+// at once instead: of the min(r, live) least loaded live, non-draining
+// servers, the first becomes its chain and loads the shard from the newest
+// checkpoint (restored_at = the new version), the others join it as
+// copies; the updates after the cut are lost, and reported by the server
+// that loads it.
 std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
                                           const RingInputs& inputs);
 
