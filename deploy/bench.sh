@@ -40,11 +40,7 @@ deploy/setup.sh --bench
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker \
   //server:optimizer_bench //deploy/bench:ps_bench //deploy/bench:train_bench
 bin="$(bazel info bazel-bin 2>/dev/null)"
-mkdir -p "$out"
-raw="$out/raw.txt"
-: > "$raw"
-work="$(mktemp -d "${TMPDIR:-/tmp}/ps_bench.XXXXXX")"
-stop_on_exit "$work"
+bench_dirs "$out" ps_bench
 log() { echo "bench.sh: $*" >&2; }
 
 # --- machine limits -------------------------------------------------------

@@ -41,11 +41,7 @@ source deploy/lib/etcd.sh
 deploy/setup.sh --bench
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //deploy/bench:ps_bench
 bin="$(bazel info bazel-bin 2>/dev/null)"
-mkdir -p "$out"
-raw="$out/raw.txt"
-: >"$raw"
-work="$(mktemp -d "${TMPDIR:-/tmp}/ps_bench_replication.XXXXXX")"
-stop_on_exit "$work"
+bench_dirs "$out" ps_bench_replication
 log() { echo "bench_replication.sh: $*" >&2; }
 
 echo "MACHINE cores=$(nproc) commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)" | tee -a "$raw"

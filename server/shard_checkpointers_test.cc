@@ -45,12 +45,8 @@ proto::CheckpointRequest Request(proto::CheckpointAction action, uint64_t cut,
 }
 
 TEST_F(ShardHostTest, ACutIsTakenOnTheShardsPrimaryAndReleasesItsCore) {
-  Start(0);
-  Start(1);
-  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
-  std::shared_ptr<PsCore> primary = Primary(0);
+  std::shared_ptr<PsCore> primary = StartChainOfTwo();
   ASSERT_NE(primary, nullptr);
-  ASSERT_TRUE(CreateTable(*primary).ok());
   ASSERT_TRUE(Push(*primary, 1).ok());
   ShardCheckpointers on0(&host(0)), on1(&host(1));
 

@@ -112,6 +112,18 @@ class ShardHostTest : public ::testing::Test {
     return *hosts_[id];
   }
   ShardHost& host(uint32_t id) { return *hosts_[id]; }
+  // Servers 0 -> 1 in ring 1, table "w" created on the primary (server 0),
+  // which is returned (null, with a test failure, when it is not serving).
+  std::shared_ptr<PsCore> StartChainOfTwo() {
+    Start(0);
+    Start(1);
+    SetRing(Ring(1, {{{0, 1}}}), {1, 0});
+    std::shared_ptr<PsCore> primary = Primary(0);
+    if (primary == nullptr) return nullptr;
+    absl::Status created = CreateTable(*primary);
+    EXPECT_TRUE(created.ok()) << created;
+    return created.ok() ? primary : nullptr;
+  }
   // Rings go to the hosts tail first, as a watch might deliver them.
   void SetRing(const std::shared_ptr<const ShardRing>& ring, std::vector<uint32_t> order) {
     for (uint32_t id : order) hosts_[id]->SetRing(ring);

@@ -85,12 +85,8 @@ TEST_F(ShardHostTest, ARestartedProcessDoesNotActOnItsPredecessorsRingEntries) {
 // that the manager takes it out of the chain; the write waits meanwhile.
 TEST_F(ShardHostTest, ASuccessorThatAcknowledgesNothingIsReportedStuck) {
   stuck_after_ = absl::Milliseconds(200);
-  Start(0);
-  Start(1);
-  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
-  std::shared_ptr<PsCore> primary = Primary(0);
+  std::shared_ptr<PsCore> primary = StartChainOfTwo();
   ASSERT_NE(primary, nullptr);
-  ASSERT_TRUE(CreateTable(*primary).ok());
   transport_.Add(Address(1), nullptr);  // unreachable from now on
   ASSERT_TRUE(primary->CreateTable(SumTable()).ok());  // nothing new: not forwarded
   absl::Notification written;

@@ -249,12 +249,8 @@ TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
 }
 
 TEST_F(ShardHostTest, LeavingTheChainDropsTheShard) {
-  Start(0);
-  Start(1);
-  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
-  std::shared_ptr<PsCore> primary = Primary(0);
+  std::shared_ptr<PsCore> primary = StartChainOfTwo();
   ASSERT_NE(primary, nullptr);
-  ASSERT_TRUE(CreateTable(*primary).ok());
   ASSERT_TRUE(Push(*primary, 1).ok());
   EXPECT_EQ(host(1).Cores().size(), 1u);
   EXPECT_THAT(host(1).CompleteShards(), ElementsAre(0));

@@ -2,6 +2,10 @@
 # with, measured in the same run.
 #   iperf_gbps -> prints loopback TCP bandwidth (iperf3, one stream, 3 s) in
 #                 GB/s, or 0 when no free port was found. Only 127.0.0.1.
+#   bench_dirs OUT NAME -> creates OUT, empties `raw` (OUT/raw.txt) and makes
+#                 `work`, a scratch directory removed with every process in
+#                 `pids` when the script exits (deploy/lib/servers.sh's
+#                 stop_on_exit, which must be sourced too).
 iperf_gbps() {
   local port
   for port in $(shuf -i 20000-60000 -n 20); do
@@ -17,4 +21,12 @@ iperf_gbps() {
     fi
   done
   echo 0
+}
+
+bench_dirs() {
+  mkdir -p "$1"
+  raw="$1/raw.txt"
+  : >"$raw"
+  work="$(mktemp -d "${TMPDIR:-/tmp}/$2.XXXXXX")"
+  stop_on_exit "$work"
 }
