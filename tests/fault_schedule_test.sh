@@ -40,9 +40,11 @@
 # keeps a server with a complete copy.
 # Before a server fault (every kind but d), the script waits (at most 30 s,
 # polling `ps_admin ring` every 0.1 s) until the ring is healed: every chain
-# has r servers and nobody joining, and every server process is in the ring
-# at the incarnation it registered last (a server restarted within its lease
-# is still named in the ring under its old incarnation, and holds nothing).
+# has r servers and nobody joining, every server process is in the ring at
+# the incarnation it registered last (a server restarted within its lease
+# is still named in the ring under its old incarnation, and holds nothing),
+# and every server is registered in etcd (etcdctl: after an etcd stall past
+# the lease, the servers register again a little after etcd is back).
 # So a loss is the system's, not the schedule's. etcd stalls (d) need no wait.
 # Each fault is logged, with its start and end in seconds since the client's
 # start (its --start_file), in $dir/faults<seed>r<r>.txt (a partition_pair
@@ -232,7 +234,7 @@ read_ring() { timeout 5 "$admin_bin" ring --etcd="$etcd_endpoint" --cluster="$cl
 # nobody joining, and every server process, having registered since its last
 # start, is in the ring at the incarnation it registered last.
 healed() {
-  local line i in_ring logged
+  local line i in_ring logged live
   line=$(head -n 1 "$dir/ring.txt")
   [[ $line == "ring v"* && $line != *joining* ]] || return 1
   awk -v r="$r" '{
@@ -249,6 +251,14 @@ healed() {
     logged=$(sed -n 's/.*registered in etcd.*incarnation \([0-9]*\)).*/\1/p' "$dir/server$i.log" |
       tail -n 1)
     [ -n "$in_ring" ] && [ "$in_ring" = "$logged" ] || return 1
+  done
+  # And every server registered in etcd now (after an etcd stall past the
+  # lease, a server is in the ring but registers again a little later; an
+  # operator's drain of it is refused until it has).
+  live=$(ETCDCTL_API=3 timeout 5 etcdctl --endpoints="$etcd_endpoint" get --prefix --keys-only \
+    "/paramserver/$cluster/members/" 2>/dev/null) || return 1
+  for ((i = 0; i < num_servers; i++)); do
+    grep -qx "/paramserver/$cluster/members/$i" <<<"$live" || return 1
   done
 }
 
