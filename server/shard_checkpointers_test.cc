@@ -93,6 +93,40 @@ TEST_F(ShardHostTest, ACutIsTakenOnTheShardsPrimaryAndReleasesItsCore) {
   ASSERT_TRUE(Call(on1, Request(proto::CHECKPOINT_ABORT, 7, 0)).ok());
 }
 
+// A WRITE waiting for a live worker's rounds below the cut, when the shard
+// leaves the server: it fails at once (nothing ticks a copy that is no
+// longer held, so it would wait for ever, and hold the server's shutdown).
+TEST_F(ShardHostTest, AWriteWaitingForItsCutFailsWhenTheShardLeaves) {
+  std::shared_ptr<PsCore> primary = StartChainOfTwo();
+  ASSERT_NE(primary, nullptr);
+  // Worker 1 (the fixture's pusher) live and at clock 1 in table "w": the
+  // cut at 5 waits for its rounds 1 to 4.
+  proto::HeartbeatRequest hb;
+  hb.set_worker_id(1);
+  hb.set_lease_ms(60000);
+  hb.set_incarnation(99);
+  absl::StatusOr<proto::HeartbeatResponse> beat = primary->Heartbeat(hb);
+  ASSERT_TRUE(beat.ok()) << beat.status();
+  ASSERT_TRUE(Push(*primary, 1).ok());
+  ShardCheckpointers on0(&host(0));
+  ASSERT_TRUE(Call(on0, Request(proto::CHECKPOINT_MARK, 5, 0)).ok());
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/shard_checkpointers_wait");
+  std::filesystem::create_directories(dir);
+  absl::Notification answered;
+  absl::StatusOr<proto::CheckpointResponse> written = absl::UnknownError("not answered");
+  on0.Handle(Request(proto::CHECKPOINT_WRITE, 5, 0, dir),
+             [&](absl::StatusOr<proto::CheckpointResponse> r) {
+               written = std::move(r);
+               answered.Notify();
+             });
+  EXPECT_FALSE(answered.HasBeenNotified()) << "worker 1 has not finished its rounds";
+  primary.reset();
+  SetRing(Ring(2, {{{1}}}), {1, 0});
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(kWait));
+  EXPECT_EQ(written.status().code(), absl::StatusCode::kUnavailable) << written.status();
+  EXPECT_THAT(written.status().message(), HasSubstr("left the chain"));
+}
+
 }  // namespace
 }  // namespace hosttest
 }  // namespace ps

@@ -269,7 +269,7 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
     }
   }
   for (auto& slot : dropped) {
-    slot->replica->link->Close(absl::UnavailableError(
+    slot->replica->Retire(absl::UnavailableError(
         absl::StrCat(Who(), " left the chain of this shard; retry at the new primary")));
   }
   LogEvent(Who(), ring->Describe());
@@ -367,7 +367,7 @@ void ShardHost::Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, b
     slot.synced = complete;
     if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
   }
-  if (old != nullptr) old->link->Close(absl::UnavailableError("replaced by a snapshot"));
+  if (old != nullptr) old->Retire(absl::UnavailableError("replaced by a snapshot"));
 }
 
 void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) {

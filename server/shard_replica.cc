@@ -44,6 +44,11 @@ absl::Status ShardReplica::Write(const std::function<absl::Status(proto::Forward
   return emit(std::move(entry));
 }
 
+void ShardReplica::Retire(const absl::Status& why) {
+  link->Close(why);
+  core->clocks().FailWaiting(why);
+}
+
 absl::Status ShardReplica::ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part) {
   ShardStore& store = core.store();
   if (part.has_def()) {

@@ -36,6 +36,12 @@ struct ShardReplica final : public SnapshotSource {
   // Applies one snapshot part to a fresh core: a table's definition and
   // records, or (the last part) the core's state at the snapshot's point.
   static absl::Status ApplySnapshotPart(PsCore& core, const proto::SnapshotPart& part);
+
+  // The copy is no longer held here (it left the chain, or a snapshot
+  // replaced it): what waits for the chain fails with `why`, and so do the
+  // calls parked on its core (pulls, BSP pushes, a checkpoint's wait for
+  // its cut), which nothing would tick or answer any more.
+  void Retire(const absl::Status& why);
 };
 
 }  // namespace ps
