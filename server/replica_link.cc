@@ -151,7 +151,6 @@ void ReplicaLink::AppendLocked(proto::ForwardEntry entry) {
     Item item;
     item.entry = std::move(shared);
     item.bytes = bytes;
-    queued_bytes_ += bytes;
     queue_.push_back(std::move(item));
   }
 }
@@ -162,11 +161,7 @@ void ReplicaLink::Barrier(Done done) {
     absl::MutexLock lock(&mu_);
     if (closed_) {
       now = closed_status_;
-    } else if (!queue_.empty() && !(target_ && target_->joining &&
-                                    queued_bytes_ <= options_.joining_lag_bytes)) {
-      // A joining copy holds no write back (the chain is not at full
-      // strength until it joins), unless it lags by more than
-      // joining_lag_bytes: then writes wait, so that the queue stays bounded.
+    } else if (!queue_.empty()) {
       Item item;
       item.dones.push_back(std::move(done));
       queue_.push_back(std::move(item));
@@ -235,7 +230,6 @@ void ReplicaLink::RestartStreamLocked() {
     for (Done& d : item.dones) marker.dones.push_back(std::move(d));
   }
   queue_.clear();
-  queued_bytes_ = 0;
   queue_.push_back(std::move(marker));
 }
 
@@ -249,21 +243,12 @@ void ReplicaLink::Retarget(uint64_t ring_version, std::optional<Target> target) 
                       (!target || (target->server == target_->server &&
                                    target->address == target_->address &&
                                    target->incarnation == target_->incarnation));
-    // This server is the tail when it has no successor, or only a joining
-    // one: what waits for the tail is there.
-    if (!target || target->joining) {
+    if (same && stream_ != 0) return;
+    if (!target) {
       for (Item& item : queue_) {
         for (Done& d : item.dones) finished.push_back(std::move(d));
-        item.dones.clear();  // the items stay, to be sent
       }
-    }
-    if (!target) {
       queue_.clear();
-      queued_bytes_ = 0;
-    }
-    if (same && stream_ != 0) {
-      target_->joining = target->joining;  // it joined (or left to rejoin): same stream
-      return;
     }
     target_ = std::move(target);
     failing_since_ = absl::InfiniteFuture();
@@ -284,7 +269,6 @@ void ReplicaLink::Close(const absl::Status& status) {
       for (Done& d : item.dones) failed.push_back(std::move(d));
     }
     queue_.clear();
-    queued_bytes_ = 0;
   }
   RunAll(failed, status);
 }
@@ -299,7 +283,6 @@ ReplicaLink::Stats ReplicaLink::stats() const {
 void ReplicaLink::PopLocked(size_t n, std::vector<Done>* dones) {
   for (size_t i = 0; i < n && !queue_.empty(); ++i) {
     for (Done& d : queue_.front().dones) dones->push_back(std::move(d));
-    queued_bytes_ -= queue_.front().bytes;
     queue_.pop_front();
   }
   while (!queue_.empty() && queue_.front().entry == nullptr && !queue_.front().marker &&
@@ -477,13 +460,11 @@ void ReplicaLink::Resync(uint64_t stream, const Target& target) {
         for (Done& d : item.dones) caught_up.dones.push_back(std::move(d));
       }
       queue_.clear();
-      queued_bytes_ = 0;
       for (const Recent& r : recent_) {
         if (r.position.seq <= theirs.seq) continue;
         Item item;
         item.entry = r.entry;
         item.bytes = r.bytes;
-        queued_bytes_ += r.bytes;
         queue_.push_back(std::move(item));
       }
       const size_t n = queue_.size();
@@ -520,7 +501,6 @@ void ReplicaLink::SendSnapshot(uint64_t stream, const Target& target) {
       for (Done& d : queue_[i].dones) marker.dones.push_back(std::move(d));
     }
     queue_.resize(1);
-    queued_bytes_ = 0;  // in the snapshot
     return true;
   });
   if (!begun.ok()) {

@@ -92,9 +92,6 @@ class ReplicaLink final : public ReplicationLog {
     // nothing: it is a new successor, and refuses what was meant for the
     // process before it.
     uint64_t incarnation = 0;
-    // The successor is a joining copy (ShardChain.joining): it is sent
-    // everything, but writes are not held for it (see joining_lag_bytes).
-    bool joining = false;
   };
   struct Options {
     int shard = 0;
@@ -108,10 +105,6 @@ class ReplicaLink final : public ReplicationLog {
     // history keeps an entry only while this has room, dropping its oldest
     // ones to make it (a catch-up then reaches less far back).
     MemoryBudget* history_budget = nullptr;
-    // Writes wait for a joining successor only while more than this many
-    // bytes of entries are queued for it (its snapshot is being sent, or it
-    // is slow), so that the queue stays bounded.
-    size_t joining_lag_bytes = 64 << 20;
     // A batch's entries, at most (a larger entry goes alone); snapshot
     // records are split to half of it. Keep it under the successor's
     // message limit.
@@ -233,7 +226,6 @@ class ReplicaLink final : public ReplicationLog {
   std::deque<Recent> recent_ ABSL_GUARDED_BY(mu_);
   LogPosition base_ ABSL_GUARDED_BY(mu_);
   size_t recent_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // of the entries in queue_
   // Since when every attempt at the current target failed (InfiniteFuture:
   // the last one succeeded), and whether that was reported.
   absl::Time failing_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();

@@ -174,10 +174,7 @@ void ShardHost::RetargetLocked(int shard, Slot& slot, const ShardRing& ring) con
   }
   if (serving) {
     if (std::optional<uint32_t> next = ring.Successor(shard, options_.server_id)) {
-      const auto& joining = ring.record().shards(shard).joining();
-      target = ReplicaLink::Target{*next, ring.Address(*next), ring.Incarnation(*next),
-                                   std::find(joining.begin(), joining.end(), *next) !=
-                                       joining.end()};
+      target = ReplicaLink::Target{*next, ring.Address(*next), ring.Incarnation(*next)};
     }
   }
   slot.replica->link->Retarget(ring.version(), target);
