@@ -16,7 +16,7 @@
 #   deploy/checkpoint_experiment.sh [--out DIR] [--sizes "1 4 16 64"] [--rounds N]
 set -euo pipefail
 
-out="deploy/results"
+out="docs/experiments/results"
 sizes="1 4 16 64"  # millions of floats
 rounds=2
 while [ $# -gt 0 ]; do
@@ -52,7 +52,7 @@ disk_mibps() {
   done | sort -g | sed -n 2p
 }
 
-admin() { "$bin/server/ps_admin" checkpoint --servers="$spec" "$@"; }
+admin() { "$bin/tools/ps_admin" checkpoint --servers="$spec" "$@"; }
 # From "checkpoint P: sequence S, cut C, full, X MiB in Y s": X and Y.
 size_time() { sed -n 's/.*, \([0-9.]*\) MiB in \([0-9.]*\) s$/\1 \2/p'; }
 

@@ -18,7 +18,7 @@
 #include <filesystem>
 
 #include "fuzz/fuzz_util.h"
-#include "server/checkpoint_records.h"
+#include "server/checkpoint/checkpoint_records.h"
 
 namespace {
 

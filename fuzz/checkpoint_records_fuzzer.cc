@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
-#include "server/checkpoint_records.h"
+#include "server/checkpoint/checkpoint_records.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > ps_fuzz::kMaxInputBytes) return 0;

@@ -19,7 +19,7 @@
 #include "proto/checkpoint.pb.h"
 #include "proto/membership.pb.h"
 #include "proto/ps.pb.h"
-#include "server/checkpoint_records.h"
+#include "server/checkpoint/checkpoint_records.h"
 
 namespace {
 

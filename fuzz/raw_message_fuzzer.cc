@@ -25,8 +25,8 @@
 #include "common/protocol.h"
 #include "common/raw_message.h"
 #include "fuzz/fuzz_util.h"
-#include "server/key_list_cache.h"
-#include "server/request_args.h"
+#include "server/core/key_list_cache.h"
+#include "server/core/request_args.h"
 
 namespace {
 

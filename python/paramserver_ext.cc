@@ -44,7 +44,7 @@
 #include "python/numpy_args.h"
 #include "python/proto_dict.h"
 #include "python/table_args.h"
-#include "server/checkpoint_peer.h"
+#include "worker/client/checkpoint_request.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
 

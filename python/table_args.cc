@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/table_def.h"
-#include "worker/train/optimizer_spec.h"
+#include "worker/client/optimizer_spec.h"
 
 namespace py = pybind11;
 
@@ -64,7 +64,7 @@ std::string Text(const std::string& name, py::handle value) {
 }
 
 // Sets the keyword argument `name`: an OptimizerSpec field
-// (worker/train/optimizer_spec.h, whose defaults hold for those not given),
+// (worker/client/optimizer_spec.h, whose defaults hold for those not given),
 // or a sparse table's admission or eviction field of TableDef. False for a
 // name that is neither.
 bool SetHyper(const std::string& name, py::handle value, OptimizerSpec* spec,

@@ -1,6 +1,6 @@
 // create_table's arguments, as the table definition (proto::TableDef) the
 // servers get: the shape, the initializer, and the optimizer with its
-// hyper-parameters named as ps_worker's flags (worker/train/optimizer_spec.h)
+// hyper-parameters named as ps_worker's flags (worker/client/optimizer_spec.h)
 // plus a sparse table's admission and eviction fields. Checked as the
 // servers check definitions (common/table_def.h), so that a bad one raises
 // ValueError (TypeError for an unknown keyword or a value of the wrong type)

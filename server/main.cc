@@ -33,9 +33,9 @@
 #include "common/peer_security.h"
 #include "common/port_file.h"
 #include "common/process_tuning.h"
-#include "server/authorizer.h"
+#include "server/rpc/authorizer.h"
 #include "server/ps_server.h"
-#include "server/server_limits.h"
+#include "server/core/server_limits.h"
 
 ABSL_FLAG(std::string, servers, "",
           "cluster spec: comma-separated host:port of every server, in shard order");

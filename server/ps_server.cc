@@ -15,7 +15,7 @@
 #include "common/grpc_channels.h"
 #include "common/grpc_metrics.h"
 #include "absl/time/clock.h"
-#include "server/checkpoint_peer.h"
+#include "server/checkpoint/checkpoint_peer.h"
 #include "common/log.h"
 #include "common/random_id.h"
 #include "grpcpp/security/server_credentials.h"

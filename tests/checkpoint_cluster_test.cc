@@ -19,9 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "gtest/gtest.h"
-#include "server/checkpoint_coordinator.h"
-#include "server/checkpoint_peer.h"
-#include "server/checkpoint_records.h"
+#include "server/checkpoint/checkpoint_coordinator.h"
+#include "server/checkpoint/checkpoint_peer.h"
+#include "server/checkpoint/checkpoint_records.h"
 #include "tests/in_process_cluster.h"
 #include "tests/test_tables.h"
 

@@ -11,8 +11,8 @@
 set -euo pipefail
 
 source "$(dirname "$0")/cluster_lib.sh"
-admin_bin="$root/server/ps_admin"
-ckpt_bin="$root/server/ps_ckpt"
+admin_bin="$root/tools/ps_admin"
+ckpt_bin="$root/tools/ps_ckpt"
 ck="$dir/ck"
 model_flags=(--model=mlp --hidden=512,256 --max_train_examples=2000 --batch_size=32)
 

@@ -8,7 +8,7 @@
 #                              until the shell command CONDITION holds; fails naming WHAT
 source "$root/deploy/lib/etcd.sh"
 client_bin="$root/tests/exact_sum_client"
-admin_bin="$root/server/ps_admin"
+admin_bin="$root/tools/ps_admin"
 
 start_test_etcd() {
   start_etcd "$dir" "${1:-127.0.0.1}" || fail "etcd did not start"

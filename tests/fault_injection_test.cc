@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_tables.h"
-#include "server/ps_core.h"
+#include "server/core/ps_core.h"
 #include "tests/in_memory_transport.h"
 #include "worker/client/ps_client.h"
 

@@ -98,7 +98,7 @@ source "$(dirname "$0")/etcd_cluster_lib.sh"
 
 seeds=${FAULT_SEEDS:-3}
 checkpoint_seconds=${FAULT_CHECKPOINT_SECONDS:-2}
-ckpt_bin="$root/server/ps_ckpt"
+ckpt_bin="$root/tools/ps_ckpt"
 first_seed=${FAULT_FIRST_SEED:-1}
 fault_seconds=${FAULT_SECONDS:-30}
 replica_counts=${FAULT_REPLICAS:-2 3}

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/request_args.h"
+#include "server/core/request_args.h"
 
 namespace ps {
 

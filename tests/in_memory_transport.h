@@ -42,7 +42,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/ps_core.h"
+#include "server/core/ps_core.h"
 #include "worker/client/transport.h"
 
 namespace ps {

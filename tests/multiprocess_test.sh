@@ -29,7 +29,7 @@ echo "test accuracy of the final parameters: $accuracy"
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.70) }' || fail "test accuracy $accuracy < 0.70"
 
 # ps_admin status: each shard's tables, clocks and pulls, as the servers count them.
-"$root/server/ps_admin" status --servers="$spec" >"$dir/status.log" 2>&1 || { cat "$dir/status.log"; fail "ps_admin status failed"; }
+"$root/tools/ps_admin" status --servers="$spec" >"$dir/status.log" 2>&1 || { cat "$dir/status.log"; fail "ps_admin status failed"; }
 cat "$dir/status.log"
 grep -q "^3 shard(s), " "$dir/status.log" || fail "ps_admin status did not list 3 shards"
 grep -Eq "^softmax/fc0/w +[1-3] +0 +[0-9]+ +[1-9][0-9]* " "$dir/status.log" || fail "ps_admin status shows no pulls of softmax/fc0/w"

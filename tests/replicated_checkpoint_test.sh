@@ -24,7 +24,7 @@ set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
 # shellcheck disable=SC1091
 source "$(dirname "$0")/etcd_cluster_lib.sh"
-ckpt_bin="$root/server/ps_ckpt"
+ckpt_bin="$root/tools/ps_ckpt"
 start_test_etcd
 
 keys=100000

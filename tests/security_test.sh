@@ -9,7 +9,7 @@
 # naming the file and line.
 set -euo pipefail
 source "$(dirname "$0")/cluster_lib.sh"
-admin_bin="$root/server/ps_admin"
+admin_bin="$root/tools/ps_admin"
 command -v openssl >/dev/null || fail "openssl is not installed"
 
 pki="$dir/pki"

@@ -13,7 +13,7 @@
 #include "tests/in_process_cluster.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/libsvm_generator.h"
-#include "worker/train/optimizer_spec.h"
+#include "worker/client/optimizer_spec.h"
 #include "worker/train/sparse_trainer.h"
 
 namespace ps {

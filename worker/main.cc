@@ -38,7 +38,7 @@
 #include "worker/train/idx_reader.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/model.h"
-#include "worker/train/optimizer_spec.h"
+#include "worker/client/optimizer_spec.h"
 #include "worker/train/sparse_trainer.h"
 #include "worker/client/ps_client.h"
 #include "worker/train/training_observer.h"

@@ -5,7 +5,7 @@
 #ifndef PS_DEPLOY_BENCH_LOCAL_PARAM_CLIENT_H_
 #define PS_DEPLOY_BENCH_LOCAL_PARAM_CLIENT_H_
 
-#include "server/shard_store.h"
+#include "server/store/shard_store.h"
 #include "worker/client/param_client.h"
 
 namespace ps {

@@ -30,7 +30,7 @@ namespace ps {
 inline constexpr uint64_t kBiasKey = ~uint64_t{0};
 
 // The weight table: sparse, width 1, zeros, with the optimizer fields of
-// `optimizer` (see worker/train/optimizer_spec.h) and `num_buckets` slices.
+// `optimizer` (see worker/client/optimizer_spec.h) and `num_buckets` slices.
 proto::TableDef SparseLrTable(const std::string& name, const proto::TableDef& optimizer,
                               uint32_t num_buckets);
 

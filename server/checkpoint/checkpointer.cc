@@ -1,0 +1,212 @@
+#include "server/checkpoint/checkpointer.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/checkpoint/checkpoint_records.h"
+
+namespace ps {
+
+Checkpointer::~Checkpointer() {
+  std::thread writer;
+  {
+    absl::MutexLock lock(&mu_);
+    writer = std::move(writer_);
+  }
+  if (writer.joinable()) writer.join();
+}
+
+void Checkpointer::DropStaleMark() {
+  absl::MutexLock lock(&mu_);
+  if (marked_ == 0 || writing_ || absl::Now() - marked_at_ < kStaleMark) return;
+  marked_ = 0;
+  core_->store().EndCut();
+}
+
+void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
+  ShardStore& store = core_->store();
+  const uint64_t cut = request.cut();
+  switch (request.action()) {
+    case proto::CHECKPOINT_MARK: {
+      proto::CheckpointResponse reply;
+      reply.set_max_clock(store.max_clock());
+      if (cut == 0) return done(reply);
+      {
+        absl::MutexLock lock(&mu_);
+        if (marked_ != 0 && (writing_ || absl::Now() - marked_at_ < kStaleMark)) {
+          return done(absl::FailedPreconditionError(absl::StrCat(
+              "checkpoint: ", name_, " already has a cut marked at ", marked_,
+              " (another checkpoint is being taken)")));
+        }
+        // A mark whose WRITE never came (its coordinator went away) is
+        // dropped: it would hold slice copies for ever.
+        if (marked_ != 0) store.EndCut();
+        absl::Status s = store.MarkCut(cut);
+        if (s.ok()) {
+          marked_ = cut;
+          marked_at_ = absl::Now();
+          reply.set_marked(true);
+          reply.set_incremental_ok(store.CanWriteSince(request.since()));
+        }
+      }
+      reply.set_max_clock(store.max_clock());
+      return done(reply);
+    }
+    case proto::CHECKPOINT_ABORT: {
+      {
+        absl::MutexLock lock(&mu_);
+        if (marked_ != cut || writing_) {
+          return done(absl::FailedPreconditionError(absl::StrCat(
+              "checkpoint: ", name_,
+              writing_ ? " is writing the cut at " : " has no cut marked at ", cut,
+              marked_ == 0 ? std::string(" (none)") : absl::StrCat(" (it has ", marked_, ")"))));
+        }
+        marked_ = 0;
+        // Under the lock: a MARK must not land while the slices leave the cut.
+        store.EndCut();
+      }
+      return done(proto::CheckpointResponse());
+    }
+    case proto::CHECKPOINT_WRITE:
+      break;
+    default:
+      return done(absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint: ", name_, " does not take action ", request.action(),
+          " (MARK, WRITE or ABORT; COORDINATE goes to the coordinator)")));
+  }
+  if (request.dir().empty()) {
+    return done(absl::InvalidArgumentError("checkpoint: WRITE needs the checkpoint's directory"));
+  }
+  const uint64_t since = request.since();
+  {
+    absl::MutexLock lock(&mu_);
+    if (marked_ != cut || cut == 0 || writing_) {
+      return done(absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint: ", name_, " has no cut marked at ", cut, " to write")));
+    }
+    if (since != 0 && !store.CanWriteSince(since)) {
+      marked_ = 0;
+      store.EndCut();
+      return done(absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint: ", name_, " cannot write what changed since cut ", since,
+          ": it did not write or restore that checkpoint, or has written one on a later base")));
+    }
+    writing_ = true;
+  }
+  const absl::Duration timeout =
+      request.timeout_ms() > 0 ? absl::Milliseconds(request.timeout_ms()) : absl::Seconds(60);
+  const std::string dir = request.dir();
+  core_->clocks().WhenCutReached(
+      cut, absl::Now() + timeout,
+      [this, cut, since, dir, done = std::move(done)](absl::Status status, uint64_t) {
+        if (!status.ok()) {
+          {
+            absl::MutexLock lock(&mu_);
+            marked_ = 0;
+            writing_ = false;
+            core_->store().EndCut();
+          }
+          return done(status);
+        }
+        // Every push of the cut is in: later ones are outside it. The
+        // core's state is taken now, at the cut.
+        core_->store().CompleteCut();
+        CoreState state = ExportCoreState(*core_, cut);
+        // Files are written on a thread of their own, not on the thread of
+        // the push that completed the cut.
+        std::thread previous;
+        absl::MutexLock lock(&mu_);
+        previous = std::move(writer_);
+        writer_ = std::thread([this, cut, since, dir, done, state = std::move(state),
+                               previous = std::move(previous)]() mutable {
+          if (previous.joinable()) previous.join();
+          absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut, since, state);
+          {
+            absl::MutexLock lock(&mu_);
+            marked_ = 0;
+            writing_ = false;
+          }
+          done(std::move(part));
+        });
+      });
+}
+
+absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::string& dir,
+                                                                  uint64_t cut, uint64_t since,
+                                                                  const CoreState& state) {
+  ShardStore& store = core_->store();
+  proto::CheckpointResponse reply;
+  std::map<std::string, std::unique_ptr<CheckpointFileWriter>> files;
+  int next_file = 0;
+  auto sink = [&](const proto::TableDef& def, std::string record) -> absl::Status {
+    auto it = files.find(def.name());
+    if (it == files.end()) {
+      absl::StatusOr<std::unique_ptr<CheckpointFileWriter>> writer = CheckpointFileWriter::Create(
+          dir, absl::StrCat("server-", server_index_, "-table-", next_file++));
+      if (!writer.ok()) return writer.status();
+      it = files.emplace(def.name(), *std::move(writer)).first;
+    }
+    return it->second->Append(record);
+  };
+  if (absl::Status s = store.WriteCut(sink, since); !s.ok()) return s;
+  for (auto& [name, writer] : files) {
+    absl::StatusOr<proto::CheckpointFile> entry = writer->Finish();
+    if (!entry.ok()) return entry.status();
+    reply.set_bytes(reply.bytes() + entry->bytes());
+    *reply.add_files() = *std::move(entry);
+  }
+  CoreStateToProto(state, &reply);
+  reply.set_cut(cut);
+  return reply;
+}
+
+absl::StatusOr<FoundCheckpoint> Checkpointer::Restore(const std::string& root,
+                                                      std::vector<std::string>* skipped) {
+  return RestoreCores(root, {core_}, skipped);
+}
+
+absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
+                                             const std::vector<PsCore*>& cores,
+                                             std::vector<std::string>* skipped) {
+  absl::StatusOr<std::vector<FoundCheckpoint>> chain = FindNewestValidChain(root, skipped);
+  if (!chain.ok()) return chain.status();
+  for (PsCore* core : cores) {
+    for (const FoundCheckpoint& c : *chain) {
+      for (const proto::TableDef& def : c.manifest.tables()) {
+        absl::StatusOr<bool> created = core->store().CreateTable(def);
+        if (!created.ok()) {
+          return absl::Status(created.status().code(),
+                              absl::StrCat("restoring ", c.path, ": ", created.status().message()));
+        }
+      }
+    }
+  }
+  // One pass over the files: each store keeps the slices it owns.
+  absl::Status loaded =
+      ForEachChainRecord(*chain, [&](const FoundCheckpoint&, const SliceRecord& r) {
+        for (PsCore* core : cores) {
+          if (absl::Status s = core->store().LoadRecord(r).status(); !s.ok()) return s;
+        }
+        return absl::OkStatus();
+      });
+  if (!loaded.ok()) return loaded;
+  const FoundCheckpoint& found = chain->back();
+  const proto::CheckpointManifest& m = found.manifest;
+  for (PsCore* core : cores) {
+    ShardStore& store = core->store();
+    if (m.cut() > 0) store.RaiseMaxClock(m.cut() - 1);
+    // An incremental checkpoint may follow this one: what was loaded is in it.
+    store.SetRestoredCut(m.cut());
+    if (absl::Status s = ImportCoreState(*core, CoreStateFromProto(m)); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("restoring ", found.path, ": ", s.message()));
+    }
+    core->set_restored(found.path, m.cut());
+  }
+  return found;
+}
+
+}  // namespace ps

@@ -1,0 +1,204 @@
+// A server's part of a checkpoint, through the core: the cut waits for the
+// slower worker's pushes below it, leaves out the faster one's above it, and
+// a fresh core restored from the files holds exactly the pushes below the
+// cut, the worker clocks and the de-duplication windows.
+#include "server/checkpoint/checkpointer.h"
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/wire.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::unique_ptr<PsCore> NewCore() {
+  PsCoreOptions options;
+  options.address = "test:0";
+  return std::make_unique<PsCore>(options);
+}
+
+proto::CreateTableRequest Counter() {
+  proto::CreateTableRequest req;
+  proto::TableDef* def = req.mutable_table();
+  def->set_name("c");
+  def->set_num_keys(10);
+  def->set_width(1);
+  def->set_initializer(proto::INIT_ZEROS);
+  def->set_optimizer(proto::OPT_SGD);
+  def->set_learning_rate(1.0f);
+  return req;
+}
+
+void Register(PsCore& core, uint32_t worker) {
+  proto::HeartbeatRequest hb;
+  hb.set_worker_id(worker);
+  hb.set_lease_ms(60000);
+  ASSERT_TRUE(core.Heartbeat(hb).ok());
+}
+
+// Worker `worker` adds 1 to every key at `clock`.
+absl::Status PushOne(PsCore& core, uint32_t worker, uint64_t clock) {
+  proto::PushRequest req;
+  req.set_table("c");
+  proto::KeyRange* r = req.add_ranges();
+  r->set_begin(0);
+  r->set_end(10);
+  std::vector<float> g(10, -1.0f);
+  req.set_values(std::string(reinterpret_cast<const char*>(g.data()), g.size() * sizeof(float)));
+  req.set_worker_id(worker);
+  req.set_clock(clock);
+  req.set_request_id(worker * 1000 + clock + 1);
+  PushArgs args;
+  if (absl::Status s = DecodePush(req, &core.key_lists(), &args); !s.ok()) return s;
+  std::optional<absl::StatusOr<proto::PushResponse>> result;
+  core.Push(&args, absl::InfiniteFuture(),
+            [&result](absl::StatusOr<proto::PushResponse> r) { result = std::move(r); });
+  if (!result.has_value()) return absl::InternalError("the push did not complete at once");
+  return result->status();
+}
+
+std::vector<float> PullAll(PsCore& core) {
+  std::string bytes;
+  auto version = core.store().Pull("c", KeySpec::Single(0, 10), &bytes);
+  EXPECT_TRUE(version.ok()) << version.status();
+  std::vector<float> out(10);
+  EXPECT_TRUE(DecodeArrayInto<float>(bytes, absl::MakeSpan(out), "pull").ok());
+  return out;
+}
+
+absl::StatusOr<proto::CheckpointResponse> Call(Checkpointer& c, proto::CheckpointAction action,
+                                               uint64_t cut, const std::string& dir = "") {
+  proto::CheckpointRequest req;
+  req.set_action(action);
+  req.set_cut(cut);
+  req.set_dir(dir);
+  req.set_timeout_ms(30000);
+  absl::Notification done;
+  absl::StatusOr<proto::CheckpointResponse> result;
+  c.Handle(req, [&](absl::StatusOr<proto::CheckpointResponse> r) {
+    result = std::move(r);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return result;
+}
+
+TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
+  const std::string root = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cut");
+  auto core = NewCore();
+  Checkpointer checkpointer(core.get(), 0);
+  ASSERT_TRUE(core->CreateTable(Counter()).ok());
+  Register(*core, 1);
+  Register(*core, 2);
+  for (uint64_t t = 0; t < 5; ++t) ASSERT_TRUE(PushOne(*core, 1, t).ok());
+  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 2, t).ok());
+
+  auto query = Call(checkpointer, proto::CHECKPOINT_MARK, 0);
+  ASSERT_TRUE(query.ok()) << query.status();
+  EXPECT_EQ(query->max_clock(), 4u);
+  EXPECT_FALSE(query->marked());
+  auto refused = Call(checkpointer, proto::CHECKPOINT_MARK, 4);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE(refused->marked());
+  auto marked = Call(checkpointer, proto::CHECKPOINT_MARK, 5);
+  ASSERT_TRUE(marked.ok() && marked->marked());
+
+  // WRITE waits for worker 2's rounds 3 and 4; worker 1's 5 and 6 are
+  // outside the cut.
+  const std::string dir = root + "/" + CheckpointDirName(1);
+  proto::CheckpointRequest write;
+  write.set_action(proto::CHECKPOINT_WRITE);
+  write.set_cut(5);
+  write.set_dir(dir);
+  absl::Notification written;
+  absl::StatusOr<proto::CheckpointResponse> part;
+  checkpointer.Handle(write, [&](absl::StatusOr<proto::CheckpointResponse> r) {
+    part = std::move(r);
+    written.Notify();
+  });
+  ASSERT_TRUE(PushOne(*core, 1, 5).ok());
+  ASSERT_TRUE(PushOne(*core, 1, 6).ok());
+  ASSERT_TRUE(PushOne(*core, 2, 3).ok());
+  EXPECT_FALSE(written.HasBeenNotified());
+  ASSERT_TRUE(PushOne(*core, 2, 4).ok());  // completes the cut
+  written.WaitForNotification();
+  ASSERT_TRUE(part.ok()) << part.status();
+  ASSERT_EQ(part->files_size(), 1);
+  ASSERT_EQ(part->clocks_size(), 2);
+  EXPECT_EQ(part->clocks(0).clock(), 5u);  // worker 1 at 7, capped at the cut
+  EXPECT_EQ(part->clocks(1).clock(), 5u);
+  ASSERT_EQ(part->dedup_size(), 2);
+  EXPECT_EQ(part->dedup(0).request_ids_size(), 5);     // worker 1's pushes below the cut
+  for (float v : PullAll(*core)) EXPECT_EQ(v, 12.0f);  // 10 in the cut, 2 outside
+
+  proto::CheckpointManifest m;
+  m.set_sequence(1);
+  m.set_cut(5);
+  *m.mutable_files() = part->files();
+  *m.mutable_clocks() = part->clocks();
+  *m.mutable_tables() = part->tables();
+  *m.mutable_dedup() = part->dedup();
+  ASSERT_TRUE(CommitCheckpoint(dir, m).ok());
+
+  auto restored = NewCore();
+  Checkpointer loader(restored.get(), 0);
+  std::vector<std::string> skipped;
+  auto found = loader.Restore(root, &skipped);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE(skipped.empty());
+  for (float v : PullAll(*restored)) EXPECT_EQ(v, 10.0f);
+  const auto clocks = restored->clocks().Clocks(~uint64_t{0});
+  ASSERT_EQ(clocks.size(), 2u);
+  EXPECT_EQ(clocks[0].clock, 5u);
+  // A retry of a push in the checkpoint is not applied again; one after the
+  // cut is.
+  ASSERT_TRUE(PushOne(*restored, 1, 4).ok());
+  for (float v : PullAll(*restored)) EXPECT_EQ(v, 10.0f);
+  ASSERT_TRUE(PushOne(*restored, 1, 5).ok());
+  for (float v : PullAll(*restored)) EXPECT_EQ(v, 11.0f);
+}
+
+TEST(CheckpointerTest, DeadlineNamesTheSlowestWorkerAndEndsTheCut) {
+  const std::string root = absl::StrCat(std::getenv("TEST_TMPDIR"), "/deadline");
+  auto core = NewCore();
+  Checkpointer checkpointer(core.get(), 0);
+  ASSERT_TRUE(core->CreateTable(Counter()).ok());
+  Register(*core, 1);
+  Register(*core, 2);
+  ASSERT_TRUE(PushOne(*core, 1, 0).ok());
+  ASSERT_TRUE(PushOne(*core, 2, 0).ok());
+  ASSERT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 2)->marked());
+  ASSERT_TRUE(PushOne(*core, 1, 1).ok());
+  proto::CheckpointRequest write;
+  write.set_action(proto::CHECKPOINT_WRITE);
+  write.set_cut(2);
+  write.set_dir(root + "/" + CheckpointDirName(1));
+  write.set_timeout_ms(1);
+  absl::Notification done;
+  absl::StatusOr<proto::CheckpointResponse> part;
+  checkpointer.Handle(write, [&](absl::StatusOr<proto::CheckpointResponse> r) {
+    part = std::move(r);
+    done.Notify();
+  });
+  // Deadlines are enforced by the server's tick.
+  for (int i = 0; i < 10000000 && !done.HasBeenNotified(); ++i) core->Tick();
+  ASSERT_TRUE(done.HasBeenNotified());
+  EXPECT_EQ(part.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(part.status().message(), HasSubstr("worker 2 has completed clock 1 of table 'c'"));
+  // The cut ended: another can be marked.
+  EXPECT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 3)->marked());
+  EXPECT_TRUE(Call(checkpointer, proto::CHECKPOINT_ABORT, 3).ok());
+  EXPECT_EQ(Call(checkpointer, proto::CHECKPOINT_ABORT, 3).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace ps

@@ -1,0 +1,85 @@
+// CoreState: what a shard's core holds besides its slices, taken at one
+// moment: the table definitions, each worker's completed clock per table,
+// the de-duplication windows and the live workers' leases. One export and
+// one import, used by replication snapshots (server/shard_host.cc) and by
+// checkpoints (server/checkpointer.cc), written into whichever record
+// carries it (SnapshotPart, CheckpointResponse and CheckpointManifest share
+// the field names tables, clocks and dedup).
+//
+// Export with no update being applied (under the core's order lock, or at
+// a checkpoint's completed cut) so that the state and the slices' copy are
+// of one moment. Not thread-safe beyond what PsCore is.
+#ifndef PS_SERVER_CORE_CORE_STATE_H_
+#define PS_SERVER_CORE_CORE_STATE_H_
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "proto/ps.pb.h"
+#include "proto/replication.pb.h"
+#include "server/core/clock_tracker.h"
+#include "server/core/ps_core.h"
+#include "server/core/request_dedup.h"
+
+namespace ps {
+
+struct CoreState {
+  std::vector<proto::TableDef> tables;
+  std::vector<ClockTracker::WorkerClock> clocks;
+  std::vector<RequestDedup::Window> dedup;
+  std::vector<ClockTracker::WorkerLease> workers;  // snapshots only
+};
+
+// The core's state as of cut `cut` (clocks capped at it, dedup windows as
+// of it; UINT64_MAX: everything applied); with `workers`, the live
+// workers' leases too.
+CoreState ExportCoreState(PsCore& core, uint64_t cut = std::numeric_limits<uint64_t>::max(),
+                          bool workers = false);
+
+// Into a core being filled (a snapshot's or a checkpoint's): creates the
+// tables, restores clocks, dedup windows and worker leases. Errors: those
+// of creating a table (RESOURCE_EXHAUSTED, INVALID_ARGUMENT).
+absl::Status ImportCoreState(PsCore& core, const CoreState& state);
+
+// Written into, and read from, a record with repeated fields tables,
+// clocks and dedup (proto::SnapshotPart, proto::CheckpointResponse,
+// proto::CheckpointManifest); a SnapshotPart carries the leases as well.
+template <typename Record>
+void CoreStateToProto(const CoreState& state, Record* out) {
+  for (const proto::TableDef& def : state.tables) *out->add_tables() = def;
+  for (const ClockTracker::WorkerClock& c : state.clocks) {
+    proto::WorkerClock* w = out->add_clocks();
+    w->set_table(c.table);
+    w->set_worker_id(c.worker);
+    w->set_clock(c.clock);
+  }
+  for (const RequestDedup::Window& d : state.dedup) {
+    proto::DedupWindow* w = out->add_dedup();
+    w->set_worker_id(d.worker_id);
+    w->set_forgotten_max(d.forgotten_max);
+    for (uint64_t id : d.request_ids) w->add_request_ids(id);
+  }
+}
+void CoreStateToProto(const CoreState& state, proto::SnapshotPart* out);
+
+template <typename Record>
+CoreState CoreStateFromProto(const Record& in) {
+  CoreState state;
+  state.tables.assign(in.tables().begin(), in.tables().end());
+  for (const proto::WorkerClock& c : in.clocks()) {
+    state.clocks.push_back({c.table(), c.worker_id(), c.clock()});
+  }
+  for (const proto::DedupWindow& d : in.dedup()) {
+    state.dedup.push_back(
+        {d.worker_id(), {d.request_ids().begin(), d.request_ids().end()}, d.forgotten_max()});
+  }
+  return state;
+}
+CoreState CoreStateFromProto(const proto::SnapshotPart& in);
+
+}  // namespace ps
+
+#endif  // PS_SERVER_CORE_CORE_STATE_H_

@@ -1,0 +1,631 @@
+#include "server/core/ps_core.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/table_def.h"
+#include "common/value_encoding.h"
+
+namespace ps {
+namespace {
+
+constexpr uint64_t kNoLiveWorkers = std::numeric_limits<uint64_t>::max();
+
+
+bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
+  return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
+}
+
+// Runs read(room), where room(bytes) gives the store a buffer for float32
+// values. For a 16-bit encoding the floats go to a scratch buffer and are
+// encoded into allocate()'s, which is called once with the encoded size.
+template <typename Read>
+auto ReadEncoded(proto::ValueEncoding encoding, const PsCore::Allocate& allocate, Read read)
+    -> decltype(read(absl::FunctionRef<char*(size_t)>(allocate))) {
+  if (encoding == proto::VALUES_F32) {
+    return read(absl::FunctionRef<char*(size_t)>(allocate));
+  }
+  std::unique_ptr<float[]> scratch;
+  size_t count = 0;
+  auto result = read(absl::FunctionRef<char*(size_t)>([&](size_t bytes) {
+    count = bytes / sizeof(float);
+    scratch.reset(new float[count]);
+    return reinterpret_cast<char*>(scratch.get());
+  }));
+  if (result.ok() && count > 0) {
+    // Sizes were validated before anything was read: every caller's
+    // allocate accepts the encoded size of what was read.
+    char* out = allocate(count * BytesPerValue(encoding));
+    EncodeValues(encoding, absl::MakeConstSpan(scratch.get(), count), out);
+  }
+  return result;
+}
+
+}  // namespace
+
+PsCore::PsCore(const PsCoreOptions& options)
+    : options_(options),
+      clock_(options.clock),
+      store_(options.server_index, Placement(options.num_servers, options.placement),
+             StoreLimits{options.limits.memory_budget_bytes, options.limits.max_tables,
+                         options.process_budget},
+             options.clock),
+      clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls,
+              options.process_parked),
+      dedup_(options.clock, options.limits.dedup_retention),
+      key_lists_(options.limits.key_list_cache_bytes, options.process_key_lists),
+      address_(options.address) {}
+
+PsCore::~PsCore() = default;
+
+void PsCore::set_address(const std::string& address) {
+  absl::MutexLock lock(&address_mu_);
+  address_ = address;
+}
+
+std::string PsCore::LogPrefix() const {
+  absl::MutexLock lock(&address_mu_);
+  return absl::StrCat("ps_server ", options_.server_index, " ", address_);
+}
+
+absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
+    const proto::CreateTableRequest& request) {
+  const proto::TableDef& def = request.table();
+  if (def.name().size() > options_.limits.max_table_name_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "table name '", def.name().substr(0, 64), "...' is ", def.name().size(),
+        " bytes, over the limit of ", options_.limits.max_table_name_bytes,
+        " (ps_server --max_table_name_bytes)"));
+  }
+  absl::StatusOr<bool> created;
+  {
+    absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+    created = store_.CreateTable(def);
+    if (!created.ok()) return created.status();
+    if (*created && log_ != nullptr) {
+      proto::ForwardEntry entry;
+      *entry.mutable_create_table() = request;
+      log_->Append(std::move(entry));
+    }
+  }
+  if (*created) LogEvent(LogPrefix(), absl::StrCat("table created: ", TableDefSummary(def)));
+  proto::CreateTableResponse reply;
+  reply.set_created(*created);
+  return reply;
+}
+
+absl::Status PsCore::CheckClock(const std::string& what, uint64_t clock) const {
+  if (clock < options_.limits.max_clock) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " carries clock ", clock,
+                                                 ", at or over the limit of ",
+                                                 options_.limits.max_clock, " (ps_server --max_clock)"));
+}
+
+namespace {
+
+// Keys per request and bytes per request, as ServerLimits bound them.
+absl::Status CheckSize(const char* what, const std::string& table, uint64_t keys, uint64_t bytes,
+                       const ServerLimits& limits) {
+  if (keys > limits.max_keys_per_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " of table '", table, "' names ", keys, " keys, over the limit of ",
+        limits.max_keys_per_request, " per request (ps_server --max_keys_per_request)"));
+  }
+  if (bytes > limits.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, " of ", keys, " keys of table '", table, "' is ", bytes,
+        " bytes, over this server's message limit of ", limits.max_message_bytes,
+        " bytes (ps_server --max_message_mb); split the request"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status PsCore::CheckPush(const PushArgs& args) const {
+  const proto::PushRequest& h = args.header;
+  if (absl::Status s = CheckClock(absl::StrCat("push to table '", h.table(), "'"), h.clock());
+      !s.ok()) {
+    return s;
+  }
+  // An unknown table is refused before anything (clocks, dedup) is touched.
+  if (absl::Status s = store_.GetTableDef(h.table()).status(); !s.ok()) return s;
+  return CheckSize("push", h.table(), args.keys.size(), args.values.size() * sizeof(float),
+                   options_.limits);
+}
+
+proto::ForwardEntry PsCore::ForwardEntryOf(const PushArgs& args,
+                                           const SparseTable::Decisions& decisions) {
+  proto::ForwardEntry entry;
+  proto::PushRequest* p = entry.mutable_push();
+  const proto::PushRequest& h = args.header;
+  p->set_table(h.table());
+  p->set_worker_id(h.worker_id());
+  p->set_clock(h.clock());
+  p->set_request_id(h.request_id());
+  p->set_round_parts(h.round_parts());
+  if (args.clock_only) return entry;
+  if (args.keys.is_list) {
+    p->set_key_list(reinterpret_cast<const char*>(args.keys.keys.data()),
+                    args.keys.keys.size() * sizeof(uint64_t));
+  } else {
+    for (const KeySpec::Range& r : args.keys.ranges) {
+      proto::KeyRange* range = p->add_ranges();
+      range->set_begin(r.begin);
+      range->set_end(r.end);
+    }
+  }
+  p->set_values(reinterpret_cast<const char*>(args.values.data()),
+                args.values.size() * sizeof(float));
+  if (!decisions.refused.empty() || !decisions.evicted.empty()) {
+    proto::SparseDecisions* d = entry.mutable_decisions();
+    d->mutable_refused()->Assign(decisions.refused.begin(), decisions.refused.end());
+    d->mutable_evicted()->Assign(decisions.evicted.begin(), decisions.evicted.end());
+  }
+  return entry;
+}
+
+void PsCore::AfterReplicated(ReplicationLog::Done done) {
+  if (log_ == nullptr) {
+    done(absl::OkStatus());
+  } else {
+    log_->Barrier(std::move(done));
+  }
+}
+
+void PsCore::RunOrdered(const std::function<void()>& fn) {
+  absl::MutexLock lock(&order_mu_);
+  fn();
+}
+
+absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry) {
+  if (log_ == nullptr) {
+    return absl::FailedPreconditionError("forwarded entry on a core without replication");
+  }
+  if (entry.has_heartbeat()) {
+    // The primary took it; a copy whose view of the worker differs (its
+    // lease was counted from a little later) keeps what it has. Taken
+    // before the order lock: taking it may run parked calls, which take the
+    // order lock themselves.
+    (void)TakeHeartbeat(entry.heartbeat());
+    absl::MutexLock order(&order_mu_);
+    log_->Append(entry);
+    return absl::OkStatus();
+  }
+  if (entry.has_create_table()) {
+    const proto::TableDef& def = entry.create_table().table();
+    absl::StatusOr<bool> created;
+    {
+      absl::MutexLock order(&order_mu_);
+      created = store_.CreateTable(def);
+      if (!created.ok()) return created.status();
+      log_->Append(entry);
+    }
+    if (*created) LogEvent(LogPrefix(), absl::StrCat("table created: ", TableDefSummary(def)));
+    return absl::OkStatus();
+  }
+  if (entry.has_epoch_start()) {
+    absl::MutexLock order(&order_mu_);
+    log_->Append(entry);
+    return absl::OkStatus();
+  }
+  if (entry.has_evict()) {
+    absl::MutexLock order(&order_mu_);
+    store_.EvictRows(entry.evict().table(),
+                     absl::MakeConstSpan(entry.evict().keys().data(), entry.evict().keys_size()));
+    log_->Append(entry);
+    return absl::OkStatus();
+  }
+  if (!entry.has_push()) {
+    return absl::InvalidArgumentError(
+        "forwarded entry is neither a push, a table creation, a heartbeat nor an epoch start");
+  }
+  PushArgs args;
+  if (absl::Status s = DecodePush(entry.push(), nullptr, &args); !s.ok()) return s;
+  if (absl::Status s = CheckPush(args); !s.ok()) return s;
+  return Apply(args, &entry).status();
+}
+
+absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args,
+                                                  const proto::ForwardEntry* forwarded) {
+  absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+  const proto::PushRequest& h = args.header;
+  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
+  proto::PushResponse reply;
+  SparseTable::Decisions decisions;
+  if (args.clock_only) {
+    absl::StatusOr<bool> fresh = admit();
+    if (!fresh.ok()) return fresh.status();
+    reply.set_duplicate(!*fresh);
+  } else {
+    const absl::Time start = absl::Now();
+    // Replicated: the primary records its sparse decisions, a copy replays
+    // the primary's.
+    if (forwarded != nullptr) {
+      decisions.replay = true;
+      decisions.refused.assign(forwarded->decisions().refused().begin(),
+                               forwarded->decisions().refused().end());
+      decisions.evicted.assign(forwarded->decisions().evicted().begin(),
+                               forwarded->decisions().evicted().end());
+    }
+    auto result = store_.Push(h.table(), args.keys, args.values, h.clock(), admit,
+                              log_ != nullptr ? &decisions : nullptr);
+    if (!result.ok()) return result.status();
+    reply.set_duplicate(result->duplicate);
+    reply.set_version(result->version);
+    if (!result->duplicate) apply_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  if (!reply.duplicate()) {
+    clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+  }
+  // A forwarded entry takes its place in this copy's history whether or
+  // not it was new here (every copy's history is the primary's).
+  if (forwarded != nullptr) {
+    log_->Append(*forwarded);
+  } else if (!reply.duplicate() && log_ != nullptr) {
+    log_->Append(ForwardEntryOf(args, decisions));
+  }
+  return reply;
+}
+
+PsCore::CallId PsCore::Push(const PushArgs* args, absl::Time deadline, PushDone done) {
+  if (absl::Status s = CheckPush(*args); !s.ok()) {
+    done(s);
+    return 0;
+  }
+  const proto::PushRequest& h = args->header;
+  if (!IsBsp(h.consistency(), h.staleness())) {
+    done(Apply(*args));
+    return 0;
+  }
+  // BSP: apply once everyone has read this round's parameters.
+  return clocks_.WhenPushReady(
+      h.table(), h.worker_id(), h.clock(), deadline,
+      [this, args, done = std::move(done)](absl::Status status, uint64_t) {
+        if (!status.ok()) {
+          done(status);
+        } else {
+          done(Apply(*args));
+        }
+      });
+}
+
+proto::PushBatchResponse PsCore::PushBatch(const proto::PushBatchRequest& request) {
+  proto::PushBatchResponse response;
+  for (const proto::PushRequest& push : request.pushes()) {
+    absl::StatusOr<proto::PushResponse> reply;
+    PushArgs args;
+    if (IsBsp(push.consistency(), push.staleness())) {
+      reply = absl::InvalidArgumentError(
+          absl::StrCat("push to table '", push.table(),
+                       "': BSP pushes wait for other workers and cannot be batched"));
+    } else if (absl::Status s = DecodePush(push, SegmentedBytes::Of(push.key_list()),
+                                           SegmentedBytes::Of(push.values()), &key_lists_, &args);
+               !s.ok()) {
+      reply = s;
+    } else if (absl::Status c = CheckPush(args); !c.ok()) {
+      reply = c;
+    } else {
+      reply = Apply(args);
+    }
+    proto::PushResponse* out = response.add_results();
+    if (reply.ok()) {
+      *out = *std::move(reply);
+    } else {
+      out->set_code(static_cast<int32_t>(reply.status().code()));
+      out->set_message(std::string(reply.status().message()));
+    }
+  }
+  return response;
+}
+
+absl::Status PsCore::CheckPull(const PullArgs& args) const {
+  const proto::PullRequest& h = args.header;
+  if (absl::Status s = CheckClock(absl::StrCat("pull of table '", h.table(), "'"), h.clock());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<proto::TableDef> def = store_.GetTableDef(h.table());
+  if (!def.ok()) return def.status();
+  if (absl::Status s =
+          CheckValueEncoding(h.value_encoding(), absl::StrCat("pull of table '", h.table(), "'"));
+      !s.ok()) {
+    return s;
+  }
+  const long double bytes =
+      static_cast<long double>(args.keys.size()) * def->width() * sizeof(float);
+  return CheckSize("pull", h.table(), args.keys.size(),
+                   bytes > 0x1p63L ? ~uint64_t{0} : static_cast<uint64_t>(bytes), options_.limits);
+}
+
+PsCore::CallId PsCore::Pull(const PullArgs* args, absl::Time deadline, Allocate allocate,
+                            PullDone done) {
+  const absl::Time arrived = clock_->Now();
+  if (absl::Status s = CheckPull(*args); !s.ok()) {
+    done(s);
+    return 0;
+  }
+  const proto::PullRequest& h = args->header;
+  auto serve = [this, args, arrived, allocate = std::move(allocate), done = std::move(done)](
+                   absl::Status status, uint64_t params_clock) {
+    proto::PullResponse reply;
+    if (status.ok()) {
+      status = Serve(args->header, args->keys, params_clock, arrived, allocate, &reply);
+    }
+    if (status.ok()) {
+      done(std::move(reply));
+    } else {
+      done(status);
+    }
+  };
+  if (h.consistency() == proto::CONSISTENCY_ASYNC) {
+    serve(absl::OkStatus(), clocks_.ParamsClock(h.table()));
+    return 0;
+  }
+  return clocks_.WhenPullReady(h.table(), h.worker_id(), h.clock(), h.staleness(), deadline,
+                               std::move(serve));
+}
+
+void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
+  const proto::PushRequest& h = args->header;
+  if (h.consistency() != proto::CONSISTENCY_ASYNC) {
+    done(absl::InvalidArgumentError(absl::StrCat(
+        "PushPull of table '", h.table(),
+        "' needs async consistency (a bounded or BSP round waits between its push and its "
+        "pull); use Push and Pull")));
+    return;
+  }
+  if (args->clock_only) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("PushPull of table '", h.table(), "' names no keys")));
+    return;
+  }
+  if (absl::Status s = CheckPush(*args); !s.ok()) {
+    done(s);
+    return;
+  }
+  // Applied and read back under one lock per run (ShardStore::PushAndRead).
+  auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
+  absl::StatusOr<ShardStore::PushResult> pushed;
+  {
+    absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+    SparseTable::Decisions decisions;
+    pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
+      return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room,
+                                log_ != nullptr ? &decisions : nullptr);
+    });
+    if (pushed.ok() && !pushed->duplicate) {
+      clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+      if (log_ != nullptr) log_->Append(ForwardEntryOf(*args, decisions));
+    }
+  }
+  if (!pushed.ok()) {
+    done(pushed.status());
+    return;
+  }
+  // The worker has now pushed rounds 0..clock: it reads at clock + 1.
+  proto::PullRequest pull;
+  pull.set_table(h.table());
+  pull.set_worker_id(h.worker_id());
+  pull.set_clock(h.clock() + 1);
+  proto::PullResponse reply;
+  // An async read never waits: no wait is recorded.
+  RecordRead(pull, clocks_.ParamsClock(h.table()), clock_->Now(), pushed->version, &reply);
+  reply.set_duplicate(pushed->duplicate);
+  done(std::move(reply));
+}
+
+absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
+    const proto::PushPullRequest& request, const SegmentedBytes& values,
+    const Allocate& allocate) {
+  uint64_t total = 0;
+  for (const proto::PushRequest& push : request.pushes()) {
+    if (push.values_bytes() > values.size() - std::min<uint64_t>(total, values.size())) {
+      total = values.size() + 1;  // does not add up
+      break;
+    }
+    total += push.values_bytes();
+  }
+  if (total != values.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushPull of ", request.pushes_size(), " pushes: their values_bytes do not add up to the ",
+        values.size(), " bytes of values sent"));
+  }
+  char* const out = allocate(total);
+  proto::PushPullResponse response;
+  uint64_t offset = 0;
+  for (const proto::PushRequest& push : request.pushes()) {
+    const uint64_t n = push.values_bytes();
+    PushArgs args;
+    absl::StatusOr<proto::PullResponse> result;
+    absl::Status decoded =
+        DecodePush(push, SegmentedBytes::Of(push.key_list()), values.Sub(offset, n), &key_lists_,
+                   &args);
+    if (!decoded.ok()) {
+      result = decoded;
+    } else {
+      char* const region = out + offset;
+      PushPull(
+          &args,
+          [region, n](size_t bytes) -> char* {
+            // Validation made the values read back as large as those pushed.
+            return bytes == n ? region : nullptr;
+          },
+          [&result](absl::StatusOr<proto::PullResponse> r) { result = std::move(r); });
+    }
+    proto::PullResponse* reply = response.add_results();
+    if (result.ok()) {
+      *reply = *std::move(result);
+    } else {
+      reply->set_code(static_cast<int32_t>(result.status().code()));
+      reply->set_message(std::string(result.status().message()));
+      if (n > 0) std::memset(out + offset, 0, n);
+    }
+    offset += n;
+  }
+  return response;
+}
+
+absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys,
+                           uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
+                           proto::PullResponse* reply) {
+  auto version = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
+    return store_.Pull(h.table(), keys, room);
+  });
+  if (!version.ok()) return version.status();
+  RecordRead(h, params_clock, arrived, *version, reply);
+  return absl::OkStatus();
+}
+
+void PsCore::RecordRead(const proto::PullRequest& h, uint64_t params_clock, absl::Time arrived,
+                        uint64_t version, proto::PullResponse* reply) {
+  const absl::Duration waited = clock_->Now() - arrived;
+  clocks_.PullServed(h.table(), h.worker_id(), h.clock());
+  // Without live workers nothing is tracked: the parameters are current.
+  // Staleness as the server sees it: its clock for the table (the furthest
+  // any worker has completed) minus the clock of the parameters returned.
+  const uint64_t server_clock = clocks_.ServerClock(h.table());
+  const uint64_t clock =
+      params_clock == kNoLiveWorkers ? std::max(h.clock(), server_clock) : params_clock;
+  stats_.Record(h.table(), server_clock > clock ? server_clock - clock : 0, waited);
+  reply->set_version(version);
+  reply->set_params_clock(clock);
+  reply->set_wait_us(static_cast<uint64_t>(absl::ToInt64Microseconds(waited)));
+}
+
+void PsCore::Cancel(CallId id) { clocks_.Cancel(id); }
+
+absl::StatusOr<proto::HeartbeatResponse> PsCore::Heartbeat(const proto::HeartbeatRequest& request) {
+  absl::StatusOr<proto::HeartbeatResponse> reply = TakeHeartbeat(request);
+  if (reply.ok() && log_ != nullptr) {
+    // Taken first, appended after: taking it may run parked calls, which
+    // take the order lock themselves.
+    proto::ForwardEntry entry;
+    *entry.mutable_heartbeat() = request;
+    absl::MutexLock order(&order_mu_);
+    log_->Append(std::move(entry));
+  }
+  return reply;
+}
+
+absl::StatusOr<proto::HeartbeatResponse> PsCore::TakeHeartbeat(
+    const proto::HeartbeatRequest& request) {
+  proto::HeartbeatResponse reply;
+  if (request.leaving()) {
+    clocks_.Leave(request.worker_id(), request.incarnation());
+    return reply;
+  }
+  const absl::Duration lease =
+      request.lease_ms() > 0 ? absl::Milliseconds(request.lease_ms()) : absl::Seconds(5);
+  if (lease > options_.limits.max_lease) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", request.worker_id(), " asks for a lease of ", absl::FormatDuration(lease),
+        ", over this server's limit of ", absl::FormatDuration(options_.limits.max_lease),
+        " (ps_server --max_lease_seconds); use a shorter ps_worker --lease_seconds"));
+  }
+  if (absl::Status s = CheckClock(absl::StrCat("heartbeat of worker ", request.worker_id()),
+                                  request.clock());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<int> live =
+      clocks_.Register(request.worker_id(), request.incarnation(), request.clock(), lease);
+  if (!live.ok()) return live.status();
+  reply.set_live_workers(*live);
+  return reply;
+}
+
+absl::StatusOr<proto::InfoResponse> PsCore::Info(const proto::InfoRequest& request) {
+  proto::InfoResponse info;
+  if (!request.table().empty()) {
+    absl::StatusOr<proto::TableDef> def = store_.GetTableDef(request.table());
+    if (!def.ok()) return def.status();
+    *info.mutable_table() = *std::move(def);
+  }
+  info.set_server_index(options_.server_index);
+  info.set_num_servers(options_.num_servers);
+  info.set_virtual_nodes(options_.placement.virtual_nodes);
+  info.set_slice_size(options_.placement.slice_size);
+  info.set_dedup_retention_ms(
+      static_cast<uint64_t>(absl::ToInt64Milliseconds(options_.limits.dedup_retention)));
+  if (request.worker_clocks()) {
+    for (const ClockTracker::WorkerClock& c : clocks_.Clocks(UINT64_MAX)) {
+      if (c.worker != request.worker_id()) continue;
+      proto::TableClock* t = info.add_worker_clocks();
+      t->set_table(c.table);
+      t->set_clock(c.clock);
+    }
+  }
+  absl::MutexLock lock(&address_mu_);
+  info.set_address(address_);
+  info.set_restored_from(restored_from_);
+  info.set_restored_cut(restored_cut_);
+  return info;
+}
+
+void PsCore::set_restored(const std::string& path, uint64_t cut) {
+  absl::MutexLock lock(&address_mu_);
+  restored_from_ = path;
+  restored_cut_ = cut;
+}
+
+proto::StatsResponse PsCore::Stats() {
+  proto::StatsResponse reply;
+  const KeyListCache::Stats key_lists = key_lists_.stats();
+  reply.set_key_lists_kept(key_lists.lists);
+  reply.set_key_list_bytes(key_lists.bytes);
+  reply.set_key_list_hits(key_lists.hits);
+  reply.set_key_list_misses(key_lists.misses);
+  reply.set_memory_bytes(store_.bytes_used());
+  reply.set_memory_budget_bytes(options_.limits.memory_budget_bytes);
+  absl::flat_hash_set<std::string> listed;
+  for (proto::TableStats& t : stats_.Snapshot()) {
+    t.set_server_clock(clocks_.ServerClock(t.table()));
+    store_.FillSparseStats(&t);
+    listed.insert(t.table());
+    *reply.add_tables() = std::move(t);
+  }
+  // Sparse tables nobody has pulled from yet still report their rows.
+  for (const std::string& name : store_.SparseTableNames()) {
+    if (listed.contains(name)) continue;
+    proto::TableStats* t = reply.add_tables();
+    t->set_table(name);
+    t->set_server_clock(clocks_.ServerClock(name));
+    store_.FillSparseStats(t);
+  }
+  return reply;
+}
+
+std::vector<std::string> PsCore::Tick() {
+  clocks_.Tick();
+  dedup_.Expire();
+  if (log_ == nullptr) {
+    store_.Sweep();
+  } else if (log_->Decides()) {
+    // The primary evicts aged rows and sends its copies the keys; a copy
+    // evicts only what its primary did.
+    absl::MutexLock order(&order_mu_);
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> evicted;
+    store_.Sweep(&evicted);
+    constexpr size_t kKeysPerEntry = 1 << 16;  // 512 KiB: far below any message limit
+    for (auto& [table, keys] : evicted) {
+      for (size_t b = 0; b < keys.size(); b += kKeysPerEntry) {
+        const size_t e = std::min(keys.size(), b + kKeysPerEntry);
+        proto::ForwardEntry entry;
+        entry.mutable_evict()->set_table(table);
+        entry.mutable_evict()->mutable_keys()->Assign(keys.begin() + b, keys.begin() + e);
+        log_->Append(std::move(entry));
+      }
+    }
+  }
+  return clocks_.TakeEvents();
+}
+
+void PsCore::Close(const absl::Status& status) { clocks_.Close(status); }
+
+}  // namespace ps

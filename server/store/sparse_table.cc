@@ -1,0 +1,498 @@
+#include "server/store/sparse_table.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/hash.h"
+#include "common/table_layout.h"
+#include "server/store/initializer.h"
+
+namespace ps {
+
+SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer,
+                         int server_index, const Placement& placement, MemoryBudget* budget,
+                         Clock* clock)
+    : def_(def),
+      optimizer_(std::move(optimizer)),
+      num_buckets_(LayoutOf(def).num_buckets),
+      width_(def.width()),
+      state_floats_(def.width() * optimizer_->state_per_value()),
+      meta_(def.evict_after_clocks() > 0 || def.evict_after_seconds() > 0 || def.max_rows() > 0),
+      floats_per_row_(width_ + state_floats_ + (meta_ ? 2 : 0)),
+      slice_cap_(def.max_rows() == 0 ? 0 : (def.max_rows() + num_buckets_ - 1) / num_buckets_),
+      clock_(clock),
+      created_(clock->Now()),
+      server_index_(server_index),
+      placement_(placement),
+      budget_(budget) {
+  slices_.resize(num_buckets_);
+  slot_refs_.reset(new std::atomic<uint64_t>[num_buckets_]);
+  for (uint64_t s = 0; s < num_buckets_; ++s) slot_refs_[s].store(0, std::memory_order_relaxed);
+  for (uint64_t s = 0; s < num_buckets_; ++s) {
+    if (placement_.OwnerOfSlice(def_.name(), s) == server_index_) {
+      slices_[s] = std::make_unique<Slice>(floats_per_row_, HashCombine(def_.seed(), s));
+      absl::MutexLock lock(&slices_[s]->mu);
+      PublishShape(s, *slices_[s]);
+      if (def_.admit_after_pushes() > 1) slices_[s]->sketch.assign(kSketchDepth * kSketchWidth, 0);
+    }
+  }
+}
+
+void SparseTable::PublishShape(uint64_t s, Slice& slice) {
+  const SparseRows::Shape shape = slice.rows.shape();
+  slice.size.store(shape.size, std::memory_order_relaxed);
+  slice.next_row.store(shape.next_row, std::memory_order_relaxed);
+  slice.slots.store(shape.slots, std::memory_order_relaxed);
+  slice.chunks.store(shape.chunks, std::memory_order_relaxed);
+  slice.small_bound.store(SparseRows::BytesToInsert(floats_per_row_, shape, kSmallGroup),
+                          std::memory_order_relaxed);
+  // The slots' address and the log2 of their count, in one word.
+  const uint64_t base = reinterpret_cast<uintptr_t>(slice.rows.slots_data());
+  uint64_t ref = 0;
+  if (base != 0 && base < (uint64_t{1} << kRefShift)) {
+    const uint64_t log2 = 64 - __builtin_clzll(slice.rows.slots_mask() + 1) - 1;
+    ref = base | (log2 << kRefShift);
+  }
+  slot_refs_[s].store(ref, std::memory_order_relaxed);
+}
+
+uint64_t SparseTable::NextRandom(uint64_t* state) {
+  *state += 0x9e3779b97f4a7c15ULL;
+  return Mix64(*state);
+}
+
+bool SparseTable::Admits(Slice& slice, uint64_t hash) {
+  if (!slice.sketch.empty()) {
+    // Count the push in each row of the sketch; the key's count is the
+    // smallest of its counters (overstated by collisions, never less).
+    uint32_t count = 255;
+    for (int d = 0; d < kSketchDepth; ++d) {
+      uint8_t& c = slice.sketch[d * kSketchWidth + (HashCombine(hash, d) & (kSketchWidth - 1))];
+      if (c < 255) ++c;
+      count = std::min<uint32_t>(count, c);
+    }
+    if (count < def_.admit_after_pushes()) return false;
+  }
+  const float p = def_.admit_probability();
+  if (p > 0 && p < 1) {
+    return static_cast<double>(NextRandom(&slice.rng) >> 11) * 0x1.0p-53 < p;
+  }
+  return true;
+}
+
+void SparseTable::Touch(float* row, uint64_t clock) const {
+  const uint64_t now = def_.evict_after_seconds() > 0
+                           ? static_cast<uint64_t>(absl::ToInt64Seconds(clock_->Now() - created_))
+                           : clock;
+  const uint32_t last = static_cast<uint32_t>(std::min<uint64_t>(now, ~uint32_t{0}));
+  uint32_t count = TouchCount(row);
+  if (count < ~uint32_t{0}) ++count;
+  float* meta = row + width_ + state_floats_;
+  std::memcpy(meta, &last, sizeof last);
+  std::memcpy(meta + 1, &count, sizeof count);
+}
+
+uint32_t SparseTable::LastTouch(const float* row) const {
+  uint32_t last;
+  std::memcpy(&last, row + width_ + state_floats_, sizeof last);
+  return last;
+}
+
+uint32_t SparseTable::TouchCount(const float* row) const {
+  uint32_t count;
+  std::memcpy(&count, row + width_ + state_floats_ + 1, sizeof count);
+  return count;
+}
+
+void SparseTable::EvictRow(Slice& slice, uint64_t key) {
+  if (slice.rows.Erase(key)) {
+    evicted_.fetch_add(1, std::memory_order_relaxed);
+    rows_.fetch_sub(1, std::memory_order_relaxed);
+    NoteErased(slice, key);
+  }
+}
+
+void SparseTable::EvictOverCap(uint64_t s, Slice& slice, Decisions* decisions) {
+  if (decisions != nullptr && decisions->replay) {
+    for (uint64_t key : decisions->evicted) {
+      if (SliceOf(key) == s) EvictRow(slice, key);
+    }
+    return;
+  }
+  const bool lfu = def_.eviction() == proto::EVICT_LFU;
+  while (slice.rows.size() > slice_cap_) {
+    // Of a few sampled rows, the least recently (LRU) or least often (LFU)
+    // updated.
+    uint64_t victim = 0;
+    uint64_t best = ~uint64_t{0};
+    for (int i = 0; i < kEvictionSamples; ++i) {
+      uint64_t key;
+      if (!slice.rows.SampleKey(NextRandom(&slice.rng), &key)) return;
+      const float* row = slice.rows.Find(key);
+      const uint64_t score = lfu ? TouchCount(row) : LastTouch(row);
+      if (score < best) {
+        best = score;
+        victim = key;
+      }
+    }
+    EvictRow(slice, victim);
+    if (decisions != nullptr) decisions->evicted.push_back(victim);
+  }
+}
+
+uint64_t SparseTable::EvictKeys(absl::Span<const uint64_t> keys) {
+  const uint64_t before = evicted();
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_slice;
+  for (uint64_t key : keys) {
+    const uint64_t s = SliceOf(key);
+    if (s < slices_.size() && slices_[s] != nullptr) by_slice[s].push_back(key);
+  }
+  for (auto& [s, slice_keys] : by_slice) {
+    Slice& slice = *slices_[s];
+    absl::MutexLock lock(&slice.mu);
+    EvictLocked(slice, slice_keys);
+    PublishShape(s, slice);
+  }
+  return evicted() - before;
+}
+
+void SparseTable::EvictLocked(Slice& slice, absl::Span<const uint64_t> keys) {
+  if (keys.empty()) return;
+  CopyForCut(slice);  // evictions are outside any cut
+  const uint64_t before = slice.rows.bytes();
+  for (uint64_t key : keys) EvictRow(slice, key);
+  // Erased rows go to a free list, which may grow.
+  const uint64_t grown = slice.rows.bytes() - before;
+  budget_->Charge(grown);
+  bytes_.fetch_add(grown, std::memory_order_relaxed);
+}
+
+uint64_t SparseTable::Sweep(std::vector<uint64_t>* keys) {
+  const absl::Time now = clock_->Now();
+  const uint64_t by_clocks = def_.evict_after_clocks(), by_seconds = def_.evict_after_seconds();
+  if (by_clocks == 0 && by_seconds == 0) return 0;
+  // The age of a row in the unit of its metadata.
+  const uint64_t current =
+      by_seconds > 0
+          ? static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Seconds(now - created_)))
+          : max_clock_.load(std::memory_order_relaxed);
+  const uint64_t limit = by_seconds > 0 ? by_seconds : by_clocks;
+  if (current <= limit) return 0;
+  const uint64_t oldest = current - limit;  // rows last updated before it go
+  uint64_t evicted = 0;
+  std::vector<uint64_t> expired;
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    expired.clear();
+    slice->rows.ForEach([&](uint64_t key, const float* row) {
+      if (LastTouch(row) < oldest) expired.push_back(key);
+    });
+    EvictLocked(*slice, expired);
+    if (keys != nullptr) keys->insert(keys->end(), expired.begin(), expired.end());
+    evicted += expired.size();
+  }
+  return evicted;
+}
+
+SparseTable::~SparseTable() { budget_->Release(bytes()); }
+
+absl::StatusOr<SparseTable::KeyPlan> SparseTable::Plan(absl::Span<const uint64_t> keys) const {
+  KeyPlan plan;
+  plan.hashes.reset(new uint64_t[keys.size()]);
+  uint64_t* const hashes = plan.hashes.get();
+  // The hashes first, eight keys at a time (SparseRows::Hash is Mix64).
+  Mix64Many(keys.data(), hashes, keys.size());
+  if (keys.empty()) return plan;
+  plan.groups.reserve(std::min<uint64_t>(keys.size(), num_buckets_));
+  // Key i starts a run of slice s: an error when another server owns it.
+  const auto owned = [&](size_t i, uint64_t s) {
+    if (slices_[s] != nullptr) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", def_.name(), "': key ", keys[i], " (slice ", s, ") is owned by server ",
+        placement_.OwnerOfSlice(def_.name(), s), ", not server ", server_index_,
+        "; is the client's cluster spec the same as the servers'?"));
+  };
+  // The current run in locals (not through groups.back() for every key).
+  uint64_t slice = Placement::SparseSliceOfHash(hashes[0], num_buckets_);
+  if (absl::Status s = owned(0, slice); !s.ok()) return s;
+  size_t begin = 0;
+  for (size_t i = 1; i < keys.size(); ++i) {
+    const uint64_t s = Placement::SparseSliceOfHash(hashes[i], num_buckets_);
+    if (s == slice) continue;
+    if (absl::Status status = owned(i, s); !status.ok()) return status;
+    plan.groups.push_back({slice, begin, i});
+    plan.max_group = std::max(plan.max_group, i - begin);
+    slice = s;
+    begin = i;
+  }
+  plan.groups.push_back({slice, begin, keys.size()});
+  plan.max_group = std::max(plan.max_group, keys.size() - begin);
+  return plan;
+}
+
+void SparseTable::InitRow(uint64_t key, float* row) const {
+  InitializeValues(def_, key, 1, row);
+  if (state_floats_ > 0) optimizer_->InitState(row + width_, state_floats_);
+  if (meta_) std::memset(row + width_ + state_floats_, 0, 2 * sizeof(float));
+}
+
+uint64_t SparseTable::Reserve(const KeyPlan& plan, absl::Span<const uint64_t> keys,
+                              absl::Status* status) {
+  const std::vector<Group>& groups = plan.groups;
+  // First without locks, as if every key were new, from each slice's
+  // published shape.
+  uint64_t bound = 0;
+  for (const Group& g : groups) {
+    const Slice& slice = *slices_[g.slice];
+    const uint64_t n = g.end - g.begin;
+    if (n <= kSmallGroup) {
+      // BytesToInsert grows with n: its value for kSmallGroup, published
+      // with the shape, bounds a smaller group's.
+      bound += slice.small_bound.load(std::memory_order_relaxed);
+      continue;
+    }
+    SparseRows::Shape shape;
+    shape.size = slice.size.load(std::memory_order_relaxed);
+    shape.next_row = slice.next_row.load(std::memory_order_relaxed);
+    shape.slots = slice.slots.load(std::memory_order_relaxed);
+    shape.chunks = slice.chunks.load(std::memory_order_relaxed);
+    bound += SparseRows::BytesToInsert(floats_per_row_, shape, n);
+  }
+  if (budget_->TryCharge(bound)) return bound;
+  // Near the limit: exactly what the missing keys need.
+  // Counted per slice: a list not grouped by slice has several groups of
+  // one slice, whose new rows share its growth.
+  absl::flat_hash_map<uint64_t, size_t> missing_in;
+  size_t missing = 0;
+  for (const Group& g : groups) {
+    const Slice& slice = *slices_[g.slice];
+    absl::ReaderMutexLock lock(&slice.mu);
+    size_t m = 0;
+    for (size_t i = g.begin; i < g.end; ++i) {
+      m += slice.rows.Find(keys[i], plan.hashes[i]) == nullptr;
+    }
+    missing_in[g.slice] += m;
+    missing += m;
+  }
+  uint64_t exact = 0;
+  for (const auto& [s, m] : missing_in) {
+    const Slice& slice = *slices_[s];
+    absl::ReaderMutexLock lock(&slice.mu);
+    exact += slice.rows.BytesToInsert(m);
+  }
+  if (budget_->TryCharge(exact)) return exact;
+  *status = absl::ResourceExhaustedError(absl::StrCat(
+      "table '", def_.name(), "': ", missing, " new rows need ", exact, " bytes on server ",
+      server_index_, ", but only ", budget_->left(), " of the memory budget of ", budget_->limit(),
+      " bytes are left (ps_server --memory_budget_mb); nothing of this push was applied"));
+  return 0;
+}
+
+absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
+                                       absl::Span<const float> grads, uint64_t clock, Admit admit,
+                                       char* dst) {
+  absl::StatusOr<KeyPlan> plan = Plan(keys);
+  if (!plan.ok()) return plan.status();
+  return Push(keys, *plan, grads, clock, admit, dst);
+}
+
+absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
+                                       absl::Span<const float> grads, uint64_t clock, Admit admit,
+                                       char* dst, Decisions* decisions) {
+  const std::vector<Group>& groups = plan.groups;
+  const uint64_t* const hashes = plan.hashes.get();
+  // Memory for the rows this push may create is charged before anything
+  // changes, so that once admitted the push is applied whole.
+  absl::Status status;
+  const uint64_t reserved = Reserve(plan, keys, &status);
+  if (!status.ok()) return status;
+  absl::StatusOr<bool> fresh = admit();
+  if (!fresh.ok() || !*fresh) {
+    budget_->Release(reserved);
+    if (!fresh.ok()) return fresh.status();
+    if (dst != nullptr) Read(keys, plan, dst);
+    return false;
+  }
+  // One group's rows (entry i - g.begin for key i). Every entry is set
+  // before it is read: no zero-filling.
+  const std::unique_ptr<float*[]> rows(new float*[plan.max_group]);
+  std::vector<float> initial;  // a refused key's initial values, read back
+  const bool admission = def_.admit_after_pushes() > 1 ||
+                         (def_.admit_probability() > 0 && def_.admit_probability() < 1);
+  // A copy replays its primary's admission: how often it refused each key
+  // (a key listed twice may be refused, then admitted).
+  absl::flat_hash_map<uint64_t, uint32_t> refusals;
+  const bool replay = decisions != nullptr && decisions->replay;
+  if (replay) {
+    for (uint64_t key : decisions->refused) ++refusals[key];
+  }
+  uint64_t grown = 0, created_rows = 0, refused = 0;
+  uint64_t max_clock = max_clock_.load(std::memory_order_relaxed);
+  while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
+  }
+  // Map slots are scattered: the next group's are requested while this
+  // one is worked on (a group is ~10 keys with many buckets: too few to
+  // prefetch within it), and the keys of a larger group kPrefetchAhead
+  // ahead.
+  PrefetchGroup(groups[0], hashes, keys.size());
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const Group& g = groups[k];
+    if (k + 1 < groups.size()) PrefetchGroup(groups[k + 1], hashes, keys.size());
+    Slice& slice = *slices_[g.slice];
+    absl::MutexLock lock(&slice.mu);
+    uint64_t tag;
+    SparseRows* const also = PrepareCut(slice, clock, &tag);
+    const uint32_t row_tag = RowTag(tag);
+    bool all_rows = true;
+    float** const group_rows = rows.get() - g.begin;  // indexed by key
+    size_t i = g.begin;
+    if (!admission) {
+      // The usual case first: keys that have rows, in a tight loop.
+      for (; i < g.end; ++i) {
+        if (i + kPrefetchAhead < g.end) slice.rows.Prefetch(hashes[i + kPrefetchAhead]);
+        float* const row = slice.rows.Find(keys[i], hashes[i]);
+        if (row == nullptr) break;
+        __builtin_prefetch(row);
+        group_rows[i] = row;
+      }
+    }
+    // The slice's bytes and shape change only when it gets rows (or evicts
+    // them): the usual push of keys that have rows skips their accounting.
+    const bool may_grow = i < g.end || slice_cap_ > 0;
+    const uint64_t before = may_grow ? slice.rows.bytes() : 0;
+    // From the first key without a row (or every key, with admission on).
+    for (; i < g.end; ++i) {
+      if (i + kPrefetchAhead < g.end) slice.rows.Prefetch(hashes[i + kPrefetchAhead]);
+      const uint64_t hash = hashes[i];
+      float*& row = group_rows[i];
+      row = admission ? slice.rows.Find(keys[i], hash) : nullptr;
+      if (row == nullptr) {
+        bool admitted = true;
+        if (admission) {
+          admitted = Admits(slice, hash);  // counts the push either way
+          if (replay) {
+            auto it = refusals.find(keys[i]);
+            admitted = it == refusals.end() || it->second == 0;
+            if (!admitted) --it->second;
+          } else if (!admitted && decisions != nullptr) {
+            decisions->refused.push_back(keys[i]);
+          }
+        }
+        if (!admitted) {
+          // Not admitted: no row, the gradient is dropped, and the read
+          // back gives the initial values.
+          ++refused;
+          all_rows = false;
+          if (dst != nullptr) {
+            // dst may not be aligned for floats: through a row-sized buffer.
+            initial.resize(width_);
+            InitializeValues(def_, keys[i], 1, initial.data());
+            std::memcpy(dst + i * width_ * sizeof(float), initial.data(), width_ * sizeof(float));
+          }
+          continue;
+        }
+        bool created = false;
+        row = slice.rows.Insert(keys[i], hash, &created);
+        if (created) {
+          InitRow(keys[i], row);
+          ++created_rows;
+          if (slice.copy == nullptr) {
+            // Re-created: no longer erased.
+            if (!slice.erased.empty()) slice.erased.erase(keys[i]);
+          } else {
+            // Created while the slice is copied for a cut: the copy may lack
+            // the key (the erased entry stays, see the header) or hold an
+            // older row of it, which this new row differs from whether the
+            // push is in the cut or not: a change outside the cut.
+            slice.rows.set_tag(row, RowTag(ChangeTag()));
+          }
+        }
+      }
+      // Its cache line is loaded while the next keys are probed.
+      __builtin_prefetch(row);
+    }
+    // The rows of the group, in runs without refused keys; each row's tag
+    // is raised to the push's as it is updated.
+    for (size_t b = g.begin; b < g.end;) {
+      if (group_rows[b] == nullptr) {
+        ++b;
+        continue;
+      }
+      size_t e = b + 1;
+      while (!all_rows && e < g.end && group_rows[e] != nullptr) ++e;
+      if (all_rows) e = g.end;
+      optimizer_->ApplySparseRows(group_rows + b, grads.data() + b * width_, e - b, width_,
+                                  floats_per_row_, row_tag, clock,
+                                  dst != nullptr ? dst + b * width_ * sizeof(float) : nullptr);
+      if (meta_) {
+        for (size_t i = b; i < e; ++i) Touch(group_rows[i], clock);
+      }
+      b = e;
+    }
+    if (also != nullptr) {
+      const uint64_t copy_before = also->bytes();
+      for (size_t i = g.begin; i < g.end; ++i) {
+        if (group_rows[i] != nullptr) {
+          ApplyToCopy(*also, keys[i], hashes[i], &grads[i * width_], clock, row_tag);
+        }
+      }
+      // New rows of the copy: charged as they come (a bounded overshoot).
+      const uint64_t copy_grown = also->bytes() - copy_before;
+      budget_->Charge(copy_grown);
+      slice.copy_bytes += copy_grown;
+    }
+    if (slice_cap_ > 0) {
+      // Evictions are outside any cut: the slice is copied first.
+      if (slice.rows.size() > slice_cap_) CopyForCut(slice);
+      EvictOverCap(g.slice, slice, decisions);
+    }
+    if (may_grow) {
+      grown += slice.rows.bytes() - before;
+      PublishShape(g.slice, slice);
+    }
+  }
+  admitted_.fetch_add(created_rows, std::memory_order_relaxed);
+  refused_.fetch_add(refused, std::memory_order_relaxed);
+  // What was reserved beyond what was allocated goes back. A bound read from
+  // shapes that concurrent pushes then grew may prove low: the excess is
+  // allocated, so it is charged.
+  if (grown <= reserved) {
+    budget_->Release(reserved - grown);
+  } else {
+    budget_->Charge(grown - reserved);
+  }
+  bytes_.fetch_add(grown, std::memory_order_relaxed);
+  rows_.fetch_add(created_rows, std::memory_order_relaxed);
+  version_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, char* dst) const {
+  absl::StatusOr<KeyPlan> plan = Plan(keys);
+  if (!plan.ok()) return plan.status();
+  Read(keys, *plan, dst);
+  return absl::OkStatus();
+}
+
+void SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const {
+  const size_t row_bytes = width_ * sizeof(float);
+  std::vector<float> initial(width_);
+  for (const Group& g : plan.groups) {
+    const Slice& slice = *slices_[g.slice];
+    absl::ReaderMutexLock lock(&slice.mu);
+    for (size_t i = g.begin; i < g.end; ++i) {
+      const float* row = slice.rows.Find(keys[i], plan.hashes[i]);
+      if (row == nullptr) {
+        InitializeValues(def_, keys[i], 1, initial.data());
+        row = initial.data();
+      }
+      std::memcpy(dst + i * row_bytes, row, row_bytes);
+    }
+  }
+}
+
+}  // namespace ps

@@ -1,0 +1,358 @@
+// SparseTable: one server's part of a sparse table (TableDef kind
+// TABLE_SPARSE): keys are any uint64 (hashed feature ids), slice =
+// hash(key) mod num_buckets, and a row is created by the first push of its
+// key, initialized from (table seed, key), so whichever server creates it
+// gets the same values. A read of a key without a row returns those initial
+// values without creating the row.
+//
+// Each owned slice is a SparseRows (flat hash map, rows in chunks: value
+// floats then optimizer state) under its own reader/writer lock. Memory is
+// charged to the server's MemoryBudget as slices grow, before rows are
+// created.
+//
+// Incremental checkpoints (server/cut_state.h): each row carries a change
+// tag, a uint32 kept by SparseRows right after the row's floats (4 bytes a
+// row; a tag past 2^32 - 1 is stored as that, which only overstates; a
+// write on top of a cut >= 2^32 - 1 writes whole slices). A push stores
+// each touched row's tag once, under the slice lock it already holds: no
+// extra lookup. A row created while its slice is copied for a cut is
+// tagged as a change outside the cut, even by a push inside it: it may
+// replace an evicted row that the copy still holds.
+// Each slice also remembers the keys it erased (evictions) with the
+// erasure's tag, until no checkpoint they could be missing from can be a
+// base any more (WriteCut's prune_upto); re-creating a key drops it, except
+// while the slice has a copy for a cut (the copy may lack the key: the
+// entry stays, and a write skips entries whose key it holds). The list is
+// capped at max(kMinErasedCap, live rows) keys a slice (a flat hash map of
+// 16-byte slots: ~20-40 bytes a key; not charged to the memory budget);
+// past the cap it is dropped whole, and every write on top of a cut before
+// the drop writes that slice whole (erased_lost).
+//
+// Thread-safe. Knows nothing of gRPC, clocks of workers or de-duplication:
+// the store's caller decides whether a push is applied (Admit).
+#ifndef PS_SERVER_STORE_SPARSE_TABLE_H_
+#define PS_SERVER_STORE_SPARSE_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/clock.h"
+#include "common/placement.h"
+#include "proto/ps.pb.h"
+#include "server/checkpoint/checkpoint_records.h"
+#include "server/store/cut_state.h"
+#include "server/store/memory_budget.h"
+#include "server/store/optimizer.h"
+#include "server/store/sparse_rows.h"
+
+namespace ps {
+
+class SparseTable {
+ public:
+  // The slices `placement` gives server `server_index`, empty. `budget`
+  // and `clock` (the time of evict_after_seconds) must outlive the table.
+  SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
+              const Placement& placement, MemoryBudget* budget, Clock* clock = Clock::Real());
+  // Returns the table's bytes to the budget.
+  ~SparseTable();
+
+  const proto::TableDef& def() const { return def_; }
+  uint64_t num_buckets() const { return num_buckets_; }
+  uint64_t SliceOf(uint64_t key) const { return Placement::SparseSliceOf(key, num_buckets_); }
+  // Keys [begin, end) of a request that lie in one slice.
+  struct Group {
+    uint64_t slice;
+    size_t begin, end;
+  };
+  // A request's keys as this table sees them: each key's hash (computed
+  // once: it chooses the slice and the map slot; an array not zero-filled
+  // first), the maximal runs of consecutive keys in one slice (the client
+  // sends keys grouped by slice, so normally one run per slice), and the
+  // longest run's length.
+  struct KeyPlan {
+    std::unique_ptr<uint64_t[]> hashes;
+    std::vector<Group> groups;
+    size_t max_group = 0;
+  };
+  // The plan of `keys`, or FAILED_PRECONDITION naming the first key whose
+  // slice another server owns (its slice and owner).
+  absl::StatusOr<KeyPlan> Plan(absl::Span<const uint64_t> keys) const;
+  // Plan's ownership check alone.
+  absl::Status CheckOwned(absl::Span<const uint64_t> keys) const { return Plan(keys).status(); }
+
+  // A push of `grads` (keys.size() * width floats, key-major) stamped with
+  // the worker's `clock`, keys planned (`plan`) and values checked finite:
+  //  1. charges the budget for the rows it may create (an upper bound from
+  //     each slice's published shape; near the limit, exactly what the
+  //     missing keys need); RESOURCE_EXHAUSTED naming the table and the
+  //     bytes needed and left when they do not fit, with nothing changed;
+  //  2. asks admit(): false skips the update (a retry that was applied);
+  //     an error is returned as is;
+  //  3. under each slice's lock once: creates the missing rows (initialized)
+  //     and applies the table's optimizer to every row, in order (a key
+  //     listed twice is updated twice); then gives back what was charged
+  //     beyond what was allocated.
+  // With `dst`, the rows' values after the push (or now, when skipped) are
+  // copied there (keys.size() * width floats, any alignment). Returns
+  // whether the update was applied.
+  //
+  // `decisions` (replication; null: decide here, keep nothing): what is not
+  // deterministic, admission and eviction at the row cap, is decided by the
+  // shard's primary and carried down the chain. replay false: decides, and
+  // records the keys refused a row and the rows evicted; replay true:
+  // applies the recorded ones instead of deciding (the admission sketch
+  // still counts the push), so every copy holds the same rows.
+  struct Decisions {
+    bool replay = false;
+    std::vector<uint64_t> refused;  // keys refused a row (admission), once a refusal
+    std::vector<uint64_t> evicted;  // rows evicted at the row cap, in order
+  };
+  using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
+  absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
+                            absl::Span<const float> grads, uint64_t clock, Admit admit, char* dst,
+                            Decisions* decisions = nullptr);
+  // The same, planning the keys first (Plan's errors).
+  absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, absl::Span<const float> grads,
+                            uint64_t clock, Admit admit, char* dst);
+  // Copies the keys' values to dst (keys.size() * width floats); a key
+  // without a row reads as its initial values.
+  void Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const;
+  // The same, planning the keys first (Plan's errors).
+  absl::Status Read(absl::Span<const uint64_t> keys, char* dst) const;
+
+  // Evicts the rows not updated for evict_after_clocks (behind the largest
+  // clock pushed here) or evict_after_seconds (on the clock); a no-op when
+  // neither is set. Returns the rows evicted; with `keys`, appends their
+  // keys (for the copies of a replicated shard, EvictKeys).
+  uint64_t Sweep(std::vector<uint64_t>* keys = nullptr);
+  // Evicts the rows of `keys` that exist here (a primary's Sweep, replayed
+  // on a copy). Returns the rows evicted.
+  uint64_t EvictKeys(absl::Span<const uint64_t> keys);
+
+  // Admission and eviction counts (proto::TableStats fields).
+  uint64_t admitted() const { return admitted_.load(std::memory_order_relaxed); }
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+  uint64_t evicted() const { return evicted_.load(std::memory_order_relaxed); }
+
+  // Admission counters of one slice (admit_after_pushes > 1).
+  static constexpr uint64_t kSketchBytes = 4 * 2048;
+
+  // Checkpoints (server/cut_state.h). `cut_state` must outlive the table;
+  // set before SetCut and before any push (without it, changes are tagged
+  // as if no cut had been marked).
+  void set_cut_state(CutState* cut_state) { cut_state_ = cut_state; }
+  // Puts every owned slice in the cut at clock `cut` (0: out of any cut,
+  // an abandoned or finished one), dropping the previous cut's copies.
+  void SetCut(uint64_t cut);
+  // For each owned slice in the cut: its record (SliceHeader and payload,
+  // proto/checkpoint.proto) of the copy, or of the slice when it has none,
+  // taken under its lock, then passed to sink after the lock is released;
+  // the slice leaves the cut. Stops at sink's first error.
+  // since = 0: every slice whole (a full checkpoint). since = B > 0 (the
+  // caller vouches that B is the cut of a checkpoint this table's slices
+  // were written to, or restored from, and that changes are tagged since):
+  // a `delta` record of the rows tagged > B and of the erased keys tagged
+  // > B that the written rows lack, and no record for a slice with neither;
+  // a slice whose erased keys were dropped after B (the cap), and every
+  // slice when B >= 2^32 - 1, is written whole (a record without delta,
+  // which replaces the slice in a chain as well).
+  // Erased keys tagged <= prune_upto are forgotten as their slice is
+  // written: the caller guarantees no later write is on top of a cut below
+  // it.
+  // max_record_bytes > 0: a whole bucket whose record would be larger is
+  // written as several, each of at most that many bytes of rows (at least
+  // one row): the first replaces the bucket, the others are `delta` records
+  // adding their rows (a replication snapshot's records must fit a message).
+  absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
+                        uint64_t since = 0, uint64_t prune_upto = 0,
+                        size_t max_record_bytes = 0);
+  // Restore: loads the rows of a record of this table whose bucket is owned
+  // here (none when it is not). A record without `delta` replaces the
+  // bucket's rows; with it, adds or replaces rows and erases its erased
+  // keys. Loaded rows get tag 0: they are the restored checkpoint's, so an
+  // incremental one on top of it does not repeat them. Errors:
+  // FAILED_PRECONDITION (row layout differs from this table's), DATA_LOSS (a
+  // key of another bucket), RESOURCE_EXHAUSTED (memory budget).
+  // Returns the rows loaded.
+  absl::StatusOr<uint64_t> LoadRecord(const SliceRecord& record);
+
+  // Erased keys remembered for incremental checkpoints, over every slice.
+  uint64_t erased_keys() const;
+  // The fewest erased keys a slice may remember (see the cap above).
+  static constexpr size_t kMinErasedCap = 64;
+
+  // Rows and bytes (maps and chunks) held here.
+  uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
+  uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  std::atomic<uint64_t>& version() { return version_; }
+
+ private:
+  struct Slice {
+    explicit Slice(size_t floats_per_row, uint64_t seed) : rows(floats_per_row), rng(seed) {}
+    mutable absl::Mutex mu;
+    SparseRows rows ABSL_GUARDED_BY(mu);
+    // Admission counts (admit_after_pushes): a count-min sketch of
+    // kSketchDepth rows of kSketchWidth saturating counters; empty when off.
+    std::vector<uint8_t> sketch ABSL_GUARDED_BY(mu);
+    // State of the slice's random draws (admit_probability, eviction samples).
+    uint64_t rng ABSL_GUARDED_BY(mu);
+    // rows.shape(), published under mu by PublishShape whenever a push
+    // created rows (or evicted), for the lock-free budget estimate of the
+    // next ones; and BytesToInsert of kSmallGroup keys from that shape.
+    std::atomic<uint64_t> size{0}, next_row{0}, slots{0}, chunks{0};
+    std::atomic<uint64_t> small_bound{0};
+    // The checkpoint cut this slice is in (0: none), and its copy as of the
+    // cut once a push outside the cut changed the slice (cut_state.h).
+    uint64_t cut ABSL_GUARDED_BY(mu) = 0;
+    std::unique_ptr<SparseRows> copy ABSL_GUARDED_BY(mu);
+    uint64_t copy_bytes ABSL_GUARDED_BY(mu) = 0;  // charged to the budget
+    // Keys erased from `rows`, with the erasure's change tag; and the
+    // largest tag of entries dropped by the cap (0: none).
+    absl::flat_hash_map<uint64_t, uint64_t> erased ABSL_GUARDED_BY(mu);
+    uint64_t erased_lost ABSL_GUARDED_BY(mu) = 0;
+  };
+  // Before a push at `clock` changes the slice: the copy it is also applied
+  // to (an in-cut push on a copied slice), or null; copies the slice first
+  // when the push is outside the cut. Sets *tag to the push's change tag.
+  // Inline: every push calls it for every slice it changes.
+  SparseRows* PrepareCut(Slice& slice, uint64_t clock, uint64_t* tag)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu) {
+    if (cut_state_ != nullptr && cut_state_->Inside(slice.cut, clock)) {
+      *tag = slice.cut;
+      return slice.copy.get();
+    }
+    *tag = ChangeTag();
+    // Outside a cut, or copied already, there is nothing to copy.
+    if (slice.cut != 0 && slice.copy == nullptr) CopyForCut(slice);
+    return nullptr;
+  }
+  // Copies the slice for the cut (when it has no copy yet and is in one).
+  void CopyForCut(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Applies one key's gradient to the copy (creating its row there),
+  // raising the row's tag to `tag`.
+  void ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
+                   uint64_t clock, uint32_t tag);
+  // The record of bucket `s` holding `rows`.
+  std::string RecordOf(uint64_t s, const SparseRows& rows) const;
+  // RecordOf in records of at most max_record_bytes of rows each (0: one).
+  std::vector<std::string> RecordsOf(uint64_t s, const SparseRows& rows,
+                                     size_t max_record_bytes) const;
+  // The delta record of bucket `s` on top of cut `since`: the rows of `rows`
+  // tagged > since, and the keys of `erased` tagged > since that `rows`
+  // lacks; empty when there are none.
+  std::string DeltaRecordOf(uint64_t s, const SparseRows& rows,
+                            const absl::flat_hash_map<uint64_t, uint64_t>& erased,
+                            uint64_t since) const;
+  // Remembers that `key` was erased from the slice now (cap included).
+  void NoteErased(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // The tag of a change outside every cut.
+  uint64_t ChangeTag() const { return cut_state_ != nullptr ? cut_state_->ChangeTag() : 1; }
+  // A change tag as stored in a row (saturated).
+  static constexpr uint64_t kMaxRowTag = ~uint32_t{0};
+  static uint32_t RowTag(uint64_t tag) {
+    return static_cast<uint32_t>(tag < kMaxRowTag ? tag : kMaxRowTag);
+  }
+  // Drops the slice's copy and gives its bytes back.
+  void DropCopy(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // How far ahead a push requests map slots, in keys.
+  static constexpr size_t kPrefetchAhead = 12;
+  // Starts loading group g's slice (its lock) and the map slots of its
+  // first kPrefetchAhead keys (hashes: the plan's; num_keys of them), from
+  // the slot addresses published in slot_refs_.
+  void PrefetchGroup(const Group& g, const uint64_t* hashes, size_t num_keys) const {
+    __builtin_prefetch(slices_[g.slice].get());
+    const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
+    if (ref == 0) return;
+    const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
+    const char* const base =
+        reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
+    const auto slot = [&](size_t i) {
+      __builtin_prefetch(base + (hashes[i] & mask) * SparseRows::kSlotBytes);
+    };
+    if (g.begin + kPrefetchAhead <= num_keys) {
+      // A fixed count (past the group, into this map's slots uselessly but
+      // harmlessly), so that the loop is unrolled: a loop ending with the
+      // group would mispredict its exit once a group.
+      for (size_t j = 0; j < kPrefetchAhead; ++j) slot(g.begin + j);
+    } else {
+      for (size_t i = g.begin; i < g.end; ++i) slot(i);
+    }
+  }
+  // Publishes the shape of slice s's rows, its small-group bound, and its
+  // slots' address and capacity in slot_refs_ (under its lock).
+  void PublishShape(uint64_t s, Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Groups of at most this many keys are bounded by Slice::small_bound.
+  static constexpr uint64_t kSmallGroup = 16;
+  static constexpr int kSketchDepth = 4;
+  static constexpr int kSketchWidth = 2048;
+  static_assert(kSketchBytes == kSketchDepth * kSketchWidth, "one byte per counter");
+  // Rows sampled for one eviction at the row cap.
+  static constexpr int kEvictionSamples = 8;
+
+  // Whether a key without a row may have one now (counts the push in the
+  // sketch; draws for admit_probability).
+  bool Admits(Slice& slice, uint64_t hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Row metadata (when eviction is on: the last two floats of a row hold,
+  // as uint32 bits, the last update's clock or second and the update count).
+  void Touch(float* row, uint64_t clock) const;
+  uint32_t LastTouch(const float* row) const;
+  uint32_t TouchCount(const float* row) const;
+  // Evicts sampled rows of the slice until it is under its cap; with
+  // decisions, records them, or (replay) evicts the recorded ones of this
+  // slice instead.
+  void EvictOverCap(uint64_t s, Slice& slice, Decisions* decisions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Evicts the rows of `keys` (of this slice) there are, outside any cut,
+  // charging what the slice's free list grew.
+  void EvictLocked(Slice& slice, absl::Span<const uint64_t> keys)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Erases `key`'s row, counting it and its bytes.
+  void EvictRow(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  static uint64_t NextRandom(uint64_t* state);
+
+  // Step 1 of Push: charges the budget for the rows the push may create;
+  // returns the bytes charged, or sets *status to RESOURCE_EXHAUSTED.
+  uint64_t Reserve(const KeyPlan& plan, absl::Span<const uint64_t> keys, absl::Status* status);
+  void InitRow(uint64_t key, float* row) const;
+
+  const proto::TableDef def_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  const uint64_t num_buckets_;
+  const size_t width_;
+  const size_t state_floats_;    // width * state_per_value
+  const bool meta_;              // rows end with 2 floats of metadata
+  const size_t floats_per_row_;  // width * (1 + state_per_value), + 2 with meta_
+  const uint64_t slice_cap_;     // rows per slice (max_rows), 0: none
+  Clock* const clock_;
+  const absl::Time created_;  // origin of evict_after_seconds' clock
+  const int server_index_;
+  const Placement placement_;
+  MemoryBudget* const budget_;
+  CutState* cut_state_ = nullptr;
+  std::vector<std::unique_ptr<Slice>> slices_;  // null: owned by another server
+  // Per slice, where its map's slots start (low kRefShift bits) and log2 of
+  // their count (the bits above), or 0: so that a push prefetches the slots
+  // of keys ahead of it, across slices (a table of many buckets gets ~10
+  // keys of a request per slice, too few to prefetch within one). Kept in one
+  // array, not in the slices, whose own lines would then be the misses. A
+  // stale value only makes a prefetch useless: prefetches do not fault.
+  static constexpr int kRefShift = 58;
+  std::unique_ptr<std::atomic<uint64_t>[]> slot_refs_;
+  std::atomic<uint64_t> max_clock_{0};  // largest clock pushed here
+  std::atomic<uint64_t> admitted_{0}, refused_{0}, evicted_{0};
+  std::atomic<uint64_t> rows_{0};
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> version_{0};
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_STORE_SPARSE_TABLE_H_

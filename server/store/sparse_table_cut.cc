@@ -1,0 +1,277 @@
+// SparseTable's checkpoint cut and restore (server/cut_state.h).
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/store/sparse_table.h"
+
+namespace ps {
+
+void SparseTable::CopyForCut(Slice& slice) {
+  if (slice.cut == 0 || slice.copy != nullptr) return;
+  const uint64_t bytes = slice.rows.bytes();
+  if (!budget_->TryCharge(bytes)) {
+    // The cut cannot hold this slice as it was: it fails, training goes on.
+    if (cut_state_ != nullptr) {
+      cut_state_->Fail(absl::ResourceExhaustedError(
+          absl::StrCat("checkpoint: copying a slice of table '", def_.name(), "' (", bytes,
+                       " bytes) for the cut would exceed the memory budget on server ",
+                       server_index_, " (", budget_->left(), " of ", budget_->limit(),
+                       " bytes left; ps_server --memory_budget_mb)")));
+    }
+    slice.cut = 0;
+    return;
+  }
+  slice.copy = slice.rows.Clone();
+  slice.copy_bytes = bytes;
+}
+
+void SparseTable::ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
+                              uint64_t clock, uint32_t tag) {
+  bool created = false;
+  float* row = copy.Insert(key, hash, &created);
+  if (created) InitRow(key, row);
+  float* state = row + width_;
+  optimizer_->ApplyRows(&row, state_floats_ > 0 ? &state : nullptr, grad, 1, width_, clock,
+                        nullptr);
+  if (meta_) Touch(row, clock);
+  copy.RaiseTag(row, tag);
+}
+
+void SparseTable::NoteErased(Slice& slice, uint64_t key) {
+  const uint64_t tag = ChangeTag();
+  auto it = slice.erased.find(key);
+  if (it != slice.erased.end()) {
+    it->second = std::max(it->second, tag);
+    return;
+  }
+  if (slice.erased.size() >= std::max<size_t>(kMinErasedCap, slice.rows.size())) {
+    // Over the cap: forget them all; a write on top of a cut before now
+    // writes this slice whole.
+    uint64_t lost = tag;
+    for (const auto& [k, t] : slice.erased) lost = std::max(lost, t);
+    slice.erased_lost = std::max(slice.erased_lost, lost);
+    absl::flat_hash_map<uint64_t, uint64_t>().swap(slice.erased);
+    return;
+  }
+  slice.erased.emplace(key, tag);
+}
+
+uint64_t SparseTable::erased_keys() const {
+  uint64_t n = 0;
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    n += slice->erased.size();
+  }
+  return n;
+}
+
+void SparseTable::DropCopy(Slice& slice) {
+  if (slice.copy == nullptr) return;
+  // The copy may have grown past what was charged for it: give back what
+  // was charged (growth was charged as it happened).
+  budget_->Release(slice.copy_bytes);
+  slice.copy.reset();
+  slice.copy_bytes = 0;
+}
+
+void SparseTable::SetCut(uint64_t cut) {
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    absl::MutexLock lock(&slice->mu);
+    DropCopy(*slice);
+    slice->cut = cut;
+  }
+}
+
+std::string SparseTable::RecordOf(uint64_t s, const SparseRows& rows) const {
+  proto::SliceHeader header;
+  header.set_table(def_.name());
+  header.set_slice(s);
+  header.set_sparse(true);
+  header.set_num_rows(rows.size());
+  header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
+  header.set_width(static_cast<uint32_t>(width_));
+  std::string out;
+  AppendSliceHeader(header, &out);
+  const size_t start = out.size();
+  out.resize(start + rows.size() * (8 + floats_per_row_ * sizeof(float)));
+  char* keys = &out[start];
+  char* values = keys + rows.size() * 8;
+  const size_t row_bytes = floats_per_row_ * sizeof(float);
+  rows.ForEach([&](uint64_t key, const float* row) {
+    std::memcpy(keys, &key, 8);
+    keys += 8;
+    std::memcpy(values, row, row_bytes);
+    values += row_bytes;
+  });
+  return out;
+}
+
+std::vector<std::string> SparseTable::RecordsOf(uint64_t s, const SparseRows& rows,
+                                                size_t max_record_bytes) const {
+  const size_t row_bytes = 8 + floats_per_row_ * sizeof(float);
+  const size_t per_record =
+      max_record_bytes == 0 ? rows.size() : std::max<size_t>(1, max_record_bytes / row_bytes);
+  if (rows.size() <= per_record) return {RecordOf(s, rows)};
+  std::vector<std::pair<uint64_t, const float*>> all;
+  all.reserve(rows.size());
+  rows.ForEach([&](uint64_t key, const float* row) { all.emplace_back(key, row); });
+  std::vector<std::string> records;
+  for (size_t first = 0; first < all.size(); first += per_record) {
+    const size_t n = std::min(per_record, all.size() - first);
+    proto::SliceHeader header;
+    header.set_table(def_.name());
+    header.set_slice(s);
+    header.set_sparse(true);
+    header.set_num_rows(n);
+    header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
+    header.set_width(static_cast<uint32_t>(width_));
+    header.set_delta(first > 0);  // the first replaces the bucket; the rest add to it
+    std::string out;
+    AppendSliceHeader(header, &out);
+    const size_t start = out.size();
+    out.resize(start + n * row_bytes);
+    char* keys = &out[start];
+    char* values = keys + n * 8;
+    for (size_t i = first; i < first + n; ++i) {
+      std::memcpy(keys, &all[i].first, 8);
+      keys += 8;
+      std::memcpy(values, all[i].second, row_bytes - 8);
+      values += row_bytes - 8;
+    }
+    records.push_back(std::move(out));
+  }
+  return records;
+}
+
+std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
+                                       const absl::flat_hash_map<uint64_t, uint64_t>& erased,
+                                       uint64_t since) const {
+  std::vector<std::pair<uint64_t, const float*>> changed;
+  rows.ForEach([&](uint64_t key, const float* row) {
+    if (rows.tag(row) > since) changed.emplace_back(key, row);
+  });
+  std::vector<uint64_t> gone;
+  for (const auto& [key, tag] : erased) {
+    if (tag > since && rows.Find(key) == nullptr) gone.push_back(key);
+  }
+  if (changed.empty() && gone.empty()) return std::string();
+  proto::SliceHeader header;
+  header.set_table(def_.name());
+  header.set_slice(s);
+  header.set_sparse(true);
+  header.set_num_rows(changed.size());
+  header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
+  header.set_width(static_cast<uint32_t>(width_));
+  header.set_delta(true);
+  header.set_num_erased(gone.size());
+  std::string out;
+  AppendSliceHeader(header, &out);
+  const size_t row_bytes = floats_per_row_ * sizeof(float);
+  const size_t start = out.size();
+  out.resize(start + changed.size() * (8 + row_bytes) + gone.size() * 8);
+  char* keys = &out[start];
+  char* values = keys + changed.size() * 8;
+  for (const auto& [key, row] : changed) {
+    std::memcpy(keys, &key, 8);
+    keys += 8;
+    std::memcpy(values, row, row_bytes);
+    values += row_bytes;
+  }
+  if (!gone.empty()) std::memcpy(values, gone.data(), gone.size() * 8);
+  return out;
+}
+
+absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
+                                   uint64_t since, uint64_t prune_upto,
+                                   size_t max_record_bytes) {
+  for (uint64_t s = 0; s < slices_.size(); ++s) {
+    Slice* slice = slices_[s].get();
+    if (slice == nullptr) continue;
+    std::vector<std::string> records;
+    {
+      absl::MutexLock lock(&slice->mu);
+      if (slice->cut == 0) continue;  // failed (cut_state_ says why)
+      const SparseRows& rows = slice->copy != nullptr ? *slice->copy : slice->rows;
+      if (since == 0 || since >= kMaxRowTag || since < slice->erased_lost) {
+        records = RecordsOf(s, rows, max_record_bytes);
+      } else {
+        records.push_back(DeltaRecordOf(s, rows, slice->erased, since));
+      }
+      if (prune_upto > 0) {
+        absl::erase_if(slice->erased, [&](const auto& e) { return e.second <= prune_upto; });
+        if (slice->erased_lost <= prune_upto) slice->erased_lost = 0;
+      }
+      DropCopy(*slice);
+      slice->cut = 0;
+    }
+    for (std::string& record : records) {
+      if (record.empty()) continue;  // nothing changed since `since`
+      if (absl::Status st = sink(std::move(record)); !st.ok()) return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
+  const proto::SliceHeader& h = record.header;
+  if (!h.sparse() || h.floats_per_row() != floats_per_row_ || h.width() != width_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", def_.name(), "' bucket ", h.slice(), ": the checkpoint's rows are ",
+        h.sparse() ? "sparse" : "dense", " with width ", h.width(), " and ", h.floats_per_row(),
+        " floats per row; this table's are sparse with width ", width_, " and ", floats_per_row_,
+        " (same definition and optimizer expected)"));
+  }
+  if (h.slice() >= num_buckets_) {
+    return absl::DataLossError(absl::StrCat("table '", def_.name(), "': bucket ", h.slice(),
+                                            " of a checkpoint record is not below the table's ",
+                                            num_buckets_, " buckets"));
+  }
+  Slice* slice = slices_[h.slice()].get();
+  if (slice == nullptr) return 0;  // another server's
+  absl::MutexLock lock(&slice->mu);
+  const uint64_t before = slice->rows.bytes();
+  const uint64_t rows_before = slice->rows.size();
+  if (!h.delta()) {
+    std::vector<uint64_t> all;
+    slice->rows.ForEach([&](uint64_t key, const float*) { all.push_back(key); });
+    for (uint64_t key : all) slice->rows.Erase(key);
+  }
+  for (uint64_t i = 0; i < h.num_rows(); ++i) {
+    const uint64_t key = record.Key(i);
+    if (SliceOf(key) != h.slice()) {
+      return absl::DataLossError(absl::StrCat("table '", def_.name(), "': key ", key,
+                                              " in the checkpoint record of bucket ", h.slice(),
+                                              " belongs to bucket ", SliceOf(key)));
+    }
+    bool created = false;
+    float* row = slice->rows.Insert(key, &created);
+    record.CopyRow(i, row);
+    slice->rows.set_tag(row, 0);  // the restored checkpoint's, unchanged
+  }
+  for (uint64_t i = 0; i < h.num_erased(); ++i) slice->rows.Erase(record.ErasedKey(i));
+  const uint64_t after = slice->rows.bytes();
+  if (after > before) {
+    if (!budget_->TryCharge(after - before)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "table '", def_.name(), "': restoring bucket ", h.slice(), " needs ", after - before,
+          " more bytes on server ", server_index_, ", over the memory budget (", budget_->left(),
+          " of ", budget_->limit(), " bytes left; ps_server --memory_budget_mb)"));
+    }
+    bytes_.fetch_add(after - before, std::memory_order_relaxed);
+  }
+  const uint64_t rows_after = slice->rows.size();
+  if (rows_after >= rows_before) {
+    rows_.fetch_add(rows_after - rows_before, std::memory_order_relaxed);
+  } else {
+    rows_.fetch_sub(rows_before - rows_after, std::memory_order_relaxed);
+  }
+  PublishShape(h.slice(), *slice);
+  return h.num_rows();
+}
+
+}  // namespace ps
