@@ -15,13 +15,17 @@
 // --checkpoint_dir).
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
@@ -30,6 +34,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
+#include "common/connection_flags.h"
 #include "common/peer_security.h"
 #include "common/port_file.h"
 #include "common/process_tuning.h"
@@ -64,10 +69,6 @@ ABSL_FLAG(uint64_t, key_list_cache_mb, 64,
           "MiB of key lists kept for workers' key-list caching (all workers together, apart "
           "from --memory_budget_mb; 0: none kept)");
 
-ABSL_FLAG(std::string, etcd, "",
-          "replicated cluster: etcd's client endpoint (host:port); membership and the ring "
-          "live there. Without it the cluster is static (--servers / --num_servers)");
-ABSL_FLAG(std::string, cluster, "default", "with --etcd: the cluster's name (its etcd prefix)");
 ABSL_FLAG(int, server_id, -1,
           "with --etcd: this server's id; ids 0..--shards-1 form the first ring (default: --index)");
 ABSL_FLAG(int, shards, 0,
@@ -105,14 +106,6 @@ ABSL_FLAG(int, checkpoint_keep, 3, "server 0: complete checkpoints kept (with th
 ABSL_FLAG(int, checkpoint_incremental, 0,
           "server 0: up to this many incremental checkpoints (what changed since the previous "
           "one) between full ones (0: always full)");
-ABSL_FLAG(std::string, tls_ca, "",
-          "PEM CA bundle: verify the peers' certificates with it (a server requires and verifies "
-          "its clients' certificates: mutual TLS)");
-ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of this process (a server's: required for TLS; also presented to its peers)");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, token_file, "",
-          "file holding this process's token, sent with every call (see the README's security "
-          "section)");
 ABSL_FLAG(std::string, tokens_file, "",
           "accepted tokens and their roles, one '<worker|admin> <token>' per line; calls without "
           "one are refused (UNAUTHENTICATED), and calls beyond their role too "
@@ -131,32 +124,31 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Parameter-server shard. See the README.");
-  absl::ParseCommandLine(argc, argv);
-  ps::TuneProcessForDataPath();
-
-  ps::ServerOptions options;
-  options.server_index = absl::GetFlag(FLAGS_index);
-  options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
-  options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
-  if (options.placement.slice_size < 1) {
-    return Fail(absl::StrCat("--slice_size=", options.placement.slice_size, " must be >= 1"));
+// Placement and request limits; names the flag and value that is wrong.
+absl::Status LimitsFromFlags(ps::ServerOptions* options, std::string* budget_source) {
+  options->server_index = absl::GetFlag(FLAGS_index);
+  options->placement.slice_size = absl::GetFlag(FLAGS_slice_size);
+  options->placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  if (options->placement.slice_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--slice_size=", options->placement.slice_size, " must be >= 1"));
   }
-  if (options.placement.virtual_nodes < 1) {
-    return Fail(absl::StrCat("--virtual_nodes=", options.placement.virtual_nodes, " must be >= 1"));
+  if (options->placement.virtual_nodes < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--virtual_nodes=", options->placement.virtual_nodes, " must be >= 1"));
   }
   const int max_mb = absl::GetFlag(FLAGS_max_message_mb);
   if (max_mb < 1 || max_mb > 1024) {
-    return Fail(absl::StrCat("--max_message_mb=", max_mb, " must be in 1..1024"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_message_mb=", max_mb, " must be in 1..1024"));
   }
-  ps::ServerLimits& limits = options.limits;
+  ps::ServerLimits& limits = options->limits;
   limits.max_message_bytes = uint64_t(max_mb) << 20;
-  std::string budget_source = "--memory_budget_mb";
+  *budget_source = "--memory_budget_mb";
   limits.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_mb) << 20;
-  if (limits.memory_budget_bytes == 0) limits.memory_budget_bytes = ps::DefaultMemoryBudget(&budget_source);
+  if (limits.memory_budget_bytes == 0) {
+    limits.memory_budget_bytes = ps::DefaultMemoryBudget(budget_source);
+  }
   limits.max_tables = absl::GetFlag(FLAGS_max_tables);
   limits.max_keys_per_request = absl::GetFlag(FLAGS_max_keys_per_request);
   limits.max_table_name_bytes = absl::GetFlag(FLAGS_max_table_name_bytes);
@@ -166,88 +158,174 @@ int main(int argc, char** argv) {
   const double retention = absl::GetFlag(FLAGS_dedup_retention_seconds);
   if (limits.max_tables < 1 || limits.max_keys_per_request < 1 ||
       limits.max_table_name_bytes < 1 || limits.max_clock < 1) {
-    return Fail("--max_tables, --max_keys_per_request, --max_table_name_bytes and --max_clock "
-                "must be >= 1");
+    return absl::InvalidArgumentError(
+        "--max_tables, --max_keys_per_request, --max_table_name_bytes and --max_clock must be "
+        ">= 1");
   }
   if (!(lease > 0) || !(retention > 0)) {
-    return Fail(absl::StrCat("--max_lease_seconds=", lease, " and --dedup_retention_seconds=",
-                             retention, " must be > 0"));
+    return absl::InvalidArgumentError(absl::StrCat("--max_lease_seconds=", lease,
+                                                   " and --dedup_retention_seconds=", retention,
+                                                   " must be > 0"));
   }
   limits.max_lease = absl::Seconds(lease);
   limits.dedup_retention = absl::Seconds(retention);
   limits.key_list_cache_bytes = absl::GetFlag(FLAGS_key_list_cache_mb) << 20;
+  return absl::OkStatus();
+}
 
+// The cluster's shape and this server's listening address.
+absl::Status ClusterFromFlags(const ps::ConnectionFlags& connection, ps::ServerOptions* options) {
   const std::string servers = absl::GetFlag(FLAGS_servers);
   std::string listen = absl::GetFlag(FLAGS_listen);
   if (!servers.empty()) {
     auto spec = ps::ClusterSpec::Parse(servers);
-    if (!spec.ok()) return Fail(absl::StrCat("--servers: ", spec.status().message()));
-    options.num_servers = static_cast<int>(spec->servers.size());
-    if (options.server_index < 0 || options.server_index >= options.num_servers) {
-      return Fail(absl::StrCat("--index=", options.server_index, " is outside [0, ",
-                               options.num_servers, ") for --servers=", servers));
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--servers: ", spec.status().message()));
     }
-    if (listen.empty()) listen = spec->servers[options.server_index];
-    options.checkpoint.servers = spec->servers;
+    options->num_servers = static_cast<int>(spec->servers.size());
+    if (options->server_index < 0 || options->server_index >= options->num_servers) {
+      return absl::InvalidArgumentError(absl::StrCat("--index=", options->server_index,
+                                                     " is outside [0, ", options->num_servers,
+                                                     ") for --servers=", servers));
+    }
+    if (listen.empty()) listen = spec->servers[options->server_index];
+    options->checkpoint.servers = spec->servers;
   } else {
-    options.num_servers = absl::GetFlag(FLAGS_num_servers);
-    if (options.num_servers < 1 && !absl::GetFlag(FLAGS_etcd).empty()) {
-      options.num_servers = std::max(1, absl::GetFlag(FLAGS_shards));
+    options->num_servers = absl::GetFlag(FLAGS_num_servers);
+    if (options->num_servers < 1 && !connection.etcd.empty()) {
+      options->num_servers = std::max(1, absl::GetFlag(FLAGS_shards));
     }
-    if (options.num_servers < 1) {
-      return Fail("give --servers=host:port,... or --num_servers=N");
+    if (options->num_servers < 1) {
+      return absl::InvalidArgumentError("give --servers=host:port,... or --num_servers=N");
     }
     if (listen.empty()) listen = "127.0.0.1:0";
   }
-  options.listen_address = listen;
+  options->listen_address = listen;
+  return absl::OkStatus();
+}
 
-  ps::ServerCheckpointOptions& ckpt = options.checkpoint;
-  ckpt.dir = absl::GetFlag(FLAGS_checkpoint_dir);
-  ckpt.restore = absl::GetFlag(FLAGS_restore);
-  ckpt.servers_file = absl::GetFlag(FLAGS_servers_file);
+absl::Status CheckpointFromFlags(ps::ServerCheckpointOptions* ckpt) {
+  ckpt->dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  ckpt->restore = absl::GetFlag(FLAGS_restore);
+  ckpt->servers_file = absl::GetFlag(FLAGS_servers_file);
   const double every = absl::GetFlag(FLAGS_checkpoint_every_seconds);
-  const double ckpt_timeout = absl::GetFlag(FLAGS_checkpoint_timeout_seconds);
-  ckpt.every_clocks = absl::GetFlag(FLAGS_checkpoint_every_clocks);
-  ckpt.on_exit = absl::GetFlag(FLAGS_checkpoint_on_exit);
-  ckpt.keep = absl::GetFlag(FLAGS_checkpoint_keep);
-  ckpt.full_every = absl::GetFlag(FLAGS_checkpoint_incremental);
-  if (!(every >= 0) || !(ckpt_timeout > 0) || ckpt_timeout > 3600) {
-    return Fail(absl::StrCat("--checkpoint_every_seconds=", every, " must be >= 0 and "
-                             "--checkpoint_timeout_seconds=", ckpt_timeout, " in (0, 3600]"));
+  const double timeout = absl::GetFlag(FLAGS_checkpoint_timeout_seconds);
+  ckpt->every_clocks = absl::GetFlag(FLAGS_checkpoint_every_clocks);
+  ckpt->on_exit = absl::GetFlag(FLAGS_checkpoint_on_exit);
+  ckpt->keep = absl::GetFlag(FLAGS_checkpoint_keep);
+  ckpt->full_every = absl::GetFlag(FLAGS_checkpoint_incremental);
+  if (!(every >= 0) || !(timeout > 0) || timeout > 3600) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--checkpoint_every_seconds=", every,
+                     " must be >= 0 and --checkpoint_timeout_seconds=", timeout, " in (0, 3600]"));
   }
-  if (ckpt.keep < 1 || ckpt.full_every < 0) {
-    return Fail(absl::StrCat("--checkpoint_keep=", ckpt.keep, " must be >= 1 and "
-                             "--checkpoint_incremental=", ckpt.full_every, " >= 0"));
+  if (ckpt->keep < 1 || ckpt->full_every < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--checkpoint_keep=", ckpt->keep,
+                                                   " must be >= 1 and --checkpoint_incremental=",
+                                                   ckpt->full_every, " >= 0"));
   }
-  ckpt.every = absl::Seconds(every);
-  ckpt.write_timeout = absl::Seconds(ckpt_timeout);
-  if (ckpt.dir.empty() && (ckpt.restore || every > 0 || ckpt.every_clocks > 0)) {
-    return Fail("--restore, --checkpoint_every_seconds and --checkpoint_every_clocks need "
-                "--checkpoint_dir");
+  ckpt->every = absl::Seconds(every);
+  ckpt->write_timeout = absl::Seconds(timeout);
+  if (ckpt->dir.empty() && (ckpt->restore || every > 0 || ckpt->every_clocks > 0)) {
+    return absl::InvalidArgumentError(
+        "--restore, --checkpoint_every_seconds and --checkpoint_every_clocks need "
+        "--checkpoint_dir");
   }
+  return absl::OkStatus();
+}
 
-  std::unique_ptr<ps::KvStore> kv;
-  if (const std::string etcd = absl::GetFlag(FLAGS_etcd); !etcd.empty()) {
-    ps::ServerReplicationOptions& r = options.replication;
-    kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{etcd});
-    r.kv = kv.get();
-    r.cluster = absl::GetFlag(FLAGS_cluster);
-    const int id = absl::GetFlag(FLAGS_server_id);
-    r.server_id = static_cast<uint32_t>(id >= 0 ? id : options.server_index);
-    r.num_shards = absl::GetFlag(FLAGS_shards) > 0 ? absl::GetFlag(FLAGS_shards)
-                                                   : options.num_servers;
-    // The first ring's servers: --num_servers of them, holding --shards
-    // logical shards (more shards than servers: room to grow).
-    r.num_servers = std::min(options.num_servers, r.num_shards);
-    r.replicas = absl::GetFlag(FLAGS_replicas);
-    const double lease_s = absl::GetFlag(FLAGS_lease_seconds);
-    if (r.replicas < 1 || !(lease_s >= 1) || lease_s > 600 || r.cluster.empty()) {
-      return Fail(absl::StrCat("--replicas=", r.replicas, " must be >= 1, --lease_seconds=",
-                               lease_s, " in [1, 600] and --cluster non-empty"));
+// With --etcd: membership through `kv`, which the caller keeps alive.
+absl::Status ReplicationFromFlags(const ps::ConnectionFlags& connection, ps::KvStore* kv,
+                                  ps::ServerOptions* options) {
+  ps::ServerReplicationOptions& r = options->replication;
+  r.kv = kv;
+  r.cluster = connection.cluster;
+  const int id = absl::GetFlag(FLAGS_server_id);
+  r.server_id = static_cast<uint32_t>(id >= 0 ? id : options->server_index);
+  r.num_shards =
+      absl::GetFlag(FLAGS_shards) > 0 ? absl::GetFlag(FLAGS_shards) : options->num_servers;
+  // The first ring's servers: --num_servers of them, holding --shards
+  // logical shards (more shards than servers: room to grow).
+  r.num_servers = std::min(options->num_servers, r.num_shards);
+  r.replicas = absl::GetFlag(FLAGS_replicas);
+  const double lease_s = absl::GetFlag(FLAGS_lease_seconds);
+  if (r.replicas < 1 || !(lease_s >= 1) || lease_s > 600 || r.cluster.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--replicas=", r.replicas,
+                                                   " must be >= 1, --lease_seconds=", lease_s,
+                                                   " in [1, 600] and --cluster non-empty"));
+  }
+  r.lease = absl::Seconds(lease_s);
+  r.advertise_address = absl::GetFlag(FLAGS_advertise);
+  r.standby = absl::GetFlag(FLAGS_standby);
+  return absl::OkStatus();
+}
+
+// TLS for the listener, the identity of this server's own calls to the
+// others (the same certificate and CA, and its token: an admin's), and the
+// accepted tokens, kept in `authorizer`.
+absl::Status SecurityFromFlags(const ps::ConnectionFlags& connection, ps::ServerOptions* options,
+                               std::unique_ptr<ps::Authorizer>* authorizer) {
+  if (connection.tls.enabled()) {
+    auto credentials = ps::ServerTlsCredentials(connection.tls);
+    if (!credentials.ok()) return credentials.status();
+    options->credentials = *std::move(credentials);
+  }
+  if (absl::Status s = ps::SetPeerSecurityFromFlags(connection); !s.ok()) return s;
+  if (const std::string f = absl::GetFlag(FLAGS_tokens_file); !f.empty()) {
+    auto parsed = ps::Authorizer::FromFile(f);
+    if (!parsed.ok()) return parsed.status();
+    *authorizer = *std::move(parsed);
+    options->authorizer = authorizer->get();
+  }
+  return absl::OkStatus();
+}
+
+// /metrics, /healthz and /readyz on --metrics_port, on the listening host.
+absl::StatusOr<std::unique_ptr<ps::MetricsHttpServer>> StartMetricsHttp(
+    int port, const std::string& listen, ps::MetricsRegistry* metrics, ps::PsServer* server) {
+  const size_t colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  auto started =
+      ps::MetricsHttpServer::Start(host, port, metrics, [server] { return server->Readiness(); });
+  if (!started.ok()) return started.status();
+  if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
+    if (absl::Status w = ps::WritePortFile(f, (*started)->port(), "--metrics_port_file");
+        !w.ok()) {
+      return w;
     }
-    r.lease = absl::Seconds(lease_s);
-    r.advertise_address = absl::GetFlag(FLAGS_advertise);
-    r.standby = absl::GetFlag(FLAGS_standby);
+  }
+  return started;
+}
+
+// Everything from the flags that needs no thread: names the wrong flag.
+absl::Status OptionsFromFlags(const ps::ConnectionFlags& connection, ps::ServerOptions* options,
+                              std::string* budget_source, std::unique_ptr<ps::KvStore>* kv) {
+  if (absl::Status s = LimitsFromFlags(options, budget_source); !s.ok()) return s;
+  if (absl::Status s = ClusterFromFlags(connection, options); !s.ok()) return s;
+  if (absl::Status s = CheckpointFromFlags(&options->checkpoint); !s.ok()) return s;
+  if (connection.etcd.empty()) return absl::OkStatus();
+  *kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{connection.etcd});
+  return ReplicationFromFlags(connection, kv->get(), options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Parameter-server shard. See docs/guide/training.md.");
+  absl::ParseCommandLine(argc, argv);
+  ps::TuneProcessForDataPath();
+  const ps::ConnectionFlags connection = ps::GetConnectionFlags();
+
+  ps::ServerOptions options;
+  std::string budget_source;
+  std::unique_ptr<ps::KvStore> kv;
+  if (absl::Status s = OptionsFromFlags(connection, &options, &budget_source, &kv); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  if (metrics_port < -1 || metrics_port > 65535) {
+    return Fail(absl::StrCat("--metrics_port=", metrics_port, " must be in 0..65535, or -1 (off)"));
   }
 
   // Block the stop signals before gRPC starts its threads, so only the
@@ -260,55 +338,24 @@ int main(int argc, char** argv) {
   // After the mask: gRPC's threads inherit it, so the signals reach sigwait.
   ps::KeepGrpcUntilExit();
 
-  const ps::TlsFiles tls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
-                        absl::GetFlag(FLAGS_tls_key)};
-  if (tls.enabled()) {
-    auto credentials = ps::ServerTlsCredentials(tls);
-    if (!credentials.ok()) return Fail(std::string(credentials.status().message()));
-    options.credentials = *std::move(credentials);
-  }
-  // Its own calls to the other servers: the same certificate and CA, and
-  // its token (an admin's, see the README).
-  auto peer = ps::PeerSecurityFromFiles(tls, absl::GetFlag(FLAGS_token_file));
-  if (!peer.ok()) return Fail(std::string(peer.status().message()));
-  ps::SetDefaultPeerSecurity(*std::move(peer));
   std::unique_ptr<ps::Authorizer> authorizer;
-  if (const std::string f = absl::GetFlag(FLAGS_tokens_file); !f.empty()) {
-    auto parsed = ps::Authorizer::FromFile(f);
-    if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
-    authorizer = *std::move(parsed);
-    options.authorizer = authorizer.get();
+  if (absl::Status s = SecurityFromFlags(connection, &options, &authorizer); !s.ok()) {
+    return Fail(std::string(s.message()));
   }
-
   // Declared before the server: its collector reads the server, and the
   // HTTP endpoint (declared after it) stops first.
   ps::MetricsRegistry metrics;
-  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  if (metrics_port < -1 || metrics_port > 65535) {
-    return Fail(absl::StrCat("--metrics_port=", metrics_port, " must be in 0..65535, or -1 (off)"));
-  }
   if (metrics_port >= 0) {
     options.metrics = &metrics;
     ps::RecordPeerCallsIn(&metrics);
   }
   auto server = ps::PsServer::Start(options);
   if (!server.ok()) return Fail(std::string(server.status().message()));
-
   std::unique_ptr<ps::MetricsHttpServer> metrics_http;
   if (metrics_port >= 0) {
-    const size_t colon = listen.rfind(':');
-    std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-    if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    ps::PsServer* s = server->get();
-    auto started = ps::MetricsHttpServer::Start(host, metrics_port, &metrics,
-                                                [s] { return s->Readiness(); });
+    auto started = StartMetricsHttp(metrics_port, options.listen_address, &metrics, server->get());
     if (!started.ok()) return Fail(std::string(started.status().message()));
     metrics_http = *std::move(started);
-    if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
-      if (absl::Status w = ps::WritePortFile(f, metrics_http->port(), "--metrics_port_file"); !w.ok()) {
-        return Fail(std::string(w.message()));
-      }
-    }
   }
   if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
     if (absl::Status w = ps::WritePortFile(f, (*server)->port(), "--port_file"); !w.ok()) {
@@ -316,15 +363,14 @@ int main(int argc, char** argv) {
     }
   }
 
-  ps::LogEvent(absl::StrCat("ps_server ", options.server_index, " ", (*server)->address()),
-               absl::StrCat("memory budget ", limits.memory_budget_bytes >> 20, " MiB (",
-                            budget_source, ")"));
+  const std::string self = absl::StrCat("ps_server ", options.server_index, " ", (*server)->address());
+  ps::LogEvent(self, absl::StrCat("memory budget ", options.limits.memory_budget_bytes >> 20,
+                                  " MiB (", budget_source, ")"));
   std::thread waiter([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
-    ps::LogEvent(absl::StrCat("ps_server ", options.server_index, " ", (*server)->address()),
-                 absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
-                              ", shutting down"));
+    ps::LogEvent(self, absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                                    ", shutting down"));
     (*server)->Shutdown();
   });
   (*server)->Wait();

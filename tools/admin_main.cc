@@ -41,6 +41,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/grpc_channels.h"
+#include "common/connection_flags.h"
 #include "common/peer_security.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
@@ -64,17 +65,6 @@ ABSL_FLAG(int, keep, 3, "with --checkpoint_dir: complete checkpoints kept");
 ABSL_FLAG(double, timeout_seconds, 60,
           "checkpoint: how long the servers may wait for the workers to finish the rounds "
           "before the cut; add-server, drain: how long to wait for the ring to settle");
-ABSL_FLAG(std::string, tls_ca, "",
-          "PEM CA bundle: verify the servers' certificates with it (enables TLS)");
-ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain of this process (with --tls_key: presented to servers that require client certificates)");
-ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert");
-ABSL_FLAG(std::string, token_file, "",
-          "file holding this process's token, sent with every call (see the README's security "
-          "section)");
-ABSL_FLAG(std::string, etcd, "",
-          "ring, add-server, drain, status, checkpoint: a replicated cluster's etcd client "
-          "endpoint (host:port)");
-ABSL_FLAG(std::string, cluster, "default", "with --etcd: the cluster's name");
 ABSL_FLAG(int, server_id, -1, "add-server, drain: the server's id");
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice, recorded in the manifest");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server, recorded in the manifest");
@@ -120,14 +110,14 @@ void PrintRing(const ps::ShardRing& ring) {
 
 // ring, add-server and drain: the replicated cluster's records in etcd.
 int Membership(const std::string& command) {
-  const std::string endpoint = absl::GetFlag(FLAGS_etcd);
+  const std::string endpoint = ps::GetConnectionFlags().etcd;
   if (endpoint.empty()) return Usage(absl::StrCat(command, " needs --etcd=host:port"));
   const double timeout = absl::GetFlag(FLAGS_timeout_seconds);
   if (!(timeout > 0) || timeout > 86400) {
     return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 86400]"));
   }
   ps::EtcdKvStore kv(ps::EtcdOptions{endpoint});
-  const std::string cluster = absl::GetFlag(FLAGS_cluster);
+  const std::string cluster = ps::GetConnectionFlags().cluster;
   if (command == "ring") {
     absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(kv, cluster);
     if (!ring.ok()) return Failed("reading the ring", ring.status());
@@ -174,9 +164,9 @@ int Status() {
   options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
   std::string ring_line;
   std::function<std::string(int)> name;  // of a shard's primary
-  if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {
+  if (const std::string endpoint = ps::GetConnectionFlags().etcd; !endpoint.empty()) {
     kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{endpoint});
-    absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(*kv, absl::GetFlag(FLAGS_cluster));
+    absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(*kv, ps::GetConnectionFlags().cluster);
     if (!ring.ok()) return Failed("reading the ring", ring.status());
     ring_line = ring->Describe();
     name = [r = *ring](int shard) {
@@ -184,7 +174,7 @@ int Status() {
       return primary ? absl::StrCat("server ", *primary, " (", r.Address(*primary), ")")
                      : std::string("no primary");
     };
-    auto directory = ps::EtcdShardDirectory::Start(kv.get(), absl::GetFlag(FLAGS_cluster),
+    auto directory = ps::EtcdShardDirectory::Start(kv.get(), ps::GetConnectionFlags().cluster,
                                                    absl::Seconds(timeout));
     if (!directory.ok()) return Failed("following the ring", directory.status());
     options.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
@@ -229,9 +219,9 @@ int Checkpoint() {
   // coordinates when asked.
   std::optional<ps::ShardRing> ring;
   std::string coordinator_address;
-  if (const std::string endpoint = absl::GetFlag(FLAGS_etcd); !endpoint.empty()) {
+  if (const std::string endpoint = ps::GetConnectionFlags().etcd; !endpoint.empty()) {
     ps::EtcdKvStore kv(ps::EtcdOptions{endpoint});
-    absl::StatusOr<ps::ShardRing> read = ps::ReadRing(kv, absl::GetFlag(FLAGS_cluster));
+    absl::StatusOr<ps::ShardRing> read = ps::ReadRing(kv, ps::GetConnectionFlags().cluster);
     if (!read.ok()) return Failed("reading the ring", read.status());
     ring = *std::move(read);
     std::optional<uint32_t> primary = ring->Primary(0);
@@ -300,14 +290,12 @@ int Checkpoint() {
 
 int main(int argc, char** argv) {
   ps::KeepGrpcUntilExit();
-  absl::SetProgramUsageMessage("Administers a parameter-server cluster. See the README.");
+  absl::SetProgramUsageMessage("Administers a parameter-server cluster. See docs/guide/tools.md.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   {
-    auto peer = ps::PeerSecurityFromFiles(
-        {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key)},
-        absl::GetFlag(FLAGS_token_file));
-    if (!peer.ok()) return Usage(std::string(peer.status().message()));
-    ps::SetDefaultPeerSecurity(*std::move(peer));
+    if (absl::Status s = ps::SetPeerSecurityFromFlags(ps::GetConnectionFlags()); !s.ok()) {
+      return Usage(std::string(s.message()));
+    }
   }
   const std::string command = args.size() == 2 ? args[1] : "";
   if (command == "ring" || command == "add-server" || command == "drain") {

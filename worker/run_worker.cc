@@ -1,0 +1,299 @@
+#include "worker/run_worker.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "worker/train/dataset.h"
+#include "worker/train/idx_reader.h"
+#include "worker/train/model.h"
+
+namespace ps {
+namespace {
+
+// Progress lines, flushed (the scripts stream them).
+void PrintLine(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+// `base` with what every run sets the same way: the servers (or the ring's
+// directory), this worker's id, deadlines, placement and traffic reduction.
+PsClientOptions ClientOptions(const WorkerConfig& config, const WorkerEnv& env,
+                              PsClientOptions base) {
+  base.servers = config.servers;
+  base.worker_id = static_cast<uint32_t>(config.trainer.worker_index);
+  base.timeout = config.client.timeout;
+  if (env.directory != nullptr) {
+    base.directory = env.directory;
+    SpanFailoverWithRetries(&base);
+  }
+  base.placement = config.client.placement;
+  base.value_encoding = config.client.value_encoding;
+  base.key_list_caching = config.client.key_list_caching;
+  return base;
+}
+
+absl::StatusOr<std::unique_ptr<PsClient>> ConnectAndCreate(
+    const PsClientOptions& options, const std::vector<proto::TableDef>& tables) {
+  absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Connect(options);
+  if (!client.ok()) return client.status();
+  for (const proto::TableDef& table : tables) {
+    if (absl::Status s = (*client)->CreateTable(table); !s.ok()) {
+      return Prefixed(absl::StrCat("creating table '", table.name(), "': "), s);
+    }
+  }
+  return client;
+}
+
+// The servers' view of the pulls of this job's tables: staleness histogram
+// (summed over tables and servers) and waiting.
+void PrintServerStats(PsClient& client, const std::string& prefix) {
+  auto stats = client.Stats();
+  if (!stats.ok()) {
+    std::printf("server stats unavailable: %s\n", std::string(stats.status().message()).c_str());
+    return;
+  }
+  std::vector<uint64_t> histogram;
+  uint64_t pulls = 0, wait_us = 0, wait_max = 0;
+  for (const ServerStats& server : *stats) {
+    for (const proto::TableStats& t : server.stats.tables()) {
+      if (!absl::StartsWith(t.table(), prefix + "/")) continue;
+      histogram.resize(std::max<size_t>(histogram.size(), t.staleness_histogram_size()), 0);
+      for (int i = 0; i < t.staleness_histogram_size(); ++i) {
+        histogram[i] += t.staleness_histogram(i);
+      }
+      pulls += t.pulls();
+      wait_us += t.wait_us_total();
+      wait_max = std::max<uint64_t>(wait_max, t.wait_us_max());
+    }
+  }
+  std::printf(
+      "servers: %llu pulls of '%s/*'; staleness histogram (rounds 0..16+): %s; "
+      "waited %.2fs in all, longest %.3fs\n",
+      static_cast<unsigned long long>(pulls), prefix.c_str(), absl::StrJoin(histogram, " ").c_str(),
+      wait_us / 1e6, wait_max / 1e6);
+}
+
+// The clock to resume at: the smallest of this worker's restored clocks on
+// the model's tables (0 when the servers restored nothing).
+absl::StatusOr<uint64_t> ResumeClock(PsClient& client, const std::vector<proto::TableDef>& tables,
+                                     const std::string& who) {
+  absl::StatusOr<PsClient::WorkerPosition> position = client.Position();
+  if (!position.ok()) return position.status();
+  if (position->restored_from.empty()) {
+    std::printf("%s: --resume: the servers restored no checkpoint; starting from the beginning\n",
+                who.c_str());
+    return 0;
+  }
+  uint64_t clock = UINT64_MAX;
+  for (const auto& def : tables) {
+    auto it = position->clocks.find(def.name());
+    clock = std::min(clock, it == position->clocks.end() ? 0 : it->second);
+  }
+  if (tables.empty()) clock = 0;
+  std::printf("%s: --resume: servers restored %s (cut %llu); this worker continues at clock %llu\n",
+              who.c_str(), position->restored_from.c_str(),
+              static_cast<unsigned long long>(position->restored_cut),
+              static_cast<unsigned long long>(clock));
+  std::fflush(stdout);
+  return clock;
+}
+
+// ---- sparse models ----------------------------------------------------------
+
+absl::Status CheckSparseConfig(const WorkerConfig& config) {
+  const bool evaluate = config.evaluate || config.eval_only;
+  if (config.test_data.empty() && evaluate) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model=", config.model, " needs --test_data (a LibSVM file), or --evaluate=false"));
+  }
+  if (config.train_data.empty() && !config.eval_only) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model=", config.model, " needs --train_data (a LibSVM file), or --eval_only"));
+  }
+  if (config.trainer.consistency != Consistency::kAsync) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model=", config.model, " trains asynchronously: use --consistency=async"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
+                         const EmbeddingMlpConfig& emb, const std::string& table,
+                         PsClient& client) {
+  SparseTrainerConfig sc = config.sparse;
+  sc.table = table;
+  sc.worker_index = config.trainer.worker_index;
+  sc.num_workers = config.trainer.num_workers;
+  sc.epochs = config.trainer.epochs;
+  sc.batch_size = config.trainer.batch_size;
+  sc.max_train_examples = config.max_train_examples;
+  sc.progress_interval = config.trainer.progress_interval;
+  sc.on_progress = env.observer->Sink();
+  auto stats = config.model == "embedding_mlp"
+                   ? TrainEmbeddingMlp(client, config.train_data, sc, emb, PrintLine)
+                   : TrainSparseLr(client, config.train_data, sc, PrintLine);
+  const std::string who = config.who();
+  if (!stats.ok()) return Prefixed(who + ": training failed: ", stats.status());
+  client.Leave();
+  std::printf(
+      "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s, %.0f keys/s, %lld keys "
+      "pulled), last-epoch log-loss %.4f, %lld bad lines skipped\n",
+      who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
+      stats->seconds, stats->examples_per_second, stats->keys_per_second,
+      static_cast<long long>(stats->keys_pulled), stats->mean_loss_last_epoch,
+      static_cast<long long>(stats->bad_lines));
+  std::printf(
+      "RESULT worker=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld keys_pushed=%lld\n",
+      config.trainer.worker_index, stats->seconds, static_cast<long long>(stats->examples),
+      static_cast<long long>(stats->keys), static_cast<long long>(stats->keys_pulled),
+      static_cast<long long>(stats->keys_pushed));
+  return absl::OkStatus();
+}
+
+absl::Status EvaluateSparse(const WorkerConfig& config, const WorkerEnv& env,
+                            const EmbeddingMlpConfig& emb, const std::string& table,
+                            PsClient& client) {
+  auto eval = config.model == "embedding_mlp"
+                  ? EvaluateEmbeddingMlp(client, config.test_data, emb, 4096)
+                  : EvaluateSparseLr(client, config.test_data, table, 4096);
+  if (!eval.ok()) return Prefixed(config.who() + ": evaluating: ", eval.status());
+  std::printf("%s: test auc %.4f accuracy %.4f logloss %.4f (%lld test examples)\n",
+              config.who().c_str(), eval->auc, eval->accuracy, eval->logloss,
+              static_cast<long long>(eval->examples));
+  std::printf("test auc %.4f accuracy %.4f\n", eval->auc, eval->accuracy);
+  std::printf("RESULT test_auc=%.4f test_accuracy=%.4f\n", eval->auc, eval->accuracy);
+  env.observer->Finish("auc", eval->auc);
+  return absl::OkStatus();
+}
+
+// ---- dense models -----------------------------------------------------------
+
+// Trains this worker's shard of `train` (consumed) by Downpour SGD.
+absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const Model& model,
+                        Dataset train, const TrainTestData& shape, PsClient& client) {
+  const TrainerConfig& trainer = config.trainer;
+  const std::string who = config.who();
+  if (trainer.consistency != Consistency::kAsync) {
+    const absl::Status s = client.WaitForWorkers(
+        trainer.num_workers, absl::Seconds(config.wait_for_workers_seconds));
+    if (!s.ok()) return Prefixed(who + ": ", s);
+  }
+  const int64_t limit = config.max_train_examples;
+  Dataset shard = ShardOf(limit > 0 ? Head(train, limit) : train, trainer.worker_index,
+                          trainer.num_workers);
+  train = Dataset();  // only the shard is needed from here on
+  std::printf(
+      "%s: %lld training examples of %dx%d images in %d classes, model %s (%lld parameters), "
+      "%d server(s)\n",
+      who.c_str(), static_cast<long long>(shard.num_examples), shape.rows, shape.cols,
+      shard.num_classes, model.name().c_str(), static_cast<long long>(model.num_params()),
+      client.num_servers());
+  std::fflush(stdout);
+  TrainerConfig run = trainer;
+  run.on_progress = env.observer->Sink();
+  auto stats = TrainDownpour(client, model, shard, run, PrintLine);
+  if (!stats.ok()) return Prefixed(who + ": training failed: ", stats.status());
+  client.Leave();  // done: stop holding back the others
+  std::printf(
+      "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s), last-epoch loss %.4f, "
+      "staleness mean %.1f max %llu, clock lag max %llu, waited %.2fs (%.1f%% idle)\n",
+      who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
+      stats->seconds, stats->examples_per_second, stats->mean_loss_last_epoch,
+      stats->mean_staleness, static_cast<unsigned long long>(stats->max_staleness),
+      static_cast<unsigned long long>(stats->max_clock_lag), stats->wait_seconds,
+      stats->seconds > 0 ? 100.0 * stats->wait_seconds / stats->seconds : 0.0);
+  std::printf("%s: clock lag histogram of its pulls (0..16+): %s\n", who.c_str(),
+              absl::StrJoin(stats->clock_lag_histogram, " ").c_str());
+  std::printf("RESULT worker=%d seconds=%.3f wait_seconds=%.3f examples=%lld\n",
+              trainer.worker_index, stats->seconds, stats->wait_seconds,
+              static_cast<long long>(stats->examples));
+  if (trainer.worker_index == 0) PrintServerStats(client, trainer.table_prefix);
+  return absl::OkStatus();
+}
+
+absl::Status EvaluateDense(const WorkerConfig& config, const WorkerEnv& env, const Model& model,
+                           const Dataset& test, PsClient& client) {
+  std::vector<float> params(model.num_params());
+  if (absl::Status s =
+          PullParams(client, model, config.trainer.table_prefix, absl::MakeSpan(params));
+      !s.ok()) {
+    return Prefixed(config.who() + ": pulling final parameters: ", s);
+  }
+  const double accuracy = Accuracy(model, params, test);
+  std::printf("%s: test accuracy %.4f (%lld test examples)\n", config.who().c_str(), accuracy,
+              static_cast<long long>(test.num_examples));
+  std::printf("RESULT test_accuracy=%.4f\n", accuracy);
+  env.observer->Finish("accuracy", accuracy);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
+  if (absl::Status s = CheckSparseConfig(config); !s.ok()) return s;
+  EmbeddingMlpConfig emb = config.embedding;
+  emb.prefix = config.table_prefix.empty() ? config.model : config.table_prefix;
+  emb.seed = config.trainer.seed;
+  const std::vector<proto::TableDef> tables =
+      config.model == "embedding_mlp"
+          ? EmbeddingMlpTables(emb, config.optimizer)
+          : std::vector<proto::TableDef>{
+                SparseLrTable(emb.prefix + "/w", config.optimizer, emb.num_buckets)};
+  // Sparse models train asynchronously without a lease, as they always have.
+  auto client = ConnectAndCreate(ClientOptions(config, env, PsClientOptions()), tables);
+  if (!client.ok()) return client.status();
+  if (!config.eval_only) {
+    if (absl::Status s = TrainSparse(config, env, emb, tables[0].name(), **client); !s.ok()) {
+      return s;
+    }
+  }
+  if (!config.evaluate && !config.eval_only) return absl::OkStatus();
+  return EvaluateSparse(config, env, emb, tables[0].name(), **client);
+}
+
+absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
+  // Both sets, even to only evaluate: the class count (1 + the largest label
+  // in either) fixes the model's shape, which every worker must agree on.
+  auto data = ReadIdxDir(config.data_dir);
+  if (!data.ok()) return Prefixed("--data_dir: ", data.status());
+  auto model = MakeModel(config.model, data->train.dim, config.hidden, data->train.num_classes);
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model: ", model.status().message(), " (the data set has ", data->rows, "x",
+        data->cols, " images in ", data->train.num_classes, " classes)"));
+  }
+  config.trainer.table_prefix =
+      config.table_prefix.empty() ? (*model)->name() : config.table_prefix;
+  const auto tables =
+      ModelTables(**model, config.trainer.table_prefix, config.optimizer, config.trainer.seed);
+  auto client = ConnectAndCreate(ClientOptions(config, env, config.client), tables);
+  if (!client.ok()) return client.status();
+  if (!config.eval_only && config.resume) {
+    absl::StatusOr<uint64_t> clock = ResumeClock(**client, tables, config.who());
+    if (!clock.ok()) return Prefixed(config.who() + ": --resume: ", clock.status());
+    config.trainer.start_clock = *clock;
+  }
+  if (!config.eval_only) {
+    if (absl::Status s =
+            TrainDense(config, env, **model, std::move(data->train), *data, **client);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return EvaluateDense(config, env, **model, data->test, **client);
+}
+
+}  // namespace ps

@@ -1,0 +1,58 @@
+// What one ps_worker run does, as main() reads it from the flags: where the
+// cluster is, the model and its data, the trainer's and the client's
+// settings and the server-side optimizer. Plain data, no flags: the run
+// functions (worker/run_worker.h) take it, so tests can build one by hand.
+#ifndef PS_WORKER_WORKER_CONFIG_H_
+#define PS_WORKER_WORKER_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/ps.pb.h"
+#include "worker/client/ps_client.h"
+#include "worker/train/embedding_mlp.h"
+#include "worker/train/sparse_trainer.h"
+#include "worker/train/trainer.h"
+
+namespace ps {
+
+struct WorkerConfig {
+  // The cluster: a static spec, or etcd's ring (then `servers` is empty).
+  std::vector<std::string> servers;
+  std::string etcd;
+  std::string cluster;
+
+  // "mlp" or "softmax" (IDX images), "sparse_lr" or "embedding_mlp" (LibSVM).
+  std::string model = "mlp";
+  std::vector<int> hidden;   // MLP hidden widths
+  std::string table_prefix;  // "": the model's name
+  proto::TableDef optimizer;  // the optimizer fields of every table
+
+  // Dense models: the IDX directory.
+  std::string data_dir;
+  // Sparse models: the LibSVM files and their settings (the trainer's
+  // fields other than the ones TrainerConfig also holds).
+  std::string train_data;
+  std::string test_data;
+  bool evaluate = true;
+  EmbeddingMlpConfig embedding;     // dim, hidden, num_fields, num_buckets
+  SparseTrainerConfig sparse;       // skip_bad_lines, row cache, push_threshold
+  int64_t max_train_examples = 0;   // 0: all
+
+  TrainerConfig trainer;  // worker index and count, epochs, batch, consistency...
+  PsClientOptions client;  // consistency, lease, timeout, placement, encoding
+  bool eval_only = false;
+  bool resume = false;
+  double wait_for_workers_seconds = 60;
+
+  bool sparse_model() const { return model == "sparse_lr" || model == "embedding_mlp"; }
+  std::string who() const {
+    return "worker " + std::to_string(trainer.worker_index) + "/" +
+           std::to_string(trainer.num_workers);
+  }
+};
+
+}  // namespace ps
+
+#endif  // PS_WORKER_WORKER_CONFIG_H_
