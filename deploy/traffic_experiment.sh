@@ -15,7 +15,7 @@
 #   (--push_threshold=0.5); all three.
 # Then the Fashion-MNIST MLP of local_cluster.sh with f32, bf16 and f16
 # values (--skip_dense leaves it out). Writes traffic_raw.txt, traffic.md and
-# traffic_bytes.png into --out (default deploy/results).
+# traffic_bytes.png into --out (default docs/experiments/results).
 set -euo pipefail
 examples=1000000
 features=10000000
@@ -23,7 +23,7 @@ test_examples=200000
 epochs=2
 servers=2
 workers=4
-out="deploy/results"
+out="docs/experiments/results"
 data="${TMPDIR:-/tmp}/ps_traffic_data"
 dense=1
 while [ $# -gt 0 ]; do
