@@ -23,48 +23,22 @@
 #include "grpcpp/security/server_credentials.h"
 #include "server/rpc/authorizer.h"
 #include "server/rpc/admin_service.h"
-#include "server/checkpoint/checkpoint_scheduler.h"
-#include "server/checkpoint/checkpointer.h"
 #include "server/core/ps_core.h"
 #include "server/rpc/ps_service.h"
 #include "server/replication/replica_link.h"
 #include "server/rpc/replication_service.h"
-#include "server/checkpoint/shard_checkpointers.h"
 #include "server/replication/shard_host.h"
 #include "server/replication/etcd_contact.h"
 #include "server/replication/membership_agent.h"
 #include "common/kv_store.h"
 #include "server/core/server_limits.h"
+#include "server/server_checkpoints.h"
+#include "server/server_ticker.h"
 
 namespace ps {
 
-// Checkpoints (server/checkpointer.h): every server writes its part where
-// the coordinator says; server 0 coordinates when it has a directory. In a
-// replicated cluster each shard's primary writes that shard's part
-// (server/shard_checkpointers.h), the primary of shard 0 coordinates, and
-// the directory also lets a shard whose copies were all lost be rebuilt
-// from the newest checkpoint.
-struct ServerCheckpointOptions {
-  std::string dir;       // checkpoints under dir/ckpt-<sequence>; empty: none
-  bool restore = false;  // load the newest valid one under dir before serving
-  // Server 0: coordinate checkpoints (timers, COORDINATE, the last one at
-  // exit). Off, checkpoints are coordinated from outside (ps_admin --checkpoint_dir).
-  bool coordinate = true;
-  // Every server's address, in shard order: server 0 calls them all, and
-  // the others ask server 0 for a last checkpoint when they stop. May be
-  // empty with one server (it calls itself at its bound address).
-  std::vector<std::string> servers;
-  // Instead of `servers`: a file holding them (host:port,...), read when
-  // they are first needed, for launchers that learn the ports only after
-  // the servers bound them.
-  std::string servers_file;
-  absl::Duration every = absl::ZeroDuration();  // 0: no timer
-  uint64_t every_clocks = 0;                    // 0: no clock trigger
-  bool on_exit = true;                          // a last one at Shutdown
-  int keep = 3;
-  int full_every = 0;  // incremental checkpoints per full one (0: always full)
-  absl::Duration write_timeout = absl::Seconds(60);
-};
+// ServerCheckpointOptions (checkpoint directory, restore, coordination,
+// timers): server/server_checkpoints.h.
 
 // Replicated clusters (server/membership_agent.h): membership and the ring
 // in etcd, each shard on a chain of `replicas` servers.
@@ -135,31 +109,35 @@ class PsServer {
 
  private:
   PsServer() = default;
-  // Runs ClockTracker::Tick every tick_interval and logs its events, until
-  // Shutdown.
-  void TickLoop();
+  // Start's steps, in order. Errors: those of Start.
+  static absl::Status CheckOptions(const ServerOptions& options);
+  // The host and its cores; the checkpoint side, which restores a static
+  // server's shard here.
+  absl::Status StartHost();
+  // The cores' template; replicated, also makes the forward transport and
+  // etcd contact, and hooks the host to membership and checkpoints.
+  ShardHostOptions HostOptions();
+  // The gRPC services (data path, replication, admin).
+  void MakeServices();
+  // Binds and starts the gRPC server; learns the bound address.
+  absl::Status StartGrpc();
+  // Replicated: registers in etcd and follows the ring.
+  absl::Status JoinMembership();
+  MembershipOptions MembershipConfig() const;
+  ServerCheckpointsConfig CheckpointsConfig() const;
+
   // The gauges and counters read at scrape time (ps_server_metrics.cc).
   void CollectMetrics(MetricsWriter& out) const;
-  // Restores (options_.checkpoint.restore) before the server serves.
-  absl::Status Restore();
-  // Replicated: loads the newest checkpoint into copies the ring made this
-  // server hold from a checkpoint (ShardHostOptions::restore), and logs
-  // what was loaded, or what was lost when every copy of a shard was.
-  absl::Status RestoreShards(const std::map<int, PsCore*>& cores, const ShardRing& ring);
-  // Server 0 with a checkpoint directory: the coordinator and its timers.
-  absl::Status StartScheduler();
-  void LastCheckpoint();
   // Replicated: takes no new worker call and waits (at most a lease) until
   // every write accepted is at its chain's tail.
   void DrainReplicated();
-  // options_.checkpoint.servers, or those of servers_file.
-  absl::StatusOr<std::vector<std::string>> ServerAddresses() const;
-  void Coordinate(const proto::CheckpointRequest& request, AdminService::Done done);
-  std::string Who() const;
 
+  // Set by Start, before the server serves; const afterwards. Destroyed in
+  // reverse: the ticker first, then the gRPC server and its services.
   ServerOptions options_;
   std::string address_;
   int port_ = 0;
+  uint64_t incarnation_ = 0;  // replicated: this process's (ShardHostOptions)
   std::unique_ptr<ForwardTransport> forward_transport_;
   std::unique_ptr<EtcdContact> etcd_contact_;
   std::unique_ptr<ShardHost> host_;
@@ -169,17 +147,14 @@ class PsServer {
   // Set once started; read by the host's on_synced (a gRPC thread).
   absl::Mutex membership_mu_;
   std::unique_ptr<MembershipAgent> membership_ ABSL_GUARDED_BY(membership_mu_);
-  std::unique_ptr<Checkpointer> checkpointer_;  // static clusters
-  std::unique_ptr<ShardCheckpointers> shard_checkpointers_;  // replicated
+  // Before the host serves: its restore callback (replicated) calls it.
+  std::unique_ptr<ServerCheckpoints> checkpoints_;
   std::unique_ptr<AdminService> admin_;
-  uint64_t restored_cut_ = 0;
   std::unique_ptr<grpc::Server> server_;
-  std::thread ticker_;
+  std::unique_ptr<ServerTicker> ticker_;
 
   mutable absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;   // Shutdown has begun
-  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;  // the ticker stops
-  std::unique_ptr<CheckpointScheduler> scheduler_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // Shutdown has begun
 };
 
 }  // namespace ps
