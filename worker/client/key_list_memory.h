@@ -3,13 +3,14 @@
 // list's signature (proto PushRequest.key_list_signature). The memory is a
 // guess: a server may have dropped a list since (its cache is bounded, or it
 // restarted); the server then answers "key list not cached" and the client
-// sends the list again (OfferKeyList / RestoreKeyList). Bounded per server,
-// oldest first out. Thread-safe.
+// sends the list again (OfferKeyList, RestoreKeyList, SendWithKeyLists).
+// Bounded per server, oldest first out. Thread-safe.
 #ifndef PS_WORKER_CLIENT_KEY_LIST_MEMORY_H_
 #define PS_WORKER_CLIENT_KEY_LIST_MEMORY_H_
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/hash.h"
 #include "common/protocol.h"
+#include "proto/ps.pb.h"
 
 namespace ps {
 
@@ -81,6 +83,16 @@ bool RestoreKeyList(KeyListMemory& memory, int server, Request* request, std::st
   return true;
 }
 
+// The resend of a request whose list the server missed: calls send(first),
+// and when missed(status) says the server did not hold a list sent as its
+// signature and restore() put the lists back, calls send(done) once more,
+// at once (nothing of the request was applied and the server is there);
+// otherwise done(status). `done` runs exactly once.
+using KeyListDone = std::function<void(absl::Status)>;
+void SendWithKeyLists(std::function<void(KeyListDone)> send,
+                      std::function<bool(const absl::Status&)> missed,
+                      std::function<bool()> restore, KeyListDone done);
+
 // After the server applied the request: a list it was sent in full is one
 // it now holds.
 template <typename Request>
@@ -89,6 +101,19 @@ void NoteKeyListSent(KeyListMemory& memory, int server, const Request& request) 
     memory.Remember(server, request.key_list_signature());
   }
 }
+
+// The same for each push of a PushPull request (held[k] is push k's list).
+void OfferKeyLists(KeyListMemory& memory, int server, proto::PushPullRequest* request,
+                   std::vector<std::string>* held);
+bool RestoreKeyLists(KeyListMemory& memory, int server, proto::PushPullRequest* request,
+                     std::vector<std::string>* held);
+// After a PushPull call answered: the lists of the pushes applied.
+void NoteKeyListsSent(KeyListMemory& memory, int server, const proto::PushPullRequest& request,
+                      const proto::PushPullResponse& reply);
+// Whether a PushPull call that answered (status OK) refused a push for a
+// list the server did not hold: that push alone failed, nothing of it
+// applied.
+bool AnyKeyListMiss(const absl::Status& status, const proto::PushPullResponse& reply);
 
 }  // namespace ps
 

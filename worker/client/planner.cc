@@ -198,6 +198,30 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const Tab
   return parts;
 }
 
+std::vector<int> ServersOf(absl::Span<const Part> parts) {
+  std::vector<int> servers;
+  servers.reserve(parts.size());
+  for (const Part& part : parts) servers.push_back(part.server);
+  return servers;
+}
+
+std::vector<PlannedCall> GroupIntoCalls(absl::Span<const Part> parts, int num_servers,
+                                        uint64_t max_values_per_call) {
+  std::vector<PlannedCall> calls;
+  std::vector<int> open(num_servers, -1);  // server -> the call it fills
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const uint64_t values = parts[i].num_values();
+    int& c = open[parts[i].server];
+    if (c < 0 || calls[c].num_values + values > max_values_per_call) {
+      c = static_cast<int>(calls.size());
+      calls.emplace_back().server = parts[i].server;
+    }
+    calls[c].parts.push_back(i);
+    calls[c].num_values += values;
+  }
+  return calls;
+}
+
 std::string PackKeys(absl::Span<const uint64_t> keys, absl::Span<const size_t> positions) {
   std::vector<uint64_t> gathered(positions.size());
   for (size_t j = 0; j < positions.size(); ++j) gathered[j] = keys[positions[j]];

@@ -100,6 +100,24 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const Tab
                                            absl::Span<const uint64_t> keys, uint32_t width,
                                            size_t num_values, uint64_t max_values_per_request);
 
+// The server of each part, in order.
+std::vector<int> ServersOf(absl::Span<const Part> parts);
+
+// One PushPull call: parts of a plan that go to one server together.
+struct PlannedCall {
+  int server = 0;
+  std::vector<size_t> parts;  // indices into the plan, in plan order
+  uint64_t num_values = 0;    // of those parts
+};
+
+// Groups planned parts (of any ops) into PushPull calls: each server's
+// parts, in plan order, fill one call until the next part would take it
+// past max_values_per_call; that part opens the server's next call. A part
+// over the limit has a call of its own. Calls are ordered by their first
+// part. Parts' servers must be below num_servers.
+std::vector<PlannedCall> GroupIntoCalls(absl::Span<const Part> parts, int num_servers,
+                                        uint64_t max_values_per_call);
+
 // The keys of a key-list part, packed for the wire (little-endian uint64).
 std::string PackKeys(absl::Span<const uint64_t> keys, absl::Span<const size_t> positions);
 

@@ -1,12 +1,14 @@
 // The planner without sockets: every key goes to its owner, parts respect
 // the cap, offsets cover the caller's buffer exactly once, round_parts
-// counts the parts of an op per server, and bad ops are refused.
+// counts the parts of an op per server, bad ops are refused, and PushPull
+// calls group parts by server under their cap.
 #include "worker/client/planner.h"
 
 #include <cstring>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -228,6 +230,73 @@ TEST(PlannerTest, BadKeyOpsAreRefusedNamingTheTable) {
   auto none = PlanKeys(placement, TableLayout{}, "push to", "rows", {}, 2, 0, 100);
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
+}
+
+// Parts of the given servers and sizes (one key of width `values` each).
+std::vector<Part> PartsOf(const std::vector<std::pair<int, uint64_t>>& server_values) {
+  std::vector<Part> parts;
+  for (const auto& [server, values] : server_values) {
+    Part& part = parts.emplace_back();
+    part.server = server;
+    part.width = values;
+    part.positions = {parts.size() - 1};
+  }
+  return parts;
+}
+
+TEST(PlannerTest, PushPullCallsFillUpToTheCapInPlanOrder) {
+  const std::vector<Part> parts = PartsOf({{0, 3}, {1, 4}, {0, 2}, {0, 5}, {1, 1}});
+  const std::vector<PlannedCall> calls = GroupIntoCalls(parts, 2, /*max_values_per_call=*/6);
+  ASSERT_EQ(calls.size(), 3u);
+  // Ordered by first part: server 0's first call, server 1's, then server
+  // 0's second, opened by the part that would have taken the first past 6.
+  EXPECT_EQ(calls[0].server, 0);
+  EXPECT_EQ(calls[0].parts, (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(calls[0].num_values, 5u);
+  EXPECT_EQ(calls[1].server, 1);
+  EXPECT_EQ(calls[1].parts, (std::vector<size_t>{1, 4}));
+  EXPECT_EQ(calls[1].num_values, 5u);
+  EXPECT_EQ(calls[2].server, 0);
+  EXPECT_EQ(calls[2].parts, (std::vector<size_t>{3}));
+
+  // Exactly at the cap: one call.
+  EXPECT_EQ(GroupIntoCalls(PartsOf({{0, 2}, {0, 4}}), 1, 6).size(), 1u);
+  // A part over the cap has a call of its own; the next part opens another.
+  const std::vector<PlannedCall> big = GroupIntoCalls(PartsOf({{0, 9}, {0, 1}, {0, 1}}), 1, 4);
+  ASSERT_EQ(big.size(), 2u);
+  EXPECT_EQ(big[0].parts, (std::vector<size_t>{0}));
+  EXPECT_EQ(big[1].parts, (std::vector<size_t>{1, 2}));
+  EXPECT_TRUE(GroupIntoCalls({}, 3, 4).empty());
+}
+
+TEST(PlannerTest, PushPullCallsOfAPlanCarryEachPartOnceToItsServer) {
+  const Placement placement(3, {/*slice_size=*/4, 64});
+  std::vector<float> a(100 * 2), b(37);
+  const PushRange ops[] = {{"a", 0, 100, a}, {"b", 5, 42, b}};
+  auto parts = PlanPush(placement, ops, /*max_values_per_request=*/16);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  for (uint64_t cap : {1u, 16u, 40u, 1000u}) {
+    SCOPED_TRACE(testing::Message() << "cap " << cap);
+    std::vector<int> seen(parts->size(), 0);
+    for (const PlannedCall& call : GroupIntoCalls(*parts, 3, cap)) {
+      ASSERT_FALSE(call.parts.empty());
+      uint64_t values = 0;
+      for (size_t k = 0; k < call.parts.size(); ++k) {
+        const size_t i = call.parts[k];
+        ++seen[i];
+        EXPECT_EQ((*parts)[i].server, call.server);
+        if (k > 0) {
+          EXPECT_GT(i, call.parts[k - 1]) << "plan order";
+        }
+        values += (*parts)[i].num_values();
+      }
+      EXPECT_EQ(values, call.num_values);
+      if (call.parts.size() > 1) {
+        EXPECT_LE(values, cap);
+      }
+    }
+    for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "part " << i;
+  }
 }
 
 TEST(PlannerTest, DescribeKeysNamesTableAndKeys) {

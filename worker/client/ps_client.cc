@@ -1,17 +1,18 @@
-// PsClient: construction, the cluster check at connect, tables and pulls
-// (see ps_client.h). Pushes are in ps_client_push.cc, heartbeats and
-// statistics in ps_client_membership.cc.
+// PsClient (see ps_client.h): connecting, tables, and the send-and-retry
+// flow of pulls, pushes and push-pulls. Planning is the planner's, the
+// requests' wire form the request codec's, small-push batching the
+// PushBatcher's, the lease the LeaseKeeper's.
 #include "worker/client/ps_client.h"
 
 #include <algorithm>
-#include <limits>
+#include <optional>
 #include <random>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "common/table_layout.h"
-#include "common/value_encoding.h"
+#include "worker/client/cluster_check.h"
 #include "worker/client/grpc_transport.h"
 
 namespace ps {
@@ -25,10 +26,16 @@ uint64_t DrawIncarnation() {
   return value;
 }
 
-void AddRange(proto::PullRequest* header, uint64_t begin, uint64_t end) {
-  proto::KeyRange* r = header->add_ranges();
-  r->set_begin(begin);
-  r->set_end(end);
+// What the servers must answer at connect for these options.
+ClusterExpectation ExpectationOf(const PsClientOptions& options) {
+  ClusterExpectation expected;
+  expected.placement = options.placement;
+  expected.connect_timeout = options.connect_timeout;
+  expected.replicated = options.directory != nullptr;
+  expected.timeout = options.timeout;
+  expected.max_attempts = options.max_attempts;
+  expected.retry_backoff = options.retry_backoff;
+  return expected;
 }
 
 }  // namespace
@@ -47,14 +54,14 @@ PsClient::PsClient(const PsClientOptions& options, Transport* transport,
       placement_(transport->num_servers(), options.placement),
       incarnation_(options.incarnation != 0 ? options.incarnation : DrawIncarnation()),
       runner_(transport, clock_, absl::StrCat("ps_client worker ", options.worker_id)),
+      lease_(
+          {options.worker_id, options.lease, incarnation_, options.timeout, options.retry_backoff},
+          transport, &runner_, clock_),
       key_lists_(transport->num_servers(), options.key_lists_per_server),
       // Request ids start from the wall clock so that a restarted worker with
       // the same id never reuses an id the servers have already seen.
-      next_request_id_(static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())) << 8) {
-  for (int s = 0; s < transport_->num_servers(); ++s) {
-    batchers_.push_back(std::make_unique<ServerBatcher>());
-  }
-}
+      next_request_id_(static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())) << 8),
+      batcher_(transport, &runner_, DataPolicy()) {}
 
 PsClient::~PsClient() {
   {
@@ -79,160 +86,65 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options,
                                                             std::unique_ptr<Transport> transport) {
-  if (transport == nullptr || transport->num_servers() == 0) {
-    return absl::InvalidArgumentError("no servers given; see --servers");
-  }
   Transport* t = transport.get();
-  return Start(std::unique_ptr<PsClient>(new PsClient(options, t, std::move(transport))));
+  return Start(options, t, std::move(transport));
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options,
                                                             Transport* transport) {
+  return Start(options, transport, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Start(
+    const PsClientOptions& options, Transport* transport,
+    std::unique_ptr<Transport> owned_transport) {
   if (transport == nullptr || transport->num_servers() == 0) {
     return absl::InvalidArgumentError("no servers given; see --servers");
   }
-  return Start(std::unique_ptr<PsClient>(new PsClient(options, transport, nullptr)));
-}
-
-absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Start(std::unique_ptr<PsClient> client) {
-  if (absl::Status s = client->CheckServers(); !s.ok()) return s;
-  if (client->options_.lease > absl::ZeroDuration()) {
-    // Registered everywhere before the first pull, then renewed in the
-    // background. ALREADY_EXISTS (another live process with this worker id)
-    // is not retried.
-    absl::StatusOr<int> live = client->HeartbeatAll(/*leaving=*/false);
-    if (!live.ok()) {
-      absl::Status status = live.status();
-      if (status.code() == absl::StatusCode::kAlreadyExists) {
-        // The server's message names the other process and --worker_index.
-        // No leaving heartbeat: this worker id belongs to the other process.
-        absl::MutexLock lock(&client->heartbeat_mu_);
-        client->left_ = true;
-      }
-      return status;
-    }
-    client->heartbeat_thread_ = std::thread([c = client.get()] { c->HeartbeatLoop(); });
+  std::unique_ptr<PsClient> client(new PsClient(options, transport, std::move(owned_transport)));
+  if (absl::Status s = CheckCluster(transport, client->clock_, ExpectationOf(options)); !s.ok()) {
+    return s;
   }
+  // With a lease: registered everywhere before the first pull.
+  if (absl::Status s = client->lease_.Start(); !s.ok()) return s;
   return client;
 }
 
-absl::Status PsClient::CheckServers() {
-  const int n = num_servers();
-  std::vector<proto::InfoResponse> replies(n);
-  std::vector<absl::Status> status(n);
-  const proto::InfoRequest request;
-  // Servers may still be starting: wait for them, up to connect_timeout, in
-  // one attempt each.
-  // In a replicated cluster a shard's primary may not have read the ring
-  // yet (UNAVAILABLE): asked again until the deadline.
-  const absl::Time deadline = clock_->Now() + options_.connect_timeout;
-  std::vector<int> pending(n);
-  for (int s = 0; s < n; ++s) pending[s] = s;
-  while (!pending.empty()) {
-    absl::BlockingCounter countdown(static_cast<int>(pending.size()));
-    for (int s : pending) {
-      transport_->Info(s, request, deadline, /*wait_for_ready=*/true, &replies[s],
-                       [&countdown, &status, s](absl::Status result) {
-                         status[s] = std::move(result);
-                         countdown.DecrementCount();
-                       });
-    }
-    countdown.Wait();
-    std::vector<int> again;
-    for (int s : pending) {
-      if (options_.directory != nullptr && absl::IsUnavailable(status[s]) &&
-          clock_->Now() + kMaxBackoff < deadline) {
-        again.push_back(s);
-      }
-    }
-    if (!again.empty()) clock_->SleepFor(kMaxBackoff);
-    pending = std::move(again);
-  }
-  for (int s = 0; s < n; ++s) {
-    const std::string name = transport_->ServerName(s);
-    if (!status[s].ok()) {
-      return absl::Status(status[s].code(),
-                          absl::StrCat(name, " did not answer within ",
-                                       absl::FormatDuration(options_.connect_timeout), " (",
-                                       status[s].message(),
-                                       "); is it running? see --servers. A server with TLS "
-                                       "answers only clients with --tls_ca, and --tls_cert and "
-                                       "--tls_key from its CA"));
-    }
-    const proto::InfoResponse& info = replies[s];
-    if (info.server_index() != static_cast<uint32_t>(s) ||
-        info.num_servers() != static_cast<uint32_t>(n) ||
-        info.slice_size() != options_.placement.slice_size ||
-        info.virtual_nodes() != static_cast<uint32_t>(options_.placement.virtual_nodes)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          name, " reports shard ", info.server_index(), " of ", info.num_servers(), " (slice_size ",
-          info.slice_size(), ", virtual_nodes ", info.virtual_nodes(),
-          ") but this worker expects shard ", s, " of ", n, " (slice_size ",
-          options_.placement.slice_size, ", virtual_nodes ", options_.placement.virtual_nodes,
-          "); start every process with the same --servers"));
-    }
-    // Every retry of a push must reach the server while it still remembers
-    // the push's id, or a retry of an applied push would apply it twice.
-    const absl::Duration retention = absl::Milliseconds(info.dedup_retention_ms());
-    const int attempts = std::max(1, options_.max_attempts);
-    absl::Duration window = options_.timeout * attempts;
-    for (int a = 1; a < attempts; ++a) window += std::min(options_.retry_backoff * a, kMaxBackoff);
-    if (info.dedup_retention_ms() > 0 && window >= retention) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          name, " remembers push ids for ", absl::FormatDuration(retention),
-          " (ps_server --dedup_retention_seconds), but this worker may retry a push for up to ",
-          absl::FormatDuration(window), " (", attempts, " attempts of ",
-          absl::FormatDuration(options_.timeout),
-          ", see --timeout_seconds); a late retry could be applied twice. Lower "
-          "--timeout_seconds or raise the servers' --dedup_retention_seconds"));
-    }
-  }
-  return absl::OkStatus();
+std::vector<int> PsClient::AllServers() const {
+  std::vector<int> servers(num_servers());
+  for (int s = 0; s < num_servers(); ++s) servers[s] = s;
+  return servers;
 }
 
 absl::Status PsClient::CreateTable(const proto::TableDef& def) {
-  const int n = num_servers();
-  std::vector<int> servers(n);
-  std::vector<proto::CreateTableResponse> replies(n);
+  const std::vector<int> servers = AllServers();
+  std::vector<proto::CreateTableResponse> replies(servers.size());
   proto::CreateTableRequest request;
   *request.mutable_table() = def;
-  for (int s = 0; s < n; ++s) servers[s] = s;
   absl::Status status = CallRunner::FirstError(RunCalls(
       servers, "CreateTable", DataPolicy(),
       [&](size_t i, absl::Time deadline, Transport::Done done) {
         replies[i].Clear();
         transport_->CreateTable(servers[i], request, deadline, &replies[i], std::move(done));
       }));
-  if (status.ok()) {
-    absl::MutexLock lock(&tables_mu_);
-    tables_[def.name()] = KnownTable{def, LayoutOf(def)};
-  }
+  if (status.ok()) tables_.Add(def.name(), def);
   return status;
 }
 
 absl::StatusOr<proto::TableDef> PsClient::TableDefinition(const std::string& table) {
-  {
-    absl::MutexLock lock(&tables_mu_);
-    auto it = tables_.find(table);
-    if (it != tables_.end()) return it->second.def;
-  }
+  if (std::optional<proto::TableDef> known = tables_.Definition(table)) return *std::move(known);
   // A table this client did not create: its definition from server 0 (every
   // server holds the same one).
   proto::InfoRequest request;
   request.set_table(table);
   proto::InfoResponse reply;
   if (absl::Status s = InfoOfServer0(request, &reply); !s.ok()) return s;
-  absl::MutexLock lock(&tables_mu_);
-  tables_[table] = KnownTable{reply.table(), LayoutOf(reply.table())};
+  tables_.Add(table, reply.table());
   return reply.table();
 }
 
 absl::StatusOr<TableLayout> PsClient::TableLayoutFor(const std::string& table) {
-  {
-    absl::MutexLock lock(&tables_mu_);
-    auto it = tables_.find(table);
-    if (it != tables_.end()) return it->second.layout;
-  }
+  if (std::optional<TableLayout> known = tables_.Layout(table)) return *known;
   absl::StatusOr<proto::TableDef> def = TableDefinition(table);
   if (!def.ok()) return def.status();
   return LayoutOf(*def);
@@ -261,6 +173,28 @@ absl::StatusOr<PsClient::WorkerPosition> PsClient::Position() {
   return position;
 }
 
+absl::StatusOr<std::vector<ServerStats>> PsClient::Stats() {
+  const std::vector<int> servers = AllServers();
+  std::vector<proto::StatsResponse> replies(servers.size());
+  const proto::StatsRequest request;
+  absl::Status status = CallRunner::FirstError(
+      RunCalls(servers, "Stats", DataPolicy(),
+               [&](size_t i, absl::Time deadline, Transport::Done done) {
+                 replies[i].Clear();
+                 transport_->Stats(servers[i], request, deadline, &replies[i], std::move(done));
+               }));
+  if (!status.ok()) return status;
+  std::vector<ServerStats> out;
+  for (int s = 0; s < num_servers(); ++s) out.push_back({s, std::move(replies[s])});
+  return out;
+}
+
+absl::Status PsClient::WaitForWorkers(int n, absl::Duration timeout) {
+  return lease_.WaitForWorkers(n, timeout);
+}
+
+void PsClient::Leave() { lease_.Leave(); }
+
 absl::StatusOr<std::vector<Part>> PsClient::PlanKeyOp(absl::string_view what,
                                                       const std::string& table,
                                                       absl::Span<const uint64_t> keys,
@@ -272,20 +206,31 @@ absl::StatusOr<std::vector<Part>> PsClient::PlanKeyOp(absl::string_view what,
                   max_values_per_request);
 }
 
+// Pulls.
+
+absl::Status PsClient::Pull(absl::Span<const PullRange> ops, uint64_t clock, PullInfo* info) {
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanPull(placement_, ops, options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  std::vector<float*> bases;
+  bases.reserve(ops.size());
+  for (const PullRange& op : ops) bases.push_back(op.out.data());
+  return PullParts(*parts, bases, clock, {}, ops.size(), info);
+}
+
+absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                                uint32_t width, absl::Span<float> out) {
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanKeyOp("pull of", table, keys, width, out.size(), options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  float* const base = out.data();
+  return PullParts(*parts, {&base, 1}, /*clock=*/0, keys, 1, nullptr);
+}
+
 absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<float* const> bases,
-                                 const proto::PullRequest& base, absl::Span<const uint64_t> keys,
-                                 size_t num_ops, PullInfo* info) {
-  std::vector<int> servers;
-  std::vector<proto::PullRequest> requests;
-  servers.reserve(parts.size());
-  requests.reserve(parts.size());
-  for (const Part& part : parts) {
-    servers.push_back(part.server);
-    proto::PullRequest& header = requests.emplace_back(base);
-    header.set_table(part.table);
-    for (const PlannedRange& r : part.ranges) AddRange(&header, r.begin, r.end);
-    if (!part.positions.empty()) header.set_key_list(PackKeys(keys, part.positions));
-  }
+                                 uint64_t clock, absl::Span<const uint64_t> keys, size_t num_ops,
+                                 PullInfo* info) {
+  std::vector<proto::PullRequest> requests = BuildPullRequests(parts, Stamp(clock), keys);
   std::vector<std::string> held(parts.size());
   if (options_.key_list_caching) {
     for (size_t i = 0; i < parts.size(); ++i) {
@@ -294,14 +239,14 @@ absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<floa
   }
   std::vector<proto::PullResponse> replies(parts.size());
   std::vector<absl::Status> status = RunCalls(
-      servers, "Pull", DataPolicy(TotalValues(parts)),
+      ServersOf(parts), "Pull", DataPolicy(TotalValues(parts)),
       [&](size_t i, absl::Time deadline, Transport::Done done) {
         const Part& part = parts[i];
         SendWithKeyLists(
             [&, i, deadline](Transport::Done d) {
               replies[i].Clear();
               transport_->Pull(part.server, requests[i], deadline, &replies[i],
-                               ScatterInto(part, bases[part.op], options_.value_encoding),
+                               PullValuesInto(part, bases[part.op], options_.value_encoding),
                                std::move(d));
             },
             IsKeyListMiss,
@@ -312,104 +257,267 @@ absl::Status PsClient::PullParts(const std::vector<Part>& parts, absl::Span<floa
     if (status[i].ok()) NoteKeyListSent(key_lists_, parts[i].server, requests[i]);
   }
   if (absl::Status s = CallRunner::FirstError(status); !s.ok()) return s;
-  FillPullInfo(parts, replies, num_ops, info);
+  FillPullInfo(parts, replies, num_ops, num_servers(), info);
   return absl::OkStatus();
 }
 
-Transport::ConsumeValues PsClient::ScatterInto(const Part& part, float* out,
-                                               proto::ValueEncoding encoding) {
-  return [&part, out, encoding](const SegmentedBytes& values) {
-    const uint64_t expected = part.num_values() * BytesPerValue(encoding);
-    if (values.size() != expected) {
-      return absl::InternalError(
-          absl::StrCat("pull reply has ", values.size(), " bytes, expected ", expected));
-    }
-    SegmentedBytes::Reader reader(values);
-    ScatterPart(part, reader, out, encoding);
-    return absl::OkStatus();
-  };
+// Pushes.
+
+absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions) {
+  return Push(ops, clock, versions, nullptr);
 }
 
-void PsClient::ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* out,
-                           proto::ValueEncoding encoding) {
-  const size_t value_bytes = BytesPerValue(encoding);
-  if (part.positions.empty()) {
-    if (encoding == proto::VALUES_F32) {
-      part.ForEachRun([&](uint64_t offset, uint64_t count) {
-        reader.Read(count * sizeof(float), reinterpret_cast<char*>(out + offset));
-      });
-      return;
-    }
-    std::string wire;
-    part.ForEachRun([&](uint64_t offset, uint64_t count) {
-      wire.resize(count * value_bytes);
-      reader.Read(wire.size(), wire.data());
-      DecodeValues(encoding, wire.data(), count, out + offset);
+absl::Status PsClient::Push(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
+                            PushReport* report) {
+  uint64_t values = 0;
+  for (const PushRange& op : ops) values += op.grads.size();
+  return StartAndWait(DataPolicy(values).spin, [&](PushDone done) {
+    StartPush(ops, clock, versions, report, std::move(done));
+  });
+}
+
+void PsClient::PushAsync(absl::Span<const PushRange> ops, uint64_t clock, PushDone done) {
+  BeginAsync();
+  StartPush(ops, clock, nullptr, nullptr, [this, done = std::move(done)](absl::Status status) {
+    done(std::move(status));
+    EndAsync();  // last: the client may be destroyed once none is left
+  });
+}
+
+void PsClient::BeginAsync() {
+  absl::MutexLock lock(&async_mu_);
+  ++async_pending_;
+}
+
+void PsClient::EndAsync() {
+  absl::MutexLock lock(&async_mu_);
+  --async_pending_;
+}
+
+absl::Status PsClient::StartAndWait(absl::Duration spin,
+                                    const std::function<void(PushDone done)>& start) {
+  absl::Status result;
+  CallRunner::StartAndWait(spin, [&](std::function<void()> wake) {
+    start([&result, wake = std::move(wake)](absl::Status status) {
+      result = std::move(status);
+      wake();
     });
-    return;
-  }
-  // Key lists: one bulk copy, then row by row (a copy call per row costs
-  // more than the row).
-  const uint64_t width = part.width;
-  const uint64_t n = part.num_values();
-  std::unique_ptr<float[]> rows(new float[n]);
-  if (encoding == proto::VALUES_F32) {
-    reader.Read(n * sizeof(float), reinterpret_cast<char*>(rows.get()));
+  });
+  return result;
+}
+
+void PsClient::StartPush(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
+                         PushReport* report, PushDone done) {
+  if (report != nullptr) report->parts.clear();
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanPush(placement_, ops, options_.max_values_per_request);
+  if (!parts.ok()) return done(parts.status());
+  auto call = std::make_shared<PushCall>();
+  call->parts = *std::move(parts);
+  BuildPushRequests(call->parts, ops, Stamp(clock), &next_request_id_, &call->requests);
+  PushDone pushed = [this, clock, done = std::move(done)](absl::Status status) {
+    if (status.ok()) lease_.NotePushed(clock);
+    done(std::move(status));
+  };
+  if (call->parts.size() == 1 && options_.consistency == proto::CONSISTENCY_ASYNC &&
+      options_.batch_max_values > 0 &&
+      call->parts[0].num_values() <= options_.batch_max_values) {
+    PushBatched(std::move(call), ops.size(), versions, report, std::move(pushed));
   } else {
-    std::string wire(n * value_bytes, '\0');
-    reader.Read(wire.size(), wire.data());
-    DecodeValues(encoding, wire.data(), n, rows.get());
+    SendPushParts(std::move(call), ops.size(), versions, report, std::move(pushed));
   }
-  if (width == 1) {
-    for (size_t j = 0; j < part.positions.size(); ++j) out[part.positions[j]] = rows[j];
-  } else {
-    for (size_t j = 0; j < part.positions.size(); ++j) {
-      std::copy_n(rows.get() + j * width, width, out + part.positions[j] * width);
+}
+
+absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                                uint32_t width, absl::Span<const float> grads, uint64_t clock,
+                                PushReport* report) {
+  if (report != nullptr) report->parts.clear();
+  absl::StatusOr<std::vector<Part>> parts =
+      PlanKeyOp("push to", table, keys, width, grads.size(), options_.max_values_per_request);
+  if (!parts.ok()) return parts.status();
+  auto call = std::make_shared<PushCall>();
+  call->parts = *std::move(parts);
+  BuildKeyPushRequests(call->parts, keys, width, grads, Stamp(clock), &next_request_id_,
+                       &call->requests);
+  return StartAndWait(DataPolicy(grads.size()).spin, [&](PushDone done) {
+    SendPushParts(std::move(call), 1, nullptr, report, std::move(done));
+  });
+}
+
+void PsClient::SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
+                             PushReport* report, PushDone done) {
+  call->replies.resize(call->parts.size());
+  const CallPolicy policy = DataPolicy(TotalValues(call->parts));
+  PushRequests& requests = call->requests;
+  requests.held.resize(requests.headers.size());
+  if (options_.key_list_caching) {
+    for (size_t i = 0; i < call->parts.size(); ++i) {
+      OfferKeyList(key_lists_, call->parts[i].server, &requests.headers[i], &requests.held[i]);
     }
   }
+  // Every attempt of part i sends the same request again: the same request
+  // id, so a part applied on an attempt whose reply was lost is acknowledged
+  // as a duplicate by the next one instead of being applied twice.
+  PushCall* const c = call.get();
+  runner_.RunAsync(
+      ServersOf(call->parts), "Push", policy,
+      [this, call](size_t i, absl::Time deadline, Transport::Done d) {
+        const int server = call->parts[i].server;
+        SendWithKeyLists(
+            [this, call, i, server, deadline](Transport::Done sent) {
+              call->replies[i].Clear();
+              transport_->Push(server, call->requests.headers[i], call->requests.pieces[i],
+                               deadline, &call->replies[i], std::move(sent));
+            },
+            IsKeyListMiss,
+            [this, call, i, server] {
+              return RestoreKeyList(key_lists_, server, &call->requests.headers[i],
+                                    &call->requests.held[i]);
+            },
+            std::move(d));
+      },
+      [this, c, num_ops, versions, report, done = std::move(done)](
+          std::vector<absl::Status> status) {
+        for (size_t i = 0; i < c->parts.size(); ++i) {
+          if (status[i].ok()) {
+            NoteKeyListSent(key_lists_, c->parts[i].server, c->requests.headers[i]);
+          }
+        }
+        done(FinishPush(*c, status, num_ops, versions, report));
+      });
 }
 
-void PsClient::FillPullInfo(const std::vector<Part>& parts,
-                            const std::vector<proto::PullResponse>& replies, size_t num_ops,
-                            PullInfo* info) const {
-  if (info == nullptr) return;
-  info->versions.assign(num_ops * num_servers(), 0);
-  info->params_clock = std::numeric_limits<uint64_t>::max();
-  info->waited = absl::ZeroDuration();
-  for (size_t i = 0; i < parts.size(); ++i) {
-    uint64_t& slot = info->versions[parts[i].op * num_servers() + parts[i].server];
-    slot = std::max(slot, replies[i].version());
-    info->params_clock = std::min(info->params_clock, replies[i].params_clock());
-    info->waited = std::max(info->waited, absl::Microseconds(replies[i].wait_us()));
+absl::Status PsClient::FinishPush(const PushCall& call, const std::vector<absl::Status>& status,
+                                  size_t num_ops, Versions* versions, PushReport* report) const {
+  if (absl::Status s = PushOutcome(call.parts, status, *transport_, report); !s.ok()) return s;
+  FillPushVersions(call.parts, call.replies, num_ops, num_servers(), versions);
+  return absl::OkStatus();
+}
+
+void PsClient::PushBatched(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
+                           PushReport* report, PushDone done) {
+  auto item = std::make_unique<PushBatcher::Item>();
+  item->request = std::move(call->requests.headers[0]);
+  AppendPushValues(call->requests.pieces[0], item->request.mutable_values());
+  const int server = call->parts[0].server;
+  item->done = [this, call, num_ops, versions, report, done = std::move(done)](
+                   absl::Status status, uint64_t version) {
+    const Part& part = call->parts[0];
+    if (report != nullptr) report->parts.push_back(ReportPart(part, status));
+    if (status.ok() && versions != nullptr) {
+      versions->assign(num_ops * num_servers(), 0);
+      (*versions)[part.op * num_servers() + part.server] = version;
+    }
+    done(std::move(status));
+  };
+  batcher_.Submit(server, std::move(item));
+}
+
+// Push-pulls.
+
+absl::Status PsClient::PushPull(absl::Span<const PushRange> push, absl::Span<const PullRange> pull,
+                                uint64_t clock, PullInfo* info) {
+  if (absl::Status s = CheckPushPullOps(push, pull); !s.ok()) return s;
+  if (options_.consistency != proto::CONSISTENCY_ASYNC) {
+    // A bounded or BSP round waits between its push and its pull.
+    return ParamClient::PushPull(push, pull, clock, info);
   }
-}
-
-absl::Status PsClient::Pull(absl::Span<const PullRange> ops, uint64_t clock, PullInfo* info) {
+  for (size_t i = 0; i < push.size(); ++i) {
+    if (pull[i].out.size() != push[i].grads.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PushPull of table '", push[i].table, "': ", push[i].grads.size(),
+          " gradients but room for ", pull[i].out.size(), " values"));
+    }
+  }
   absl::StatusOr<std::vector<Part>> parts =
-      PlanPull(placement_, ops, options_.max_values_per_request);
+      PlanPush(placement_, push, PushPullValuesPerCall());
   if (!parts.ok()) return parts.status();
+  PushRequests requests;
+  BuildPushRequests(*parts, push, Stamp(clock), &next_request_id_, &requests);
   std::vector<float*> bases;
-  bases.reserve(ops.size());
-  for (const PullRange& op : ops) bases.push_back(op.out.data());
-  proto::PullRequest base;
-  base.set_worker_id(options_.worker_id);
-  base.set_clock(clock);
-  base.set_consistency(options_.consistency);
-  base.set_staleness(options_.staleness);
-  base.set_value_encoding(options_.value_encoding);
-  return PullParts(*parts, bases, base, {}, ops.size(), info);
+  bases.reserve(pull.size());
+  for (const PullRange& op : pull) bases.push_back(op.out.data());
+  absl::Status status = PushPullParts(*parts, requests, bases, push.size(), info);
+  if (status.ok()) lease_.NotePushed(clock);
+  return status;
 }
 
-absl::Status PsClient::PullKeys(const std::string& table, absl::Span<const uint64_t> keys,
-                                uint32_t width, absl::Span<float> out) {
+absl::Status PsClient::PushPullKeys(const std::string& table, absl::Span<const uint64_t> keys,
+                                    uint32_t width, absl::Span<const float> grads,
+                                    absl::Span<float> out, uint64_t clock) {
+  if (out.size() != grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("PushPull of table '", table, "': ",
+                                                   grads.size(), " gradients but room for ",
+                                                   out.size(), " values"));
+  }
+  if (options_.consistency != proto::CONSISTENCY_ASYNC) {
+    if (absl::Status s = PushKeys(table, keys, width, grads, clock); !s.ok()) return s;
+    return PullKeys(table, keys, width, out);
+  }
   absl::StatusOr<std::vector<Part>> parts =
-      PlanKeyOp("pull of", table, keys, width, out.size(), options_.max_values_per_request);
+      PlanKeyOp("push to", table, keys, width, grads.size(), PushPullValuesPerCall());
   if (!parts.ok()) return parts.status();
-  float* const base_ptr = out.data();
-  proto::PullRequest base;
-  base.set_worker_id(options_.worker_id);
-  base.set_value_encoding(options_.value_encoding);
-  return PullParts(*parts, {&base_ptr, 1}, base, keys, 1, nullptr);
+  PushRequests requests;
+  BuildKeyPushRequests(*parts, keys, width, grads, Stamp(clock), &next_request_id_, &requests);
+  float* const base = out.data();
+  return PushPullParts(*parts, requests, {&base, 1}, 1, nullptr);
+}
+
+absl::Status PsClient::PushPullParts(const std::vector<Part>& parts, const PushRequests& pushes,
+                                     absl::Span<float* const> bases, size_t num_ops,
+                                     PullInfo* info) {
+  // One call per server, carrying its parts (of every op) in order, up to
+  // PushPullValuesPerCall() values; past that, another call to that server
+  // (they run concurrently).
+  const std::vector<PlannedCall> plan =
+      GroupIntoCalls(parts, num_servers(), PushPullValuesPerCall());
+  std::vector<int> servers(plan.size());
+  std::vector<proto::PushPullRequest> calls(plan.size());
+  std::vector<std::vector<absl::string_view>> call_pieces(plan.size());
+  // Key-list caching, push by push: held[c][k] is push k of call c's list
+  // while only its signature is sent.
+  std::vector<std::vector<std::string>> held(plan.size());
+  for (size_t c = 0; c < plan.size(); ++c) {
+    servers[c] = plan[c].server;
+    BuildPushPullRequest(plan[c], pushes, &calls[c], &call_pieces[c]);
+    held[c].resize(calls[c].pushes_size());
+    if (options_.key_list_caching) OfferKeyLists(key_lists_, servers[c], &calls[c], &held[c]);
+  }
+  std::vector<proto::PushPullResponse> replies(plan.size());
+  // Each part's values go to its op's buffer; a failed part's are passed over.
+  auto scatter = [&](size_t c, const SegmentedBytes& values) {
+    return ScatterPushPullReply(parts, plan[c], replies[c], values, bases, options_.value_encoding);
+  };
+  // As for Push: every attempt resends the same request ids.
+  const std::vector<absl::Status> call_status = RunCalls(
+      servers, "PushPull", DataPolicy(TotalValues(parts)),
+      [&](size_t c, absl::Time deadline, Transport::Done done) {
+        SendWithKeyLists(
+            [&, c, deadline](Transport::Done d) {
+              replies[c].Clear();
+              transport_->PushPull(
+                  servers[c], calls[c], call_pieces[c], deadline, &replies[c],
+                  [&scatter, c](const SegmentedBytes& values) { return scatter(c, values); },
+                  std::move(d));
+            },
+            // A push whose list the server did not hold failed alone (nothing
+            // of it applied); the call is sent again with every list, and the
+            // pushes applied the first time come back as duplicates.
+            [&, c](const absl::Status& status) { return AnyKeyListMiss(status, replies[c]); },
+            [&, c] { return RestoreKeyLists(key_lists_, servers[c], &calls[c], &held[c]); },
+            std::move(done));
+      });
+  // Each part's own status, and its reply.
+  std::vector<absl::Status> status(parts.size());
+  std::vector<proto::PullResponse> part_replies(parts.size());
+  for (size_t c = 0; c < plan.size(); ++c) {
+    if (call_status[c].ok()) NoteKeyListsSent(key_lists_, servers[c], calls[c], replies[c]);
+    SplitPushPullReply(plan[c], call_status[c], replies[c], *transport_, absl::MakeSpan(status),
+                       absl::MakeSpan(part_replies));
+  }
+  if (absl::Status s = PushOutcome(parts, status, *transport_, nullptr); !s.ok()) return s;
+  FillPullInfo(parts, part_replies, num_ops, num_servers(), info);
+  return absl::OkStatus();
 }
 
 }  // namespace ps

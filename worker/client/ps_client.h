@@ -2,15 +2,16 @@
 //
 // It routes keys by the same Placement as the servers: the planner
 // (worker/client/planner.h) splits each request by owning server and into
-// parts of at most max_values_per_request values; all parts are sent at
-// once over a Transport (gRPC by default, worker/client/grpc_transport.h)
-// and waited for. Pushed values are sent straight from the caller's memory
-// and pulled values are copied once, into the caller's. Every attempt has a
+// parts of at most max_values_per_request values; the request codec
+// (request_codec.h) turns parts into requests that view the caller's memory;
+// all parts are sent at once over a Transport (gRPC by default,
+// worker/client/grpc_transport.h) by a CallRunner and waited for. Pulled
+// values are copied once, into the caller's buffers. Every attempt has a
 // deadline; parts that fail with UNAVAILABLE or DEADLINE_EXCEEDED are
 // retried with the same request id, so a retried push is applied once.
 // Small asynchronous pushes (from several threads, or kept in flight by
-// PushAsync) are batched (PushBatch).
-// With a lease, a background thread renews it by heartbeats.
+// PushAsync) are batched (push_batcher.h). With a lease, a LeaseKeeper
+// (lease_keeper.h) renews it by heartbeats from a thread of its own.
 //
 // Thread-safe: several threads may share one client (the trainer uses one
 // per worker). The Transport and Clock must outlive the client.
@@ -23,7 +24,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -37,9 +37,14 @@
 #include "proto/ps.pb.h"
 #include "worker/client/call_runner.h"
 #include "worker/client/key_list_memory.h"
+#include "worker/client/lease_keeper.h"
 #include "worker/client/param_client.h"
 #include "worker/client/planner.h"
+#include "worker/client/push_batcher.h"
+#include "worker/client/push_report.h"
+#include "worker/client/request_codec.h"
 #include "worker/client/shard_directory.h"
+#include "worker/client/table_cache.h"
 #include "worker/client/transport.h"
 
 namespace ps {
@@ -114,25 +119,7 @@ struct ServerStats {
   proto::StatsResponse stats;
 };
 
-// What became of each part (request to one server) of a push.
-struct PushPartReport {
-  enum class Outcome {
-    kApplied,     // the server acknowledged it (possibly as a duplicate)
-    kNotApplied,  // the server refused it (nothing of it was applied)
-    kUnknown,     // no answer after every attempt: it may have been applied
-  };
-  int server = 0;
-  std::string table;
-  size_t op = 0;     // index of the op in the caller's list (0 for PushKeys)
-  std::string keys;  // "table 't' keys [0, 64)" or "table 't' 12 keys"
-  Outcome outcome = Outcome::kUnknown;
-  absl::Status status;  // OK when applied
-
-  bool applied() const { return outcome == Outcome::kApplied; }
-};
-struct PushReport {
-  std::vector<PushPartReport> parts;
-};
+// PushPartReport and PushReport: worker/client/push_report.h.
 
 class PsClient final : public ParamClient {
  public:
@@ -235,9 +222,10 @@ class PsClient final : public ParamClient {
  private:
   PsClient(const PsClientOptions& options, Transport* transport,
            std::unique_ptr<Transport> owned_transport);
-  static absl::StatusOr<std::unique_ptr<PsClient>> Start(std::unique_ptr<PsClient> client);
-  // Checks every server's Info against the options.
-  absl::Status CheckServers();
+  // Connect over `transport` (owned or not): checks the cluster, registers.
+  static absl::StatusOr<std::unique_ptr<PsClient>> Start(
+      const PsClientOptions& options, Transport* transport,
+      std::unique_ptr<Transport> owned_transport);
   // One Info call to server 0, retried as data calls are.
   absl::Status InfoOfServer0(const proto::InfoRequest& request, proto::InfoResponse* reply);
   // The layout (dense or sparse slices) of `table`, from its definition
@@ -258,57 +246,28 @@ class PsClient final : public ParamClient {
     for (const Part& part : parts) n += part.num_values();
     return n;
   }
-  // Heartbeats must not hold up the renewal of the other servers' leases:
-  // one short attempt each.
-  CallPolicy HeartbeatPolicy() const {
-    return {std::min(options_.timeout, options_.lease / 2), 1, options_.retry_backoff,
-            absl::ZeroDuration()};
+  uint64_t PushPullValuesPerCall() const {
+    return std::max<uint64_t>(1, std::min(options_.max_values_per_request,
+                                          options_.pushpull_values_per_call));
+  }
+  // What this client's requests at `clock` carry besides keys and values.
+  RequestStamp Stamp(uint64_t clock) const {
+    return {options_.worker_id, clock, options_.consistency, options_.staleness,
+            options_.value_encoding};
   }
   std::vector<absl::Status> RunCalls(absl::Span<const int> servers, absl::string_view rpc,
                                      const CallPolicy& policy, const CallRunner::Issue& issue) {
     return runner_.Run(servers, rpc, policy, issue);
   }
+  // 0 .. num_servers() - 1.
+  std::vector<int> AllServers() const;
 
-  // Pulls the planned parts: part p's values go to bases[p.op] + offsets
-  // (ForEachRun). Each request is `base` plus the part's table and keys.
-  // Fills info (may be null).
+  // Pulls the planned parts at `clock`: part p's values go to bases[p.op] +
+  // offsets (ForEachRun). Fills info (may be null).
   absl::Status PullParts(const std::vector<Part>& parts, absl::Span<float* const> bases,
-                         const proto::PullRequest& base, absl::Span<const uint64_t> keys,
-                         size_t num_ops, PullInfo* info);
-  uint64_t PushPullValuesPerCall() const {
-    return std::max<uint64_t>(1, std::min(options_.max_values_per_request,
-                                          options_.pushpull_values_per_call));
-  }
-  // Where a part's pulled values go: base + the part's offsets.
-  static Transport::ConsumeValues ScatterInto(const Part& part, float* base,
-                                              proto::ValueEncoding encoding);
-  // Reads the part's values (in `encoding`) from `reader` into base + the
-  // part's offsets.
-  static void ScatterPart(const Part& part, SegmentedBytes::Reader& reader, float* base,
-                          proto::ValueEncoding encoding);
-  // Versions, params clock and wait of the pull replies (info may be null).
-  void FillPullInfo(const std::vector<Part>& parts, const std::vector<proto::PullResponse>& replies,
-                    size_t num_ops, PullInfo* info) const;
-  // The requests of planned push parts: headers[i] and pieces[i] (its values,
-  // in the caller's memory or in gathered[i]) for part i.
-  struct PushRequests {
-    std::vector<proto::PushRequest> headers;
-    std::vector<std::vector<absl::string_view>> pieces;
-    std::vector<std::vector<float>> gathered;
-    std::vector<std::string> encoded;  // 16-bit values
-    std::vector<std::string> held;     // key lists sent as their signature
-  };
-  // With a 16-bit value encoding: replaces each request's pieces by their
-  // values encoded (in out->encoded) and stamps the encoding.
-  void EncodePushValues(PushRequests* out) const;
-  // Appends the header of part's push to out: table, worker, clock, a new
-  // request id, round parts.
-  proto::PushRequest& NewPushHeader(const Part& part, uint64_t clock, PushRequests* out);
-  void BuildPushRequests(const std::vector<Part>& parts, absl::Span<const PushRange> ops,
-                         uint64_t clock, PushRequests* out);
-  void BuildKeyPushRequests(const std::vector<Part>& parts,
-                            absl::Span<const uint64_t> keys, uint32_t width,
-                            absl::Span<const float> grads, uint64_t clock, PushRequests* out);
+                         uint64_t clock, absl::Span<const uint64_t> keys, size_t num_ops,
+                         PullInfo* info);
+
   // A push in flight: its parts, their requests and replies.
   struct PushCall {
     std::vector<Part> parts;
@@ -323,57 +282,26 @@ class PsClient final : public ParamClient {
   // be null) are filled before done runs.
   void StartPush(absl::Span<const PushRange> ops, uint64_t clock, Versions* versions,
                  PushReport* report, PushDone done);
-  // Sends planned push-pull parts (values scattered to bases[part.op]).
-  absl::Status PushPullParts(const std::vector<Part>& parts,
-                             const std::vector<proto::PushRequest>& requests,
-                             const std::vector<std::vector<absl::string_view>>& pieces,
-                             absl::Span<float* const> bases, size_t num_ops, PullInfo* info);
-  // With key-list caching: calls send(done), and when missed(status) says
-  // the server did not hold a list sent as its signature and restore() put
-  // the lists back, calls send once more; then done(status).
-  static void SendWithKeyLists(std::function<void(Transport::Done)> send,
-                               std::function<bool(const absl::Status&)> missed,
-                               std::function<bool()> restore, Transport::Done done);
   // Sends planned push parts (part i's header and values are
   // call->requests.headers[i] and pieces[i]); done gets FinishPush's status.
   void SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
                      PushReport* report, PushDone done);
-  // The outcome of a sent push: fills versions and report (may be null);
-  // adds the applied / not applied lists to the error of a push of several
-  // parts.
+  // The outcome of a sent push (PushOutcome); fills versions and report (may
+  // be null).
   absl::Status FinishPush(const PushCall& call, const std::vector<absl::Status>& status,
                           size_t num_ops, Versions* versions, PushReport* report) const;
   // A push of one small part, async consistency: sent batched with other
   // pushes to its server.
   void PushBatched(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
                    PushReport* report, PushDone done);
+  // Sends planned push-pull parts, grouped into calls (GroupIntoCalls);
+  // part p's values read back go to bases[p.op].
+  absl::Status PushPullParts(const std::vector<Part>& parts, const PushRequests& pushes,
+                             absl::Span<float* const> bases, size_t num_ops, PullInfo* info);
 
-  // Small-push batching (see PsClientOptions::batch_max_values): one
-  // batcher per server, at most kBatchesInFlight batches in flight to it.
-  // A push that finds a free slot goes out at once, with whatever queued;
-  // otherwise it queues, and when a batch returns, its slot passes to what
-  // queued meanwhile. No thread waits for a slot.
-  static constexpr int kBatchesInFlight = 4;
-  struct BatchItem {
-    proto::PushRequest request;  // with its values
-    std::function<void(absl::Status status, uint64_t version)> done;
-  };
-  struct ServerBatcher {
-    absl::Mutex mu;
-    std::vector<std::unique_ptr<BatchItem>> queue ABSL_GUARDED_BY(mu);
-    int in_flight ABSL_GUARDED_BY(mu) = 0;
-  };
-  void SubmitBatched(int server, std::unique_ptr<BatchItem> item);
-  void SendBatch(int server, std::vector<std::unique_ptr<BatchItem>> items);
-
-  // Round `clock` was pushed: the heartbeat clock becomes at least clock + 1.
-  void NotePushed(uint64_t clock);
-
-  // Heartbeats: one per lease / 4 to every server, from heartbeat_thread_.
-  // Sends one round of heartbeats; returns the smallest live-worker count,
-  // or the first error naming the server.
-  absl::StatusOr<int> HeartbeatAll(bool leaving);
-  void HeartbeatLoop();
+  // PushAsync dones still to run: the destructor waits until none is left.
+  void BeginAsync();
+  void EndAsync();
 
   const PsClientOptions options_;
   Clock* const clock_;
@@ -382,33 +310,18 @@ class PsClient final : public ParamClient {
   const Placement placement_;
   const uint64_t incarnation_;
   const CallRunner runner_;
-  std::vector<std::unique_ptr<ServerBatcher>> batchers_;
+  LeaseKeeper lease_;
   KeyListMemory key_lists_;
   std::atomic<uint64_t> next_request_id_;
-  std::atomic<uint64_t> clock_value_{0};  // rounds pushed, sent in heartbeats
 
-  // PushAsync dones still to run and batches in flight: the destructor
-  // waits until none is left.
-  void BeginAsync();
-  void EndAsync();
-  // Tables this client created or asked server 0 about, by name; the layout
-  // is kept beside the definition so that the key path does not derive it
-  // on every call.
-  struct KnownTable {
-    proto::TableDef def;
-    TableLayout layout;
-  };
-  absl::Mutex tables_mu_;
-  absl::flat_hash_map<std::string, KnownTable> tables_ ABSL_GUARDED_BY(tables_mu_);
+  TableCache tables_;  // created here or asked of server 0
 
   absl::Mutex async_mu_;
   int async_pending_ ABSL_GUARDED_BY(async_mu_) = 0;
 
-  absl::Mutex heartbeat_mu_;
-  bool stop_heartbeats_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
-  bool left_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
-  int live_workers_ ABSL_GUARDED_BY(heartbeat_mu_) = 0;
-  std::thread heartbeat_thread_;
+  // Last: destroyed first, it waits for the batches still in flight while
+  // everything they use is alive.
+  PushBatcher batcher_;
 };
 
 }  // namespace ps
