@@ -4,29 +4,20 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-std::string TestDir(const std::string& name) {
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/npy_", name, "_", ::getpid());
-  if (std::system(absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "'").c_str()) != 0) {
-    ADD_FAILURE() << "cannot clear " << dir;
-  }
-  return dir;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -88,7 +79,7 @@ TEST(NpyTest, HeaderRefusesBytesThatDoNotMatchTheShape) {
 }
 
 TEST(NpyTest, WriteNpyWritesHeaderThenLittleEndianData) {
-  const std::string dir = TestDir("write");
+  const std::string dir = MakeTestDir("write");
   const std::vector<float> values = {1.5f, -2.0f, 3.25f, 0.0f, 1e-3f, 7.0f};
   absl::StatusOr<uint64_t> bytes = WriteNpy(dir + "/a.npy", NpyArray::Float32(values, {2, 3}));
   ASSERT_TRUE(bytes.ok()) << bytes.status();
@@ -111,7 +102,7 @@ TEST(NpyTest, WriteNpyWritesHeaderThenLittleEndianData) {
 }
 
 TEST(NpzTest, ArchiveHasLocalHeadersCentralDirectoryAndEndRecord) {
-  const std::string dir = TestDir("zip");
+  const std::string dir = MakeTestDir("zip");
   const std::vector<uint64_t> keys = {3, 7, uint64_t{1} << 63};
   const std::vector<float> values = {1, 2, 3, 4, 5, 6};
   auto writer = NpzWriter::Create(dir + "/t.npz");
@@ -166,7 +157,7 @@ TEST(NpzTest, ArchiveHasLocalHeadersCentralDirectoryAndEndRecord) {
 }
 
 TEST(NpzTest, UnfinishedArchiveLeavesNothingBehind) {
-  const std::string dir = TestDir("unfinished");
+  const std::string dir = MakeTestDir("unfinished");
   {
     auto writer = NpzWriter::Create(dir + "/t.npz");
     ASSERT_TRUE(writer.ok());
@@ -184,7 +175,7 @@ TEST(NpzTest, MembersThatWouldNeedZip64AreRefused) {
   const size_t bytes = (size_t{1} << 32) + 64;
   void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   ASSERT_NE(p, MAP_FAILED);
-  const std::string dir = TestDir("zip64");
+  const std::string dir = MakeTestDir("zip64");
   auto writer = NpzWriter::Create(dir + "/big.npz");
   ASSERT_TRUE(writer.ok());
   const absl::Span<const float> huge(static_cast<const float*>(p), bytes / 4);

@@ -7,21 +7,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
 
-proto::TableDef ValidDef() {
-  proto::TableDef def;
-  def.set_name("t");
-  def.set_width(4);
-  def.set_num_keys(100);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(0.1f);
-  return def;
-}
+proto::TableDef ValidDef() { return WithSgd(DenseTableDef("t", 100, 4), 0.1f); }
 
 // The message of ValidateTableDef for ValidDef() changed by `change`.
 std::string Refusal(const std::function<void(proto::TableDef*)>& change) {

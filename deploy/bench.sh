@@ -53,7 +53,6 @@ log "memory bandwidth and server apply (Google Benchmark)"
   awk -F'"' '/"name":/ { name = $4 }
              /"bytes_per_second":/ { split($3, v, /[:,]/); printf "APPLY name=%s bytes_per_s=%s\n", name, v[2] + 0 }' |
   tee -a "$raw"
-membw=$(awk '/^APPLY name=BM_MemoryCopy / { split($3, a, "="); print a[2] / 1e9 }' "$raw")
 
 # --- ps_bench against real server processes ---------------------------------
 log "ps_bench: 1 server, 1 client"

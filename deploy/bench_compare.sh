@@ -93,7 +93,7 @@ run_bench() {  # run_bench SIDE ROUND BIN_DIR SERVERS CLIENTS [ps_bench flags...
     sed -n "s/^RESULT /RESULT side=$side round=$round /p" | tee -a "$raw"
   stop_servers
 }
-cases=(--ops=pushpull --dense_values=1024,1048576 --small_inflight=16 --sparse_widths=1)
+cases=(--ops=pushpull "--dense_values=1024,1048576" --small_inflight=16 --sparse_widths=1)
 for ((r = 1; r <= rounds; r++)); do
   order=("new $new_bin" "base $base_bin")
   [ $((r % 2)) -eq 0 ] && order=("base $base_bin" "new $new_bin")

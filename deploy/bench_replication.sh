@@ -47,7 +47,7 @@ log() { echo "bench_replication.sh: $*" >&2; }
 echo "MACHINE cores=$(nproc) commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)" | tee -a "$raw"
 echo "LIMIT iperf3_start_gbytes_per_s=$(iperf_gbps)" | tee -a "$raw"
 start_etcd "$work" || exit 1
-pids+=("$etcd_pid")
+all_pids+=("$etcd_pid")
 # The two sides: a name (also the cluster's) and its ps_server flags.
 names=(r1 r2)
 flags=("--replicas=1 --shards=2" "--replicas=2 --shards=2")
@@ -58,7 +58,7 @@ if [ -n "$many_shards" ]; then
 fi
 for i in 0 1; do
   mkdir -p "$work/${names[$i]}"
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086  # the side's flags, separated by spaces: split on purpose
   start_servers "$bin" "$work/${names[$i]}" 2 --etcd="$etcd_endpoint" --cluster="${names[$i]}" \
     ${flags[$i]}
   echo "SIDE ${names[$i]} ${flags[$i]}" | tee -a "$raw"

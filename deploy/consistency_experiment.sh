@@ -39,7 +39,7 @@ results="$out/results.txt"
 : > "$results"
 for setting in $settings; do
   if [ "$setting" = async ]; then mode=(--consistency=async); else mode=(--consistency=bounded --staleness="$setting"); fi
-  pids=()
+  all_pids=()
   start_servers "$bin" "$work" 2
   start=$(date +%s.%N)
   workers=()
@@ -49,7 +49,7 @@ for setting in $settings; do
       --epochs="$max_epochs" --slowdown=$slow "${mode[@]}" --progress_seconds=0.5 \
       >"$work/worker$w.log" 2>&1 &
     workers+=($!)
-    pids+=($!)
+    all_pids+=($!)
   done
   # The evaluator: reads the servers' parameters every second.
   reached=""
@@ -81,9 +81,9 @@ for setting in $settings; do
   straggler_idle=$(grep -o 'waited [0-9.]*s of [0-9.]*s' "$work/worker3.log" | tail -1 |
          awk '{ gsub(/s/, "", $2); gsub(/s/, "", $4); if ($4 > 0) printf "%.3f", $2 / $4 }')
   stats="idle_fraction=$idle straggler_idle_fraction=${straggler_idle:-n/a}"
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pids=()
+  for p in "${all_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${all_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  all_pids=()
   line="setting=$setting reached_seconds=${reached:-none} final_accuracy=$(tail -1 "$out/curve_$setting.txt" | cut -d' ' -f2) $stats elapsed_seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
   echo "$line" | tee -a "$results"
 done

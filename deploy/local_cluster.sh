@@ -123,12 +123,12 @@ else
 fi
 
 run_dir="$(mktemp -d "${TMPDIR:-/tmp}/ps_cluster.XXXXXX")"
-pids=()
+all_pids=()
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in "${all_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${all_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   # etcd last: stopping servers leave the cluster through it.
   if [ -n "${etcd_pid:-}" ]; then kill -TERM "$etcd_pid" 2>/dev/null || true; wait "$etcd_pid" 2>/dev/null || true; fi
   if [ "$keep_logs" = 1 ] || [ "$status" -ne 0 ]; then
@@ -179,7 +179,7 @@ for ((w = 0; w < workers; w++)); do
     "${model_flags[@]}" --epochs="$epochs" --curve_csv="$run_dir/curve$w.csv" --progress_seconds=0.5 \
     "${worker_flags[@]}" "${extra[@]}" > >(tee "$run_dir/worker$w.log") 2>&1 &
   worker_pids+=($!)
-  pids+=($!)
+  all_pids+=($!)
 done
 
 if [ "$kill_after" != 0 ]; then

@@ -14,7 +14,7 @@ bin="$(bazel info bazel-bin 2>/dev/null)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ps_replication.XXXXXX")"
 stop_on_exit "$work"
 start_etcd "$work"
-pids+=("$etcd_pid")
+all_pids+=("$etcd_pid")
 declare -A rates
 for round in 1 2 3; do
   for r in 1 2; do

@@ -80,7 +80,7 @@ def main():
         "Requires-Dist: numpy",
         "",
         "The extension links Debian's gRPC, protobuf and Abseil shared libraries",
-        "(deploy/setup.sh installs them). See the README's Python module section.",
+        "(deploy/setup.sh installs them). See docs/guide/python.md.",
         "",
     ])
     wheel = "\n".join([

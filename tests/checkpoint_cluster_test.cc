@@ -7,7 +7,6 @@
 //    restore every key holds exactly the pushes with clock < T.
 #include <atomic>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -23,22 +22,13 @@
 #include "server/checkpoint/checkpoint_peer.h"
 #include "server/checkpoint/checkpoint_records.h"
 #include "tests/in_process_cluster.h"
-#include "tests/test_tables.h"
+#include "tests/test_util/table_defs.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
 
 constexpr PlacementConfig kPlacement{/*slice_size=*/64, /*virtual_nodes=*/64};
-
-std::string TestRoot(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string root = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/ckpt_cluster_", name);
-  // A fresh directory: whatever an earlier run left goes.
-  std::error_code error;
-  std::filesystem::remove_all(root, error);
-  EXPECT_FALSE(error) << root << ": " << error.message();
-  return root;
-}
 
 // Takes a checkpoint of `cluster` into root, as ps_admin --checkpoint_dir
 // does: a full one, or with full_every > 0 one chained to root's newest.
@@ -110,33 +100,13 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 proto::TableDef AdagradTable() {
-  proto::TableDef def;
-  def.set_name("dense");
-  def.set_num_keys(3000);
-  def.set_width(2);
-  def.set_initializer(proto::INIT_UNIFORM);
-  def.set_init_low(-0.1f);
-  def.set_init_high(0.1f);
-  def.set_optimizer(proto::OPT_ADAGRAD);
-  def.set_learning_rate(0.05f);
-  def.set_initial_accumulator(0.1f);
-  return def;
+  return WithAdagrad(WithUniformInit(DenseTableDef("dense", 3000, 2), -0.1f, 0.1f),
+                     /*learning_rate=*/0.05f, /*initial_accumulator=*/0.1f);
 }
 
 proto::TableDef AdamSparseTable() {
-  proto::TableDef def;
-  def.set_name("emb/sparse");
-  def.set_kind(proto::TABLE_SPARSE);
-  def.set_num_buckets(16);
-  def.set_width(4);
-  def.set_initializer(proto::INIT_NORMAL);
-  def.set_init_stddev(0.01f);
-  def.set_optimizer(proto::OPT_ADAM);
-  def.set_learning_rate(0.01f);
-  def.set_beta1(0.9f);
-  def.set_beta2(0.999f);
-  def.set_epsilon(1e-8f);
-  return def;
+  return WithAdam(WithNormalInit(SparseTableDef("emb/sparse", 4, 16), 0.0f, 0.01f),
+                  /*learning_rate=*/0.01f, /*beta1=*/0.9f, /*beta2=*/0.999f, /*epsilon=*/1e-8f);
 }
 
 TEST(CheckpointClusterTest, RoundTripOntoClustersOfOtherSizesIsBitIdentical) {

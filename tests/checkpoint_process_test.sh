@@ -10,11 +10,12 @@
 #     and is the one restored.
 set -euo pipefail
 
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
 admin_bin="$root/tools/ps_admin"
 ckpt_bin="$root/tools/ps_ckpt"
 ck="$dir/ck"
-model_flags=(--model=mlp --hidden=512,256 --max_train_examples=2000 --batch_size=32)
+model_flags=(--model=mlp "--hidden=512,256" --max_train_examples=2000 --batch_size=32)
 
 # Servers that find each other through $dir/spec (written once their ports
 # are known), checkpointing into $ck.
@@ -22,7 +23,7 @@ start_ckpt_servers() {
   local n=$1
   shift
   rm -f "$dir/spec"
-  start_servers "$n" --checkpoint_dir="$ck" --servers_file="$dir/spec" "$@"
+  start_servers "$root" "$dir" "$n" --checkpoint_dir="$ck" --servers_file="$dir/spec" "$@"
   echo "$spec" > "$dir/spec"
 }
 kill_servers() {

@@ -1,12 +1,23 @@
-# Shared by the multi-process tests (sourced): starts real ps_server
-# processes on kernel-chosen ports and stops everything on exit.
-#   start_servers N [extra ps_server flags]  -> sets $spec; pids in $server_pids
-#   restart_server I  -> starts server I again (after it stopped or was killed)
-#                        on its port, with the same flags; its log goes on
+# shellcheck shell=bash
+# Shared by the multi-process tests (sourced): their side of deploy/lib/,
+# which starts the servers. Gives each test a fresh directory, kills every
+# process it started on exit, and fails with the ends of its logs.
+#   root, server_bin, worker_bin: the runfiles, ps_server and ps_worker in them
+#   dir: the test's directory (empty), where the servers' logs and ports go
+#   all_pids: what is killed (SIGKILL) on exit
 #   fail MESSAGE
-#   wait_for_line FILE PATTERN
+# From deploy/lib/servers.sh (see there):
+#   start_servers "$root" "$dir" N [ps_server flags] -> sets $spec, $server_pids
+#   restart_server I, stop_servers (which fails on a non-zero exit)
+# From deploy/lib/wait.sh: poll_until, wait_for_file, wait_for_line.
 root="${TEST_SRCDIR}/${TEST_WORKSPACE}"
+# shellcheck source=deploy/lib/wait.sh
+source "$root/deploy/lib/wait.sh"
+# shellcheck source=deploy/lib/servers.sh
+source "$root/deploy/lib/servers.sh"
+# shellcheck disable=SC2034  # for the tests that source this
 server_bin="$root/server/ps_server"
+# shellcheck disable=SC2034  # for the tests that source this
 worker_bin="$root/worker/ps_worker"
 dir="${TEST_TMPDIR}/$(basename "$0" .sh)"
 rm -rf "$dir" && mkdir -p "$dir"
@@ -17,7 +28,8 @@ cleanup() { for p in "${all_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; d
 trap cleanup EXIT
 
 # Fails the test, with the last lines of every log of the run (what the
-# processes said is most of what a failure in CI leaves to go on).
+# processes said is most of what a failure in CI leaves to go on). Replaces
+# deploy/lib/servers.sh's fail.
 fail() {
   echo "FAIL: $*" >&2
   local f
@@ -27,46 +39,4 @@ fail() {
     tail -n 12 "$f" >&2
   done
   exit 1
-}
-
-wait_for_line() {  # FILE PATTERN: waits (at most 30 s) until FILE has a line matching PATTERN
-  local _
-  for _ in $(seq 1 600); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
-  fail "no line matching '$2' in $1"
-}
-
-start_servers() {
-  local n=$1 i
-  shift
-  server_pids=()
-  server_flags=(--num_servers="$n" "$@")
-  for ((i = 0; i < n; i++)); do
-    rm -f "$dir/p$i"
-    "$server_bin" --index="$i" --listen=127.0.0.1:0 --port_file="$dir/p$i" "${server_flags[@]}" \
-      2>"$dir/server$i.log" &
-    server_pids+=($!)
-    all_pids+=($!)
-  done
-  spec=""
-  for ((i = 0; i < n; i++)); do
-    for _ in $(seq 1 200); do [ -s "$dir/p$i" ] && break; sleep 0.05; done
-    [ -s "$dir/p$i" ] || fail "server $i wrote no port file"
-    spec="${spec:+$spec,}127.0.0.1:$(cat "$dir/p$i")"
-  done
-  echo "servers: $spec"
-}
-
-restart_server() {
-  local i=$1 port
-  port=$(cat "$dir/p$i")
-  "$server_bin" --index="$i" --listen="127.0.0.1:$port" "${server_flags[@]}" 2>>"$dir/server$i.log" &
-  server_pids[$i]=$!
-  all_pids+=($!)
-}
-
-stop_servers() {
-  local p
-  for p in "${server_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${server_pids[@]}"; do wait "$p" || fail "a server exited non-zero after SIGTERM"; done
-  server_pids=()
 }

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
+#include "tests/test_util/table_defs.h"
 #include "worker/train/dataset.h"
 #include "worker/train/model.h"
 #include "worker/train/synthetic_data.h"
@@ -37,10 +38,8 @@ TEST_P(BoundedDelayTest, NoPullSeesParametersOlderThanTau) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const Dataset data = MakeLinearlySeparable(kWorkers * 320, kDim, kClasses, /*seed=*/9);
   const auto model = MakeSoftmaxRegression(kDim, kClasses);
-  proto::TableDef optimizer;
-  optimizer.set_optimizer(proto::OPT_ADAGRAD);
-  optimizer.set_learning_rate(0.1f);
-  optimizer.set_initial_accumulator(0.1f);
+  const proto::TableDef optimizer =
+      WithAdagrad(proto::TableDef(), /*learning_rate=*/0.1f, /*initial_accumulator=*/0.1f);
   const auto tables = ModelTables(*model, "m", optimizer, 1);
 
   std::vector<std::unique_ptr<PsClient>> clients;
@@ -104,16 +103,8 @@ TEST(BspTest, WorkersMatchOneProcessComputingTheSameRounds) {
   constexpr float kLr = 0.1f;
   auto cluster = InProcessCluster::Start(2, {/*slice_size=*/8, 512});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  proto::TableDef def;
-  def.set_name("x");
-  def.set_num_keys(kKeys);
-  def.set_width(1);
-  def.set_initializer(proto::INIT_UNIFORM);
-  def.set_init_low(-1);
-  def.set_init_high(1);
-  def.set_seed(3);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(kLr);
+  const proto::TableDef def =
+      WithSgd(WithUniformInit(DenseTableDef("x", kKeys, 1), -1, 1, /*seed=*/3), kLr);
 
   // Worker w's gradient depends on the parameters it read:
   // g_w(p)[k] = a_w * p[k] + b_w[k].
@@ -193,12 +184,7 @@ TEST(BspTest, PullThatCannotBeSatisfiedFailsNamingTheSlowestWorker) {
   auto worker0 = PsClient::Connect(fast);
   auto worker5 = PsClient::Connect(Bounded(**cluster, 5, 0));  // registered, never pushes
   ASSERT_TRUE(worker0.ok() && worker5.ok());
-  proto::TableDef def;
-  def.set_name("t");
-  def.set_num_keys(4);
-  def.set_width(1);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(1);
+  const proto::TableDef def = SumTable("t", 4, 1);
   ASSERT_TRUE((*worker0)->CreateTable(def).ok());
   std::vector<float> v(4);
   PullRange pull{"t", 0, 4, absl::MakeSpan(v)};

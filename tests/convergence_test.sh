@@ -3,10 +3,11 @@
 # Fashion-MNIST MLP for 5 epochs with bsp, bounded (tau 2) and async, and
 # the parameters left on the servers reach >= 85% test accuracy.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
 
 for mode in bsp bounded async; do
-  start_servers 2
+  start_servers "$root" "$dir" 2
   workers=()
   for w in 0 1 2 3; do
     "$worker_bin" --servers="$spec" --worker_index=$w --num_workers=4 --model=mlp --epochs=5 \

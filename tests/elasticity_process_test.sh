@@ -6,28 +6,29 @@
 # stopped. Every key must end at exactly workers * pushes, the drained
 # server must hold nothing, and the added one must hold shards.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 start_test_etcd
 cluster=elastic
-common=(--etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2)
+common=(--etcd="$etcd_endpoint" --cluster="$cluster" --replicas=2 --lease_seconds=2)
 admin() { "$admin_bin" "$@" --etcd="$etcd_endpoint" --cluster=$cluster --timeout_seconds=60; }
 
-start_servers 3 "${common[@]}"
+start_servers "$root" "$dir" 3 "${common[@]}"
 pushes=${ELASTIC_PUSHES:-4000}
 "$client_bin" --etcd="$etcd_endpoint" --cluster=$cluster --workers=4 --pushes="$pushes" \
   --keys=20000 --started_file="$dir/started" >"$dir/client.log" 2>&1 &
 client=$!
 all_pids+=("$client")
-for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-[ -e "$dir/started" ] || { cat "$dir/client.log"; fail "the workers did not start"; }
+wait_for_file "$dir/started" 20 || { cat "$dir/client.log"; fail "the workers did not start"; }
 
 # A new standby server registers; it takes no shard until it is added.
-"$server_bin" --standby --server_id=3 --shards=3 --listen=127.0.0.1:0 --port_file="$dir/p3" \
+"$server_bin" --standby --server_id=3 --shards=3 --listen=127.0.0.1:0 --port_file="$dir/server3.port" \
   "${common[@]}" 2>"$dir/server3.log" &
 server3=$!
 all_pids+=("$server3")
-wait_for_line "$dir/server3.log" "registered in etcd"
+wait_for_line "$dir/server3.log" "registered in etcd" 30 || fail "the standby server 3 did not register in etcd"
 start=$(date +%s.%N)
 admin add-server --server_id=3 | tee "$dir/add.log" || fail "ps_admin add-server failed"
 added=$(date +%s.%N)

@@ -1,12 +1,16 @@
+# shellcheck shell=bash
 # Shared by the multi-process tests of replicated clusters (sourced after
-# cluster_lib.sh): a real etcd for the test, and the exact-sum client and
-# ps_admin binaries.
+# cluster_lib.sh): a real etcd for the test (deploy/lib/etcd.sh), and the
+# exact-sum client and ps_admin binaries.
 #   start_test_etcd [HOST]  -> sets $etcd_endpoint; etcd is stopped on exit
 #   ring CLUSTER            -> prints the cluster's ring (ps_admin ring)
 #   wait_ring CLUSTER WHAT CONDITION
 #                           -> polls the ring into $dir/ring.txt (at most 30 s)
 #                              until the shell command CONDITION holds; fails naming WHAT
+: "${root:?source tests/cluster_lib.sh first}" "${dir:?source tests/cluster_lib.sh first}"
+# shellcheck source=deploy/lib/etcd.sh
 source "$root/deploy/lib/etcd.sh"
+# shellcheck disable=SC2034  # for the tests that source this
 client_bin="$root/tests/exact_sum_client"
 admin_bin="$root/tools/ps_admin"
 

@@ -12,7 +12,9 @@
 #     they cannot reach might be the one that reaches etcd); then the dead
 #     server's shards fail over, and every key is exact.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 start_test_etcd
 ring_version() {  # CLUSTER: the ring's version, read with ps_admin
@@ -25,8 +27,7 @@ start_client() {  # CLUSTER PUSHES
     --started_file="$dir/started" --progress_file="$dir/progress" >"$dir/client_$1.log" 2>&1 &
   client=$!
   all_pids+=("$client")
-  for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-  [ -e "$dir/started" ] || { cat "$dir/client_$1.log"; fail "$1: the workers did not start"; }
+  wait_for_file "$dir/started" 20 || { cat "$dir/client_$1.log"; fail "$1: the workers did not start"; }
 }
 finish_client() {  # CLUSTER: waits for the client; its sums must be exact
   wait "$client" || { cat "$dir/client_$1.log"; tail -n 20 "$dir"/server*.log; fail "$1: exact sum failed"; }
@@ -36,7 +37,7 @@ finish_client() {  # CLUSTER: waits for the client; its sums must be exact
 }
 
 # 1. An outage of 1.5 leases, under load.
-start_servers 3 --etcd="$etcd_endpoint" --cluster=outage --replicas=2 --lease_seconds=2
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=outage --replicas=2 --lease_seconds=2
 start_client outage "${OUTAGE_PUSHES:-6000}"
 [ "$(ring_version outage)" = 1 ] || fail "expected the first ring"
 kill -KILL "$etcd_pid"
@@ -61,7 +62,7 @@ finish_client outage
 stop_servers
 
 # 2. A server dies while etcd is down: the failover waits for etcd.
-start_servers 3 --etcd="$etcd_endpoint" --cluster=waits --replicas=2 --lease_seconds=2
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=waits --replicas=2 --lease_seconds=2
 start_client waits "${WAITS_PUSHES:-4000}"
 kill -KILL "$etcd_pid"
 wait "$etcd_pid" 2>/dev/null || true

@@ -33,7 +33,7 @@
 #include "absl/time/clock.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_lifetime.h"
-#include "tests/test_tables.h"
+#include "tests/test_util/table_defs.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
 

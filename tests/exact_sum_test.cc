@@ -7,7 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
-#include "tests/test_tables.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {

@@ -18,9 +18,9 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/test_tables.h"
 #include "server/core/ps_core.h"
 #include "tests/in_memory_transport.h"
+#include "tests/test_util/table_defs.h"
 #include "worker/client/ps_client.h"
 
 namespace ps {

@@ -1,9 +1,13 @@
-# The eight faults of tests/fault_schedule_test.sh (sourced by it, after its
-# helpers: it defines server_pids, ns_names, host_ifs, ns_ips, etcd_pid,
-# restart, seed_fail, elapsed and the ring helpers these use). Each fault
-# sets $detail; the caller logs its kind, start and end.
 # shellcheck shell=bash
-# shellcheck disable=SC2154
+# The eight faults of tests/fault_schedule_test.sh (sourced by it, after its
+# helpers: it defines restart, seed_fail, elapsed and the ring helpers these
+# use, and the variables declared below). Each fault sets $detail; the caller
+# logs its kind, start and end.
+
+# The state of fault_schedule_test.sh these read (assigned there, cluster
+# and dir anew for each seed); declared here, values untouched.
+declare -g dir cluster admin_bin etcd_endpoint etcd_pid heal_seconds
+declare -ga server_pids ns_names ns_ips host_ifs
 kill_restart() {  # I DOWN_MS
   kill -KILL "${server_pids[$1]}"
   wait "${server_pids[$1]}" 2>/dev/null || true

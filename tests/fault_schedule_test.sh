@@ -85,15 +85,10 @@
 # at least one was taken, that `ps_ckpt verify` accepts the newest, and that
 # no shard was rebuilt from one (that happens only when every copy of a
 # shard is lost, which the schedule never causes).
-#
-# The variables used here but not assigned (dir, etcd_endpoint, etcd_pid,
-# server_pids, server_bin, admin_bin, client_bin) come from the sourced
-# libraries.
-# shellcheck disable=SC2154
 set -euo pipefail
-# shellcheck disable=SC1091
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
-# shellcheck disable=SC1091
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 
 seeds=${FAULT_SEEDS:-3}
@@ -291,9 +286,10 @@ wait_healed() {
 }
 
 # N [ps_server flags]: starts servers 0..N-1, server i in its namespace on
-# its address (port chosen by the kernel); like cluster_lib's start_servers.
+# its address (port chosen by the kernel); like deploy/lib/servers.sh's
+# start_servers.
 start_ns_servers() {
-  local n=$1 i _
+  local n=$1 i
   shift
   server_pids=()
   server_flags=(--num_servers="$n" "$@")
@@ -305,8 +301,7 @@ start_ns_servers() {
     all_pids+=($!)
   done
   for ((i = 0; i < n; i++)); do
-    for _ in $(seq 1 200); do [ -s "$dir/p$i" ] && break; sleep 0.05; done
-    [ -s "$dir/p$i" ] || seed_fail "server $i wrote no port file"
+    wait_for_file "$dir/p$i" 10 || seed_fail "server $i wrote no port file"
   done
   # Each server reaches the next one, and the host reaches each (bounded).
   # shellcheck disable=SC2016  # $1 and $2 are the inner bash's arguments
@@ -343,7 +338,7 @@ stop_exited() {  # I: waits (at most 10 s) for server I to exit after SIGTERM; f
 
 # The faults (kill_restart, stop_server, stop_etcd, partition_etcd,
 # partition_pair, kill_middle_copy, drain_restart).
-# shellcheck disable=SC1091
+# shellcheck source=tests/fault_kinds_lib.sh
 source "$(dirname "$0")/fault_kinds_lib.sh"
 
 # One seed at one r, in a subshell of its own (its processes are killed when
@@ -382,8 +377,7 @@ run_seed() {
     --timeline_file="$dir/timeline" >"$dir/client.log" 2>&1 &
   client=$!
   all_pids+=("$client")
-  for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-  [ -e "$dir/started" ] || seed_fail "the workers did not start"
+  wait_for_file "$dir/started" 20 || seed_fail "the workers did not start"
   t0=$(cat "$dir/start")
   # The shards that hold keys (the 20000 keys fill only five 4096-key
   # slices: some shards hold none, and a copy of those is empty), for

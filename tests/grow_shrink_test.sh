@@ -8,31 +8,32 @@
 # the drained ones none. Reports the bytes moved: snapshot bytes sent, and
 # the successors caught up from the recent history instead.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 start_test_etcd
 cluster=grow
-common=(--etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2 --shards=24)
+common=(--etcd="$etcd_endpoint" --cluster="$cluster" --replicas=2 --lease_seconds=2 --shards=24)
 admin() { "$admin_bin" "$@" --etcd="$etcd_endpoint" --cluster=$cluster --timeout_seconds=60; }
 
-start_servers 3 "${common[@]}"
+start_servers "$root" "$dir" 3 "${common[@]}"
 pushes=${GROW_PUSHES:-100000}
 "$client_bin" --etcd="$etcd_endpoint" --cluster=$cluster --workers=4 --pushes="$pushes" \
   --keys=100000 --started_file="$dir/started" --stop_file="$dir/stop" >"$dir/client.log" 2>&1 &
 client=$!
 all_pids+=("$client")
-for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-[ -e "$dir/started" ] || { cat "$dir/client.log"; fail "the workers did not start"; }
+wait_for_file "$dir/started" 20 || { cat "$dir/client.log"; fail "the workers did not start"; }
 admin ring | head -n 1
 
 start=$(date +%s.%N)
 extra=()
 for id in 3 4 5 6 7; do
   "$server_bin" --standby --server_id=$id --num_servers=3 --listen=127.0.0.1:0 \
-    --port_file="$dir/p$id" "${common[@]}" 2>"$dir/server$id.log" &
+    --port_file="$dir/server$id.port" "${common[@]}" 2>"$dir/server$id.log" &
   extra[$id]=$!
   all_pids+=("${extra[$id]}")
-  wait_for_line "$dir/server$id.log" "registered in etcd"
+  wait_for_line "$dir/server$id.log" "registered in etcd" 30 || fail "the standby server $id did not register in etcd"
   admin add-server --server_id=$id >"$dir/add$id.log" 2>&1 || fail "add-server $id: $(cat "$dir/add$id.log")"
   grep -q "^server $id added: it holds shards [0-9]" "$dir/add$id.log" ||
     fail "server $id took no shard: $(cat "$dir/add$id.log")"

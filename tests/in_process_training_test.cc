@@ -7,6 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
+#include "tests/test_util/table_defs.h"
 #include "worker/train/dataset.h"
 #include "worker/train/model.h"
 #include "worker/train/synthetic_data.h"
@@ -25,10 +26,8 @@ TEST_P(InProcessTrainingTest, FourWorkersThreeShardsReachNinetyFivePercent) {
   const Dataset data = MakeLinearlySeparable(4000, kDim, kClasses, /*seed=*/3);
   const auto model = MakeSoftmaxRegression(kDim, kClasses);
 
-  proto::TableDef optimizer;
-  optimizer.set_optimizer(proto::OPT_ADAGRAD);
-  optimizer.set_learning_rate(0.1f);
-  optimizer.set_initial_accumulator(0.1f);
+  const proto::TableDef optimizer =
+      WithAdagrad(proto::TableDef(), /*learning_rate=*/0.1f, /*initial_accumulator=*/0.1f);
   const auto tables = ModelTables(*model, "softmax", optimizer, /*seed=*/5);
 
   std::vector<absl::Status> results(kWorkers);

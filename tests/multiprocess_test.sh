@@ -5,9 +5,10 @@
 # message, and that the servers stop cleanly on SIGTERM.
 set -euo pipefail
 
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
 
-start_servers 3
+start_servers "$root" "$dir" 3
 pids=("${server_pids[@]}")
 
 # Two workers train softmax regression on 6000 Fashion-MNIST examples.
@@ -121,8 +122,8 @@ done
 "$worker_bin" --servers="$spec" --worker_index=1 --num_workers=2 --model=softmax --table_prefix=twin \
   --epochs=1000 --max_train_examples=2000 --lease_seconds=1 --progress_seconds=100 >"$dir/first.log" 2>&1 &
 first=$!
-all_pids+=($first)
-wait_for_line "$dir/first.log" "training examples"
+all_pids+=("$first")
+wait_for_line "$dir/first.log" "training examples" 30 || fail "the first worker 1 did not start training"
 if "$worker_bin" --servers="$spec" --worker_index=1 --num_workers=2 --model=softmax --table_prefix=twin \
   --epochs=1 --max_train_examples=2000 >"$dir/second.log" 2>&1; then
   fail "a second process with worker id 1 was accepted"
@@ -132,7 +133,9 @@ grep -q "worker id 1 is already held by another live process" "$dir/second.log" 
 grep -q -- "--worker_index" "$dir/second.log" || fail "the duplicate-id message does not name --worker_index"
 kill -KILL "$first"
 wait "$first" 2>/dev/null || true
-for i in 0 1 2; do wait_for_line "$dir/server$i.log" "worker 1 lease expired"; done
+for i in 0 1 2; do
+  wait_for_line "$dir/server$i.log" "worker 1 lease expired" 30 || fail "server $i logged no expiry of worker 1's lease"
+done
 "$worker_bin" --servers="$spec" --worker_index=1 --num_workers=2 --model=softmax --table_prefix=twin \
   --epochs=1 --max_train_examples=2000 >"$dir/restarted.log" 2>&1 || { cat "$dir/restarted.log"; fail "a restarted worker 1 was refused after its lease expired"; }
 
@@ -142,7 +145,7 @@ for i in 0 1 2; do
 done
 
 # A worker whose spec lists the servers in another order is refused.
-swapped="127.0.0.1:$(cat "$dir/p1"),127.0.0.1:$(cat "$dir/p0"),127.0.0.1:$(cat "$dir/p2")"
+swapped="127.0.0.1:$(cat "$dir/server1.port"),127.0.0.1:$(cat "$dir/server0.port"),127.0.0.1:$(cat "$dir/server2.port")"
 if "$worker_bin" --servers="$swapped" --model=softmax --eval_only >"$dir/bad.log" 2>&1; then
   fail "worker with a reordered --servers succeeded"
 fi

@@ -9,7 +9,9 @@
 # chains by copying. Every key must end at exactly workers * pushes: no
 # acknowledged update lost, none applied twice. Needs root (ip netns).
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 
 [ "$(id -u)" = 0 ] || fail "this test creates a network namespace: it must run as root"
@@ -38,7 +40,7 @@ echo "namespace $ns: server 0 at $inside, the rest at $outside"
 
 start_test_etcd "$outside"
 cluster=part
-flags=(--etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2 --shards=3)
+flags=(--etcd="$etcd_endpoint" --cluster="$cluster" --replicas=2 --lease_seconds=2 --shards=3)
 server_pids=()
 for i in 0 1 2; do
   where=()
@@ -56,14 +58,14 @@ pushes=${PARTITION_PUSHES:-8000}
   --keys=20000 --started_file="$dir/started" --progress_file="$dir/progress" >"$dir/client.log" 2>&1 &
 client=$!
 all_pids+=("$client")
-for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-[ -e "$dir/started" ] || { cat "$dir/client.log"; tail "$dir"/server*.log; fail "the workers did not start"; }
+wait_for_file "$dir/started" 20 || { cat "$dir/client.log"; tail "$dir"/server*.log; fail "the workers did not start"; }
 grep -q "^  server 0 at $inside" <(ring $cluster) || fail "server 0 is not in the first ring at $inside"
 
 # Cut server 0 off: from etcd, from the other servers and from the workers.
 cut=$(date +%s.%N)
 ip link set "$host_if" down
-wait_for_line "$dir/server0.log" "fenced: the etcd lease could not be renewed"
+wait_for_line "$dir/server0.log" "fenced: the etcd lease could not be renewed" 30 ||
+  fail "server 0 did not fence itself once cut off"
 fenced=$(date +%s.%N)
 wait_ring $cluster "server 0 gone" '! grep -q "^  server 0 " "$dir/ring.txt"'
 failed_over=$(date +%s.%N)
@@ -77,7 +79,8 @@ kill -0 "$client" 2>/dev/null || fail "the workers finished before the heal; rai
 # Heal: server 0 finds its lease gone, registers again (same incarnation:
 # it is the same process) and copies back into the chains it left.
 ip link set "$host_if" up
-wait_for_line "$dir/server0.log" "registering again (same incarnation)"
+wait_for_line "$dir/server0.log" "registering again (same incarnation)" 30 ||
+  fail "server 0 did not register again after the heal"
 wait_ring $cluster "server 0 back in full chains" \
   'grep -q "^  server 0 " "$dir/ring.txt" && ! grep -q joining "$dir/ring.txt"'
 rejoined=$(date +%s.%N)

@@ -4,6 +4,7 @@
 # every 500 ms, and the series are read back through its HTTP API. Also: the
 # worker's training-curve CSV, and a taken metrics port as a clear error.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
 
 command -v prometheus >/dev/null || fail "prometheus is not installed; run deploy/setup.sh"
@@ -11,17 +12,18 @@ py=/usr/bin/python3
 
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# The servers by hand: each writes its metrics port to a file of its own.
 for i in 0 1; do
-  "$server_bin" --num_servers=2 --index=$i --listen=127.0.0.1:0 --port_file="$dir/p$i" \
+  "$server_bin" --num_servers=2 --index=$i --listen=127.0.0.1:0 --port_file="$dir/server$i.port" \
     --metrics_port=0 --metrics_port_file="$dir/m$i" 2>"$dir/server$i.log" &
   server_pids+=($!)
   all_pids+=($!)
 done
 spec=""
 for i in 0 1; do
-  for _ in $(seq 1 200); do [ -s "$dir/p$i" ] && [ -s "$dir/m$i" ] && break; sleep 0.05; done
-  [ -s "$dir/m$i" ] || fail "server $i wrote no metrics port file"
-  spec="${spec:+$spec,}127.0.0.1:$(cat "$dir/p$i")"
+  wait_for_file "$dir/server$i.port" 10 "${server_pids[$i]}" || fail "server $i wrote no port file"
+  wait_for_file "$dir/m$i" 10 "${server_pids[$i]}" || fail "server $i wrote no metrics port file"
+  spec="${spec:+$spec,}127.0.0.1:$(cat "$dir/server$i.port")"
 done
 m0=$(cat "$dir/m0")
 m1=$(cat "$dir/m1")
@@ -57,8 +59,7 @@ EOF
 prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/prometheus" \
   --web.listen-address="127.0.0.1:$pport" >"$dir/prometheus.log" 2>&1 &
 all_pids+=($!)
-for _ in $(seq 1 200); do curl -sf "http://127.0.0.1:$pport/-/ready" >/dev/null && break; sleep 0.1; done
-curl -sf "http://127.0.0.1:$pport/-/ready" >/dev/null || fail "prometheus did not become ready"
+poll_until 20 curl -sf -o /dev/null "http://127.0.0.1:$pport/-/ready" || fail "prometheus did not become ready"
 
 # query EXPR: prints the sum of the result's values ("none" when empty).
 query() {
@@ -84,7 +85,7 @@ wait_for() {
 worker=$!
 all_pids+=("$worker")
 # It trains in about a second; it then serves its final values until killed.
-wait_for_line "$dir/worker.log" '^RESULT test_accuracy='
+wait_for_line "$dir/worker.log" '^RESULT test_accuracy=' 30 || fail "the worker printed no test accuracy"
 accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/worker.log")
 wait_for 'ps_worker_steps_total{job="workers"}'
 wait_for 'ps_worker_test_result{job="workers",metric="accuracy"}'

@@ -5,26 +5,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
-
-proto::TableDef Table(const std::string& name, uint64_t keys, uint32_t width,
-                      proto::Initializer init = proto::INIT_ZEROS) {
-  proto::TableDef def;
-  def.set_name(name);
-  def.set_num_keys(keys);
-  def.set_width(width);
-  def.set_initializer(init);
-  def.set_init_low(-1);
-  def.set_init_high(1);
-  def.set_seed(11);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(1.0f);
-  return def;
-}
 
 TEST(PsClientTest, SmallChunksAndManyShardsRoundTrip) {
   auto cluster = InProcessCluster::Start(3, {/*slice_size=*/5, 64});
@@ -33,7 +19,7 @@ TEST(PsClientTest, SmallChunksAndManyShardsRoundTrip) {
   options.max_values_per_request = 7;  // forces ranges to be cut across requests
   auto client = PsClient::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_TRUE((*client)->CreateTable(Table("t", 103, 2)).ok());
+  ASSERT_TRUE((*client)->CreateTable(SumTable("t", 103, 2)).ok());
   std::vector<float> grads(206);
   for (size_t i = 0; i < grads.size(); ++i) grads[i] = -static_cast<float>(i);
   PushRange push{"t", 0, 103, grads};
@@ -54,7 +40,8 @@ TEST(PsClientTest, SameInitialValuesWhateverTheClusterSize) {
   std::vector<float> a(500 * 3), b(500 * 3);
   for (auto [cluster, out] : {std::pair{one->get(), &a}, std::pair{three->get(), &b}}) {
     auto client = cluster->Connect(0);
-    ASSERT_TRUE(client->CreateTable(Table("emb", 500, 3, proto::INIT_UNIFORM)).ok());
+    const proto::TableDef def = WithUniformInit(SumTable("emb", 500, 3), -1, 1, /*seed=*/11);
+    ASSERT_TRUE(client->CreateTable(def).ok());
     PullRange pull{"emb", 0, 500, absl::MakeSpan(*out)};
     ASSERT_TRUE(client->Pull({&pull, 1}).ok());
   }
@@ -82,7 +69,7 @@ TEST(PsClientTest, ServerDyingMidJobFailsTheCallNamingIt) {
   options.max_attempts = 2;
   auto client = PsClient::Connect(options);
   ASSERT_TRUE(client.ok());
-  ASSERT_TRUE((*client)->CreateTable(Table("t", 100, 1)).ok());
+  ASSERT_TRUE((*client)->CreateTable(SumTable("t", 100, 1)).ok());
   const std::string dead = (*cluster)->addresses()[0];
   (*cluster)->server(0).Shutdown();
   std::vector<float> values(100);
@@ -115,7 +102,7 @@ TEST(PsClientTest, ServerErrorsComeBackWithCodeAndServerName) {
   auto cluster = InProcessCluster::Start(2);
   ASSERT_TRUE(cluster.ok());
   auto client = (*cluster)->Connect(0);
-  ASSERT_TRUE(client->CreateTable(Table("t", 10, 1)).ok());
+  ASSERT_TRUE(client->CreateTable(SumTable("t", 10, 1)).ok());
   std::vector<float> nan(10, std::nanf(""));
   PushRange bad{"t", 0, 10, nan};
   absl::Status s = client->Push({&bad, 1}, 0);
@@ -127,7 +114,7 @@ TEST(PsClientTest, ServerErrorsComeBackWithCodeAndServerName) {
   PullRange missing{"nope", 0, 5, absl::MakeSpan(out)};
   EXPECT_EQ(client->Pull({&missing, 1}).code(), absl::StatusCode::kNotFound);
 
-  proto::TableDef other = Table("t", 11, 1);
+  proto::TableDef other = SumTable("t", 11, 1);
   absl::Status conflict = client->CreateTable(other);
   EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists);
 
@@ -141,7 +128,7 @@ TEST(PsClientTest, TableDefinitionOfOwnAndOtherClientsTables) {
   ASSERT_TRUE(cluster.ok());
   auto creator = (*cluster)->Connect(0);
   auto reader = (*cluster)->Connect(1);
-  const proto::TableDef def = Table("t", 10, 3, proto::INIT_UNIFORM);
+  const proto::TableDef def = WithUniformInit(SumTable("t", 10, 3), -1, 1, /*seed=*/11);
   ASSERT_TRUE(creator->CreateTable(def).ok());
   for (PsClient* client : {creator.get(), reader.get()}) {
     absl::StatusOr<proto::TableDef> known = client->TableDefinition("t");

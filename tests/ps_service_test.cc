@@ -17,6 +17,7 @@
 #include "proto/ps.grpc.pb.h"
 #include "absl/synchronization/notification.h"
 #include "server/ps_server.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
@@ -36,13 +37,7 @@ class PsServiceTest : public ::testing::Test {
     server_ = *std::move(server);
     stub_ = proto::ParameterServer::NewStub(
         grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
-    proto::CreateTableRequest create;
-    proto::TableDef* def = create.mutable_table();
-    def->set_name("t");
-    def->set_num_keys(1 << 20);
-    def->set_width(1);
-    def->set_optimizer(proto::OPT_SGD);
-    def->set_learning_rate(1.0f);
+    const proto::CreateTableRequest create = CreateTableRequestFor(SumTable("t", 1 << 20, 1));
     proto::CreateTableResponse created;
     grpc::ClientContext ctx;
     ASSERT_TRUE(stub_->CreateTable(&ctx, create, &created).ok());
@@ -367,13 +362,8 @@ TEST(PsServerTest, CreatingALargeTableDoesNotStopOtherCalls) {
   ASSERT_TRUE(server.ok()) << server.status();
   auto stub = proto::ParameterServer::NewStub(
       grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
-  proto::CreateTableRequest create;
-  proto::TableDef* def = create.mutable_table();
-  def->set_name("big");
-  def->set_num_keys(uint64_t{1} << 29);  // x 4 bytes: 2 GiB
-  def->set_width(1);
-  def->set_optimizer(proto::OPT_SGD);
-  def->set_learning_rate(0.1f);
+  const proto::CreateTableRequest create = CreateTableRequestFor(
+      WithSgd(DenseTableDef("big", uint64_t{1} << 29, 1), 0.1f));  // x 4 bytes: 2 GiB
   proto::CreateTableResponse created;
   grpc::ClientContext create_ctx;
   grpc::Status create_status;

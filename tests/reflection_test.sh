@@ -5,10 +5,11 @@
 # service and the health service are listed and that the data-path methods
 # are described.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/cluster_lib.sh"
 probe="$root/tests/reflection_probe"
 
-start_servers 1
+start_servers "$root" "$dir" 1
 "$probe" "$spec" ps.proto.ParameterServer >"$dir/probe.out" 2>"$dir/probe.log" ||
   fail "reflection_probe failed: $(cat "$dir/probe.log")"
 cat "$dir/probe.out"

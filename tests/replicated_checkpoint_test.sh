@@ -16,13 +16,10 @@
 #     lost (pushed at a worker clock >= the cut), and the cluster serves
 #     again: the keys of those shards hold the checkpoint's values, every
 #     other key holds every push acknowledged.
-# The variables used here but not assigned (dir, spec, etcd_endpoint,
-# client_bin, admin_bin, server_pids) come from the sourced libraries.
-# shellcheck disable=SC2154
 set -euo pipefail
-# shellcheck disable=SC1091
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
-# shellcheck disable=SC1091
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 ckpt_bin="$root/tools/ps_ckpt"
 start_test_etcd
@@ -73,7 +70,7 @@ chains_of() {  # R: whether $dir/ring.txt has only chains of R servers
 
 # 1. The scheduler and ps_admin on a replicated cluster.
 mkdir -p "$dir/ckpt_a"
-start_servers 3 --etcd="$etcd_endpoint" --cluster=a --replicas=2 --lease_seconds=2 --shards=6 \
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=a --replicas=2 --lease_seconds=2 --shards=6 \
   --checkpoint_dir="$dir/ckpt_a" --checkpoint_every_seconds=1
 run_client a 150 0
 "$admin_bin" checkpoint --etcd="$etcd_endpoint" --cluster=a >"$dir/admin_a.txt" ||
@@ -81,11 +78,8 @@ run_client a 150 0
 cat "$dir/admin_a.txt"
 ckpt_a=$(checkpoint_path "$dir/admin_a.txt")
 [ -d "$ckpt_a" ] || fail "ps_admin named no checkpoint directory"
-for _ in $(seq 1 100); do  # the timer fires every second: at most 10 s
-  grep -q "(on the timer): cut" "$dir"/server*.log && break
-  sleep 0.1
-done
-grep -q "(on the timer): cut" "$dir"/server*.log ||
+# The timer fires every second: at most 10 s.
+poll_until 10 grep -q "(on the timer): cut" "$dir"/server*.log ||
   fail "no server's scheduler took a checkpoint on the timer within 10 s"
 echo "the scheduler took $(cat "$dir"/server*.log | grep -c '(on the timer): cut') checkpoint(s)"
 export_sum "$ckpt_a" "$dir/export_a"
@@ -96,7 +90,7 @@ stop_servers
 # 2. Restored onto 2 servers with 4 shards (replicated), and onto 1 static server.
 mkdir -p "$dir/ckpt_b"
 cp -r "$ckpt_a" "$dir/ckpt_b/"
-start_servers 2 --etcd="$etcd_endpoint" --cluster=b --replicas=2 --lease_seconds=2 --shards=4 \
+start_servers "$root" "$dir" 2 --etcd="$etcd_endpoint" --cluster=b --replicas=2 --lease_seconds=2 --shards=4 \
   --checkpoint_dir="$dir/ckpt_b" --restore
 wait_ring b "every chain at r=2" "chains_of 2"
 grep -q '\[from checkpoint at v1\]' "$dir/ring.txt" || fail "cluster b's first ring is not from the checkpoint"
@@ -110,7 +104,7 @@ echo "restored onto 2 servers x 4 shards at r=2: bit-identical"
 stop_servers
 mkdir -p "$dir/ckpt_s"
 cp -r "$ckpt_a" "$dir/ckpt_s/"
-start_servers 1 --checkpoint_dir="$dir/ckpt_s" --restore
+start_servers "$root" "$dir" 1 --checkpoint_dir="$dir/ckpt_s" --restore
 "$admin_bin" checkpoint --servers="$spec" >"$dir/admin_s.txt" ||
   fail "ps_admin checkpoint of the restored static server failed"
 export_sum "$(checkpoint_path "$dir/admin_s.txt")" "$dir/export_s"
@@ -121,7 +115,7 @@ stop_servers
 
 # 3. Every copy of a chain killed: rebuilt from the newest checkpoint.
 mkdir -p "$dir/ckpt_c"
-start_servers 3 --etcd="$etcd_endpoint" --cluster=c --replicas=2 --lease_seconds=2 --shards=6 \
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=c --replicas=2 --lease_seconds=2 --shards=6 \
   --checkpoint_dir="$dir/ckpt_c"
 run_client c 100 0
 "$admin_bin" checkpoint --etcd="$etcd_endpoint" --cluster=c >"$dir/admin_c1.txt" ||

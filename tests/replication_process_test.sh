@@ -6,7 +6,9 @@
 # at exactly workers * pushes. Then the Fashion-MNIST job, with a server
 # killed after the first epoch, must still reach 85% test accuracy.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 start_test_etcd
 
@@ -18,14 +20,13 @@ for ((seed = 1; seed <= seeds; seed++)); do
   victim=$((RANDOM % 3))
   delay_ms=$((100 + RANDOM % 900))
   cluster="sum$seed"
-  start_servers 3 --etcd="$etcd_endpoint" --cluster="$cluster" --replicas=2 --lease_seconds=2
+  start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster="$cluster" --replicas=2 --lease_seconds=2
   rm -f "$dir/started"
   "$client_bin" --etcd="$etcd_endpoint" --cluster="$cluster" --workers=4 --pushes=$pushes \
     --keys=20000 --started_file="$dir/started" >"$dir/client$seed.log" 2>&1 &
   client=$!
   all_pids+=("$client")
-  for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-  [ -e "$dir/started" ] || { cat "$dir/client$seed.log"; fail "seed $seed: the workers did not start"; }
+  wait_for_file "$dir/started" 20 || { cat "$dir/client$seed.log"; fail "seed $seed: the workers did not start"; }
   # The fault's moment, drawn from the seed (not a synchronisation).
   sleep "$(printf '0.%03d' "$delay_ms")"
   kill -0 "$client" 2>/dev/null || fail "seed $seed: the run ended before the kill; raise pushes"
@@ -49,7 +50,7 @@ echo "$seeds seeds: every key exact after a SIGKILL"
 train_through_kill() {
   local name=$1 victim=$2 w p
   shift 2
-  start_servers 3 --etcd="$etcd_endpoint" --cluster="$name" --replicas=2 --lease_seconds=2
+  start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster="$name" --replicas=2 --lease_seconds=2
   local pids=()
   for w in 0 1 2 3; do
     "$worker_bin" --etcd="$etcd_endpoint" --cluster="$name" --worker_index=$w --num_workers=4 \
@@ -57,7 +58,9 @@ train_through_kill() {
     pids+=($!)
     all_pids+=($!)
   done
-  for w in 0 1 2 3; do wait_for_line "$dir/$name$w.log" "epoch 1 step .*(epoch end)"; done
+  for w in 0 1 2 3; do
+    wait_for_line "$dir/$name$w.log" "epoch 1 step .*(epoch end)" 30 || fail "$name worker $w did not end epoch 1"
+  done
   kill -KILL "${server_pids[$victim]}"
   for w in 0 1 2 3; do wait "${pids[$w]}" || fail "$name worker $w failed after the kill"; done
   "$worker_bin" --etcd="$etcd_endpoint" --cluster="$name" --model=mlp --eval_only \

@@ -13,7 +13,9 @@
 #     around it catch their successors up from the recent history; no
 #     server that holds a complete copy is sent a snapshot.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$(dirname "$0")/etcd_cluster_lib.sh"
 start_test_etcd
 
@@ -23,8 +25,7 @@ start_client() {  # CLUSTER PUSHES
     --started_file="$dir/started" >"$dir/client_$1.log" 2>&1 &
   client=$!
   all_pids+=("$client")
-  for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-  [ -e "$dir/started" ] || { cat "$dir/client_$1.log"; fail "$1: the workers did not start"; }
+  wait_for_file "$dir/started" 20 || { cat "$dir/client_$1.log"; fail "$1: the workers did not start"; }
 }
 finish_client() {  # CLUSTER: waits for the client; its sums must be exact
   wait "$client" || { cat "$dir/client_$1.log"; fail "$1: exact sum failed"; }
@@ -42,7 +43,7 @@ chains_of() {  # R: whether $dir/ring.txt has only chains of R servers
 full_chains() { wait_ring "$1" "every chain at r=$2" "chains_of $2"; }
 
 # 1. A restart before the lease expires.
-start_servers 3 --etcd="$etcd_endpoint" --cluster=restart --replicas=2 --lease_seconds=2
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=restart --replicas=2 --lease_seconds=2
 start_client restart "${RESTART_PUSHES:-3000}"
 kill -KILL "${server_pids[0]}"
 wait "${server_pids[0]}" 2>/dev/null || true
@@ -55,7 +56,7 @@ echo "restart 0.5 s after SIGKILL: every key exact; $(head -n 1 "$dir/ring.txt")
 stop_servers
 
 # 2. etcd stalled for 2.5 leases.
-start_servers 3 --etcd="$etcd_endpoint" --cluster=stall --replicas=2 --lease_seconds=2
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=stall --replicas=2 --lease_seconds=2
 start_client stall "${STALL_PUSHES:-6000}"
 ring stall >"$dir/ring_before.txt"
 kill -STOP "$etcd_pid"
@@ -74,7 +75,7 @@ echo "etcd stopped 5 s (lease 2 s): every key exact, chains unchanged: $(head -n
 stop_servers
 
 # 3. r = 3, a middle server drained under load.
-start_servers 4 --etcd="$etcd_endpoint" --cluster=drain --replicas=3 --lease_seconds=2
+start_servers "$root" "$dir" 4 --etcd="$etcd_endpoint" --cluster=drain --replicas=3 --lease_seconds=2
 start_client drain "${DRAIN_PUSHES:-4000}"
 "$admin_bin" drain --etcd="$etcd_endpoint" --cluster=drain --server_id=1 --timeout_seconds=60 \
   >"$dir/drain.log" 2>&1 || fail "ps_admin drain failed: $(cat "$dir/drain.log")"

@@ -8,6 +8,7 @@
 # other with theirs). A malformed tokens file stops a server at start,
 # naming the file and line.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
 admin_bin="$root/tools/ps_admin"
 command -v openssl >/dev/null || fail "openssl is not installed"
@@ -52,7 +53,7 @@ fi
 grep -q "bad_tokens:1: a token of 5 characters" "$dir/bad.log" || { cat "$dir/bad.log"; fail "no file:line error"; }
 
 mkdir -p "$dir/ckpt"
-start_servers 2 "${tls_server[@]}" --checkpoint_dir="$dir/ckpt" --servers_file="$dir/spec"
+start_servers "$root" "$dir" 2 "${tls_server[@]}" --checkpoint_dir="$dir/ckpt" --servers_file="$dir/spec"
 echo "$spec" >"$dir/spec.tmp" && mv "$dir/spec.tmp" "$dir/spec"  # read by server 0 at a checkpoint
 
 # The worker with its certificate and token trains.

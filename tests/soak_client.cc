@@ -24,7 +24,7 @@
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
 #include "common/grpc_lifetime.h"
-#include "tests/test_tables.h"
+#include "tests/test_util/table_defs.h"
 #include "worker/client/ps_client.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec");

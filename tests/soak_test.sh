@@ -10,14 +10,15 @@
 # of resident memory, and every acknowledged push must be there exactly
 # once.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
 soak_bin="$root/tests/soak_client"
 seconds=${SOAK_SECONDS:-20}
 
-start_servers 2 --memory_budget_mb=1 --metrics_port=0 --metrics_port_file="$dir/metrics"
+start_servers "$root" "$dir" 2 --memory_budget_mb=1 --metrics_port=0 --metrics_port_file="$dir/metrics"
 # Both servers wrote their metrics port to the same file; the last one wins:
 # the health of that one is polled, the other's checked at the end.
-for _ in $(seq 1 100); do [ -s "$dir/metrics" ] && break; sleep 0.05; done
+wait_for_file "$dir/metrics" 5 || fail "no server wrote its metrics port to $dir/metrics"
 "$soak_bin" --servers="$spec" --threads=4 --seconds="$seconds" --seed=7 --create \
   >"$dir/soak.log" 2>&1 &
 soak=$!

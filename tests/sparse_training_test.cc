@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
+#include "tests/test_util/temp_dir.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/libsvm_generator.h"
 #include "worker/client/optimizer_spec.h"
@@ -18,11 +19,6 @@
 
 namespace ps {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 // 60,000 training and 10,000 test examples from one planted model, over
 // 2,000 features, written under TEST_TMPDIR with the given prefix; with
@@ -42,11 +38,11 @@ Data GenerateData(const std::string& prefix, uint32_t num_fields = 0) {
   gen.progress_seconds = 0;
   gen.num_examples = 60000;
   Data data;
-  data.train = TempPath(prefix + "_train.svm");
+  data.train = TestTmpDir() + "/" + prefix + "_train.svm";
   EXPECT_TRUE(GenerateLibsvmFile(data.train, gen).ok());
   gen.first_example = gen.num_examples;  // the same planted model, new examples
   gen.num_examples = 10000;
-  data.test = TempPath(prefix + "_test.svm.gz");
+  data.test = TestTmpDir() + "/" + prefix + "_test.svm.gz";
   absl::StatusOr<PlantedModelStats> planted = GenerateLibsvmFile(data.test, gen);
   EXPECT_TRUE(planted.ok()) << planted.status();
   if (planted.ok()) data.planted = *planted;

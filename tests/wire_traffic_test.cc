@@ -11,7 +11,7 @@
 #include "common/value_encoding.h"
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
-#include "tests/test_tables.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {

@@ -4,9 +4,10 @@
 # (and log it once), and the surviving workers finish. Completion is
 # asserted, not a duration.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
 
-start_servers 2
+start_servers "$root" "$dir" 2
 common=(--servers="$spec" --num_workers=3 --model=mlp --hidden=64 --consistency=bsp
         --lease_seconds=1 --epochs=1 --max_train_examples=12000 --progress_seconds=0.2)
 survivors=()
@@ -19,15 +20,13 @@ done
 # running when it is killed.
 "$worker_bin" "${common[@]}" --worker_index=2 --slowdown=20 >"$dir/worker2.log" 2>&1 &
 victim=$!
-all_pids+=($victim)
+all_pids+=("$victim")
 
 # Kill it once it has trained a little (it prints progress every 0.2 s).
-for _ in $(seq 1 600); do
-  grep -q "worker 2/3 epoch 1 step" "$dir/worker2.log" && break
+if ! wait_for_line "$dir/worker2.log" "worker 2/3 epoch 1 step" 30 "$victim"; then
   kill -0 "$victim" 2>/dev/null || { cat "$dir/worker2.log"; fail "the victim exited early"; }
-  sleep 0.05
-done
-grep -q "worker 2/3 epoch 1 step" "$dir/worker2.log" || fail "the victim never trained"
+  fail "the victim never trained"
+fi
 kill -KILL "$victim"
 wait "$victim" 2>/dev/null || true
 echo "killed worker 2: $(tail -1 "$dir/worker2.log")"

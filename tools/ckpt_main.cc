@@ -172,7 +172,7 @@ int main(int argc, char** argv) {
       "--checkpoint_dir, or one ckpt-<sequence> directory).\n"
       "ps_ckpt export DIR OUT_DIR [--tables=a,b]: writes the tables of the newest valid "
       "checkpoint under DIR (or of the ckpt-<sequence> directory DIR) as NumPy files: "
-      "OUT_DIR/<table>.npy (dense) or .npz (sparse: keys, values). See the README.");
+      "OUT_DIR/<table>.npy (dense) or .npz (sparse: keys, values). See docs/guide/tools.md.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() < 2) return Usage();
   const std::string command = args[1];

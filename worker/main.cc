@@ -79,7 +79,7 @@ ABSL_FLAG(bool, overlap, false,
           "push and pull in the background while computing the next round (needs n_fetch == "
           "n_push; one round more stale). Off by default: with PushPull, a round's push and "
           "its read take one round trip, and in line they trained faster and more accurately "
-          "on a 2-core machine (README, Performance)");
+          "on a 2-core machine (docs/experiments)");
 ABSL_FLAG(std::string, optimizer, "adagrad",
           "server-side optimizer: sgd, adagrad, momentum, nesterov, rmsprop, adam or ftrl");
 ABSL_FLAG(double, learning_rate, 0.05, "optimizer learning rate (FTRL's alpha)");

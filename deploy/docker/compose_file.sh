@@ -86,9 +86,9 @@ items() {
   local w
   for w in "$@"; do printf ', "%s"' "$w"; done
 }
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086  # a list of flags separated by spaces: split on purpose
 server_extra=$(items ${PS_SERVER_ARGS:-})
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086  # a list of flags separated by spaces: split on purpose
 worker_extra=$(items ${PS_WORKER_ARGS:-})
 
 spec=""

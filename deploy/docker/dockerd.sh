@@ -75,7 +75,7 @@ else
   command -v fuse-overlayfs >/dev/null && drivers+=(fuse-overlayfs)
   drivers+=(vfs)
 fi
-# shellcheck disable=SC2206
+# shellcheck disable=SC2206  # a list of flags separated by spaces: split on purpose
 extra=(${PS_DOCKERD_ARGS:-})
 
 for driver in "${drivers[@]}"; do

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the deploy scripts and tests that run a replicated cluster:
 # starts a single-node etcd on free loopback ports with its data in a given
 # directory.
@@ -25,6 +26,7 @@ _ps_run_etcd() {
     --listen-peer-urls "http://$host:$peer" --initial-advertise-peer-urls "http://$host:$peer" \
     --initial-cluster "ps=http://$host:$peer" >>"$work_dir/etcd.log" 2>&1 &
   etcd_pid=$!
+  local _
   for _ in $(seq 1 100); do
     if ETCDCTL_API=3 etcdctl --endpoints="$host:$client" endpoint health >/dev/null 2>&1; then
       return 0
@@ -38,12 +40,13 @@ _ps_run_etcd() {
 }
 
 start_etcd() {
-  local work_dir=$1 host=${2:-127.0.0.1} client peer attempt
+  local work_dir=$1 host=${2:-127.0.0.1} client peer _
   command -v etcd >/dev/null || { echo "etcd is not installed; run deploy/setup.sh" >&2; return 1; }
-  for attempt in 1 2 3; do
+  for _ in 1 2 3; do
     client=$(_ps_free_port "$host")
     peer=$(_ps_free_port "$host")
     if _ps_run_etcd "$work_dir" "$host" "$client" "$peer"; then
+      # shellcheck disable=SC2034  # for the scripts that source this
       etcd_endpoint="$host:$client"
       _ps_etcd_args=("$work_dir" "$host" "$client" "$peer")
       return 0

@@ -1,10 +1,11 @@
+# shellcheck shell=bash
 # Sourced by the benchmark scripts: the machine limits figures are compared
 # with, measured in the same run.
 #   iperf_gbps -> prints loopback TCP bandwidth (iperf3, one stream, 3 s) in
 #                 GB/s, or 0 when no free port was found. Only 127.0.0.1.
 #   bench_dirs OUT NAME -> creates OUT, empties `raw` (OUT/raw.txt) and makes
 #                 `work`, a scratch directory removed with every process in
-#                 `pids` when the script exits (deploy/lib/servers.sh's
+#                 `all_pids` when the script exits (deploy/lib/servers.sh's
 #                 stop_on_exit, which must be sourced too).
 iperf_gbps() {
   local port

@@ -308,7 +308,7 @@ stop() {
     ids=$(squeue -h -o '%i' 2>/dev/null || true)
     if [ -n "$ids" ]; then
       echo "$prog: cancelling jobs left: $(tr "\n" " " <<<"$ids")"
-      # shellcheck disable=SC2086
+      # shellcheck disable=SC2086  # the job ids, one a line: split on purpose
       scancel $ids 2>/dev/null || true
       for _ in $(seq 1 200); do
         [ -z "$(squeue -h -o '%i' 2>/dev/null)" ] && break

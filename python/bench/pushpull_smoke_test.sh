@@ -4,9 +4,10 @@
 # RESULT line with at least one push+pull; they agree on the table's
 # definition (the second creation of it is a no-op, not ALREADY_EXISTS).
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cluster_lib.sh"
 
-start_servers 2
+start_servers "$root" "$dir" 2
 flags=(--servers="$spec" --values=65536 --seconds=0.3 --warmup_seconds=0.05)
 timeout 60 "$root/python/bench/cpp_pushpull" "${flags[@]}" >"$dir/cpp.log" 2>&1 ||
   fail "cpp_pushpull failed"

@@ -15,7 +15,7 @@ except ImportError as err:
         f"cannot import the paramserver module ({err}). Build it and put it on the path:\n"
         "  bazel build //python:paramserver\n"
         "  PYTHONPATH=python:bazel-bin/python /usr/bin/python3 ...   (from the repository root)\n"
-        "or install the wheel (see the README's Python section)."
+        "or install the wheel (see docs/guide/python.md)."
     )
 
 

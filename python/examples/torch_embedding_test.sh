@@ -5,6 +5,7 @@
 # Both workers exit 0 and reach a test AUC clearly above chance (> 0.75; the
 # planted model scores 0.90 on this data, chance 0.5).
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/cluster_lib.sh"
 python=/usr/bin/python3
 export PYTHONPATH="$root/python"
@@ -18,7 +19,7 @@ gen_flags=(--features=3000 --features_per_example=8 --weight_stddev=1 --bias=-0.
   >"$dir/gen_test.log" 2>&1 || fail "ps_gen_libsvm failed on the test set"
 planted=$(sed -n 's/^planted_auc=//p' "$dir/test.svm.gz.planted.txt")
 
-start_servers 2
+start_servers "$root" "$dir" 2
 worker_pids=()
 for w in 0 1; do
   timeout 120 "$python" "$example" --servers="$spec" --worker_index=$w --num_workers=2 \

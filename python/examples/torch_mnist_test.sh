@@ -11,6 +11,7 @@
 #     --restore; a worker with --resume continues at clock 30, step 31;
 #   - a worker index outside [0, num_workers) exits 2 naming the flag.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/cluster_lib.sh"
 python=/usr/bin/python3
 export PYTHONPATH="$root/python"
@@ -33,7 +34,7 @@ run_workers() {
   done
 }
 
-start_servers 2
+start_servers "$root" "$dir" 2
 
 run_workers async --epochs=1 --max_train_examples=12000
 for w in 0 1; do
@@ -58,13 +59,13 @@ done
 echo "bsp: both workers did 20 steps"
 
 stop_servers
-start_servers 1 --checkpoint_dir="$dir/checkpoints"
+start_servers "$root" "$dir" 1 --checkpoint_dir="$dir/checkpoints"
 timeout 120 "$python" "$example" --servers="$spec" --max_steps=30 --max_train_examples=12000 \
   --table_prefix=torch_resume --progress_seconds=100 >"$dir/before.log" 2>&1 ||
   fail "resume: the first run exited non-zero (124: timed out)"
 stop_servers
 mv "$dir/server0.log" "$dir/server0_first.log"
-start_servers 1 --checkpoint_dir="$dir/checkpoints" --restore
+start_servers "$root" "$dir" 1 --checkpoint_dir="$dir/checkpoints" --restore
 timeout 120 "$python" "$example" --servers="$spec" --max_steps=5 --max_train_examples=12000 \
   --table_prefix=torch_resume --progress_seconds=100 --resume >"$dir/resumed.log" 2>&1 ||
   fail "resume: the resumed run exited non-zero (124: timed out)"

@@ -143,8 +143,7 @@ class Client:
             heartbeats every lease / 4 seconds, so that this worker counts
             in the servers' clock minimum ("bsp", "bounded",
             wait_for_workers). 0: no heartbeats.
-        token: the token sent with every call (see the README's security
-            section).
+        token: the token sent with every call (see docs/ops/security.md).
         ca_cert, cert, key: PEM files for TLS: the CA that signed the
             servers' certificates, and this process's certificate and key
             (ps_worker's --tls_ca, --tls_cert, --tls_key).
@@ -354,8 +353,9 @@ class Client:
 
         A sparse table's key without a row reads as the initializer's
         values. `out` as for pull, with len(keys) * width elements. Key
-        reads and pushes take no part in the consistency clocks (README,
-        Consistency): they never wait, whatever the Client's consistency.
+        reads and pushes take no part in the consistency clocks
+        (docs/design/consistency.md): they never wait, whatever the Client's
+        consistency.
 
         Returns:
             `out`, or a new float32 array of shape (len(keys), width).

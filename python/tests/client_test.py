@@ -384,7 +384,7 @@ class ConsistencyTest(unittest.TestCase):
         np.testing.assert_array_equal(values, np.full((6, 1), -3.0, dtype=np.float32))
 
     def test_bsp_key_operations_do_not_wait(self):
-        # Key lists take no part in the clocks (README, Consistency): with
+        # Key lists take no part in the clocks (docs/design/consistency.md): with
         # bsp, the fast worker's key push and read of round 1 return while
         # the slow worker has done nothing, which pushes only afterwards.
         fast, slow = self.workers("bsp", first_id=20)

@@ -8,13 +8,15 @@
 # past that. Every key must end at exactly the number of pushes
 # acknowledged: none lost, none applied twice.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cluster_lib.sh"
+# shellcheck source=tests/etcd_cluster_lib.sh
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/etcd_cluster_lib.sh"
 start_test_etcd
 cluster=py_exact
 victim=0
 mkdir -p "$dir/ckpt"
-start_servers 3 --etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2 \
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=$cluster --replicas=2 --lease_seconds=2 \
   --checkpoint_dir="$dir/ckpt"
 
 PYTHONPATH="$root/python" /usr/bin/python3 "$root/python/tests/exactly_once_worker.py" \
@@ -22,8 +24,7 @@ PYTHONPATH="$root/python" /usr/bin/python3 "$root/python/tests/exactly_once_work
   --stop_file="$dir/stop" >"$dir/workers.log" 2>&1 &
 workers=$!
 all_pids+=("$workers")
-for _ in $(seq 1 400); do [ -e "$dir/started" ] && break; sleep 0.05; done
-[ -e "$dir/started" ] || { cat "$dir/workers.log"; fail "the Python workers did not start"; }
+wait_for_file "$dir/started" 20 || { cat "$dir/workers.log"; fail "the Python workers did not start"; }
 
 kill -KILL "${server_pids[$victim]}"
 killed=$(date +%s.%N)

@@ -4,6 +4,7 @@
 # environment of Debian's Python, and used from there: help(paramserver)
 # describes the module, and a round trip against a real ps_server works.
 set -euo pipefail
+# shellcheck source=tests/cluster_lib.sh
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cluster_lib.sh"
 
 /usr/bin/python3 "$root/python/make_wheel.py" --package_dir="$root/python/paramserver" \
@@ -19,7 +20,7 @@ echo "wheel: $(basename "$wheel"), $(stat -c %s "$wheel") bytes"
 "$dir/venv/bin/python" -m pip install --no-index --no-cache-dir --disable-pip-version-check \
   "$wheel" >"$dir/pip.log" 2>&1 || { cat "$dir/pip.log"; fail "pip install of the wheel failed"; }
 
-start_servers 1
+start_servers "$root" "$dir" 1
 # Outside the source tree and without PYTHONPATH: the venv's copy is imported.
 cd "$dir"
 env -u PYTHONPATH PS_SERVERS="$spec" "$dir/venv/bin/python" - <<'PY' || fail "the installed module failed"

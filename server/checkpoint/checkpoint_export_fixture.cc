@@ -20,6 +20,7 @@
 #include "common/placement.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_test_records.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
@@ -41,22 +42,9 @@ const SparseRow kSparse[] = {
 };
 
 std::vector<proto::TableDef> Tables() {
-  proto::TableDef w;
-  w.set_name("model/w");
-  w.set_kind(proto::TABLE_DENSE);
-  w.set_num_keys(10);
-  w.set_width(3);
+  proto::TableDef w = DenseTableDef("model/w", 10, 3);
   w.set_optimizer(proto::OPT_ADAGRAD);
-  proto::TableDef bias;
-  bias.set_name("bias");
-  bias.set_num_keys(3);
-  bias.set_width(1);
-  proto::TableDef emb;
-  emb.set_name("emb");
-  emb.set_kind(proto::TABLE_SPARSE);
-  emb.set_width(2);
-  emb.set_num_buckets(kBuckets);
-  return {w, bias, emb};
+  return {w, DenseTableDef("bias", 3, 1), SparseTableDef("emb", 2, kBuckets)};
 }
 
 // Slice `slice` of model/w: keys [4 * slice, ...) up to key 9.

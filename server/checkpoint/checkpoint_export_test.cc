@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -16,6 +15,8 @@
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_test_records.h"
+#include "tests/test_util/table_defs.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
@@ -25,14 +26,6 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 constexpr uint64_t kBuckets = 4;
-
-std::string TestRoot(const std::string& name) {
-  const std::string root = absl::StrCat(::testing::TempDir(), "/export_", name, "_", ::getpid());
-  if (std::system(absl::StrCat("rm -rf '", root, "'").c_str()) != 0) {
-    ADD_FAILURE() << "cannot clear " << root;
-  }
-  return root;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -71,24 +64,6 @@ std::map<std::string, std::string> ReadNpz(const std::string& path) {
   return members;
 }
 
-proto::TableDef Dense(const std::string& name, uint64_t keys, uint32_t width) {
-  proto::TableDef t;
-  t.set_name(name);
-  t.set_kind(proto::TABLE_DENSE);
-  t.set_num_keys(keys);
-  t.set_width(width);
-  return t;
-}
-
-proto::TableDef Sparse(const std::string& name, uint32_t width) {
-  proto::TableDef t;
-  t.set_name(name);
-  t.set_kind(proto::TABLE_SPARSE);
-  t.set_width(width);
-  t.set_num_buckets(kBuckets);
-  return t;
-}
-
 uint64_t Bucket(uint64_t key) { return Placement::SparseSliceOf(key, kBuckets); }
 
 // Dense slice of keys [first, first + n) of a width-2 table: key k holds
@@ -116,13 +91,13 @@ std::string SparseSlice(uint64_t slice, bool delta, const std::vector<uint64_t>&
 }
 
 TEST(ExportFileNameTest, SafeNamesMapToFilesAndOthersAreRefused) {
-  EXPECT_EQ(*ExportFileName(Dense("w", 1, 1)), "w.npy");
-  EXPECT_EQ(*ExportFileName(Dense("mlp/fc0/w", 1, 1)), "mlp/fc0/w.npy");
-  EXPECT_EQ(*ExportFileName(Sparse("emb.v2", 1)), "emb.v2.npz");
+  EXPECT_EQ(*ExportFileName(DenseTableDef("w", 1, 1)), "w.npy");
+  EXPECT_EQ(*ExportFileName(DenseTableDef("mlp/fc0/w", 1, 1)), "mlp/fc0/w.npy");
+  EXPECT_EQ(*ExportFileName(SparseTableDef("emb.v2", 1, kBuckets)), "emb.v2.npz");
   const std::vector<std::string> bad_names = {
       "../x", "a/../b", ".hidden", "a/.b", "a//b", "/abs", "trail/", "", std::string("a\0b", 3)};
   for (const std::string& bad : bad_names) {
-    absl::StatusOr<std::string> name = ExportFileName(Dense(bad, 1, 1));
+    absl::StatusOr<std::string> name = ExportFileName(DenseTableDef(bad, 1, 1));
     EXPECT_EQ(name.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(name.status().message()), HasSubstr("table '" + bad + "'"));
   }
@@ -130,7 +105,8 @@ TEST(ExportFileNameTest, SafeNamesMapToFilesAndOthersAreRefused) {
 
 TEST(ExportTest, DenseSlicesOfTheChainReplaceTheirKeys) {
   const std::string root = TestRoot("dense");
-  const std::vector<proto::TableDef> tables = {Dense("net/w", 10, 2), Sparse("s", 2)};
+  const std::vector<proto::TableDef> tables = {DenseTableDef("net/w", 10, 2),
+                                               SparseTableDef("s", 2, kBuckets)};
   // Slices of 4 keys over two files; checkpoint 2 replaces slice 1, and 3
   // slice 2.
   ASSERT_TRUE(WriteTestCheckpoint(
@@ -190,7 +166,7 @@ TEST(ExportTest, SparseDeltasUpsertAndEraseAndPlainRecordsReplaceTheirSlice) {
   auto initial = [](uint64_t k) { return std::make_pair(float(k), -float(k)); };
 
   const std::string root = TestRoot("sparse");
-  const std::vector<proto::TableDef> tables = {Sparse("s", 2)};
+  const std::vector<proto::TableDef> tables = {SparseTableDef("s", 2, kBuckets)};
   std::string full;
   for (const auto& [bucket, keys] : by_bucket) full += SparseSlice(bucket, false, keys, initial);
   ASSERT_TRUE(WriteTestCheckpoint(root, 1, 0, tables, {{"data", full}}).ok());
@@ -249,7 +225,8 @@ absl::Status ExportOne(const std::string& name, const std::vector<proto::TableDe
 }
 
 TEST(ExportTest, InconsistentRecordsAreDataLossNamingTableAndSlice) {
-  const std::vector<proto::TableDef> tables = {Dense("d", 10, 2), Sparse("s", 2)};
+  const std::vector<proto::TableDef> tables = {DenseTableDef("d", 10, 2),
+                                               SparseTableDef("s", 2, kBuckets)};
   const std::string good_dense =
       DenseSlice("d", 0, 0, 4, 0) + DenseSlice("d", 1, 4, 4, 0) + DenseSlice("d", 2, 8, 2, 0);
   auto one = [](uint64_t) { return std::make_pair(1.f, 2.f); };
@@ -291,7 +268,8 @@ TEST(ExportTest, InconsistentRecordsAreDataLossNamingTableAndSlice) {
 }
 
 TEST(ExportTest, UnknownAndUnsafeTablesAreRefusedBeforeAnythingIsWritten) {
-  const std::vector<proto::TableDef> tables = {Dense("d", 1, 2), Dense("../up", 1, 2)};
+  const std::vector<proto::TableDef> tables = {DenseTableDef("d", 1, 2),
+                                               DenseTableDef("../up", 1, 2)};
   const std::string records = DenseSlice("d", 0, 0, 1, 0) + DenseSlice("../up", 0, 0, 1, 0);
   absl::Status s = ExportOne("unknown", tables, records, {"d", "nope"});
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -16,20 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string TestRoot(const std::string& name) {
-  const std::string root = absl::StrCat(::testing::TempDir(), "/ckpt_", name, "_", ::getpid());
-  // A fresh directory: whatever an earlier run left goes.
-  std::error_code error;
-  std::filesystem::remove_all(root, error);
-  EXPECT_FALSE(error) << root << ": " << error.message();
-  return root;
-}
 
 // Deterministic content for checkpoint `sequence`: file i has its own bytes.
 std::string Content(uint64_t sequence, int file, size_t bytes) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/checkpoint/checkpoint_files.h"
+#include "tests/test_util/table_defs.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -29,10 +30,7 @@ int main(int argc, char** argv) {
     m.set_num_servers(2);
     m.set_slice_size(4096);
     m.set_virtual_nodes(512);
-    ps::proto::TableDef* t = m.add_tables();
-    t->set_name("w");
-    t->set_width(4);
-    t->set_num_keys(1000);
+    *m.add_tables() = ps::DenseTableDef("w", 1000, 4);
     ps::proto::WorkerClock* c = m.add_clocks();
     c->set_table("w");
     c->set_worker_id(3);

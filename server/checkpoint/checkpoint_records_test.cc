@@ -1,8 +1,5 @@
 #include "server/checkpoint/checkpoint_records.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -11,6 +8,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_test_records.h"
+#include "tests/test_util/table_defs.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
@@ -18,14 +17,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-std::string TestRoot(const std::string& name) {
-  const std::string root = absl::StrCat(::testing::TempDir(), "/records_", name, "_", ::getpid());
-  if (std::system(absl::StrCat("rm -rf '", root, "'").c_str()) != 0) {
-    ADD_FAILURE() << "cannot clear " << root;
-  }
-  return root;
-}
 
 proto::SliceHeader Header(bool sparse, uint64_t rows, uint32_t floats_per_row, uint32_t width) {
   proto::SliceHeader h;
@@ -192,18 +183,10 @@ TEST(SliceRecordTest, DamageIsDataLossNamingTheFileAndOffset) {
   }
 }
 
-proto::TableDef Table(const std::string& name) {
-  proto::TableDef t;
-  t.set_name(name);
-  t.set_width(1);
-  t.set_num_keys(4);
-  return t;
-}
-
 // Checkpoint `sequence` holding one record: table t, slice = sequence.
 absl::Status WriteOne(const std::string& root, uint64_t sequence, uint64_t base) {
   return WriteTestCheckpoint(
-      root, sequence, base, {Table("t")},
+      root, sequence, base, {DenseTableDef("t", 4, 1)},
       {{"data", DenseRecord("t", sequence, 0, 1, {static_cast<float>(sequence)}, 0, {})}});
 }
 
@@ -275,7 +258,7 @@ TEST(CheckpointChainTest, AMissingOrDamagedBaseIsNamedWithTheCheckpointThatNeeds
 TEST(CheckpointChainTest, ADamagedRecordInAChainIsNamedByItsFile) {
   const std::string root = TestRoot("record");
   const std::string record = DenseRecord("t", 0, 0, 1, {1, 2}, 0, {});
-  ASSERT_TRUE(WriteTestCheckpoint(root, 1, 0, {Table("t")},
+  ASSERT_TRUE(WriteTestCheckpoint(root, 1, 0, {DenseTableDef("t", 4, 1)},
                                   {{"a", record}, {"b", record + record.substr(0, 7)}})
                   .ok());
   absl::StatusOr<std::vector<FoundCheckpoint>> chain = CheckpointChain(root + "/ckpt-0000000001");

@@ -4,15 +4,15 @@
 // cut, the worker clocks and the de-duplication windows.
 #include "server/checkpoint/checkpointer.h"
 
-#include <cstdlib>
 #include <optional>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "common/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/store_pull.h"
+#include "tests/test_util/table_defs.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
@@ -23,18 +23,6 @@ std::unique_ptr<PsCore> NewCore() {
   PsCoreOptions options;
   options.address = "test:0";
   return std::make_unique<PsCore>(options);
-}
-
-proto::CreateTableRequest Counter() {
-  proto::CreateTableRequest req;
-  proto::TableDef* def = req.mutable_table();
-  def->set_name("c");
-  def->set_num_keys(10);
-  def->set_width(1);
-  def->set_initializer(proto::INIT_ZEROS);
-  def->set_optimizer(proto::OPT_SGD);
-  def->set_learning_rate(1.0f);
-  return req;
 }
 
 void Register(PsCore& core, uint32_t worker) {
@@ -65,15 +53,6 @@ absl::Status PushOne(PsCore& core, uint32_t worker, uint64_t clock) {
   return result->status();
 }
 
-std::vector<float> PullAll(PsCore& core) {
-  std::string bytes;
-  auto version = core.store().Pull("c", KeySpec::Single(0, 10), &bytes);
-  EXPECT_TRUE(version.ok()) << version.status();
-  std::vector<float> out(10);
-  EXPECT_TRUE(DecodeArrayInto<float>(bytes, absl::MakeSpan(out), "pull").ok());
-  return out;
-}
-
 absl::StatusOr<proto::CheckpointResponse> Call(Checkpointer& c, proto::CheckpointAction action,
                                                uint64_t cut, const std::string& dir = "") {
   proto::CheckpointRequest req;
@@ -92,10 +71,10 @@ absl::StatusOr<proto::CheckpointResponse> Call(Checkpointer& c, proto::Checkpoin
 }
 
 TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
-  const std::string root = absl::StrCat(std::getenv("TEST_TMPDIR"), "/cut");
+  const std::string root = TestRoot("cut");
   auto core = NewCore();
   Checkpointer checkpointer(core.get(), 0);
-  ASSERT_TRUE(core->CreateTable(Counter()).ok());
+  ASSERT_TRUE(core->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).ok());
   Register(*core, 1);
   Register(*core, 2);
   for (uint64_t t = 0; t < 5; ++t) ASSERT_TRUE(PushOne(*core, 1, t).ok());
@@ -137,7 +116,8 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   EXPECT_EQ(part->clocks(1).clock(), 5u);
   ASSERT_EQ(part->dedup_size(), 2);
   EXPECT_EQ(part->dedup(0).request_ids_size(), 5);     // worker 1's pushes below the cut
-  for (float v : PullAll(*core)) EXPECT_EQ(v, 12.0f);  // 10 in the cut, 2 outside
+  // 10 in the cut, 2 outside.
+  for (float v : PullAll(core->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 12.0f);
 
   proto::CheckpointManifest m;
   m.set_sequence(1);
@@ -154,23 +134,23 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   auto found = loader.Restore(root, &skipped);
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_TRUE(skipped.empty());
-  for (float v : PullAll(*restored)) EXPECT_EQ(v, 10.0f);
+  for (float v : PullAll(restored->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 10.0f);
   const auto clocks = restored->clocks().Clocks(~uint64_t{0});
   ASSERT_EQ(clocks.size(), 2u);
   EXPECT_EQ(clocks[0].clock, 5u);
   // A retry of a push in the checkpoint is not applied again; one after the
   // cut is.
   ASSERT_TRUE(PushOne(*restored, 1, 4).ok());
-  for (float v : PullAll(*restored)) EXPECT_EQ(v, 10.0f);
+  for (float v : PullAll(restored->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 10.0f);
   ASSERT_TRUE(PushOne(*restored, 1, 5).ok());
-  for (float v : PullAll(*restored)) EXPECT_EQ(v, 11.0f);
+  for (float v : PullAll(restored->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 11.0f);
 }
 
 TEST(CheckpointerTest, DeadlineNamesTheSlowestWorkerAndEndsTheCut) {
-  const std::string root = absl::StrCat(std::getenv("TEST_TMPDIR"), "/deadline");
+  const std::string root = TestRoot("deadline");
   auto core = NewCore();
   Checkpointer checkpointer(core.get(), 0);
-  ASSERT_TRUE(core->CreateTable(Counter()).ok());
+  ASSERT_TRUE(core->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).ok());
   Register(*core, 1);
   Register(*core, 2);
   ASSERT_TRUE(PushOne(*core, 1, 0).ok());

@@ -4,7 +4,6 @@
 // kept alive by its last checkpoint.
 #include "server/checkpoint/shard_checkpointers.h"
 
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/replication/shard_host_fixture.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace hosttest {
@@ -62,8 +62,7 @@ TEST_F(ShardHostTest, ACutIsTakenOnTheShardsPrimaryAndReleasesItsCore) {
       Call(on0, Request(proto::CHECKPOINT_MARK, 5, 0));
   ASSERT_TRUE(marked.ok()) << marked.status();
   EXPECT_TRUE(marked->marked());
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/shard_checkpointers");
-  std::filesystem::create_directories(dir);
+  const std::string dir = MakeTestDir("shard_checkpointers");
   absl::StatusOr<proto::CheckpointResponse> written =
       Call(on0, Request(proto::CHECKPOINT_WRITE, 5, 0, dir));
   ASSERT_TRUE(written.ok()) << written.status();
@@ -110,8 +109,7 @@ TEST_F(ShardHostTest, AWriteWaitingForItsCutFailsWhenTheShardLeaves) {
   ASSERT_TRUE(Push(*primary, 1).ok());
   ShardCheckpointers on0(&host(0));
   ASSERT_TRUE(Call(on0, Request(proto::CHECKPOINT_MARK, 5, 0)).ok());
-  const std::string dir = absl::StrCat(::testing::TempDir(), "/shard_checkpointers_wait");
-  std::filesystem::create_directories(dir);
+  const std::string dir = MakeTestDir("shard_checkpointers_wait");
   absl::Notification answered;
   absl::StatusOr<proto::CheckpointResponse> written = absl::UnknownError("not answered");
   on0.Handle(Request(proto::CHECKPOINT_WRITE, 5, 0, dir),

@@ -13,6 +13,7 @@
 #include "common/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
@@ -29,17 +30,6 @@ class PsCoreTest : public ::testing::Test {
     options.clock = &clock_;
     options.address = "test:0";
     core_ = std::make_unique<PsCore>(options);
-  }
-
-  proto::CreateTableRequest Table(const std::string& name, uint64_t keys, uint32_t width = 1) {
-    proto::CreateTableRequest req;
-    proto::TableDef* def = req.mutable_table();
-    def->set_name(name);
-    def->set_num_keys(keys);
-    def->set_width(width);
-    def->set_optimizer(proto::OPT_SGD);
-    def->set_learning_rate(1.0f);
-    return req;
   }
 
   // Push synchronously (non-BSP); returns the reply or error.
@@ -108,7 +98,7 @@ class PsCoreTest : public ::testing::Test {
 };
 
 TEST_F(PsCoreTest, RetriedPushIsAppliedOnce) {
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   auto first = Push(OnePush("w", 0, -1, 42));
   auto retry = Push(OnePush("w", 0, -1, 42));
   ASSERT_TRUE(first.ok() && retry.ok());
@@ -126,7 +116,7 @@ TEST_F(PsCoreTest, RetriedPushIsAppliedOnce) {
 // A clock-only push (no keys) advances the worker's clock; retried, it must
 // count once, or a round of two parts would complete after one.
 TEST_F(PsCoreTest, RetriedClockOnlyPushCountsOnce) {
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   ASSERT_TRUE(Heartbeat(1, 7).ok());
   proto::PushRequest clock_only;
   clock_only.set_table("w");
@@ -169,7 +159,7 @@ TEST_F(PsCoreTest, UnknownTableLeavesNoStateBehind) {
   EXPECT_EQ(core_->Stats().tables_size(), 0);
   EXPECT_EQ(core_->store().bytes_used(), 0u);
   // Its request ids were not recorded: the same id applies once the table exists.
-  ASSERT_TRUE(core_->CreateTable(Table("nope", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("nope", 4, 1))).ok());
   auto applied = Push(OnePush("nope", 0, 1, 5));
   ASSERT_TRUE(applied.ok());
   EXPECT_FALSE(applied->duplicate());
@@ -221,7 +211,7 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
     for (const proto::ForwardEntry& e : log.entries) ASSERT_TRUE(copy.ApplyForwarded(e).ok());
     log.entries.clear();
   };
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   log.entries.clear();  // table creation is forwarded by the service, not tested here
   proto::HeartbeatRequest hb;
   hb.set_worker_id(5);
@@ -247,7 +237,7 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
 }
 
 TEST_F(PsCoreTest, ParkedPullIsReleasedAtOnceWhenCancelled) {
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   ASSERT_TRUE(Heartbeat(1, 1).ok());
   ASSERT_TRUE(Heartbeat(2, 2).ok());
   PullArgs args = PullThatWaits();
@@ -267,7 +257,7 @@ TEST_F(PsCoreTest, ParkedCallsAreCapped) {
   ServerLimits limits;
   limits.max_parked_calls = 2;
   Reset(limits);
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   ASSERT_TRUE(Heartbeat(1, 1).ok());
   ASSERT_TRUE(Heartbeat(2, 2).ok());
   PullArgs args = PullThatWaits();
@@ -284,7 +274,7 @@ TEST_F(PsCoreTest, ParkedCallsAreCapped) {
 }
 
 TEST_F(PsCoreTest, ParkedBspPushFailsAtItsDeadlineOnTheInjectedClock) {
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   ASSERT_TRUE(Heartbeat(1, 1, 60'000).ok());
   ASSERT_TRUE(Heartbeat(2, 2, 60'000).ok());
   // Worker 1 has read round 0; worker 2 has not.
@@ -322,10 +312,11 @@ TEST_F(PsCoreTest, RequestLimitsNameTheLimitAndTheFlag) {
   limits.max_lease = absl::Seconds(30);
   limits.max_clock = 1000;
   Reset(limits);
-  auto long_name = core_->CreateTable(Table("a_very_long_table_name", 4));
+  auto long_name =
+      core_->CreateTable(CreateTableRequestFor(SumTable("a_very_long_table_name", 4, 1)));
   EXPECT_EQ(long_name.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(long_name.status().message(), HasSubstr("--max_table_name_bytes"));
-  ASSERT_TRUE(core_->CreateTable(Table("w", 100)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 100, 1))).ok());
 
   proto::PushRequest many;
   many.set_table("w");
@@ -370,18 +361,18 @@ TEST_F(PsCoreTest, TablesPastTheBudgetOrCapAreRefused) {
   limits.memory_budget_bytes = 1 << 20;
   limits.max_tables = 2;
   Reset(limits);
-  auto big = core_->CreateTable(Table("big", 1 << 20));
+  auto big = core_->CreateTable(CreateTableRequestFor(SumTable("big", 1 << 20, 1)));
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(big.status().message(), HasSubstr("table 'big' needs 4229120 bytes"));
   EXPECT_THAT(big.status().message(), HasSubstr("1048576 of the memory budget"));
-  ASSERT_TRUE(core_->CreateTable(Table("a", 10)).ok());
-  ASSERT_TRUE(core_->CreateTable(Table("b", 10)).ok());
-  EXPECT_EQ(core_->CreateTable(Table("c", 10)).status().code(),
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("a", 10, 1))).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("b", 10, 1))).ok());
+  EXPECT_EQ(core_->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).status().code(),
             absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(PsCoreTest, BatchedPushesAreDeduplicatedAndValidatedOneByOne) {
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   proto::PushBatchRequest batch;
   *batch.add_pushes() = OnePush("w", 1, -1, 10);
   *batch.add_pushes() = OnePush("w", 1, -1, 10);     // the same id again
@@ -398,8 +389,8 @@ TEST_F(PsCoreTest, BatchedPushesAreDeduplicatedAndValidatedOneByOne) {
 // The PushPull RPC's core: each push applied once and read back; a failed
 // push fails alone and leaves zeros; values that do not add up are refused.
 TEST_F(PsCoreTest, PushPullAppliesEachPushThenReadsItBack) {
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
-  ASSERT_TRUE(core_->CreateTable(Table("v", 2)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("v", 2, 1))).ok());
   proto::PushPullRequest request;
   std::string values;
   auto add = [&](proto::PushRequest push) {
@@ -460,7 +451,7 @@ TEST_F(PsCoreTest, PushPullAppliesEachPushThenReadsItBack) {
 // PushPull the values read back use the push's encoding and fill exactly the
 // push's bytes. Unknown encodings and ragged bytes are refused, unapplied.
 TEST_F(PsCoreTest, SixteenBitValuesAreDecodedAndEncoded) {
-  ASSERT_TRUE(core_->CreateTable(Table("w", 4)).ok());
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   auto encode = [](proto::ValueEncoding e, std::vector<float> v) {
     std::string bytes(v.size() * BytesPerValue(e), '\0');
     EncodeValues(e, v, bytes.data());

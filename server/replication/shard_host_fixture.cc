@@ -6,6 +6,7 @@
 #include "absl/synchronization/notification.h"
 #include "proto/membership.pb.h"
 #include "server/core/request_args.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace hosttest {
@@ -90,15 +91,7 @@ std::shared_ptr<const ShardRing> Ring(uint64_t version, const std::vector<Chain>
 }
 
 proto::CreateTableRequest SumTable() {
-  proto::CreateTableRequest req;
-  proto::TableDef* def = req.mutable_table();
-  def->set_name("w");
-  def->set_num_keys(kKeys);
-  def->set_width(kWidth);
-  def->set_initializer(proto::INIT_ZEROS);
-  def->set_optimizer(proto::OPT_SGD);
-  def->set_learning_rate(1.0f);
-  return req;
+  return CreateTableRequestFor(ps::SumTable("w", kKeys, kWidth));
 }
 
 // Waits (bounded) until every update applied on `core` so far is at the tail.

@@ -20,6 +20,7 @@
 #include "server/core/request_args.h"
 #include "server/replication/shard_host.h"
 #include "server/replication/shard_host_fixture.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace hosttest {
@@ -150,19 +151,11 @@ TEST_F(ShardHostTest, SparseAdmissionAndEvictionAreTheSameOnEveryCopy) {
   SetRing(Ring(1, {{{0}}}), {1, 0});
   std::shared_ptr<PsCore> primary = Primary(0);
   ASSERT_NE(primary, nullptr);
-  proto::CreateTableRequest create;
-  proto::TableDef* def = create.mutable_table();
-  def->set_name("s");
-  def->set_kind(proto::TABLE_SPARSE);
-  def->set_width(2);
-  def->set_num_buckets(4);
-  def->set_initializer(proto::INIT_ZEROS);
-  def->set_optimizer(proto::OPT_SGD);
-  def->set_learning_rate(1.0f);
-  def->set_admit_probability(0.5f);
-  def->set_max_rows(64);
-  def->set_eviction(proto::EVICT_LRU);
-  ASSERT_TRUE(primary->CreateTable(create).ok());
+  proto::TableDef def = SparseSumTable("s", /*width=*/2, /*num_buckets=*/4);
+  def.set_admit_probability(0.5f);
+  def.set_max_rows(64);
+  def.set_eviction(proto::EVICT_LRU);
+  ASSERT_TRUE(primary->CreateTable(CreateTableRequestFor(def)).ok());
   ASSERT_TRUE(Replicated(*primary).ok());
   std::vector<uint64_t> all;
   uint64_t state = 12345;

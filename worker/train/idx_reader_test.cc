@@ -15,16 +15,12 @@
 #include "gtest/gtest.h"
 #include "worker/train/idx_writer.h"
 #include "worker/train/synthetic_data.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string TempDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
 
 void PutBigEndian(uint32_t v, std::vector<uint8_t>& out) {
   out.push_back(v >> 24);
@@ -49,7 +45,7 @@ std::vector<uint8_t> Concat(std::vector<uint8_t> a, const std::vector<uint8_t>& 
 // Writes `bytes` to TEST_TMPDIR/name, gzip-compressed unless `plain`.
 std::string WriteFile(const std::string& name, const std::vector<uint8_t>& bytes,
                       bool plain = false) {
-  const std::string path = TempDir() + "/" + name;
+  const std::string path = TestTmpDir() + "/" + name;
   gzFile f = gzopen(path.c_str(), plain ? "wbT" : "wb");
   EXPECT_NE(f, nullptr) << path;
   if (!bytes.empty()) {
@@ -93,7 +89,7 @@ TEST(IdxReaderTest, ReadsUncompressedFile) {
 }
 
 TEST(IdxReaderTest, MissingFileIsNotFound) {
-  const std::string path = TempDir() + "/no-such-file.gz";
+  const std::string path = TestTmpDir() + "/no-such-file.gz";
   absl::StatusOr<IdxFile> f = ReadIdxFile(path, kIdxLabelsMagic);
   EXPECT_EQ(f.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(f.status().message(), HasSubstr(path + ": cannot open ("));
@@ -101,7 +97,7 @@ TEST(IdxReaderTest, MissingFileIsNotFound) {
 }
 
 TEST(IdxReaderTest, MissingFashionMnistPointsAtSetup) {
-  const std::string dir = TempDir() + "/empty-dir";
+  const std::string dir = TestTmpDir() + "/empty-dir";
   absl::StatusOr<Dataset> d = ReadFashionMnist(dir, /*train=*/true);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(d.status().message(), HasSubstr(dir + "/train-images-idx3-ubyte.gz: cannot open"));
@@ -156,7 +152,7 @@ TEST(IdxReaderTest, CorruptGzipStreamIsDataLoss) {
     std::fclose(in);
   }
   compressed.resize(compressed.size() / 2);
-  const std::string path = TempDir() + "/cut.gz";
+  const std::string path = TestTmpDir() + "/cut.gz";
   FILE* out = std::fopen(path.c_str(), "wb");
   ASSERT_NE(out, nullptr);
   std::fwrite(compressed.data(), 1, compressed.size(), out);
@@ -198,7 +194,7 @@ TEST(IdxReaderTest, LabelOutOfRange) {
 }
 
 TEST(IdxReaderTest, FashionMnistRejectsWrongImageSize) {
-  const std::string dir = TempDir() + "/tiny-fashion";
+  const std::string dir = TestTmpDir() + "/tiny-fashion";
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   WriteFile("tiny-fashion/t10k-images-idx3-ubyte.gz", SmallImages());
   WriteFile("tiny-fashion/t10k-labels-idx1-ubyte.gz", SmallLabels());
@@ -317,7 +313,7 @@ TEST(IdxReaderTest, HeaderThatPromisesFewerImagesThanTheFileHolds) {
 }
 
 TEST(IdxReaderTest, TrainAndTestShareTheClassCount) {
-  const std::string dir = TempDir() + "/tt8";
+  const std::string dir = TestTmpDir() + "/tt8";
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   const Generated train = Generate(6, 8, 8, {0, 1});
   const Generated test = Generate(4, 8, 8, {2, 0});
@@ -352,7 +348,7 @@ TEST(IdxReaderTest, TestImagesOfAnotherSizeNameBothFiles) {
 }
 
 TEST(IdxReaderTest, MissingDataDirListsTheExpectedFiles) {
-  const std::string dir = TempDir() + "/no-data-here";
+  const std::string dir = TestTmpDir() + "/no-data-here";
   absl::StatusOr<TrainTestData> d = ReadIdxDir(dir);
   EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound);
   // The test set is read first.
@@ -363,7 +359,7 @@ TEST(IdxReaderTest, MissingDataDirListsTheExpectedFiles) {
 
 TEST(IdxReaderTest, WriterRoundTripsQuadrantImages) {
   const Dataset generated = MakeQuadrantImages(50, 8, 8, /*seed=*/2);
-  const IdxPaths paths = {TempDir() + "/rt-images.gz", TempDir() + "/rt-labels.gz"};
+  const IdxPaths paths = {TestTmpDir() + "/rt-images.gz", TestTmpDir() + "/rt-labels.gz"};
   ASSERT_TRUE(WriteIdxDataset(generated, 8, 8, paths).ok());
   absl::StatusOr<Dataset> d = ReadIdxDataset(paths.images, paths.labels);
   ASSERT_TRUE(d.ok()) << d.status();

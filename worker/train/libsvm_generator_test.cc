@@ -17,16 +17,12 @@
 #include "gtest/gtest.h"
 #include "worker/train/auc.h"
 #include "worker/train/libsvm_reader.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string TempDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
 
 std::string ReadBytes(const std::string& path) {
   std::string out;
@@ -250,7 +246,7 @@ TEST(LibsvmGeneratorTest, DefaultModelIsUnchanged) {
   options.num_examples = 20000;
   options.num_features = 100000;
   options.progress_seconds = 0;
-  const std::string path = TempDir() + "/golden.svm";
+  const std::string path = TestTmpDir() + "/golden.svm";
   absl::StatusOr<PlantedModelStats> stats = GenerateLibsvmFile(path, options);
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->positives, 6956);
@@ -268,8 +264,8 @@ TEST(LibsvmGeneratorTest, SameOptionsGiveByteIdenticalFiles) {
   options.num_examples = 10000;  // a few chunks, the last one partial
   options.num_features = 50000;
   options.seed = 11;
-  const std::string a = TempDir() + "/same-a.svm";
-  const std::string b = TempDir() + "/same-b.svm";
+  const std::string a = TestTmpDir() + "/same-a.svm";
+  const std::string b = TestTmpDir() + "/same-b.svm";
   absl::StatusOr<PlantedModelStats> sa = GenerateLibsvmFile(a, options);
   ASSERT_TRUE(sa.ok()) << sa.status();
   options.threads = 3;
@@ -288,7 +284,7 @@ TEST(LibsvmGeneratorTest, SameOptionsGiveByteIdenticalFiles) {
   EXPECT_EQ(sa->features_used, sb->features_used);
 
   // gzip by extension: the same text, compressed.
-  const std::string gz = TempDir() + "/same.svm.gz";
+  const std::string gz = TestTmpDir() + "/same.svm.gz";
   absl::StatusOr<PlantedModelStats> sg = GenerateLibsvmFile(gz, options);
   ASSERT_TRUE(sg.ok()) << sg.status();
   EXPECT_EQ(sg->text_bytes, sa->text_bytes);
@@ -296,7 +292,7 @@ TEST(LibsvmGeneratorTest, SameOptionsGiveByteIdenticalFiles) {
   EXPECT_EQ(ReadBytes(gz).substr(0, 2), "\x1f\x8b");
 
   options.seed = 12;
-  const std::string c = TempDir() + "/same-c.svm";
+  const std::string c = TestTmpDir() + "/same-c.svm";
   ASSERT_TRUE(GenerateLibsvmFile(c, options).ok());
   EXPECT_FALSE(bytes == ReadBytes(c));
 }
@@ -306,7 +302,7 @@ TEST(LibsvmGeneratorTest, FileMatchesExamplesThroughTheReader) {
   options.num_examples = 3000;
   options.num_features = 1000000;
   options.seed = 3;
-  const std::string path = TempDir() + "/roundtrip.svm.gz";
+  const std::string path = TestTmpDir() + "/roundtrip.svm.gz";
   absl::StatusOr<PlantedModelStats> stats = GenerateLibsvmFile(path, options);
   ASSERT_TRUE(stats.ok()) << stats.status();
   LibsvmGenerator gen = CreateOrDie(options);
@@ -347,11 +343,11 @@ TEST(LibsvmGeneratorTest, FieldsAreAFunctionOfTheIdWrittenLibffmStyle) {
   options.num_examples = 3000;
   options.num_features = 100000;
   options.seed = 4;
-  const std::string plain = TempDir() + "/no-fields.svm";
+  const std::string plain = TestTmpDir() + "/no-fields.svm";
   absl::StatusOr<PlantedModelStats> plain_stats = GenerateLibsvmFile(plain, options);
   ASSERT_TRUE(plain_stats.ok()) << plain_stats.status();
   options.num_fields = 5;
-  const std::string ffm = TempDir() + "/fields.svm.gz";
+  const std::string ffm = TestTmpDir() + "/fields.svm.gz";
   absl::StatusOr<PlantedModelStats> ffm_stats = GenerateLibsvmFile(ffm, options);
   ASSERT_TRUE(ffm_stats.ok()) << ffm_stats.status();
   EXPECT_EQ(ffm_stats->auc, plain_stats->auc);
@@ -415,7 +411,7 @@ TEST(LibsvmGeneratorTest, FeatureFrequenciesFollowThePowerLaw) {
   options.fixed_features_per_example = true;
   options.zipf_exponent = 1.1;
   options.threads = 2;
-  const std::string path = TempDir() + "/zipf.svm";
+  const std::string path = TestTmpDir() + "/zipf.svm";
   absl::StatusOr<PlantedModelStats> stats = GenerateLibsvmFile(path, options);
   ASSERT_TRUE(stats.ok()) << stats.status();
   LibsvmGenerator gen = CreateOrDie(options);
@@ -437,7 +433,7 @@ TEST(LibsvmGeneratorTest, FeatureFrequenciesFollowThePowerLaw) {
   options.num_examples = 100000;
   options.features_per_example = 20;
   options.fixed_features_per_example = false;
-  const std::string path20 = TempDir() + "/zipf20.svm";
+  const std::string path20 = TestTmpDir() + "/zipf20.svm";
   stats = GenerateLibsvmFile(path20, options);
   ASSERT_TRUE(stats.ok()) << stats.status();
   counts = CountIds(path20);
@@ -459,7 +455,7 @@ TEST(LibsvmGeneratorTest, PlantedModelIsInformativeAndCalibrated) {
   options.num_examples = 100000;
   options.num_features = 1000000;
   options.threads = 2;
-  const std::string path = TempDir() + "/planted.svm";
+  const std::string path = TestTmpDir() + "/planted.svm";
   absl::StatusOr<PlantedModelStats> stats = GenerateLibsvmFile(path, options);
   ASSERT_TRUE(stats.ok()) << stats.status();
   const double n = static_cast<double>(stats->examples);
@@ -489,7 +485,7 @@ TEST(LibsvmGeneratorTest, ProgressIsReported) {
     seen.push_back(p.examples);
     EXPECT_GT(p.bytes, 0);
   };
-  ASSERT_TRUE(GenerateLibsvmFile(TempDir() + "/progress.svm", options).ok());
+  ASSERT_TRUE(GenerateLibsvmFile(TestTmpDir() + "/progress.svm", options).ok());
   ASSERT_FALSE(seen.empty());
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
   EXPECT_EQ(seen.back(), options.num_examples);
@@ -529,7 +525,7 @@ TEST(LibsvmGeneratorTest, RejectsBadOptions) {
     EXPECT_THAT(std::string(gen.status().message()), HasSubstr(c.expected));
   }
   absl::StatusOr<PlantedModelStats> stats =
-      GenerateLibsvmFile(TempDir() + "/no-such-dir/x.svm", LibsvmGeneratorOptions{});
+      GenerateLibsvmFile(TestTmpDir() + "/no-such-dir/x.svm", LibsvmGeneratorOptions{});
   EXPECT_EQ(stats.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(std::string(stats.status().message()), HasSubstr("no-such-dir/x.svm: cannot create"));
 }

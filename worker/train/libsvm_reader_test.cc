@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
@@ -21,14 +22,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-std::string TempDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
 // Writes `text` to TEST_TMPDIR/name as is.
 std::string WritePlain(const std::string& name, const std::string& text) {
-  const std::string path = TempDir() + "/" + name;
+  const std::string path = TestTmpDir() + "/" + name;
   FILE* f = std::fopen(path.c_str(), "wb");
   EXPECT_NE(f, nullptr) << path;
   if (f == nullptr) return path;
@@ -39,7 +35,7 @@ std::string WritePlain(const std::string& name, const std::string& text) {
 
 // Writes `text` gzip-compressed to TEST_TMPDIR/name.
 std::string WriteGzip(const std::string& name, const std::string& text) {
-  const std::string path = TempDir() + "/" + name;
+  const std::string path = TestTmpDir() + "/" + name;
   gzFile f = gzopen(path.c_str(), "wb");
   EXPECT_NE(f, nullptr) << path;
   if (f == nullptr) return path;
@@ -185,7 +181,7 @@ TEST(LibsvmReaderTest, FieldErrorsNameLineAndColumn) {
     ASSERT_FALSE(all.ok()) << "accepted";
     EXPECT_EQ(all.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(std::string(all.status().message()),
-              absl::StrCat(TempDir(), "/", name, ":2:", c.column, ": ", c.expected));
+              absl::StrCat(TestTmpDir(), "/", name, ":2:", c.column, ": ", c.expected));
   }
   // Skipped and counted like any bad line.
   LibsvmOptions options;
@@ -258,7 +254,7 @@ TEST(LibsvmReaderTest, IndicesUpTo2To64Minus1) {
   absl::Status s = LineError("too-big.svm", "1 5:1 18446744073709551616:1");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
-              StartsWith(TempDir() + "/too-big.svm:1:7: expected index:value"));
+              StartsWith(TestTmpDir() + "/too-big.svm:1:7: expected index:value"));
   EXPECT_THAT(s.message(), HasSubstr("index <= 18446744073709551615"));
   EXPECT_THAT(s.message(), HasSubstr("got '18446744073709551616:1'"));
 
@@ -294,14 +290,14 @@ TEST(LibsvmReaderTest, QidParsing) {
 
   absl::Status s = LineError("qid-empty.svm", "1 qid: 1:1");
   EXPECT_THAT(std::string(s.message()),
-              StartsWith(TempDir() + "/qid-empty.svm:1:3: expected qid:N"));
+              StartsWith(TestTmpDir() + "/qid-empty.svm:1:3: expected qid:N"));
   EXPECT_THAT(s.message(), HasSubstr("got 'qid:'"));
   s = LineError("qid-late.svm", "1 1:1 qid:3");
   EXPECT_THAT(std::string(s.message()),
-              StartsWith(TempDir() + "/qid-late.svm:1:7: expected index:value"));
+              StartsWith(TestTmpDir() + "/qid-late.svm:1:7: expected index:value"));
   EXPECT_THAT(s.message(), HasSubstr("qid:N must directly follow the label"));
   s = LineError("qid-bad.svm", "1 qid:x");
-  EXPECT_THAT(std::string(s.message()), StartsWith(TempDir() + "/qid-bad.svm:1:3: expected qid:N"));
+  EXPECT_THAT(std::string(s.message()), StartsWith(TestTmpDir() + "/qid-bad.svm:1:3: expected qid:N"));
 }
 
 // Each malformed token, with the column the message must point at and what
@@ -332,7 +328,7 @@ TEST(LibsvmReaderTest, BadTokensNameFileLineColumnAndExpectation) {
     ASSERT_FALSE(all.ok()) << c.line;
     EXPECT_EQ(all.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(std::string(all.status().message()),
-              absl::StrCat(TempDir(), "/", name, ":2:", c.column, ": ", c.expected))
+              absl::StrCat(TestTmpDir(), "/", name, ":2:", c.column, ": ", c.expected))
         << c.line;
   }
 }
@@ -340,12 +336,12 @@ TEST(LibsvmReaderTest, BadTokensNameFileLineColumnAndExpectation) {
 TEST(LibsvmReaderTest, MissingAndBadLabels) {
   absl::Status s = LineError("no-label.svm", "3:1 4:1");
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), TempDir() +
+  EXPECT_EQ(s.message(), TestTmpDir() +
                              "/no-label.svm:1:1: expected a label (0, 1, -1 or +1) "
                              "first, got '3:1'; is the label missing?");
   for (const char* label : {"2", "0.5", "yes", "-2", "1x", "+-1", "inf"}) {
     s = LineError("bad-label.svm", absl::StrCat("  ", label, " 1:1"));
-    EXPECT_EQ(s.message(), absl::StrCat(TempDir(),
+    EXPECT_EQ(s.message(), absl::StrCat(TestTmpDir(),
                                         "/bad-label.svm:1:3: expected a label (0, 1, "
                                         "-1 or +1), got '",
                                         label, "'"));
@@ -531,12 +527,12 @@ TEST(LibsvmReaderTest, TruncatedAndCorruptGzipAreDataLoss) {
 }
 
 TEST(LibsvmReaderTest, OpenErrors) {
-  const std::string missing = TempDir() + "/no-such-file.svm";
+  const std::string missing = TestTmpDir() + "/no-such-file.svm";
   absl::StatusOr<std::unique_ptr<LibsvmReader>> reader = LibsvmReader::Open(missing);
   EXPECT_EQ(reader.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(reader.status().message()), StartsWith(missing + ": cannot open ("));
 
-  reader = LibsvmReader::Open(TempDir());
+  reader = LibsvmReader::Open(TestTmpDir());
   EXPECT_EQ(reader.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(reader.status().message(), HasSubstr("is a directory"));
 
