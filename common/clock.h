@@ -39,8 +39,8 @@ class Clock {
 class RealClock final : public Clock {
  public:
   absl::Time Now() override { return absl::Now(); }
-  bool AwaitWithTimeout(absl::Mutex* mu, const absl::Condition& cond, absl::Duration timeout)
-      override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool AwaitWithTimeout(absl::Mutex* mu, const absl::Condition& cond,
+                        absl::Duration timeout) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return mu->AwaitWithTimeout(cond, timeout);
   }
   void SleepFor(absl::Duration d) override { absl::SleepFor(d); }
@@ -60,8 +60,8 @@ class FakeClock final : public Clock {
     absl::MutexLock lock(&mu_);
     now_ += d;
   }
-  bool AwaitWithTimeout(absl::Mutex* mu, const absl::Condition& cond, absl::Duration timeout)
-      override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool AwaitWithTimeout(absl::Mutex* mu, const absl::Condition& cond,
+                        absl::Duration timeout) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     const absl::Time deadline = Now() + timeout;
     while (!cond.Eval()) {
       if (Now() >= deadline) return false;
@@ -72,9 +72,8 @@ class FakeClock final : public Clock {
   void SleepFor(absl::Duration d) override {
     const absl::Time deadline = Now() + d;
     absl::MutexLock lock(&mu_);
-    auto passed = [this, deadline]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return now_ >= deadline;
-    };
+    auto passed = [this, deadline]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return now_ >= deadline; };
     mu_.Await(absl::Condition(&passed));
   }
 
@@ -89,8 +88,8 @@ class MonotonicClock final : public Clock {
   absl::Time Now() override {
     return anchor_ + absl::FromChrono(std::chrono::steady_clock::now() - start_);
   }
-  bool AwaitWithTimeout(absl::Mutex* mu, const absl::Condition& cond, absl::Duration timeout)
-      override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool AwaitWithTimeout(absl::Mutex* mu, const absl::Condition& cond,
+                        absl::Duration timeout) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     return mu->AwaitWithTimeout(cond, timeout);  // absl waits on a steady clock
   }
   void SleepFor(absl::Duration d) override { absl::SleepFor(d); }

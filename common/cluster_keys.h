@@ -17,9 +17,7 @@ namespace ps {
 inline std::string ClusterPrefix(const std::string& cluster) {
   return absl::StrCat("/paramserver/", cluster, "/");
 }
-inline std::string RingKey(const std::string& cluster) {
-  return ClusterPrefix(cluster) + "ring";
-}
+inline std::string RingKey(const std::string& cluster) { return ClusterPrefix(cluster) + "ring"; }
 inline std::string MemberKey(const std::string& cluster, uint32_t server) {
   return absl::StrCat(ClusterPrefix(cluster), "members/", server);
 }
@@ -47,9 +45,8 @@ inline absl::Status FromJson(const std::string& key, const std::string& json,
                              google::protobuf::Message* message) {
   auto status = google::protobuf::util::JsonStringToMessage(json, message);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("etcd key ", key, " does not hold a ",
-                                                   message->GetTypeName(), ": ",
-                                                   status.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "etcd key ", key, " does not hold a ", message->GetTypeName(), ": ", status.ToString()));
   }
   return absl::OkStatus();
 }

@@ -211,8 +211,8 @@ class WatchReader {
     if (events != result->end() && events->is_array() && !events->empty()) changed_ = true;
     if (Int64Field(*result, "compact_revision") > 0) changed_ = true;
     if (!changed_ && BoolField(*result, "canceled")) {
-      error_ = absl::InternalError(absl::StrCat(where_, ": etcd canceled the watch: ",
-                                                StringField(*result, "cancel_reason")));
+      error_ = absl::InternalError(absl::StrCat(
+          where_, ": etcd canceled the watch: ", StringField(*result, "cancel_reason")));
     }
   }
 
@@ -332,8 +332,8 @@ absl::StatusOr<KvRange> EtcdKvStore::GetPrefix(std::string_view prefix) {
 absl::StatusOr<int64_t> EtcdKvStore::Put(std::string_view key, std::string_view value,
                                          int64_t lease) {
   if (absl::Status s = CheckKvKey(key, "Put"); !s.ok()) return s;
-  absl::StatusOr<json> resp = Call(
-      "/v3/kv/put", {{"key", B64(key)}, {"value", B64(value)}, {"lease", Int64Json(lease)}});
+  absl::StatusOr<json> resp =
+      Call("/v3/kv/put", {{"key", B64(key)}, {"value", B64(value)}, {"lease", Int64Json(lease)}});
   if (!resp.ok()) return resp.status();
   return Int64Field(ObjectField(*resp, "header"), "revision");
 }
@@ -385,11 +385,11 @@ absl::StatusOr<bool> EtcdKvStore::WaitForChange(std::string_view prefix, int64_t
     // The read timeout bounds each wait for bytes; the stream is idle until
     // an event arrives, so it ends the watch at `end` (or the slice).
     WatchReader reader(where);
-    const Reply reply = Post(target_.host, target_.port, "/v3/watch", body,
-                             options_.request_timeout, window,
-                             [&reader, end](const char* data, size_t n) {
-                               return reader.Feed(data, n) && absl::Now() < end;
-                             });
+    const Reply reply =
+        Post(target_.host, target_.port, "/v3/watch", body, options_.request_timeout, window,
+             [&reader, end](const char* data, size_t n) {
+               return reader.Feed(data, n) && absl::Now() < end;
+             });
     reader.Finish(reply.status);
     if (reader.changed()) return true;
     if (!reader.error().ok()) return reader.error();

@@ -106,7 +106,7 @@ TEST(EtcdKvStoreTest, RestartKeepsData) {
 }
 
 TEST(EtcdKvStoreTest, WaitForChangeReturnsTrueWhenHistoryIsCompacted) {
-  KV_ASSERT_OK_AND_ASSIGN(EtcdTestServer* server, SharedEtcd());
+  KV_ASSERT_OK_AND_ASSIGN(EtcdTestServer * server, SharedEtcd());
   EtcdKvStore store(EtcdOptions{server->endpoint()});
   KV_ASSERT_OK_AND_ASSIGN(const int64_t rev, store.Put("compaction/noise", "1"));
   KV_ASSERT_OK(store.Put("compaction/noise", "2"));

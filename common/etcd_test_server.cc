@@ -185,10 +185,9 @@ absl::Status EtcdTestServer::Launch() {
       return absl::OkStatus();
     }
     if (absl::Now() > give_up) {
-      return absl::DeadlineExceededError(absl::StrCat("etcd on ", endpoint(),
-                                                      " did not become healthy within ",
-                                                      absl::FormatDuration(kReadyTimeout),
-                                                      "; see ", log_path()));
+      return absl::DeadlineExceededError(
+          absl::StrCat("etcd on ", endpoint(), " did not become healthy within ",
+                       absl::FormatDuration(kReadyTimeout), "; see ", log_path()));
     }
     absl::SleepFor(kPoll);
   }
@@ -219,12 +218,11 @@ absl::Status EtcdTestServer::Compact(int64_t revision) {
   httplib::Client client("127.0.0.1", client_port_);
   client.set_connection_timeout(2, 0);
   client.set_read_timeout(5, 0);
-  const std::string body =
-      absl::StrCat(R"({"revision":")", revision, R"(","physical":true})");
+  const std::string body = absl::StrCat(R"({"revision":")", revision, R"(","physical":true})");
   httplib::Result result = client.Post("/v3/kv/compaction", body, "application/json");
   if (!result) {
-    return absl::UnavailableError(absl::StrCat("compacting etcd on ", endpoint(), ": ",
-                                               httplib::to_string(result.error())));
+    return absl::UnavailableError(
+        absl::StrCat("compacting etcd on ", endpoint(), ": ", httplib::to_string(result.error())));
   }
   if (result->status != 200) {
     return absl::InternalError(

@@ -92,7 +92,8 @@ std::shared_ptr<grpc::Channel> NewPeerChannel(const std::string& address,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
-  if (!chosen.token.empty()) interceptors.push_back(std::make_unique<TokenInterceptors>(chosen.token));
+  if (!chosen.token.empty())
+    interceptors.push_back(std::make_unique<TokenInterceptors>(chosen.token));
   if (MetricsRegistry* registry = PeerCallRegistry().load(); registry != nullptr) {
     interceptors.push_back(NewClientMetricsInterceptors(registry));
   }

@@ -17,8 +17,8 @@ void KeepGrpcUntilExit() {
   // One callback call (to a socket that does not exist: it fails at once,
   // nothing is sent) makes the channel hold the callback queue; the channel
   // is never destroyed.
-  static auto* pinned = new std::shared_ptr<grpc::Channel>(
-      grpc::CreateChannel("unix:/nonexistent/paramserver-grpc-pin", grpc::InsecureChannelCredentials()));
+  static auto* pinned = new std::shared_ptr<grpc::Channel>(grpc::CreateChannel(
+      "unix:/nonexistent/paramserver-grpc-pin", grpc::InsecureChannelCredentials()));
   grpc::GenericStub stub(*pinned);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -3,9 +3,9 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -48,12 +48,23 @@ const std::vector<double>& LatencyBounds() {
 }
 
 std::string CodeLabel(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",           "CANCELLED",         "UNKNOWN",          "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",    "ALREADY_EXISTS",   "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",         "UNAVAILABLE",      "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   const int c = static_cast<int>(code);
   return c >= 0 && c <= 16 ? kNames[c] : absl::StrCat(c);
 }
@@ -70,21 +81,30 @@ struct Names {
   const char* seconds_help;
 };
 
-constexpr Names kServerNames = {
-    "ps_grpc_server_handled_total", "gRPC calls this process answered, by method and status code",
-    "ps_grpc_server_received_bytes_total", "Request bytes received, by method",
-    "ps_grpc_server_sent_bytes_total", "Response bytes sent, by method",
-    "ps_grpc_server_handling_seconds", "Time from a call's start to its status, by method"};
-constexpr Names kClientNames = {
-    "ps_grpc_client_handled_total", "gRPC calls this process made, by method and status code",
-    "ps_grpc_client_received_bytes_total", "Response bytes received, by method",
-    "ps_grpc_client_sent_bytes_total", "Request bytes sent, by method",
-    "ps_grpc_client_call_seconds", "Time from a call's start to its status, by method"};
+constexpr Names kServerNames = {"ps_grpc_server_handled_total",
+                                "gRPC calls this process answered, by method and status code",
+                                "ps_grpc_server_received_bytes_total",
+                                "Request bytes received, by method",
+                                "ps_grpc_server_sent_bytes_total",
+                                "Response bytes sent, by method",
+                                "ps_grpc_server_handling_seconds",
+                                "Time from a call's start to its status, by method"};
+constexpr Names kClientNames = {"ps_grpc_client_handled_total",
+                                "gRPC calls this process made, by method and status code",
+                                "ps_grpc_client_received_bytes_total",
+                                "Response bytes received, by method",
+                                "ps_grpc_client_sent_bytes_total",
+                                "Request bytes sent, by method",
+                                "ps_grpc_client_call_seconds",
+                                "Time from a call's start to its status, by method"};
 
 class CallRecorder {
  public:
   CallRecorder(MetricsRegistry* registry, const Names& names, const char* method)
-      : registry_(registry), names_(names), method_(method), label_(MethodLabel(method)),
+      : registry_(registry),
+        names_(names),
+        method_(method),
+        label_(MethodLabel(method)),
         start_(absl::Now()) {}
 
   void Received(void* message) {
@@ -100,11 +120,12 @@ class CallRecorder {
         .Add(message->Length());
   }
   void Finished(grpc::StatusCode code) {
-    registry_->GetCounter(names_.handled, names_.handled_help,
-                          {{"method", label_}, {"code", CodeLabel(code)}})
+    registry_
+        ->GetCounter(names_.handled, names_.handled_help,
+                     {{"method", label_}, {"code", CodeLabel(code)}})
         .Add();
-    registry_->GetHistogram(names_.seconds, names_.seconds_help, LatencyBounds(),
-                            {{"method", label_}})
+    registry_
+        ->GetHistogram(names_.seconds, names_.seconds_help, LatencyBounds(), {{"method", label_}})
         .Observe(absl::ToDoubleSeconds(absl::Now() - start_));
   }
 
@@ -187,13 +208,13 @@ class ClientFactory final : public grpc::experimental::ClientInterceptorFactoryI
 
 }  // namespace
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
-NewServerMetricsInterceptors(MetricsRegistry* registry) {
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewServerMetricsInterceptors(
+    MetricsRegistry* registry) {
   return std::make_unique<ServerFactory>(registry);
 }
 
-std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>
-NewClientMetricsInterceptors(MetricsRegistry* registry) {
+std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface> NewClientMetricsInterceptors(
+    MetricsRegistry* registry) {
   return std::make_unique<ClientFactory>(registry);
 }
 

@@ -22,11 +22,11 @@
 
 namespace ps {
 
-std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
-NewServerMetricsInterceptors(MetricsRegistry* registry);
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewServerMetricsInterceptors(
+    MetricsRegistry* registry);
 
-std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>
-NewClientMetricsInterceptors(MetricsRegistry* registry);
+std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface> NewClientMetricsInterceptors(
+    MetricsRegistry* registry);
 
 }  // namespace ps
 

@@ -111,7 +111,9 @@ class KvStore {
 
 // Debian's Abseil has its own absl::string_view (not an alias of
 // std::string_view): this passes the interface's std::string_view to absl.
-inline absl::string_view ToAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+inline absl::string_view ToAbsl(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
 
 // Argument checks shared by the implementations, so that both reject the
 // same calls with the same messages.
@@ -136,9 +138,9 @@ inline absl::Status CheckKvTxn(const std::vector<KvCompare>& compares,
     for (size_t j = 0; j < i; ++j) {
       const bool any_put = ops[i].kind == KvOp::kPut || ops[j].kind == KvOp::kPut;
       if (any_put && ops[i].key == ops[j].key) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "KvStore::Txn: key '", ops[i].key, "' is written by ops ", j, " and ", i,
-            "; a transaction may put a key only once and not also delete it"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("KvStore::Txn: key '", ops[i].key, "' is written by ops ", j, " and ", i,
+                         "; a transaction may put a key only once and not also delete it"));
       }
     }
   }

@@ -23,8 +23,7 @@ void KvStoreConformanceTest::SetUp() {
                          ::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
 }
 
-bool KvStoreConformanceTest::Eventually(const std::function<bool()>& cond,
-                                        absl::Duration limit) {
+bool KvStoreConformanceTest::Eventually(const std::function<bool()>& cond, absl::Duration limit) {
   const absl::Time give_up = harness_->Now() + limit;
   while (!cond()) {
     if (harness_->Now() > give_up) return false;
@@ -84,8 +83,8 @@ TEST_P(KvStoreConformanceTest, GetPrefixIsolatesPrefixes) {
   EXPECT_EQ(KeysOf(under_a), (std::vector<std::string>{Key("a/1"), Key("a/2")}));
   EXPECT_EQ(under_a.entries[0].value, "a/1");
   KV_ASSERT_OK_AND_ASSIGN(const KvRange all_a, store().GetPrefix(Key("a")));
-  EXPECT_EQ(KeysOf(all_a), (std::vector<std::string>{Key("a"), Key("a/1"), Key("a/2"),
-                                                      Key("a0"), Key("ab")}));
+  EXPECT_EQ(KeysOf(all_a),
+            (std::vector<std::string>{Key("a"), Key("a/1"), Key("a/2"), Key("a0"), Key("ab")}));
   KV_ASSERT_OK_AND_ASSIGN(const KvRange none, store().GetPrefix(Key("c/")));
   EXPECT_TRUE(none.entries.empty());
 }
@@ -111,7 +110,7 @@ TEST_P(KvStoreConformanceTest, DeleteRemovesKey) {
   EXPECT_FALSE(Present(Key("k")));
   EXPECT_TRUE(Present(Key("other")));
   KV_ASSERT_OK_AND_ASSIGN(const KvRange after, store().GetPrefix(Key("")));
-  EXPECT_GT(after.revision, rev + 1);  // the other put, then the delete
+  EXPECT_GT(after.revision, rev + 1);      // the other put, then the delete
   KV_EXPECT_OK(store().Delete(Key("k")));  // absent: fine
 }
 
@@ -141,10 +140,9 @@ TEST_P(KvStoreConformanceTest, TxnOnAbsentKeySucceedsOnce) {
 TEST_P(KvStoreConformanceTest, TxnComparesModRevision) {
   KV_ASSERT_OK_AND_ASSIGN(const int64_t rev, store().Put(Key("ring"), "v1"));
   KV_ASSERT_OK(store().Put(Key("old"), "x"));
-  KV_ASSERT_OK_AND_ASSIGN(
-      const bool applied,
-      store().Txn({{Key("ring"), rev}},
-                  {{KvOp::kPut, Key("ring"), "v2"}, {KvOp::kDelete, Key("old"), ""}}));
+  KV_ASSERT_OK_AND_ASSIGN(const bool applied,
+                          store().Txn({{Key("ring"), rev}}, {{KvOp::kPut, Key("ring"), "v2"},
+                                                             {KvOp::kDelete, Key("old"), ""}}));
   EXPECT_TRUE(applied);
   KV_ASSERT_OK_AND_ASSIGN(const KvRange got, store().GetPrefix(Key("")));
   ASSERT_EQ(got.entries.size(), 1u);
@@ -163,11 +161,10 @@ TEST_P(KvStoreConformanceTest, FailedTxnChangesNothing) {
   KV_ASSERT_OK_AND_ASSIGN(const int64_t rev_a, store().Put(Key("a"), "a1"));
   KV_ASSERT_OK_AND_ASSIGN(const int64_t rev_b, store().Put(Key("b"), "b1"));
   // The first compare holds, the second does not (b exists).
-  KV_ASSERT_OK_AND_ASSIGN(const bool applied,
-                          store().Txn({{Key("a"), rev_a}, {Key("b"), 0}},
-                                      {{KvOp::kPut, Key("a"), "a2"},
-                                       {KvOp::kDelete, Key("b"), ""},
-                                       {KvOp::kPut, Key("c"), "c1"}}));
+  KV_ASSERT_OK_AND_ASSIGN(const bool applied, store().Txn({{Key("a"), rev_a}, {Key("b"), 0}},
+                                                          {{KvOp::kPut, Key("a"), "a2"},
+                                                           {KvOp::kDelete, Key("b"), ""},
+                                                           {KvOp::kPut, Key("c"), "c1"}}));
   EXPECT_FALSE(applied);
   KV_ASSERT_OK_AND_ASSIGN(const KvRange got, store().GetPrefix(Key("")));
   ASSERT_EQ(KeysOf(got), (std::vector<std::string>{Key("a"), Key("b")}));
@@ -208,8 +205,8 @@ TEST_P(KvStoreConformanceTest, LeasedKeysVanishAfterExpiry) {
   KV_ASSERT_OK_AND_ASSIGN(const int64_t lease, store().GrantLease(ttl));
   EXPECT_NE(lease, 0);
   KV_ASSERT_OK(store().Put(Key("member/1"), "m1", lease));
-  KV_ASSERT_OK_AND_ASSIGN(
-      const bool in_txn, store().Txn({}, {{KvOp::kPut, Key("member/2"), "m2", lease}}));
+  KV_ASSERT_OK_AND_ASSIGN(const bool in_txn,
+                          store().Txn({}, {{KvOp::kPut, Key("member/2"), "m2", lease}}));
   EXPECT_TRUE(in_txn);
   KV_ASSERT_OK_AND_ASSIGN(const int64_t rev, store().Put(Key("config"), "stays"));
   KV_ASSERT_OK_AND_ASSIGN(const KvRange before, store().GetPrefix(Key("member/")));

@@ -75,19 +75,19 @@ const absl::Status& StatusOf(const absl::StatusOr<T>& status_or) {
 
 // Test helpers for absl::Status / absl::StatusOr expressions (each
 // evaluates `expr` once).
-#define KV_EXPECT_OK(expr)                                  \
-  do {                                                      \
-    const absl::Status kv_status_ = ::ps::StatusOf(expr);   \
-    EXPECT_TRUE(kv_status_.ok()) << kv_status_;             \
+#define KV_EXPECT_OK(expr)                                \
+  do {                                                    \
+    const absl::Status kv_status_ = ::ps::StatusOf(expr); \
+    EXPECT_TRUE(kv_status_.ok()) << kv_status_;           \
   } while (0)
-#define KV_ASSERT_OK(expr)                                  \
-  do {                                                      \
-    const absl::Status kv_status_ = ::ps::StatusOf(expr);   \
-    ASSERT_TRUE(kv_status_.ok()) << kv_status_;             \
+#define KV_ASSERT_OK(expr)                                \
+  do {                                                    \
+    const absl::Status kv_status_ = ::ps::StatusOf(expr); \
+    ASSERT_TRUE(kv_status_.ok()) << kv_status_;           \
   } while (0)
-#define KV_EXPECT_CODE(expr, expected_code)                 \
-  do {                                                      \
-    const absl::Status kv_status_ = ::ps::StatusOf(expr);   \
+#define KV_EXPECT_CODE(expr, expected_code)                      \
+  do {                                                           \
+    const absl::Status kv_status_ = ::ps::StatusOf(expr);        \
     EXPECT_EQ(kv_status_.code(), (expected_code)) << kv_status_; \
   } while (0)
 #define KV_CONCAT_INNER_(a, b) a##b

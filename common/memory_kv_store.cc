@@ -28,9 +28,10 @@ void MemoryKvStore::SetUnavailable(bool unavailable) {
 
 absl::Status MemoryKvStore::BeginCallLocked(std::string_view method) {
   if (unavailable_) {
-    return absl::UnavailableError(absl::StrCat(
-        "KvStore::", ToAbsl(method), ": the in-memory store is marked unavailable "
-        "(MemoryKvStore::SetUnavailable); is etcd running? see --etcd"));
+    return absl::UnavailableError(
+        absl::StrCat("KvStore::", ToAbsl(method),
+                     ": the in-memory store is marked unavailable "
+                     "(MemoryKvStore::SetUnavailable); is etcd running? see --etcd"));
   }
   ReapExpiredLeasesLocked();
   return absl::OkStatus();
@@ -86,8 +87,7 @@ void MemoryKvStore::RecordChangeLocked(const std::string& key, int64_t revision)
 
 bool MemoryKvStore::ChangedLocked(std::string_view prefix, int64_t after_revision) const {
   if (after_revision < forgotten_revision_) return true;  // history compacted
-  for (auto it = history_.rbegin(); it != history_.rend() && it->revision > after_revision;
-       ++it) {
+  for (auto it = history_.rbegin(); it != history_.rend() && it->revision > after_revision; ++it) {
     if (absl::StartsWith(it->key, ToAbsl(prefix))) return true;
   }
   return false;

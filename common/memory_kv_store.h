@@ -81,8 +81,7 @@ class MemoryKvStore final : public KvStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ChangedLocked(std::string_view prefix, int64_t after_revision) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  KvRange RangeLocked(std::string_view first, bool prefix) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  KvRange RangeLocked(std::string_view first, bool prefix) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock* const clock_;
 

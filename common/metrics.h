@@ -69,8 +69,8 @@ class MetricsWriter {
              double value);
   void CounterValue(const std::string& name, const std::string& help, const MetricLabels& labels,
                     double value);
-  void HistogramValue(const std::string& name, const std::string& help,
-                      const MetricLabels& labels, const Histogram::Snapshot& value);
+  void HistogramValue(const std::string& name, const std::string& help, const MetricLabels& labels,
+                      const Histogram::Snapshot& value);
 
  private:
   friend class MetricsRegistry;

@@ -49,8 +49,8 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   // (bounded; the socket is bound, so this takes a thread start).
   for (int i = 0; i < 5000 && !http.is_running(); ++i) absl::SleepFor(absl::Milliseconds(1));
   if (!http.is_running()) {
-    return absl::InternalError(absl::StrCat("metrics: the server on ", host, ":", server->port_,
-                                            " did not start"));
+    return absl::InternalError(
+        absl::StrCat("metrics: the server on ", host, ":", server->port_, " did not start"));
   }
   return server;
 }

@@ -96,8 +96,7 @@ TEST(MetricsHttpTest, ServesMetricsHealthAndReadiness) {
   EXPECT_EQ(missing->status, 404);
 
   // The port is taken now: a second server on it fails, naming it.
-  auto second =
-      MetricsHttpServer::Start("127.0.0.1", (*server)->port(), &registry, nullptr);
+  auto second = MetricsHttpServer::Start("127.0.0.1", (*server)->port(), &registry, nullptr);
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(second.status().message(), HasSubstr(absl::StrCat(":", (*server)->port())));
 }
@@ -146,24 +145,32 @@ TEST(GrpcMetricsTest, CallsAreCountedOnBothSidesByMethodAndCode) {
   server->Shutdown();
 
   const std::string served = server_metrics.Render();
-  EXPECT_THAT(served,
-              HasSubstr("ps_grpc_server_handled_total{method=\"ParameterServer/Info\",code=\"OK\"} 3\n"));
+  EXPECT_THAT(
+      served,
+      HasSubstr("ps_grpc_server_handled_total{method=\"ParameterServer/Info\",code=\"OK\"} 3\n"));
   EXPECT_THAT(served, HasSubstr("ps_grpc_server_handled_total{method=\"ParameterServer/Stats\","
                                 "code=\"UNIMPLEMENTED\"} 1\n"));
   EXPECT_THAT(served, HasSubstr(absl::StrCat(
                           "ps_grpc_server_received_bytes_total{method=\"ParameterServer/Info\"} ",
                           3 * request.ByteSizeLong(), "\n")));
-  EXPECT_THAT(served, HasSubstr("ps_grpc_server_handling_seconds_count{method=\"ParameterServer/Info\"} 3\n"));
-  EXPECT_THAT(served, HasSubstr("ps_grpc_server_sent_bytes_total{method=\"ParameterServer/Info\"} "));
-  EXPECT_THAT(served, Not(HasSubstr("ps_grpc_server_sent_bytes_total{method=\"ParameterServer/Info\"} 0\n")));
+  EXPECT_THAT(
+      served,
+      HasSubstr("ps_grpc_server_handling_seconds_count{method=\"ParameterServer/Info\"} 3\n"));
+  EXPECT_THAT(served,
+              HasSubstr("ps_grpc_server_sent_bytes_total{method=\"ParameterServer/Info\"} "));
+  EXPECT_THAT(
+      served,
+      Not(HasSubstr("ps_grpc_server_sent_bytes_total{method=\"ParameterServer/Info\"} 0\n")));
 
   const std::string made = client_metrics.Render();
-  EXPECT_THAT(made,
-              HasSubstr("ps_grpc_client_handled_total{method=\"ParameterServer/Info\",code=\"OK\"} 3\n"));
+  EXPECT_THAT(
+      made,
+      HasSubstr("ps_grpc_client_handled_total{method=\"ParameterServer/Info\",code=\"OK\"} 3\n"));
   EXPECT_THAT(made, HasSubstr(absl::StrCat(
                         "ps_grpc_client_sent_bytes_total{method=\"ParameterServer/Info\"} ",
                         3 * request.ByteSizeLong(), "\n")));
-  EXPECT_THAT(made, HasSubstr("ps_grpc_client_call_seconds_count{method=\"ParameterServer/Stats\"} 1\n"));
+  EXPECT_THAT(made,
+              HasSubstr("ps_grpc_client_call_seconds_count{method=\"ParameterServer/Stats\"} 1\n"));
 }
 
 }  // namespace

@@ -25,9 +25,9 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
 
 absl::Status CheckPair(const TlsFiles& files) {
   if (files.cert.empty() != files.key.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tls_cert and --tls_key go together; got --tls_cert=", files.cert,
-        " --tls_key=", files.key));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_cert and --tls_key go together; got --tls_cert=", files.cert,
+                     " --tls_key=", files.key));
   }
   return absl::OkStatus();
 }
@@ -78,7 +78,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerTlsCredentials(
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--token_file=", path, ": cannot read it"));
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("--token_file=", path, ": cannot read it"));
   std::stringstream text;
   text << in.rdbuf();
   std::string token(absl::StripAsciiWhitespace(text.str()));

@@ -26,16 +26,14 @@ std::string MethodPathFor(const google::protobuf::Descriptor* input,
 }  // namespace
 
 const std::string& PushMethodPath() {
-  static const std::string* const path =
-      new std::string(MethodPathFor(proto::PushRequest::descriptor(),
-                                    proto::PushResponse::descriptor()));
+  static const std::string* const path = new std::string(
+      MethodPathFor(proto::PushRequest::descriptor(), proto::PushResponse::descriptor()));
   return *path;
 }
 
 const std::string& PullMethodPath() {
-  static const std::string* const path =
-      new std::string(MethodPathFor(proto::PullRequest::descriptor(),
-                                    proto::PullResponse::descriptor()));
+  static const std::string* const path = new std::string(
+      MethodPathFor(proto::PullRequest::descriptor(), proto::PullResponse::descriptor()));
   return *path;
 }
 

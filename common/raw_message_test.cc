@@ -107,7 +107,6 @@ TEST(RawMessageTest, MalformedWireDataIsRejected) {
   EXPECT_FALSE(SplitMessage(Cut(std::string("\x20\x01", 2), 1), {4}, &fields).ok());
 }
 
-
 TEST(SegmentedBytesTest, SubViewsAnyRangeAcrossPieces) {
   const std::string a = "abc", b = "defgh", c = "ij";
   SegmentedBytes bytes;

@@ -36,9 +36,9 @@ std::map<uint32_t, int> Loads(const proto::RingRecord& ring,
 absl::StatusOr<ShardRing> ShardRing::FromRecord(proto::RingRecord record) {
   if (record.shards_size() == 0) return absl::InvalidArgumentError("ring record has no shards");
   if (record.replicas() < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ring record version ", record.version(), " has replicas ",
-                     record.replicas(), "; need >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat("ring record version ", record.version(),
+                                                   " has replicas ", record.replicas(),
+                                                   "; need >= 1"));
   }
   for (int i = 0; i < record.shards_size(); ++i) {
     std::set<uint32_t> seen;
@@ -46,14 +46,13 @@ absl::StatusOr<ShardRing> ShardRing::FromRecord(proto::RingRecord record) {
     for (auto list : {&chain.servers(), &chain.joining()}) {
       for (uint32_t s : *list) {
         if (!seen.insert(s).second) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("ring version ", record.version(), ": shard ", i, " names server ", s,
-                           " twice"));
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ring version ", record.version(), ": shard ", i, " names server ", s, " twice"));
         }
         if (!record.members().contains(s)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("ring version ", record.version(), ": shard ", i, " names server ", s,
-                           ", which has no member entry (address)"));
+          return absl::InvalidArgumentError(absl::StrCat("ring version ", record.version(),
+                                                         ": shard ", i, " names server ", s,
+                                                         ", which has no member entry (address)"));
         }
       }
     }
@@ -61,9 +60,9 @@ absl::StatusOr<ShardRing> ShardRing::FromRecord(proto::RingRecord record) {
   return ShardRing(std::move(record));
 }
 
-absl::StatusOr<ShardRing> ShardRing::Initial(
-    int num_shards, int replicas, const std::map<uint32_t, proto::MemberRecord>& members,
-    bool restore) {
+absl::StatusOr<ShardRing> ShardRing::Initial(int num_shards, int replicas,
+                                             const std::map<uint32_t, proto::MemberRecord>& members,
+                                             bool restore) {
   // Servers beyond the shards' number get none (as the first ring always
   // was: one shard a server at most).
   const int n = std::min(static_cast<int>(members.size()), num_shards);
@@ -78,9 +77,8 @@ absl::StatusOr<ShardRing> ShardRing::Initial(
   for (int i = 0; i < n; ++i) {
     auto it = members.find(i);
     if (it == members.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the first ring needs servers 0..", n - 1, "; server ", i,
-                       " has not registered"));
+      return absl::InvalidArgumentError(absl::StrCat("the first ring needs servers 0..", n - 1,
+                                                     "; server ", i, " has not registered"));
     }
     (*record.mutable_members())[i] = it->second;
   }
@@ -141,9 +139,9 @@ std::string ShardRing::Describe() const {
   std::vector<std::string> parts;
   for (int i = 0; i < num_shards(); ++i) {
     const proto::ShardChain& chain = record_.shards(i);
-    std::string part = absl::StrCat("shard ", i, ": ",
-                                    chain.servers().empty() ? "LOST"
-                                                            : absl::StrJoin(chain.servers(), " -> "));
+    std::string part =
+        absl::StrCat("shard ", i, ": ",
+                     chain.servers().empty() ? "LOST" : absl::StrJoin(chain.servers(), " -> "));
     if (!chain.joining().empty()) {
       absl::StrAppend(&part, " (+", absl::StrJoin(chain.joining(), ","), " joining)");
     }
@@ -171,9 +169,8 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
   auto restarted = [&](uint32_t s) {
     auto it = inputs.live.find(s);
     auto known = current.members().find(s);
-    return it != inputs.live.end() &&
-           (known == current.members().end() ||
-            it->second.incarnation() != known->second.incarnation());
+    return it != inputs.live.end() && (known == current.members().end() ||
+                                       it->second.incarnation() != known->second.incarnation());
   };
   // 1. The dead (or restarted) leave every chain; the next in a chain
   // becomes primary. A chain none of whose servers is live keeps those that
@@ -334,9 +331,8 @@ std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
     for (auto list : {&chain.servers(), &chain.joining()}) {
       for (uint32_t s : *list) {
         auto known = current.members().find(s);
-        (*next.mutable_members())[s] = known != current.members().end() && !restarted(s)
-                                           ? known->second
-                                           : inputs.live.at(s);
+        (*next.mutable_members())[s] =
+            known != current.members().end() && !restarted(s) ? known->second : inputs.live.at(s);
       }
     }
   }

@@ -34,9 +34,10 @@ absl::Status ValidateOptimizer(const proto::TableDef& def) {
   if (def.learning_rate() <= 0) {
     return Bad(def, absl::StrCat("learning_rate must be > 0, got ", def.learning_rate()));
   }
-  const std::pair<absl::string_view, float> decays[] = {
-      {"momentum", def.momentum()}, {"beta1", def.beta1()}, {"beta2", def.beta2()},
-      {"rho", def.rho()}};
+  const std::pair<absl::string_view, float> decays[] = {{"momentum", def.momentum()},
+                                                        {"beta1", def.beta1()},
+                                                        {"beta2", def.beta2()},
+                                                        {"rho", def.rho()}};
   for (const auto& [field, value] : decays) {
     if (absl::Status s = CheckDecay(def, field, value); !s.ok()) return s;
   }
@@ -113,12 +114,12 @@ absl::Status ValidateTableDef(const proto::TableDef& def) {
                                    def.num_buckets()));
     }
     if (def.admit_after_pushes() > kMaxAdmitAfterPushes) {
-      return Bad(def, absl::StrCat("admit_after_pushes must be <= ", kMaxAdmitAfterPushes,
-                                   ", got ", def.admit_after_pushes()));
+      return Bad(def, absl::StrCat("admit_after_pushes must be <= ", kMaxAdmitAfterPushes, ", got ",
+                                   def.admit_after_pushes()));
     }
     if (!(def.admit_probability() >= 0 && def.admit_probability() <= 1)) {
-      return Bad(def, absl::StrCat("admit_probability must be in [0, 1], got ",
-                                   def.admit_probability()));
+      return Bad(
+          def, absl::StrCat("admit_probability must be in [0, 1], got ", def.admit_probability()));
     }
     if (!proto::EvictionPolicy_IsValid(def.eviction())) {
       return Bad(def, absl::StrCat("unknown eviction ", def.eviction()));
@@ -215,8 +216,8 @@ std::string TableDefSummary(const proto::TableDef& def) {
       break;
   }
   if (def.lr_schedule() == proto::LR_STEP) {
-    absl::StrAppend(&s, " schedule=LR_STEP(gamma=", def.lr_gamma(),
-                    " every=", def.lr_step_clocks(), ")");
+    absl::StrAppend(&s, " schedule=LR_STEP(gamma=", def.lr_gamma(), " every=", def.lr_step_clocks(),
+                    ")");
   } else if (def.lr_schedule() == proto::LR_INV_SQRT) {
     absl::StrAppend(&s, " schedule=LR_INV_SQRT(offset=", def.lr_decay_offset(), ")");
   }

@@ -25,8 +25,7 @@ float FloatOf(uint32_t bits) {
 
 #if defined(PS_HAVE_F16C_PATH)
 // Eight values per instruction; the tails go through the portable code.
-__attribute__((target("avx,f16c"))) void EncodeHalfF16c(const float* in, size_t n,
-                                                         uint16_t* out) {
+__attribute__((target("avx,f16c"))) void EncodeHalfF16c(const float* in, size_t n, uint16_t* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
@@ -35,8 +34,7 @@ __attribute__((target("avx,f16c"))) void EncodeHalfF16c(const float* in, size_t 
   for (; i < n; ++i) out[i] = FloatToHalf(in[i]);
 }
 
-__attribute__((target("avx,f16c"))) void DecodeHalfF16c(const uint16_t* in, size_t n,
-                                                         float* out) {
+__attribute__((target("avx,f16c"))) void DecodeHalfF16c(const uint16_t* in, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
@@ -68,9 +66,9 @@ bool HasF16c() {
 
 absl::Status CheckValueEncoding(int encoding, absl::string_view what) {
   if (proto::ValueEncoding_IsValid(encoding)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, " has value_encoding ", encoding,
-      ", which this server does not know (0 float32, 1 float16, 2 bfloat16)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " has value_encoding ", encoding,
+                   ", which this server does not know (0 float32, 1 float16, 2 bfloat16)"));
 }
 
 absl::StatusOr<proto::ValueEncoding> ParseValueEncoding(absl::string_view name) {

@@ -22,16 +22,16 @@ TEST(HalfTest, KnownValuesAndTies) {
   EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
-  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);        // largest half
-  EXPECT_EQ(FloatToHalf(65519.0f), 0x7bff);        // below the halfway point
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);        // halfway: to even, which is infinity
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);  // largest half
+  EXPECT_EQ(FloatToHalf(65519.0f), 0x7bff);  // below the halfway point
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);  // halfway: to even, which is infinity
   EXPECT_EQ(FloatToHalf(1e10f), 0x7c00);
   EXPECT_EQ(FloatToHalf(-1e10f), 0xfc00);
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);  // smallest normal
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // halfway to 0: even
-  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002);  // halfway 1..2: even
-  EXPECT_EQ(FloatToHalf(std::ldexp(1023.5f, -24)), 0x0400);  // rounds up into the normals
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);         // smallest normal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);         // smallest subnormal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);         // halfway to 0: even
+  EXPECT_EQ(FloatToHalf(std::ldexp(3.0f, -25)), 0x0002);         // halfway 1..2: even
+  EXPECT_EQ(FloatToHalf(std::ldexp(1023.5f, -24)), 0x0400);      // rounds up into the normals
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie, even below
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(3.0f, -11)), 0x3c02);  // tie, even above
   EXPECT_EQ(FloatToHalf(std::numeric_limits<float>::infinity()), 0x7c00);
@@ -70,9 +70,9 @@ TEST(HalfTest, RoundsToNearest) {
 TEST(Bfloat16Test, KnownValuesTiesAndRoundTrip) {
   EXPECT_EQ(FloatToBfloat16(1.0f), 0x3f80);
   EXPECT_EQ(FloatToBfloat16(-1.0f), 0xbf80);
-  EXPECT_EQ(FloatToBfloat16(FloatOf(0x3f808000)), 0x3f80);  // tie, even below
-  EXPECT_EQ(FloatToBfloat16(FloatOf(0x3f818000)), 0x3f82);  // tie, even above
-  EXPECT_EQ(FloatToBfloat16(FloatOf(0x3f808001)), 0x3f81);  // above the tie
+  EXPECT_EQ(FloatToBfloat16(FloatOf(0x3f808000)), 0x3f80);                // tie, even below
+  EXPECT_EQ(FloatToBfloat16(FloatOf(0x3f818000)), 0x3f82);                // tie, even above
+  EXPECT_EQ(FloatToBfloat16(FloatOf(0x3f808001)), 0x3f81);                // above the tie
   EXPECT_EQ(FloatToBfloat16(std::numeric_limits<float>::max()), 0x7f80);  // to infinity
   EXPECT_TRUE(std::isnan(Bfloat16ToFloat(FloatToBfloat16(std::nanf("")))));
   // A NaN whose payload is all in the dropped bits stays NaN.

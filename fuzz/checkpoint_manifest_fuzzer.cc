@@ -23,9 +23,9 @@
 namespace {
 
 std::string WithHeader(absl::string_view body, bool bad_crc) {
-  uint32_t crc = static_cast<uint32_t>(
-      crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(body.data()),
-            static_cast<uInt>(body.size())));
+  uint32_t crc =
+      static_cast<uint32_t>(crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(body.data()),
+                                  static_cast<uInt>(body.size())));
   if (bad_crc) crc ^= 1;
   const uint64_t length = body.size();
   std::string out("PSCK", 4);

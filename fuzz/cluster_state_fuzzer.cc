@@ -62,13 +62,20 @@ std::string KeyOf(absl::string_view piece) {
   const uint8_t form = in.Byte();
   const uint32_t a = in.Byte(), b = in.Byte();
   switch (form) {
-    case 0: return ps::RingKey(kCluster);
-    case 1: return ps::MemberKey(kCluster, a);
-    case 2: return ps::SyncedKey(kCluster, static_cast<int>(a), b);
-    case 3: return ps::DrainKey(kCluster, a);
-    case 4: return ps::AddKey(kCluster, a);
-    case 5: return ps::MemberKey("other", a);
-    default: return ps::ClusterPrefix(kCluster) + std::string(piece.substr(1));
+    case 0:
+      return ps::RingKey(kCluster);
+    case 1:
+      return ps::MemberKey(kCluster, a);
+    case 2:
+      return ps::SyncedKey(kCluster, static_cast<int>(a), b);
+    case 3:
+      return ps::DrainKey(kCluster, a);
+    case 4:
+      return ps::AddKey(kCluster, a);
+    case 5:
+      return ps::MemberKey("other", a);
+    default:
+      return ps::ClusterPrefix(kCluster) + std::string(piece.substr(1));
   }
 }
 
@@ -113,11 +120,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // As etcd returns them: sorted by key, keys unique.
   std::stable_sort(range.entries.begin(), range.entries.end(),
                    [](const ps::KvEntry& a, const ps::KvEntry& b) { return a.key < b.key; });
-  range.entries.erase(std::unique(range.entries.begin(), range.entries.end(),
-                                  [](const ps::KvEntry& a, const ps::KvEntry& b) {
-                                    return a.key == b.key;
-                                  }),
-                      range.entries.end());
+  range.entries.erase(
+      std::unique(range.entries.begin(), range.entries.end(),
+                  [](const ps::KvEntry& a, const ps::KvEntry& b) { return a.key == b.key; }),
+      range.entries.end());
 
   absl::StatusOr<ps::ClusterState> state = ps::ParseClusterState(kCluster, range);
   ps_fuzz::Note("ParseClusterState", state.status());

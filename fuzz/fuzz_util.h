@@ -18,8 +18,8 @@ inline constexpr size_t kMaxInputBytes = size_t{1} << 20;
 // Aborts with a message: a broken invariant of the code under test (a real
 // bug, reported by libFuzzer as a crash).
 [[noreturn]] void Fail(const char* what);
-#define FUZZ_CHECK(cond)                                      \
-  do {                                                        \
+#define FUZZ_CHECK(cond)                                             \
+  do {                                                               \
     if (!(cond)) ::ps_fuzz::Fail(__FILE__ ": check failed: " #cond); \
   } while (0)
 

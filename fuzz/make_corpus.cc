@@ -104,7 +104,8 @@ void LibsvmCorpus() {
         Byte(2 | 64) + "1 1:1 2:1\n0 3:1\n# end\n1 4:0.25\n");
   Write("libsvm", "gzip_file", Byte(4 << 0) + Gzip("0 10:1 20:1\n1 qid:1 30:0.5\n1 qid:2 5:5\n"));
   Write("libsvm", "long_line_limit",
-        Byte(1 | 16) + "1 1:1\n0 1:1 2:1 3:1 4:1 5:1 6:1 7:1 8:1 9:1 10:1 11:1 12:1 13:1 14:1\n1 2:2\n");
+        Byte(1 | 16) +
+            "1 1:1\n0 1:1 2:1 3:1 4:1 5:1 6:1 7:1 8:1 9:1 10:1 11:1 12:1 13:1 14:1\n1 2:2\n");
 }
 
 void ClusterSpecCorpus() {
@@ -213,9 +214,9 @@ void CheckpointManifestCorpus() {
         Byte(0) + newest.SerializeAsString() + kMarker + loop.SerializeAsString());
   // A raw file with a correct header.
   const std::string body = full9.SerializeAsString();
-  uint32_t crc = static_cast<uint32_t>(crc32(crc32(0, nullptr, 0),
-                                             reinterpret_cast<const Bytef*>(body.data()),
-                                             static_cast<uInt>(body.size())));
+  uint32_t crc =
+      static_cast<uint32_t>(crc32(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(body.data()),
+                                  static_cast<uInt>(body.size())));
   uint64_t length = body.size();
   std::string raw = "PSCK";
   raw.append(reinterpret_cast<const char*>(&crc), 4);
@@ -224,7 +225,9 @@ void CheckpointManifestCorpus() {
   Write("checkpoint_manifest", "not_a_proto", Byte(0) + "\xff\xff\xff\xff\x0f");
 }
 
-std::string Le16(uint16_t v) { return std::string{static_cast<char>(v & 0xff), static_cast<char>(v >> 8)}; }
+std::string Le16(uint16_t v) {
+  return std::string{static_cast<char>(v & 0xff), static_cast<char>(v >> 8)};
+}
 
 // mode, slice count, three cut positions, then the message.
 std::string Framed(int mode, int slices, uint16_t a, uint16_t b, uint16_t c, const std::string& m) {
@@ -299,7 +302,9 @@ void RawMessageCorpus() {
 
   Write("raw_message", "push_in_proto", Framed(3, 1, 0, 0, 0, push_list));
   Write("raw_message", "ragged_values",
-        Framed(0, 1, 0, 0, 0, push_ranges.substr(0, push_ranges.size()) + "\x22\x03" "abc"));
+        Framed(0, 1, 0, 0, 0,
+               push_ranges.substr(0, push_ranges.size()) + "\x22\x03"
+                                                           "abc"));
 }
 
 void ClusterStateCorpus() {

@@ -326,8 +326,7 @@ class Client {
   // small tables cost one call, not one each). Every op is checked before
   // anything is sent.
   void PushPullMany(const std::vector<std::string>& tables, const py::sequence& grads,
-                    const std::vector<uint64_t>& begins, const py::sequence& outs,
-                    uint64_t clock) {
+                    const std::vector<uint64_t>& begins, const py::sequence& outs, uint64_t clock) {
     constexpr const char* kCall = "push_pull_many";
     const size_t n = tables.size();
     if (py::len(grads) != n || begins.size() != n || py::len(outs) != n) {
@@ -373,9 +372,8 @@ class Client {
         }
       }
     }
-    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
-      return c.PushPull(push, pull, clock);
-    }));
+    ThrowIfError(WithoutGil(std::move(connection),
+                            [&](PsClient& c) { return c.PushPull(push, pull, clock); }));
   }
 
   py::array PushPullKeys(const std::string& table, py::handle keys, py::handle grads,
@@ -529,8 +527,8 @@ absl::StatusOr<std::string> CoordinatorOf(const std::string& servers, const std:
 }
 
 py::dict Checkpoint(const std::string& servers, const std::string& etcd, const std::string& cluster,
-                    bool full, double timeout, const std::string& token,
-                    const std::string& ca_cert, const std::string& cert, const std::string& key) {
+                    bool full, double timeout, const std::string& token, const std::string& ca_cert,
+                    const std::string& cert, const std::string& key) {
   if (etcd.empty()) (void)ServersOf("checkpoint", servers);  // throws on a bad spec
   const std::shared_ptr<const PeerSecurity> security =
       SecurityOf("checkpoint", token, ca_cert, cert, key);
@@ -538,9 +536,9 @@ py::dict Checkpoint(const std::string& servers, const std::string& etcd, const s
   {
     py::gil_scoped_release release;
     absl::StatusOr<std::string> coordinator = CoordinatorOf(servers, etcd, cluster, timeout);
-    reply = coordinator.ok() ? RequestCheckpoint(*coordinator, full, absl::Seconds(timeout),
-                                                 security.get())
-                             : absl::StatusOr<proto::CheckpointResponse>(coordinator.status());
+    reply = coordinator.ok()
+                ? RequestCheckpoint(*coordinator, full, absl::Seconds(timeout), security.get())
+                : absl::StatusOr<proto::CheckpointResponse>(coordinator.status());
   }
   ThrowIfError(reply.status());
   py::dict result;

@@ -28,19 +28,19 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "common/cluster_spec.h"
+#include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_channels.h"
 #include "common/grpc_lifetime.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
-#include "common/connection_flags.h"
 #include "common/peer_security.h"
 #include "common/port_file.h"
 #include "common/process_tuning.h"
-#include "server/rpc/authorizer.h"
-#include "server/ps_server.h"
 #include "server/core/server_limits.h"
+#include "server/ps_server.h"
+#include "server/rpc/authorizer.h"
 
 ABSL_FLAG(std::string, servers, "",
           "cluster spec: comma-separated host:port of every server, in shard order");
@@ -69,8 +69,9 @@ ABSL_FLAG(uint64_t, key_list_cache_mb, 64,
           "MiB of key lists kept for workers' key-list caching (all workers together, apart "
           "from --memory_budget_mb; 0: none kept)");
 
-ABSL_FLAG(int, server_id, -1,
-          "with --etcd: this server's id; ids 0..--shards-1 form the first ring (default: --index)");
+ABSL_FLAG(
+    int, server_id, -1,
+    "with --etcd: this server's id; ids 0..--shards-1 form the first ring (default: --index)");
 ABSL_FLAG(int, shards, 0,
           "with --etcd: logical shards of a new cluster (default: --num_servers); more shards "
           "than servers let it grow onto more servers later (ps_admin add-server)");
@@ -156,8 +157,8 @@ absl::Status LimitsFromFlags(ps::ServerOptions* options, std::string* budget_sou
   limits.max_clock = absl::GetFlag(FLAGS_max_clock);
   const double lease = absl::GetFlag(FLAGS_max_lease_seconds);
   const double retention = absl::GetFlag(FLAGS_dedup_retention_seconds);
-  if (limits.max_tables < 1 || limits.max_keys_per_request < 1 ||
-      limits.max_table_name_bytes < 1 || limits.max_clock < 1) {
+  if (limits.max_tables < 1 || limits.max_keys_per_request < 1 || limits.max_table_name_bytes < 1 ||
+      limits.max_clock < 1) {
     return absl::InvalidArgumentError(
         "--max_tables, --max_keys_per_request, --max_table_name_bytes and --max_clock must be "
         ">= 1");
@@ -220,9 +221,9 @@ absl::Status CheckpointFromFlags(ps::ServerCheckpointOptions* ckpt) {
                      " must be >= 0 and --checkpoint_timeout_seconds=", timeout, " in (0, 3600]"));
   }
   if (ckpt->keep < 1 || ckpt->full_every < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--checkpoint_keep=", ckpt->keep,
-                                                   " must be >= 1 and --checkpoint_incremental=",
-                                                   ckpt->full_every, " >= 0"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--checkpoint_keep=", ckpt->keep,
+                     " must be >= 1 and --checkpoint_incremental=", ckpt->full_every, " >= 0"));
   }
   ckpt->every = absl::Seconds(every);
   ckpt->write_timeout = absl::Seconds(timeout);
@@ -290,8 +291,7 @@ absl::StatusOr<std::unique_ptr<ps::MetricsHttpServer>> StartMetricsHttp(
       ps::MetricsHttpServer::Start(host, port, metrics, [server] { return server->Readiness(); });
   if (!started.ok()) return started.status();
   if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
-    if (absl::Status w = ps::WritePortFile(f, (*started)->port(), "--metrics_port_file");
-        !w.ok()) {
+    if (absl::Status w = ps::WritePortFile(f, (*started)->port(), "--metrics_port_file"); !w.ok()) {
       return w;
     }
   }
@@ -363,7 +363,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::string self = absl::StrCat("ps_server ", options.server_index, " ", (*server)->address());
+  const std::string self =
+      absl::StrCat("ps_server ", options.server_index, " ", (*server)->address());
   ps::LogEvent(self, absl::StrCat("memory budget ", options.limits.memory_budget_bytes >> 20,
                                   " MiB (", budget_source, ")"));
   std::thread waiter([&] {

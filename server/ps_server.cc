@@ -6,13 +6,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/grpc_channels.h"
 #include "common/grpc_metrics.h"
-#include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/random_id.h"
-#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
 namespace ps {
@@ -72,8 +72,8 @@ ShardHostOptions PsServer::HostOptions() {
   host.transport = forward_transport_.get();
   host.server_id = options_.replication.server_id;
   host.incarnation = incarnation_ = RandomNonZeroId();
-  etcd_contact_ = std::make_unique<EtcdContact>(
-      options_.clock == Clock::Real() ? Clock::Monotonic() : options_.clock);
+  etcd_contact_ = std::make_unique<EtcdContact>(options_.clock == Clock::Real() ? Clock::Monotonic()
+                                                                                : options_.clock);
   host.on_synced = [this](int shard) {
     absl::MutexLock lock(&membership_mu_);
     if (membership_ != nullptr) membership_->ReportSynced(shard);
@@ -127,10 +127,10 @@ absl::Status PsServer::StartGrpc() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen_address,
-                           options_.credentials != nullptr ? options_.credentials
-                                                           : grpc::InsecureServerCredentials(),
-                           &port_);
+  builder.AddListeningPort(
+      options_.listen_address,
+      options_.credentials != nullptr ? options_.credentials : grpc::InsecureServerCredentials(),
+      &port_);
   builder.RegisterService(service_.get());
   builder.RegisterService(admin_.get());
   builder.RegisterService(replication_.get());
@@ -230,12 +230,13 @@ void PsServer::DrainReplicated() {
     });
   }
   absl::MutexLock lock(&drained->mu);
-  const bool all = drained->mu.AwaitWithTimeout(
-      absl::Condition(drained.get(), &Drained::Done), options_.replication.lease);
+  const bool all = drained->mu.AwaitWithTimeout(absl::Condition(drained.get(), &Drained::Done),
+                                                options_.replication.lease);
   LogEvent(absl::StrCat("ps_server id ", options_.replication.server_id, " ", address_),
            all ? "drained: every accepted write is at its chain's tail"
-               : absl::StrCat("drain incomplete after ", absl::FormatDuration(options_.replication.lease),
-                              ": ", drained->left, " shard(s) still waiting for their chain"));
+               : absl::StrCat("drain incomplete after ",
+                              absl::FormatDuration(options_.replication.lease), ": ", drained->left,
+                              " shard(s) still waiting for their chain"));
 }
 
 void PsServer::Shutdown() {

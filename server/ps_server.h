@@ -16,22 +16,22 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/kv_store.h"
 #include "common/metrics.h"
 #include "common/placement.h"
-#include "grpcpp/server.h"
-#include "common/clock.h"
 #include "grpcpp/security/server_credentials.h"
-#include "server/rpc/authorizer.h"
-#include "server/rpc/admin_service.h"
+#include "grpcpp/server.h"
 #include "server/core/ps_core.h"
-#include "server/rpc/ps_service.h"
-#include "server/replication/replica_link.h"
-#include "server/rpc/replication_service.h"
-#include "server/replication/shard_host.h"
+#include "server/core/server_limits.h"
 #include "server/replication/etcd_contact.h"
 #include "server/replication/membership_agent.h"
-#include "common/kv_store.h"
-#include "server/core/server_limits.h"
+#include "server/replication/replica_link.h"
+#include "server/replication/shard_host.h"
+#include "server/rpc/admin_service.h"
+#include "server/rpc/authorizer.h"
+#include "server/rpc/ps_service.h"
+#include "server/rpc/replication_service.h"
 #include "server/server_checkpoints.h"
 #include "server/server_ticker.h"
 
@@ -46,7 +46,7 @@ struct ServerReplicationOptions {
   KvStore* kv = nullptr;  // null: a static cluster (server_index of num_servers)
   std::string cluster = "default";
   uint32_t server_id = 0;
-  int num_shards = 1;  // for the first ring
+  int num_shards = 1;   // for the first ring
   int num_servers = 0;  // the first ring waits for servers 0..num_servers-1 (0: num_shards)
   int replicas = 2;
   absl::Duration lease = absl::Seconds(3);

@@ -26,8 +26,8 @@ void CollectShardMetrics(PsCore& core, const std::string& shard, MetricsWriter& 
     const MetricLabels labels = {{"shard", shard}, {"table", t.table()}};
     out.Gauge("ps_table_rows", "Rows of a sparse table held here (dense: 0)", labels,
               static_cast<double>(t.rows()));
-    out.Gauge("ps_table_server_clock", "Largest round any worker completed on the table",
-              labels, static_cast<double>(t.server_clock()));
+    out.Gauge("ps_table_server_clock", "Largest round any worker completed on the table", labels,
+              static_cast<double>(t.server_clock()));
     out.CounterValue("ps_table_pulls_total", "Pulls served", labels,
                      static_cast<double>(t.pulls()));
     out.CounterValue("ps_table_pull_wait_seconds_total",
@@ -66,28 +66,27 @@ void CollectLinkMetrics(const ReplicaLink::Stats& link, const std::string& shard
                         MetricsWriter& out) {
   const MetricLabels labels = {{"shard", shard}};
   out.Gauge("ps_replication_pending",
-            "Updates and barriers on their way down the shard's chain (replication lag)",
-            labels, static_cast<double>(link.pending));
-  out.CounterValue("ps_replication_forwarded_total", "Updates forwarded down the chain",
-                   labels, static_cast<double>(link.entries_sent));
-  out.CounterValue("ps_replication_resent_total",
-                   "Updates sent again after a failed batch", labels,
+            "Updates and barriers on their way down the shard's chain (replication lag)", labels,
+            static_cast<double>(link.pending));
+  out.CounterValue("ps_replication_forwarded_total", "Updates forwarded down the chain", labels,
+                   static_cast<double>(link.entries_sent));
+  out.CounterValue("ps_replication_resent_total", "Updates sent again after a failed batch", labels,
                    static_cast<double>(link.entries_resent));
-  out.CounterValue("ps_replication_snapshots_total", "Snapshots sent to a new successor",
-                   labels, static_cast<double>(link.snapshots));
+  out.CounterValue("ps_replication_snapshots_total", "Snapshots sent to a new successor", labels,
+                   static_cast<double>(link.snapshots));
   out.CounterValue("ps_replication_snapshot_bytes_total",
                    "Bytes of snapshots sent to a new successor", labels,
                    static_cast<double>(link.snapshot_bytes));
   out.CounterValue("ps_replication_catch_ups_total",
-                   "Successors caught up from the recent history instead of a snapshot",
-                   labels, static_cast<double>(link.catch_ups));
+                   "Successors caught up from the recent history instead of a snapshot", labels,
+                   static_cast<double>(link.catch_ups));
 }
 
 void CollectCheckpointMetrics(const CheckpointScheduler::Record& r, MetricsWriter& out) {
   out.CounterValue("ps_checkpoints_total", "Checkpoints taken, by result", {{"result", "ok"}},
                    static_cast<double>(r.taken));
-  out.CounterValue("ps_checkpoints_total", "Checkpoints taken, by result",
-                   {{"result", "failed"}}, static_cast<double>(r.failed));
+  out.CounterValue("ps_checkpoints_total", "Checkpoints taken, by result", {{"result", "failed"}},
+                   static_cast<double>(r.failed));
   if (r.taken > 0) {
     out.Gauge("ps_checkpoint_last_cut", "Cut of the latest checkpoint", {},
               static_cast<double>(r.last_cut));
@@ -101,15 +100,16 @@ void CollectCheckpointMetrics(const CheckpointScheduler::Record& r, MetricsWrite
 void PsServer::CollectMetrics(MetricsWriter& out) const {
   out.Gauge("ps_server_ready", "1 when the server serves its shards (see /readyz), else 0", {},
             Readiness().ok() ? 1 : 0);
-  out.Gauge("ps_memory_budget_bytes", "Bytes of parameters and optimizer state allowed (--memory_budget_mb)",
-            {}, static_cast<double>(options_.limits.memory_budget_bytes));
+  out.Gauge("ps_memory_budget_bytes",
+            "Bytes of parameters and optimizer state allowed (--memory_budget_mb)", {},
+            static_cast<double>(options_.limits.memory_budget_bytes));
   const bool replicated = options_.replication.kv != nullptr;
   if (replicated) {
     std::shared_ptr<const ShardRing> ring = host_->ring();
     out.Gauge("ps_ring_version", "Version of the ring this server follows (0: none yet)", {},
               ring == nullptr ? 0 : static_cast<double>(ring->version()));
-    out.Gauge("ps_server_fenced", "1 while the server refuses calls for want of its etcd lease",
-              {}, host_->fenced() ? 1 : 0);
+    out.Gauge("ps_server_fenced", "1 while the server refuses calls for want of its etcd lease", {},
+              host_->fenced() ? 1 : 0);
   }
   for (const std::shared_ptr<PsCore>& core : host_->Cores()) {
     const std::string shard = absl::StrCat(core->server_index());

@@ -45,8 +45,10 @@ AdminService::Handler ServerCheckpoints::PartHandler() {
       c->Handle(request, std::move(done));
     };
   }
-  return [c = checkpointer_.get()](const proto::CheckpointRequest& request,
-                                   AdminService::Done done) { c->Handle(request, std::move(done)); };
+  return
+      [c = checkpointer_.get()](const proto::CheckpointRequest& request, AdminService::Done done) {
+        c->Handle(request, std::move(done));
+      };
 }
 
 AdminService::Handler ServerCheckpoints::CoordinateHandler() {
@@ -89,12 +91,12 @@ absl::Status ServerCheckpoints::RestoreAtStart() {
     absl::MutexLock lock(&mu_);
     restored_cut_ = found->manifest.cut();
   }
-  LogEvent(who, absl::StrFormat("restored %s (cut %d, taken by %d servers): %d tables, %.1f MiB "
-                                "here, in %.3f s",
-                                found->path, found->manifest.cut(), found->manifest.num_servers(),
-                                found->manifest.tables_size(),
-                                core_->store().bytes_used() / 1048576.0,
-                                absl::ToDoubleSeconds(absl::Now() - start)));
+  LogEvent(who,
+           absl::StrFormat("restored %s (cut %d, taken by %d servers): %d tables, %.1f MiB "
+                           "here, in %.3f s",
+                           found->path, found->manifest.cut(), found->manifest.num_servers(),
+                           found->manifest.tables_size(), core_->store().bytes_used() / 1048576.0,
+                           absl::ToDoubleSeconds(absl::Now() - start)));
   return absl::OkStatus();
 }
 
@@ -115,8 +117,8 @@ absl::Status ServerCheckpoints::RestoreShards(const std::map<int, PsCore*>& core
   const proto::CheckpointManifest& m = found->manifest;
   std::vector<std::string> clocks;
   for (const proto::WorkerClock& c : m.clocks()) {
-    clocks.push_back(absl::StrCat("worker ", c.worker_id(), " at clock ", c.clock(), " in '",
-                                  c.table(), "'"));
+    clocks.push_back(
+        absl::StrCat("worker ", c.worker_id(), " at clock ", c.clock(), " in '", c.table(), "'"));
   }
   for (const auto& [shard, core] : cores) {
     const uint64_t at = ring.record().shards(shard).restored_at();
@@ -129,12 +131,12 @@ absl::Status ServerCheckpoints::RestoreShards(const std::map<int, PsCore*>& core
                         shard, at, found->path, m.cut(), m.cut(),
                         clocks.empty() ? "none" : absl::StrJoin(clocks, ", ")));
     } else {
-      LogEvent(who, absl::StrFormat("shard %d: restored from %s (cut %d, %d shards/servers)",
-                                    shard, found->path, m.cut(), m.num_servers()));
+      LogEvent(who, absl::StrFormat("shard %d: restored from %s (cut %d, %d shards/servers)", shard,
+                                    found->path, m.cut(), m.num_servers()));
     }
   }
-  LogEvent(who, absl::StrFormat("restored %d shard(s) from %s in %.3f s", cores.size(),
-                                found->path, absl::ToDoubleSeconds(absl::Now() - start)));
+  LogEvent(who, absl::StrFormat("restored %d shard(s) from %s in %.3f s", cores.size(), found->path,
+                                absl::ToDoubleSeconds(absl::Now() - start)));
   return absl::OkStatus();
 }
 
@@ -159,9 +161,9 @@ absl::StatusOr<std::vector<std::string>> ServerCheckpoints::ServerAddresses() co
     addresses.push_back(address_);
   }
   if (addresses.size() != static_cast<size_t>(config_.num_servers)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoints into ", c.dir, " need the addresses of the ", config_.num_servers,
-        " servers, not ", addresses.size(), ": give --servers or --servers_file"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoints into ", c.dir, " need the addresses of the ", config_.num_servers,
+                     " servers, not ", addresses.size(), ": give --servers or --servers_file"));
   }
   return addresses;
 }
@@ -246,18 +248,18 @@ void ServerCheckpoints::Coordinate(const proto::CheckpointRequest& request,
         "server ", config_.server_index,
         " does not coordinate checkpoints: ask server 0, started with --checkpoint_dir")));
   }
-  scheduler->Request(request.full(), [done = std::move(done)](
-                                         absl::StatusOr<CheckpointResult> result) {
-    if (!result.ok()) return done(result.status());
-    proto::CheckpointResponse reply;
-    reply.set_path(result->path);
-    reply.set_sequence(result->sequence);
-    reply.set_base_sequence(result->base_sequence);
-    reply.set_cut(result->cut);
-    reply.set_bytes(result->bytes);
-    reply.set_micros(static_cast<uint64_t>(absl::ToInt64Microseconds(result->took)));
-    done(reply);
-  });
+  scheduler->Request(
+      request.full(), [done = std::move(done)](absl::StatusOr<CheckpointResult> result) {
+        if (!result.ok()) return done(result.status());
+        proto::CheckpointResponse reply;
+        reply.set_path(result->path);
+        reply.set_sequence(result->sequence);
+        reply.set_base_sequence(result->base_sequence);
+        reply.set_cut(result->cut);
+        reply.set_bytes(result->bytes);
+        reply.set_micros(static_cast<uint64_t>(absl::ToInt64Microseconds(result->took)));
+        done(reply);
+      });
 }
 
 void ServerCheckpoints::TakeLast() {
@@ -279,8 +281,7 @@ void ServerCheckpoints::TakeLast() {
   proto::CheckpointRequest request;
   request.set_action(proto::CHECKPOINT_COORDINATE);
   absl::StatusOr<proto::CheckpointResponse> reply =
-      NewGrpcCheckpointPeer(0, (*addresses)[0])
-          ->Call(request, c.write_timeout + absl::Seconds(30));
+      NewGrpcCheckpointPeer(0, (*addresses)[0])->Call(request, c.write_timeout + absl::Seconds(30));
   LogEvent(Who(), reply.ok() ? absl::StrCat("last checkpoint (taken by server 0): ", reply->path(),
                                             " at cut ", reply->cut())
                              : absl::StrCat("no last checkpoint: ", reply.status().message()));

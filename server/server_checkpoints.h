@@ -60,8 +60,8 @@ struct ServerCheckpointOptions {
 // What the checkpoint side needs of the server's options (ServerOptions).
 struct ServerCheckpointsConfig {
   ServerCheckpointOptions checkpoint;
-  int server_index = 0;  // static: this server (0 coordinates); names it in log lines
-  int num_servers = 1;   // static: the servers whose addresses the coordinator needs
+  int server_index = 0;       // static: this server (0 coordinates); names it in log lines
+  int num_servers = 1;        // static: the servers whose addresses the coordinator needs
   PlacementConfig placement;  // recorded in each manifest
   bool replicated = false;    // membership in etcd (ServerReplicationOptions::kv set)
   uint32_t server_id = 0;     // replicated: this server, for "the primary of shard 0"

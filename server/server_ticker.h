@@ -20,7 +20,7 @@ namespace ps {
 
 struct ServerTickerOptions {
   absl::Duration interval = absl::Milliseconds(20);  // ServerOptions::tick_interval
-  std::string who;  // names the server in the cores' log lines
+  std::string who;                                   // names the server in the cores' log lines
 };
 
 class ServerTicker {

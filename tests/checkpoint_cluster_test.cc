@@ -32,8 +32,8 @@ constexpr PlacementConfig kPlacement{/*slice_size=*/64, /*virtual_nodes=*/64};
 
 // Takes a checkpoint of `cluster` into root, as ps_admin --checkpoint_dir
 // does: a full one, or with full_every > 0 one chained to root's newest.
-absl::StatusOr<CheckpointResult> TakeCheckpoint(InProcessCluster& cluster,
-                                                const std::string& root, int full_every = 0) {
+absl::StatusOr<CheckpointResult> TakeCheckpoint(InProcessCluster& cluster, const std::string& root,
+                                                int full_every = 0) {
   CheckpointCoordinator::Peers peers;
   for (int i = 0; i < cluster.num_servers(); ++i) {
     peers.push_back(NewGrpcCheckpointPeer(i, cluster.addresses()[i]));
@@ -75,8 +75,9 @@ Content ReadContent(const std::string& dir) {
   absl::Status s = ForEachChainRecord(*chain, [&](const FoundCheckpoint&, const SliceRecord& r) {
     const proto::SliceHeader& h = r.header;
     if (!h.sparse()) {
-      EXPECT_TRUE(content.dense.emplace(std::make_pair(h.table(), h.first_key()),
-                                        std::string(r.payload)).second)
+      EXPECT_TRUE(
+          content.dense.emplace(std::make_pair(h.table(), h.first_key()), std::string(r.payload))
+              .second)
           << "slice at " << h.first_key() << " of " << h.table() << " twice";
       return absl::OkStatus();
     }
@@ -147,8 +148,9 @@ TEST(CheckpointClusterTest, RoundTripOntoClustersOfOtherSizesIsBitIdentical) {
     PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(dense_before)};
     ASSERT_TRUE(workers[0]->Pull({&pull, 1}).ok());
     sparse_before.resize(keys.size() * sparse.width());
-    ASSERT_TRUE(workers[0]->PullKeys(sparse.name(), keys, sparse.width(),
-                                     absl::MakeSpan(sparse_before)).ok());
+    ASSERT_TRUE(workers[0]
+                    ->PullKeys(sparse.name(), keys, sparse.width(), absl::MakeSpan(sparse_before))
+                    .ok());
 
     // Worker 1 is done; worker 0 is live and has pushed every round below
     // the cut, so the cut needs nothing more of either.
@@ -182,8 +184,8 @@ TEST(CheckpointClusterTest, RoundTripOntoClustersOfOtherSizesIsBitIdentical) {
     std::vector<float> dense_after(dense_before.size()), sparse_after(sparse_before.size());
     PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(dense_after)};
     ASSERT_TRUE(reader->Pull({&pull, 1}).ok());
-    ASSERT_TRUE(reader->PullKeys(sparse.name(), keys, sparse.width(),
-                                 absl::MakeSpan(sparse_after)).ok());
+    ASSERT_TRUE(
+        reader->PullKeys(sparse.name(), keys, sparse.width(), absl::MakeSpan(sparse_after)).ok());
     EXPECT_TRUE(SameBits(dense_before, dense_after));
     EXPECT_TRUE(SameBits(sparse_before, sparse_after));
 

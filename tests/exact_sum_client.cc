@@ -227,10 +227,9 @@ int main(int argc, char** argv) {
           }
           ++log.unknown;
           if (unknown_logged.fetch_add(1) < kLoggedUnknown) {
-            std::fprintf(stderr,
-                         "exact_sum_client: unknown outcome: worker %d clock %lld at %.3f s: %s\n",
-                         w, static_cast<long long>(k), since_start(),
-                         std::string(s.message()).c_str());
+            std::fprintf(
+                stderr, "exact_sum_client: unknown outcome: worker %d clock %lld at %.3f s: %s\n",
+                w, static_cast<long long>(k), since_start(), std::string(s.message()).c_str());
           }
           // A backoff before the next clock, not a synchronisation.
           absl::SleepFor(absl::Milliseconds(100));
@@ -338,21 +337,22 @@ int main(int argc, char** argv) {
     replication.set_batches_resent(replication.batches_resent() + r.batches_resent());
     replication.set_snapshots(replication.snapshots() + r.snapshots());
   }
-  std::printf("RESULT keys=%llu workers=%d pushes=%lld wrong=%llu acked=%lld unknown=%lld "
-              "lost=%llu duplicated=%llu seconds=%.2f pushes_per_second=%.0f "
-              "longest_push_seconds=%.3f longest_gap_seconds=%.3f forwarded=%llu resent=%llu "
-              "resent_batches=%llu snapshots=%llu\n",
-              static_cast<unsigned long long>(keys), workers, static_cast<long long>(most_pushes),
-              static_cast<unsigned long long>(wrong), static_cast<long long>(acked),
-              static_cast<long long>(unknown), static_cast<unsigned long long>(lost),
-              static_cast<unsigned long long>(duplicated), seconds, acked / seconds,
-              absl::ToDoubleSeconds(slowest), longest_gap,
-              static_cast<unsigned long long>(replication.entries_forwarded()),
-              static_cast<unsigned long long>(replication.entries_resent()),
-              static_cast<unsigned long long>(replication.batches_resent()),
-              static_cast<unsigned long long>(replication.snapshots()));
+  std::printf(
+      "RESULT keys=%llu workers=%d pushes=%lld wrong=%llu acked=%lld unknown=%lld "
+      "lost=%llu duplicated=%llu seconds=%.2f pushes_per_second=%.0f "
+      "longest_push_seconds=%.3f longest_gap_seconds=%.3f forwarded=%llu resent=%llu "
+      "resent_batches=%llu snapshots=%llu\n",
+      static_cast<unsigned long long>(keys), workers, static_cast<long long>(most_pushes),
+      static_cast<unsigned long long>(wrong), static_cast<long long>(acked),
+      static_cast<long long>(unknown), static_cast<unsigned long long>(lost),
+      static_cast<unsigned long long>(duplicated), seconds, acked / seconds,
+      absl::ToDoubleSeconds(slowest), longest_gap,
+      static_cast<unsigned long long>(replication.entries_forwarded()),
+      static_cast<unsigned long long>(replication.entries_resent()),
+      static_cast<unsigned long long>(replication.batches_resent()),
+      static_cast<unsigned long long>(replication.snapshots()));
   if (wrong == 0) return 0;
   if (lo == hi) return Fail(absl::StrCat(wrong, " of ", keys, " keys are not ", lo));
-  return Fail(absl::StrCat(lost, " of ", keys, " keys lost an acknowledged update and ",
-                           duplicated, " applied one twice (want [", lo, ", ", hi, "])"));
+  return Fail(absl::StrCat(lost, " of ", keys, " keys lost an acknowledged update and ", duplicated,
+                           " applied one twice (want [", lo, ", ", hi, "])"));
 }

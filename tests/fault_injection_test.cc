@@ -121,12 +121,24 @@ void ExpectEveryFaultHappened(const FaultScript& script, const FaultCounters& c)
   for (const FaultRule& rule : script.rules) {
     int64_t n = 0;
     switch (rule.action) {
-      case FaultAction::kDropRequest: n = c.dropped_requests; break;
-      case FaultAction::kDropReply: n = c.dropped_replies; break;
-      case FaultAction::kDelay: n = c.delayed; break;
-      case FaultAction::kDuplicate: n = c.duplicated; break;
-      case FaultAction::kReorder: n = c.reordered; break;
-      case FaultAction::kFail: n = c.failed; break;
+      case FaultAction::kDropRequest:
+        n = c.dropped_requests;
+        break;
+      case FaultAction::kDropReply:
+        n = c.dropped_replies;
+        break;
+      case FaultAction::kDelay:
+        n = c.delayed;
+        break;
+      case FaultAction::kDuplicate:
+        n = c.duplicated;
+        break;
+      case FaultAction::kReorder:
+        n = c.reordered;
+        break;
+      case FaultAction::kFail:
+        n = c.failed;
+        break;
     }
     EXPECT_GT(n, 0) << "fault " << static_cast<int>(rule.action) << " never happened";
   }
@@ -165,10 +177,9 @@ TEST(FaultInjectionTest, LostRepliesAfterApplyNeitherLoseNorDoubleDenseUpdates) 
 }
 
 TEST(FaultInjectionTest, DuplicatedReorderedAndDelayedDenseUpdatesApplyOnce) {
-  DenseSumsExactly(Script(11, {Rule(FaultAction::kDuplicate, 0.1),
-                               Rule(FaultAction::kReorder, 0.1),
-                               Rule(FaultAction::kDelay, 0.05),
-                               Rule(FaultAction::kDropReply, 0.05)}));
+  DenseSumsExactly(
+      Script(11, {Rule(FaultAction::kDuplicate, 0.1), Rule(FaultAction::kReorder, 0.1),
+                  Rule(FaultAction::kDelay, 0.05), Rule(FaultAction::kDropReply, 0.05)}));
 }
 
 TEST(FaultInjectionTest, LostRepliesAfterApplyNeitherLoseNorDoubleKeyListUpdates) {
@@ -179,8 +190,8 @@ TEST(FaultInjectionTest, LostRepliesAfterApplyNeitherLoseNorDoubleKeyListUpdates
   // Scattered keys over every server, one of them twice in the same push.
   const std::vector<uint64_t> keys = {999, 0, 17, 512, 17, 300, 301, 8, 64, 650, 123, 40};
   const std::vector<float> minus_one(keys.size() * kWidth, -1.0f);
-  const FaultScript script = Script(5, {Rule(FaultAction::kDropReply, 0.1, "Push"),
-                                        Rule(FaultAction::kDuplicate, 0.05, "Push")});
+  const FaultScript script = Script(
+      5, {Rule(FaultAction::kDropReply, 0.1, "Push"), Rule(FaultAction::kDuplicate, 0.05, "Push")});
   RunWorkers(cluster, script, [&](PsClient& c, int k) {
     return c.PushKeys("rows", keys, kWidth, minus_one, static_cast<uint64_t>(k));
   });
@@ -204,9 +215,9 @@ TEST(FaultInjectionTest, LostAndDuplicatedPushesToASparseTableApplyOnce) {
   std::vector<uint64_t> keys = {~uint64_t{0}, 5, 5};  // 5 twice: applied twice
   for (uint64_t k = 1; k <= 40; ++k) keys.push_back(k * 0x9e3779b97f4a7c15ULL);
   const std::vector<float> minus_one(keys.size() * kWidth, -1.0f);
-  const FaultScript script = Script(29, {Rule(FaultAction::kDropReply, 0.1),
-                                         Rule(FaultAction::kDuplicate, 0.05),
-                                         Rule(FaultAction::kReorder, 0.05)});
+  const FaultScript script =
+      Script(29, {Rule(FaultAction::kDropReply, 0.1), Rule(FaultAction::kDuplicate, 0.05),
+                  Rule(FaultAction::kReorder, 0.05)});
   RunWorkers(cluster, script, [&](PsClient& c, int k) {
     if (k % 2 == 0) return c.PushKeys("hashed", keys, kWidth, minus_one, static_cast<uint64_t>(k));
     std::vector<float> out(keys.size() * kWidth);
@@ -236,9 +247,9 @@ TEST(FaultInjectionTest, KeyListCachingAndHalfFloatsUnderFaultsApplyOnce) {
   std::vector<uint64_t> keys;
   for (uint64_t k = 1; k <= 120; ++k) keys.push_back(k * 0x9e3779b97f4a7c15ULL);
   const std::vector<float> minus_one(keys.size(), -1.0f);
-  const FaultScript script = Script(31, {Rule(FaultAction::kDropReply, 0.1),
-                                         Rule(FaultAction::kDuplicate, 0.05),
-                                         Rule(FaultAction::kReorder, 0.05)});
+  const FaultScript script =
+      Script(31, {Rule(FaultAction::kDropReply, 0.1), Rule(FaultAction::kDuplicate, 0.05),
+                  Rule(FaultAction::kReorder, 0.05)});
   RunWorkers(
       cluster, script,
       [&](PsClient& c, int k) {
@@ -287,7 +298,8 @@ TEST(FaultInjectionTest, PushPullOfTwoTablesAppliesOnceAndReadsItsOwnPush) {
     std::vector<float> a(kKeys), b(2 * kKeys);
     const PushRange push[] = {{"a", 0, kKeys, absl::MakeConstSpan(minus_one).first(kKeys)},
                               {"b", 0, kKeys, minus_one}};
-    const PullRange pull[] = {{"a", 0, kKeys, absl::MakeSpan(a)}, {"b", 0, kKeys, absl::MakeSpan(b)}};
+    const PullRange pull[] = {{"a", 0, kKeys, absl::MakeSpan(a)},
+                              {"b", 0, kKeys, absl::MakeSpan(b)}};
     PullInfo info;
     absl::Status s = c.PushPull(push, pull, static_cast<uint64_t>(k), &info);
     if (!s.ok()) return s;
@@ -372,10 +384,9 @@ TEST(FaultInjectionTest, AsyncPushesKeptInFlightApplyOnceUnderFaults) {
   const std::vector<float> minus_one(kKeys, -1.0f);
   std::vector<std::unique_ptr<PsClient>> clients;
   for (int w = 0; w < kClients; ++w) clients.push_back(cluster.Connect(w));
-  const FaultScript script = Script(23, {Rule(FaultAction::kDropReply, 0.1),
-                                         Rule(FaultAction::kDuplicate, 0.05),
-                                         Rule(FaultAction::kReorder, 0.05),
-                                         Rule(FaultAction::kDelay, 0.05)});
+  const FaultScript script =
+      Script(23, {Rule(FaultAction::kDropReply, 0.1), Rule(FaultAction::kDuplicate, 0.05),
+                  Rule(FaultAction::kReorder, 0.05), Rule(FaultAction::kDelay, 0.05)});
   cluster.transport().SetScript(script);
   std::vector<std::vector<absl::Status>> status(kClients);
   std::vector<std::thread> threads;
@@ -486,8 +497,8 @@ void CheckPartialPush(FaultAction action, const absl::Status& injected,
   int parts_on_1 = 0;
   for (const PushPartReport& part : report.parts) {
     EXPECT_EQ(part.table, "sum");
-    const std::string item = absl::StrCat(cluster.transport().ServerName(part.server), " ",
-                                          part.keys);
+    const std::string item =
+        absl::StrCat(cluster.transport().ServerName(part.server), " ", part.keys);
     if (part.server == 1) {
       ++parts_on_1;
       EXPECT_EQ(part.outcome, failed_outcome) << item;

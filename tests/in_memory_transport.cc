@@ -34,9 +34,7 @@ Outcome Reply(absl::StatusOr<Response> result, Response* reply) {
 // An attempt for a core method that answers at once.
 template <typename Response, typename Call>
 Attempt SyncAttempt(Response* reply, Call call) {
-  return [reply, call](std::function<void(Outcome)> then) {
-    then(Reply<Response>(call(), reply));
-  };
+  return [reply, call](std::function<void(Outcome)> then) { then(Reply<Response>(call(), reply)); };
 }
 
 }  // namespace
@@ -83,12 +81,24 @@ std::optional<FaultRule> InMemoryTransport::PickFault(const char* method, int se
     ++fired_[i];
     ++counters_.faults_by_target[absl::StrCat(method, " ", server)];
     switch (rule.action) {
-      case FaultAction::kDropRequest: ++counters_.dropped_requests; break;
-      case FaultAction::kDropReply: ++counters_.dropped_replies; break;
-      case FaultAction::kDelay: ++counters_.delayed; break;
-      case FaultAction::kDuplicate: ++counters_.duplicated; break;
-      case FaultAction::kReorder: ++counters_.reordered; break;
-      case FaultAction::kFail: ++counters_.failed; break;
+      case FaultAction::kDropRequest:
+        ++counters_.dropped_requests;
+        break;
+      case FaultAction::kDropReply:
+        ++counters_.dropped_replies;
+        break;
+      case FaultAction::kDelay:
+        ++counters_.delayed;
+        break;
+      case FaultAction::kDuplicate:
+        ++counters_.duplicated;
+        break;
+      case FaultAction::kReorder:
+        ++counters_.reordered;
+        break;
+      case FaultAction::kFail:
+        ++counters_.failed;
+        break;
     }
     return rule;
   }
@@ -97,9 +107,7 @@ std::optional<FaultRule> InMemoryTransport::PickFault(const char* method, int se
 
 void InMemoryTransport::Dispatch(const char* method, int server, Attempt attempt, Done done) {
   const std::optional<FaultRule> rule = PickFault(method, server);
-  auto deliver = [attempt, done] {
-    attempt([done](Outcome outcome) { done(outcome.commit()); });
-  };
+  auto deliver = [attempt, done] { attempt([done](Outcome outcome) { done(outcome.commit()); }); };
   if (!rule.has_value()) {
     deliver();
   } else {
@@ -181,8 +189,8 @@ void InMemoryTransport::BackgroundLoop() {
 }
 
 void InMemoryTransport::Push(int server, const proto::PushRequest& header,
-                             absl::Span<const absl::string_view> value_pieces,
-                             absl::Time deadline, proto::PushResponse* reply, Done done) {
+                             absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                             proto::PushResponse* reply, Done done) {
   auto request = std::make_shared<proto::PushRequest>(header);
   std::string* values = request->mutable_values();
   for (absl::string_view piece : value_pieces) values->append(piece.data(), piece.size());
@@ -195,11 +203,11 @@ void InMemoryTransport::Push(int server, const proto::PushRequest& header,
       return;
     }
     PushArgs* raw = args.get();
-    core->Push(raw, deadline,
-               [args = std::move(args), request, reply,
-                then](absl::StatusOr<proto::PushResponse> result) {
-                 then(Reply<proto::PushResponse>(std::move(result), reply));
-               });
+    core->Push(
+        raw, deadline,
+        [args = std::move(args), request, reply, then](absl::StatusOr<proto::PushResponse> result) {
+          then(Reply<proto::PushResponse>(std::move(result), reply));
+        });
   };
   Dispatch("Push", server, std::move(attempt), std::move(done));
 }
@@ -273,8 +281,7 @@ void InMemoryTransport::PushPull(int server, const proto::PushPullRequest& heade
 }
 
 void InMemoryTransport::PushBatch(int server, const proto::PushBatchRequest& request,
-                                  absl::Time deadline, proto::PushBatchResponse* reply,
-                                  Done done) {
+                                  absl::Time deadline, proto::PushBatchResponse* reply, Done done) {
   auto copy = std::make_shared<proto::PushBatchRequest>(request);
   PsCore* core = cores_[server];
   Dispatch("PushBatch", server,
@@ -291,8 +298,7 @@ void InMemoryTransport::CreateTable(int server, const proto::CreateTableRequest&
   auto copy = std::make_shared<proto::CreateTableRequest>(request);
   PsCore* core = cores_[server];
   Dispatch("CreateTable", server,
-           SyncAttempt(reply, [core, copy] { return core->CreateTable(*copy); }),
-           std::move(done));
+           SyncAttempt(reply, [core, copy] { return core->CreateTable(*copy); }), std::move(done));
 }
 
 void InMemoryTransport::Info(int server, const proto::InfoRequest& request, absl::Time deadline,
@@ -307,12 +313,11 @@ void InMemoryTransport::Info(int server, const proto::InfoRequest& request, absl
 }
 
 void InMemoryTransport::Heartbeat(int server, const proto::HeartbeatRequest& request,
-                                  absl::Time deadline, proto::HeartbeatResponse* reply,
-                                  Done done) {
+                                  absl::Time deadline, proto::HeartbeatResponse* reply, Done done) {
   auto copy = std::make_shared<proto::HeartbeatRequest>(request);
   PsCore* core = cores_[server];
-  Dispatch("Heartbeat", server,
-           SyncAttempt(reply, [core, copy] { return core->Heartbeat(*copy); }), std::move(done));
+  Dispatch("Heartbeat", server, SyncAttempt(reply, [core, copy] { return core->Heartbeat(*copy); }),
+           std::move(done));
 }
 
 void InMemoryTransport::Stats(int server, const proto::StatsRequest& request, absl::Time deadline,

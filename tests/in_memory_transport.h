@@ -55,8 +55,8 @@ struct FaultRule {
   // "Push", "Pull", "PushPull", "PushBatch", "CreateTable", "Info", "Heartbeat",
   // "Stats"; empty: any.
   std::string method;
-  int server = -1;  // -1: any
-  int64_t max_faults = -1;  // -1: no limit
+  int server = -1;                                                   // -1: any
+  int64_t max_faults = -1;                                           // -1: no limit
   absl::Status status = absl::UnavailableError("injected failure");  // kFail
   absl::Duration delay = absl::Milliseconds(2);                      // kDelay
 };
@@ -96,8 +96,7 @@ class InMemoryTransport final : public Transport {
             absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
             proto::PushResponse* reply, Done done) override;
   void Pull(int server, const proto::PullRequest& request, absl::Time deadline,
-            proto::PullResponse* reply_header, ConsumeValues consume_values,
-            Done done) override;
+            proto::PullResponse* reply_header, ConsumeValues consume_values, Done done) override;
   void PushPull(int server, const proto::PushPullRequest& header,
                 absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
                 proto::PushPullResponse* reply_header, ConsumeValues consume_values,
@@ -106,8 +105,8 @@ class InMemoryTransport final : public Transport {
                  proto::PushBatchResponse* reply, Done done) override;
   void CreateTable(int server, const proto::CreateTableRequest& request, absl::Time deadline,
                    proto::CreateTableResponse* reply, Done done) override;
-  void Info(int server, const proto::InfoRequest& request, absl::Time deadline,
-            bool wait_for_ready, proto::InfoResponse* reply, Done done) override;
+  void Info(int server, const proto::InfoRequest& request, absl::Time deadline, bool wait_for_ready,
+            proto::InfoResponse* reply, Done done) override;
   void Heartbeat(int server, const proto::HeartbeatRequest& request, absl::Time deadline,
                  proto::HeartbeatResponse* reply, Done done) override;
   void Stats(int server, const proto::StatsRequest& request, absl::Time deadline,

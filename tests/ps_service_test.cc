@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "common/hash.h"
 #include "common/placement.h"
 #include "common/protocol.h"
@@ -10,12 +12,10 @@
 #include "gmock/gmock.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "grpcpp/generic/generic_stub.h"
-#include "absl/time/clock.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
-#include "absl/synchronization/notification.h"
 #include "server/ps_server.h"
 #include "tests/test_util/table_defs.h"
 
@@ -372,9 +372,8 @@ TEST(PsServerTest, CreatingALargeTableDoesNotStopOtherCalls) {
     create_status = std::move(s);
     create_done.Notify();
   });
-  ASSERT_TRUE(Eventually([&] {
-    return (*server)->store().bytes_used() > 0 || create_done.HasBeenNotified();
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] { return (*server)->store().bytes_used() > 0 || create_done.HasBeenNotified(); }));
   ASSERT_FALSE(create_done.HasBeenNotified()) << create_status.error_message();
   proto::InfoResponse info;
   grpc::ClientContext info_ctx;

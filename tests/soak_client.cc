@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
     auto admin = ps::PsClient::Connect(options(999));
     if (!admin.ok()) return Fail(std::string(admin.status().message()));
     for (int t = 0; t < kDenseTables; ++t) {
-      if (absl::Status s = (*admin)->CreateTable(ps::SumTable(absl::StrCat("d", t), kDenseKeys[t], 1));
+      if (absl::Status s =
+              (*admin)->CreateTable(ps::SumTable(absl::StrCat("d", t), kDenseKeys[t], 1));
           !s.ok()) {
         return Fail(absl::StrCat("creating d", t, ": ", s.message()));
       }
@@ -95,7 +96,8 @@ int main(int argc, char** argv) {
   for (int t = 0; t < kDenseTables; ++t) {
     counts.emplace_back(new std::atomic<uint32_t>[kDenseKeys[t]]());
   }
-  std::unique_ptr<std::atomic<uint32_t>[]> sparse_counts(new std::atomic<uint32_t>[kSparseKeySpace]());
+  std::unique_ptr<std::atomic<uint32_t>[]> sparse_counts(
+      new std::atomic<uint32_t>[kSparseKeySpace]());
   std::atomic<int64_t> pushes{0}, refused{0}, pulls{0};
   std::vector<std::string> errors(threads);
   const absl::Time end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_seconds));

@@ -12,9 +12,9 @@
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
 #include "tests/test_util/temp_dir.h"
+#include "worker/client/optimizer_spec.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/libsvm_generator.h"
-#include "worker/client/optimizer_spec.h"
 #include "worker/train/sparse_trainer.h"
 
 namespace ps {
@@ -203,9 +203,10 @@ MlpRun TrainEmbeddingMlpOn(const Data& data, uint32_t fields) {
   if (!trained.ok()) return run;
   run.trained_auc = trained->auc;
   pull_w1(&run.w1_after);
-  std::printf("embedding mlp, %u field(s): untrained auc %.4f; planted %.4f; trained %.4f "
-              "(log-loss %.4f)\n",
-              fields, untrained->auc, data.planted.auc, trained->auc, trained->logloss);
+  std::printf(
+      "embedding mlp, %u field(s): untrained auc %.4f; planted %.4f; trained %.4f "
+      "(log-loss %.4f)\n",
+      fields, untrained->auc, data.planted.auc, trained->auc, trained->logloss);
   return run;
 }
 
@@ -252,8 +253,8 @@ TEST(SparseTrainingTest, AFieldBeyondTheModelsFieldsIsAnError) {
   for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields)) {
     ASSERT_TRUE(client->CreateTable(def).ok()) << def.name();
   }
-  const auto trained = TrainEmbeddingMlp(*client, data.train, SparseTrainerConfig(), model,
-                                         NoProgress);
+  const auto trained =
+      TrainEmbeddingMlp(*client, data.train, SparseTrainerConfig(), model, NoProgress);
   ASSERT_FALSE(trained.ok());
   EXPECT_EQ(trained.status().code(), absl::StatusCode::kInvalidArgument);
   const std::string message(trained.status().message());

@@ -40,20 +40,20 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "common/grpc_channels.h"
-#include "common/connection_flags.h"
-#include "common/peer_security.h"
 #include "common/cluster_spec.h"
+#include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
+#include "common/grpc_channels.h"
 #include "common/grpc_lifetime.h"
+#include "common/peer_security.h"
+#include "server/checkpoint/checkpoint_coordinator.h"
 #include "server/checkpoint/checkpoint_files.h"
+#include "server/checkpoint/checkpoint_peer.h"
+#include "server/replication/cluster_admin.h"
 #include "server/replication/cluster_status.h"
+#include "worker/client/checkpoint_request.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
-#include "server/replication/cluster_admin.h"
-#include "server/checkpoint/checkpoint_coordinator.h"
-#include "server/checkpoint/checkpoint_peer.h"
-#include "worker/client/checkpoint_request.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
 ABSL_FLAG(std::string, checkpoint_dir, "",
@@ -84,12 +84,12 @@ int Usage(const std::string& why) {
   return 2;
 }
 
-void Print(const std::string& path, uint64_t sequence, uint64_t base, uint64_t cut,
-           uint64_t bytes, absl::Duration took) {
+void Print(const std::string& path, uint64_t sequence, uint64_t base, uint64_t cut, uint64_t bytes,
+           absl::Duration took) {
   std::printf("checkpoint %s: sequence %llu, cut %llu, %s, %.1f MiB in %.3f s\n", path.c_str(),
               static_cast<unsigned long long>(sequence), static_cast<unsigned long long>(cut),
-              base == 0 ? "full" : absl::StrCat("incremental on ", base).c_str(),
-              bytes / 1048576.0, absl::ToDoubleSeconds(took));
+              base == 0 ? "full" : absl::StrCat("incremental on ", base).c_str(), bytes / 1048576.0,
+              absl::ToDoubleSeconds(took));
 }
 
 int Failed(const std::string& what, const absl::Status& status) {
@@ -180,8 +180,8 @@ int Status() {
     options.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
   } else {
     auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
-    if (!spec.ok()) return Usage(absl::StrCat("status needs --servers or --etcd: ",
-                                              spec.status().message()));
+    if (!spec.ok())
+      return Usage(absl::StrCat("status needs --servers or --etcd: ", spec.status().message()));
     options.servers = spec->servers;
     name = [servers = spec->servers](int shard) {
       return absl::StrCat("server ", shard, " (", servers[shard], ")");
@@ -259,8 +259,8 @@ int Checkpoint() {
   options.slice_size = absl::GetFlag(FLAGS_slice_size);
   options.virtual_nodes = static_cast<uint32_t>(absl::GetFlag(FLAGS_virtual_nodes));
   if (options.keep < 1 || options.full_every < 0) {
-    return Usage(absl::StrCat("--keep=", options.keep, " must be >= 1 and --incremental=",
-                              options.full_every, " >= 0"));
+    return Usage(absl::StrCat("--keep=", options.keep,
+                              " must be >= 1 and --incremental=", options.full_every, " >= 0"));
   }
   std::vector<std::unique_ptr<ps::CheckpointPeer>> peers;
   if (ring) {

@@ -134,14 +134,12 @@ void Inspect(const ps::CheckpointDir& c) {
     std::printf("  unreadable: %s\n", std::string(m.status().message()).c_str());
     return;
   }
-  std::printf("  sequence %llu, %s, cut %llu, taken %s\n",
-              static_cast<unsigned long long>(m->sequence()),
-              m->base_sequence() == 0
-                  ? "full"
-                  : absl::StrCat("incremental on ", m->base_sequence()).c_str(),
-              static_cast<unsigned long long>(m->cut()),
-              absl::FormatTime(absl::FromUnixMicros(m->unix_micros()), absl::UTCTimeZone())
-                  .c_str());
+  std::printf(
+      "  sequence %llu, %s, cut %llu, taken %s\n", static_cast<unsigned long long>(m->sequence()),
+      m->base_sequence() == 0 ? "full"
+                              : absl::StrCat("incremental on ", m->base_sequence()).c_str(),
+      static_cast<unsigned long long>(m->cut()),
+      absl::FormatTime(absl::FromUnixMicros(m->unix_micros()), absl::UTCTimeZone()).c_str());
   std::printf("  placement: %u servers, slice_size %llu, virtual_nodes %u\n", m->num_servers(),
               static_cast<unsigned long long>(m->slice_size()), m->virtual_nodes());
   for (const ps::proto::TableDef& t : m->tables()) {

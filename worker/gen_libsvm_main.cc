@@ -65,7 +65,8 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "Writes a reproducible LibSVM data set with a planted logistic model. See docs/guide/training.md.");
+      "Writes a reproducible LibSVM data set with a planted logistic model. See "
+      "docs/guide/training.md.");
   absl::ParseCommandLine(argc, argv);
 
   const std::string out = absl::GetFlag(FLAGS_out);

@@ -22,23 +22,23 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
+#include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_channels.h"
 #include "common/grpc_lifetime.h"
 #include "common/metrics.h"
 #include "common/metrics_http.h"
-#include "common/connection_flags.h"
 #include "common/port_file.h"
-#include "worker/client/shard_directory.h"
 #include "common/process_tuning.h"
 #include "common/value_encoding.h"
-#include "worker/train/embedding_mlp.h"
-#include "worker/train/libsvm_reader.h"
 #include "worker/client/optimizer_spec.h"
 #include "worker/client/ps_client.h"
-#include "worker/train/training_observer.h"
-#include "worker/train/trainer.h"
+#include "worker/client/shard_directory.h"
 #include "worker/run_worker.h"
+#include "worker/train/embedding_mlp.h"
+#include "worker/train/libsvm_reader.h"
+#include "worker/train/trainer.h"
+#include "worker/train/training_observer.h"
 #include "worker/worker_config.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
@@ -178,8 +178,7 @@ absl::Status ConsistencyFromFlags(ps::WorkerConfig* config) {
     trainer.consistency = ps::Consistency::kAsync;
   } else if (consistency == "bsp" || consistency == "bounded") {
     if (consistency == "bounded" && staleness < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--staleness=", staleness, ": must be >= 0"));
+      return absl::InvalidArgumentError(absl::StrCat("--staleness=", staleness, ": must be >= 0"));
     }
     client.consistency = ps::proto::CONSISTENCY_BOUNDED;
     client.staleness = consistency == "bsp" ? 0 : static_cast<uint32_t>(staleness);
@@ -278,8 +277,8 @@ absl::Status ModelFromFlags(ps::WorkerConfig* config) {
   if (!config->sparse_model()) return absl::OkStatus();
   const int num_fields = absl::GetFlag(FLAGS_num_fields);
   if (num_fields < 1 || num_fields > static_cast<int>(ps::kMaxLibsvmField) + 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--num_fields=", num_fields,
-                                                   ": expected 1 to ", ps::kMaxLibsvmField + 1));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--num_fields=", num_fields, ": expected 1 to ", ps::kMaxLibsvmField + 1));
   }
   ps::EmbeddingMlpConfig& emb = config->embedding;
   emb.dim = static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_embedding_dim)));
@@ -319,12 +318,11 @@ absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& conn
 absl::StatusOr<std::unique_ptr<ps::MetricsHttpServer>> StartMetricsHttp(
     int port, ps::MetricsRegistry* metrics) {
   if (port < 0) return nullptr;
-  auto started = ps::MetricsHttpServer::Start(absl::GetFlag(FLAGS_metrics_host), port, metrics,
-                                              nullptr);
+  auto started =
+      ps::MetricsHttpServer::Start(absl::GetFlag(FLAGS_metrics_host), port, metrics, nullptr);
   if (!started.ok()) return started.status();
   if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
-    if (absl::Status s = ps::WritePortFile(f, (*started)->port(), "--metrics_port_file");
-        !s.ok()) {
+    if (absl::Status s = ps::WritePortFile(f, (*started)->port(), "--metrics_port_file"); !s.ok()) {
       return s;
     }
   }
@@ -365,15 +363,14 @@ int main(int argc, char** argv) {
   env.observer = observer->get();
   if (!config->etcd.empty()) {
     etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{config->etcd});
-    auto directory =
-        ps::EtcdShardDirectory::Start(etcd.get(), config->cluster, absl::Seconds(60));
+    auto directory = ps::EtcdShardDirectory::Start(etcd.get(), config->cluster, absl::Seconds(60));
     if (!directory.ok()) {
       return Fail(absl::StrCat("--etcd=", config->etcd, ": ", directory.status().message()));
     }
     env.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
   }
-  const absl::Status run = config->sparse_model() ? ps::RunSparseWorker(*config, env)
-                                                  : ps::RunDenseWorker(*config, env);
+  const absl::Status run =
+      config->sparse_model() ? ps::RunSparseWorker(*config, env) : ps::RunDenseWorker(*config, env);
   std::fflush(stdout);
   if (!run.ok()) return Fail(std::string(run.message()));
   if (*metrics_http != nullptr) {

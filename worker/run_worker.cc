@@ -187,13 +187,13 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
   const TrainerConfig& trainer = config.trainer;
   const std::string who = config.who();
   if (trainer.consistency != Consistency::kAsync) {
-    const absl::Status s = client.WaitForWorkers(
-        trainer.num_workers, absl::Seconds(config.wait_for_workers_seconds));
+    const absl::Status s =
+        client.WaitForWorkers(trainer.num_workers, absl::Seconds(config.wait_for_workers_seconds));
     if (!s.ok()) return Prefixed(who + ": ", s);
   }
   const int64_t limit = config.max_train_examples;
-  Dataset shard = ShardOf(limit > 0 ? Head(train, limit) : train, trainer.worker_index,
-                          trainer.num_workers);
+  Dataset shard =
+      ShardOf(limit > 0 ? Head(train, limit) : train, trainer.worker_index, trainer.num_workers);
   train = Dataset();  // only the shard is needed from here on
   std::printf(
       "%s: %lld training examples of %dx%d images in %d classes, model %s (%lld parameters), "
@@ -248,10 +248,9 @@ absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
   emb.prefix = config.table_prefix.empty() ? config.model : config.table_prefix;
   emb.seed = config.trainer.seed;
   const std::vector<proto::TableDef> tables =
-      config.model == "embedding_mlp"
-          ? EmbeddingMlpTables(emb, config.optimizer)
-          : std::vector<proto::TableDef>{
-                SparseLrTable(emb.prefix + "/w", config.optimizer, emb.num_buckets)};
+      config.model == "embedding_mlp" ? EmbeddingMlpTables(emb, config.optimizer)
+                                      : std::vector<proto::TableDef>{SparseLrTable(
+                                            emb.prefix + "/w", config.optimizer, emb.num_buckets)};
   // Sparse models train asynchronously without a lease, as they always have.
   auto client = ConnectAndCreate(ClientOptions(config, env, PsClientOptions()), tables);
   if (!client.ok()) return client.status();
@@ -271,9 +270,9 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
   if (!data.ok()) return Prefixed("--data_dir: ", data.status());
   auto model = MakeModel(config.model, data->train.dim, config.hidden, data->train.num_classes);
   if (!model.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--model: ", model.status().message(), " (the data set has ", data->rows, "x",
-        data->cols, " images in ", data->train.num_classes, " classes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model: ", model.status().message(), " (the data set has ", data->rows, "x",
+                     data->cols, " images in ", data->train.num_classes, " classes)"));
   }
   config.trainer.table_prefix =
       config.table_prefix.empty() ? (*model)->name() : config.table_prefix;
@@ -287,8 +286,7 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
     config.trainer.start_clock = *clock;
   }
   if (!config.eval_only) {
-    if (absl::Status s =
-            TrainDense(config, env, **model, std::move(data->train), *data, **client);
+    if (absl::Status s = TrainDense(config, env, **model, std::move(data->train), *data, **client);
         !s.ok()) {
       return s;
     }

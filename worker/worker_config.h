@@ -25,8 +25,8 @@ struct WorkerConfig {
 
   // "mlp" or "softmax" (IDX images), "sparse_lr" or "embedding_mlp" (LibSVM).
   std::string model = "mlp";
-  std::vector<int> hidden;   // MLP hidden widths
-  std::string table_prefix;  // "": the model's name
+  std::vector<int> hidden;    // MLP hidden widths
+  std::string table_prefix;   // "": the model's name
   proto::TableDef optimizer;  // the optimizer fields of every table
 
   // Dense models: the IDX directory.
@@ -36,11 +36,11 @@ struct WorkerConfig {
   std::string train_data;
   std::string test_data;
   bool evaluate = true;
-  EmbeddingMlpConfig embedding;     // dim, hidden, num_fields, num_buckets
-  SparseTrainerConfig sparse;       // skip_bad_lines, row cache, push_threshold
-  int64_t max_train_examples = 0;   // 0: all
+  EmbeddingMlpConfig embedding;    // dim, hidden, num_fields, num_buckets
+  SparseTrainerConfig sparse;      // skip_bad_lines, row cache, push_threshold
+  int64_t max_train_examples = 0;  // 0: all
 
-  TrainerConfig trainer;  // worker index and count, epochs, batch, consistency...
+  TrainerConfig trainer;   // worker index and count, epochs, batch, consistency...
   PsClientOptions client;  // consistency, lease, timeout, placement, encoding
   bool eval_only = false;
   bool resume = false;

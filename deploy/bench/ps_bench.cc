@@ -95,7 +95,7 @@ struct Case {
   // dense: ranges; sparse: key lists on a dense table; hashed: key lists on
   // a sparse table (TABLE_SPARSE).
   std::string kind;
-  std::string op;    // push, pull, pushpull
+  std::string op;  // push, pull, pushpull
   uint64_t keys = 0;
   uint32_t width = 1;
   int inflight = 1;
@@ -366,10 +366,11 @@ int RunPair(const Case& a, const Case& b, PsClient* client, int index) {
   }
   std::sort(ratios.begin(), ratios.end());
   const double whole = (total_ops[1] / total_us[1]) / (total_ops[0] / total_us[0]);
-  std::printf("PAIR op=%s width=%u turns=%d hashed_over_sparse=%.3f turn_median=%.3f "
-              "turn_min=%.3f turn_max=%.3f\n",
-              a.op.c_str(), a.width, blocks, whole, ratios[ratios.size() / 2], ratios.front(),
-              ratios.back());
+  std::printf(
+      "PAIR op=%s width=%u turns=%d hashed_over_sparse=%.3f turn_median=%.3f "
+      "turn_min=%.3f turn_max=%.3f\n",
+      a.op.c_str(), a.width, blocks, whole, ratios[ratios.size() / 2], ratios.front(),
+      ratios.back());
   std::fflush(stdout);
   return 0;
 }
@@ -388,8 +389,8 @@ int Main() {
   std::shared_ptr<const ShardDirectory> directory;
   if (const std::string etcd = absl::GetFlag(FLAGS_etcd); !etcd.empty()) {
     kv = std::make_unique<EtcdKvStore>(EtcdOptions{etcd});
-    auto followed = EtcdShardDirectory::Start(kv.get(), absl::GetFlag(FLAGS_cluster),
-                                              absl::Seconds(30));
+    auto followed =
+        EtcdShardDirectory::Start(kv.get(), absl::GetFlag(FLAGS_cluster), absl::Seconds(30));
     if (!followed.ok()) {
       std::fprintf(stderr, "ps_bench: --etcd=%s: %s\n", etcd.c_str(),
                    std::string(followed.status().message()).c_str());

@@ -72,8 +72,8 @@ CheckpointCoordinator::CheckpointCoordinator(PeerSource source, CoordinatorOptio
 
 std::vector<absl::StatusOr<proto::CheckpointResponse>> CheckpointCoordinator::CallAll(
     const proto::CheckpointRequest& request, absl::Duration timeout) {
-  std::vector<absl::StatusOr<proto::CheckpointResponse>> replies(
-      peers_.size(), absl::UnknownError("not called"));
+  std::vector<absl::StatusOr<proto::CheckpointResponse>> replies(peers_.size(),
+                                                                 absl::UnknownError("not called"));
   std::vector<std::thread> threads;
   threads.reserve(peers_.size());
   for (size_t i = 0; i < peers_.size(); ++i) {
@@ -93,12 +93,13 @@ void CheckpointCoordinator::AbortMarked(
   for (size_t i = 0; i < peers_.size(); ++i) {
     // A failed ABORT leaves that server's cut marked until its next MARK is
     // refused; the checkpoint has failed either way.
-    if (replies[i].ok() && replies[i]->marked()) (void)peers_[i]->Call(abort, options_.call_timeout);
+    if (replies[i].ok() && replies[i]->marked())
+      (void)peers_[i]->Call(abort, options_.call_timeout);
   }
 }
 
 absl::StatusOr<uint64_t> CheckpointCoordinator::MarkEverywhere(uint64_t since,
-                                                              bool* incremental_ok) {
+                                                               bool* incremental_ok) {
   proto::CheckpointRequest query;
   query.set_action(proto::CHECKPOINT_MARK);
   uint64_t max_clock = 0;

@@ -137,9 +137,7 @@ absl::Status RemoveTree(const std::string& path) {
 
 }  // namespace
 
-std::string CheckpointDirName(uint64_t sequence) {
-  return absl::StrFormat("ckpt-%010d", sequence);
-}
+std::string CheckpointDirName(uint64_t sequence) { return absl::StrFormat("ckpt-%010d", sequence); }
 
 bool ParseCheckpointDirName(absl::string_view name, uint64_t* sequence) {
   if (!absl::ConsumePrefix(&name, "ckpt-") || name.size() < 10) return false;
@@ -149,8 +147,8 @@ bool ParseCheckpointDirName(absl::string_view name, uint64_t* sequence) {
   return absl::SimpleAtoi(name, sequence);
 }
 
-CheckpointFileWriter::CheckpointFileWriter(std::string dir, std::string name,
-                                           uint64_t block_bytes, int fd)
+CheckpointFileWriter::CheckpointFileWriter(std::string dir, std::string name, uint64_t block_bytes,
+                                           int fd)
     : dir_(std::move(dir)), name_(std::move(name)), block_bytes_(block_bytes), fd_(fd) {
   entry_.set_name(name_);
   entry_.set_block_bytes(block_bytes_);
@@ -161,9 +159,11 @@ absl::StatusOr<std::unique_ptr<CheckpointFileWriter>> CheckpointFileWriter::Crea
     const std::string& dir, const std::string& name, uint64_t block_bytes) {
   if (name.empty() || absl::StrContains(name, '/') || absl::EndsWith(name, ".tmp") ||
       name == kManifestName) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "checkpoint file name '", name, "' must be non-empty, without '/', not end in .tmp "
-        "and not be ", kManifestName));
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint file name '", name,
+                     "' must be non-empty, without '/', not end in .tmp "
+                     "and not be ",
+                     kManifestName));
   }
   if (block_bytes == 0) return absl::InvalidArgumentError("checkpoint block_bytes must be > 0");
   if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
@@ -256,8 +256,8 @@ absl::StatusOr<proto::CheckpointManifest> ReadManifest(const std::string& dir) {
   }
   const uint32_t actual = Crc(Crc(0, ""), body);
   if (actual != crc) {
-    return absl::DataLossError(absl::StrFormat("%s: CRC32 %08x, expected %08x (corrupt)", path,
-                                               actual, crc));
+    return absl::DataLossError(
+        absl::StrFormat("%s: CRC32 %08x, expected %08x (corrupt)", path, actual, crc));
   }
   proto::CheckpointManifest manifest;
   if (!manifest.ParseFromString(std::string(body))) {
@@ -272,8 +272,8 @@ absl::StatusOr<std::string> ReadCheckpointFile(const std::string& dir,
   absl::StatusOr<std::string> bytes = ReadWholeFile(path);
   if (!bytes.ok()) {
     if (bytes.status().code() == absl::StatusCode::kNotFound) {
-      return absl::DataLossError(absl::StrCat(path, ": missing (the manifest lists it, ",
-                                              entry.bytes(), " bytes)"));
+      return absl::DataLossError(
+          absl::StrCat(path, ": missing (the manifest lists it, ", entry.bytes(), " bytes)"));
     }
     return bytes.status();
   }
@@ -284,17 +284,17 @@ absl::StatusOr<std::string> ReadCheckpointFile(const std::string& dir,
   const uint64_t block = entry.block_bytes();
   const uint64_t blocks = block == 0 ? 0 : (entry.bytes() + block - 1) / block;
   if (block == 0 || static_cast<uint64_t>(entry.block_crc32_size()) != blocks) {
-    return absl::DataLossError(absl::StrCat(path, ": the manifest has ",
-                                            entry.block_crc32_size(), " block CRCs for ",
-                                            entry.bytes(), " bytes in blocks of ", block));
+    return absl::DataLossError(absl::StrCat(path, ": the manifest has ", entry.block_crc32_size(),
+                                            " block CRCs for ", entry.bytes(),
+                                            " bytes in blocks of ", block));
   }
   for (uint64_t b = 0; b < blocks; ++b) {
     const absl::string_view piece = absl::string_view(*bytes).substr(b * block, block);
     const uint32_t actual = Crc(Crc(0, ""), piece);
     if (actual != entry.block_crc32(static_cast<int>(b))) {
       return absl::DataLossError(absl::StrFormat(
-          "%s: block %d (bytes %d..%d) has CRC32 %08x, expected %08x (corrupt)", path, b,
-          b * block, b * block + piece.size(), actual, entry.block_crc32(static_cast<int>(b))));
+          "%s: block %d (bytes %d..%d) has CRC32 %08x, expected %08x (corrupt)", path, b, b * block,
+          b * block + piece.size(), actual, entry.block_crc32(static_cast<int>(b))));
     }
   }
   return bytes;

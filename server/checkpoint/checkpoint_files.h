@@ -52,7 +52,8 @@ class CheckpointFileWriter {
   // Errors: INVALID_ARGUMENT for a name with '/' or ending in ".tmp";
   // the system's error naming the path.
   static absl::StatusOr<std::unique_ptr<CheckpointFileWriter>> Create(
-      const std::string& dir, const std::string& name, uint64_t block_bytes = kCheckpointBlockBytes);
+      const std::string& dir, const std::string& name,
+      uint64_t block_bytes = kCheckpointBlockBytes);
   ~CheckpointFileWriter();
 
   absl::Status Append(absl::string_view bytes);
@@ -67,7 +68,7 @@ class CheckpointFileWriter {
   const std::string dir_, name_;
   const uint64_t block_bytes_;
   int fd_;
-  std::string buffer_;      // bytes not yet written
+  std::string buffer_;  // bytes not yet written
   proto::CheckpointFile entry_;
   uint64_t block_fill_ = 0;  // bytes of the current block so far
   uint32_t block_crc_ = 0;

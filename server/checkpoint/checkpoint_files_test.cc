@@ -65,7 +65,9 @@ void FlipByte(const std::string& path, size_t offset) {
   f.put(static_cast<char>(c ^ 0x04));
 }
 
-void Truncate(const std::string& path, size_t bytes) { ASSERT_EQ(::truncate(path.c_str(), bytes), 0); }
+void Truncate(const std::string& path, size_t bytes) {
+  ASSERT_EQ(::truncate(path.c_str(), bytes), 0);
+}
 
 TEST(CheckpointFilesTest, WritesVerifiesAndReadsBack) {
   const std::string root = TestRoot("roundtrip");
@@ -135,8 +137,7 @@ TEST(CheckpointFilesTest, CorruptionIsNamedAndThePreviousCheckpointIsUsed) {
 
 TEST(CheckpointFilesTest, IncompleteCheckpointsAreSkippedAndNoneIsNotFound) {
   const std::string root = TestRoot("incomplete");
-  EXPECT_EQ(FindNewestValidCheckpoint(root, nullptr).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(FindNewestValidCheckpoint(root, nullptr).status().code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(WriteCheckpoint(root, 3).ok());
   // A later checkpoint whose writer died before its manifest.
   auto writer = CheckpointFileWriter::Create(absl::StrCat(root, "/", CheckpointDirName(4)), "d");
@@ -193,8 +194,8 @@ TEST(CheckpointFilesTest, KilledWritersNeverLeaveATornCheckpoint) {
     // The kill lands somewhere in the child's writing: where is up to the
     // seed and the scheduler; any moment must be safe.
     std::mt19937 rng(seed);
-    std::this_thread::sleep_for(std::chrono::microseconds(
-        std::uniform_int_distribution<int>(200, 30000)(rng)));
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(std::uniform_int_distribution<int>(200, 30000)(rng)));
     ::kill(child, SIGKILL);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);

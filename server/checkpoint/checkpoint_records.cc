@@ -119,7 +119,8 @@ absl::StatusOr<std::vector<FoundCheckpoint>> FindNewestValidChain(
   absl::StatusOr<std::vector<CheckpointDir>> dirs = ListCheckpoints(root);
   if (!dirs.ok()) return dirs.status();
   auto skip = [&](uint64_t sequence, absl::string_view why) {
-    if (skipped != nullptr) skipped->push_back(absl::StrCat(CheckpointDirName(sequence), ": ", why));
+    if (skipped != nullptr)
+      skipped->push_back(absl::StrCat(CheckpointDirName(sequence), ": ", why));
   };
   absl::flat_hash_map<std::string, absl::Status> verified;  // by path
   for (auto it = dirs->rbegin(); it != dirs->rend(); ++it) {

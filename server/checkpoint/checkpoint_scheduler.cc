@@ -43,11 +43,9 @@ void CheckpointScheduler::Loop() {
     const char* why = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !pending_.empty();
-      };
-      mu_.AwaitWithDeadline(absl::Condition(&wake),
-                            std::min(next, absl::Now() + options_.poll));
+      auto wake = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !pending_.empty(); };
+      mu_.AwaitWithDeadline(absl::Condition(&wake), std::min(next, absl::Now() + options_.poll));
       if (stopping_) return;
       if (!pending_.empty()) {
         waiting.swap(pending_);
@@ -120,9 +118,10 @@ absl::StatusOr<CheckpointResult> CheckpointScheduler::Stop(bool last) {
     if (!last) final_answered_ = true;
   }
   absl::StatusOr<CheckpointResult> result =
-      last ? TakeAndAnswer(false, std::move(waiting), "at shutdown")
-           : absl::CancelledError("checkpoints: stopped without a last checkpoint");
-  if (!last) {
+      absl::CancelledError("checkpoints: stopped without a last checkpoint");
+  if (last) {
+    result = TakeAndAnswer(false, std::move(waiting), "at shutdown");
+  } else {
     for (Pending& p : waiting) p.done(absl::UnavailableError("checkpoints: stopped"));
   }
   // Requests that came during the last checkpoint get its result.

@@ -26,10 +26,10 @@
 namespace ps {
 
 struct SchedulerOptions {
-  absl::Duration every = absl::ZeroDuration();  // 0: no timer
-  uint64_t every_clocks = 0;                    // 0: no clock trigger
+  absl::Duration every = absl::ZeroDuration();    // 0: no timer
+  uint64_t every_clocks = 0;                      // 0: no clock trigger
   absl::Duration poll = absl::Milliseconds(100);  // how often the clock is looked at
-  uint64_t start_cut = 0;  // the restored checkpoint's cut, for every_clocks
+  uint64_t start_cut = 0;                         // the restored checkpoint's cut, for every_clocks
   // Null: this server always coordinates. Else the timer and the clock
   // trigger take checkpoints only while it returns true (in a replicated
   // cluster, every server runs a scheduler and the primary of shard 0

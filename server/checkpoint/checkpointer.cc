@@ -38,9 +38,9 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
       {
         absl::MutexLock lock(&mu_);
         if (marked_ != 0 && (writing_ || absl::Now() - marked_at_ < kStaleMark)) {
-          return done(absl::FailedPreconditionError(absl::StrCat(
-              "checkpoint: ", name_, " already has a cut marked at ", marked_,
-              " (another checkpoint is being taken)")));
+          return done(absl::FailedPreconditionError(
+              absl::StrCat("checkpoint: ", name_, " already has a cut marked at ", marked_,
+                           " (another checkpoint is being taken)")));
         }
         // A mark whose WRITE never came (its coordinator went away) is
         // dropped: it would hold slice copies for ever.
@@ -74,9 +74,9 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
     case proto::CHECKPOINT_WRITE:
       break;
     default:
-      return done(absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint: ", name_, " does not take action ", request.action(),
-          " (MARK, WRITE or ABORT; COORDINATE goes to the coordinator)")));
+      return done(absl::InvalidArgumentError(
+          absl::StrCat("checkpoint: ", name_, " does not take action ", request.action(),
+                       " (MARK, WRITE or ABORT; COORDINATE goes to the coordinator)")));
   }
   if (request.dir().empty()) {
     return done(absl::InvalidArgumentError("checkpoint: WRITE needs the checkpoint's directory"));
@@ -85,8 +85,8 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
   {
     absl::MutexLock lock(&mu_);
     if (marked_ != cut || cut == 0 || writing_) {
-      return done(absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint: ", name_, " has no cut marked at ", cut, " to write")));
+      return done(absl::FailedPreconditionError(
+          absl::StrCat("checkpoint: ", name_, " has no cut marked at ", cut, " to write")));
     }
     if (since != 0 && !store.CanWriteSince(since)) {
       marked_ = 0;
@@ -99,7 +99,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
   }
   const absl::Duration timeout =
       request.timeout_ms() > 0 ? absl::Milliseconds(request.timeout_ms()) : absl::Seconds(60);
-  const std::string dir = request.dir();
+  const std::string& dir = request.dir();
   core_->clocks().WhenCutReached(
       cut, absl::Now() + timeout,
       [this, cut, since, dir, done = std::move(done)](absl::Status status, uint64_t) {

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"

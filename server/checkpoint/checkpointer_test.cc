@@ -115,7 +115,7 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   EXPECT_EQ(part->clocks(0).clock(), 5u);  // worker 1 at 7, capped at the cut
   EXPECT_EQ(part->clocks(1).clock(), 5u);
   ASSERT_EQ(part->dedup_size(), 2);
-  EXPECT_EQ(part->dedup(0).request_ids_size(), 5);     // worker 1's pushes below the cut
+  EXPECT_EQ(part->dedup(0).request_ids_size(), 5);  // worker 1's pushes below the cut
   // 10 in the cut, 2 outside.
   for (float v : PullAll(core->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 12.0f);
 

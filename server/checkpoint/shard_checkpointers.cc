@@ -7,8 +7,7 @@
 
 namespace ps {
 
-void ShardCheckpointers::Handle(const proto::CheckpointRequest& request,
-                                Checkpointer::Done done) {
+void ShardCheckpointers::Handle(const proto::CheckpointRequest& request, Checkpointer::Done done) {
   if (!request.has_shard()) {
     return done(absl::InvalidArgumentError(
         "checkpoint: a replicated server takes checkpoint calls for one shard at a time; the "
@@ -38,7 +37,8 @@ void ShardCheckpointers::Handle(const proto::CheckpointRequest& request,
     if (it == entries_.end() || it->second->core.lock() != *core) {
       if (request.action() != proto::CHECKPOINT_MARK) {
         return done(absl::FailedPreconditionError(absl::StrCat(
-            "checkpoint: shard ", shard, " has no cut marked on its current copy here (its "
+            "checkpoint: shard ", shard,
+            " has no cut marked on its current copy here (its "
             "chain moved since the MARK, or none came); the coordinator tries again")));
       }
       if (it != entries_.end()) retired_.push_back(std::move(it->second));

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-
 #include "absl/synchronization/mutex.h"
 #include "proto/admin.pb.h"
 #include "server/checkpoint/checkpointer.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -155,11 +156,12 @@ void ClockTracker::CollectLocked(Fired* fired, const absl::Time* now) {
   std::vector<Waiter> keep;
   for (Waiter& w : waiters_) {
     if (ReadyLocked(w)) {
-      fired->push_back(
-          {std::move(w.ready), {absl::OkStatus(), MinLiveLocked(w.table, false, nullptr)}});
+      fired->emplace_back(std::move(w.ready),
+                          std::make_pair(absl::OkStatus(), MinLiveLocked(w.table, false, nullptr)));
     } else if (now != nullptr && *now >= w.deadline) {
-      fired->push_back({std::move(w.ready),
-                        {absl::DeadlineExceededError(DeadlineMessageLocked(w)), uint64_t{0}}});
+      fired->emplace_back(
+          std::move(w.ready),
+          std::make_pair(absl::DeadlineExceededError(DeadlineMessageLocked(w)), uint64_t{0}));
     } else {
       keep.push_back(std::move(w));
     }
@@ -213,7 +215,8 @@ std::vector<ClockTracker::WorkerLease> ClockTracker::Leases() {
   const absl::Time now = now_();
   std::vector<WorkerLease> leases;
   for (const auto& [id, w] : workers_) {
-    if (w.live && w.expires > now) leases.push_back({id, w.incarnation, w.last_clock, w.expires - now});
+    if (w.live && w.expires > now)
+      leases.push_back({id, w.incarnation, w.last_clock, w.expires - now});
   }
   std::sort(leases.begin(), leases.end(),
             [](const WorkerLease& a, const WorkerLease& b) { return a.worker < b.worker; });
@@ -240,15 +243,15 @@ ClockTracker::WaitId ClockTracker::Wait(Waiter w) {
         waiters_.push_back(std::move(w));
         return waiters_.back().id;
       }
-      status = absl::ResourceExhaustedError(absl::StrCat(
-          w.is_cut    ? "checkpoint"
-          : w.is_pull ? "pull"
-                      : "BSP push",
-          " of table '", w.table, "' by worker ", w.worker, " at clock ", w.t, " would wait, but ",
-          here ? process_parked_->limit() : max_parked_,
-          here ? " calls already wait in this server process, over all its shards"
-               : " calls already wait on this shard",
-          " (limit --max_parked_calls)"));
+      status = absl::ResourceExhaustedError(
+          absl::StrCat(w.is_cut    ? "checkpoint"
+                       : w.is_pull ? "pull"
+                                   : "BSP push",
+                       " of table '", w.table, "' by worker ", w.worker, " at clock ", w.t,
+                       " would wait, but ", here ? process_parked_->limit() : max_parked_,
+                       here ? " calls already wait in this server process, over all its shards"
+                            : " calls already wait on this shard",
+                       " (limit --max_parked_calls)"));
     }
     if (status.ok() && w.is_pull) params_clock = MinLiveLocked(w.table, false, nullptr);
   }
@@ -358,7 +361,9 @@ void ClockTracker::Close(const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     closed_ = status.ok() ? absl::UnavailableError("closed") : status;
-    for (Waiter& w : waiters_) fired.push_back({std::move(w.ready), {status, uint64_t{0}}});
+    for (Waiter& w : waiters_) {
+      fired.emplace_back(std::move(w.ready), std::make_pair(status, uint64_t{0}));
+    }
     const size_t before = waiters_.size();
     waiters_.clear();
     Unparked(before);
@@ -370,7 +375,9 @@ void ClockTracker::FailWaiting(const absl::Status& status) {
   Fired fired;
   {
     absl::MutexLock lock(&mu_);
-    for (Waiter& w : waiters_) fired.push_back({std::move(w.ready), {status, uint64_t{0}}});
+    for (Waiter& w : waiters_) {
+      fired.emplace_back(std::move(w.ready), std::make_pair(status, uint64_t{0}));
+    }
     const size_t before = waiters_.size();
     waiters_.clear();
     Unparked(before);

@@ -24,12 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "server/store/memory_budget.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/store/memory_budget.h"
 
 namespace ps {
 
@@ -45,8 +45,9 @@ class ClockTracker {
   // `process_parked` (not owned; may be null) counts the calls parked by
   // every tracker of the process, one unit each: a wait parks only while
   // both this tracker has fewer than max_parked and that count has room.
-  explicit ClockTracker(std::function<absl::Time()> now = [] { return absl::Now(); },
-                        size_t max_parked = 4096, MemoryBudget* process_parked = nullptr);
+  explicit ClockTracker(
+      std::function<absl::Time()> now = [] { return absl::Now(); }, size_t max_parked = 4096,
+      MemoryBudget* process_parked = nullptr);
   ~ClockTracker();
 
   // Registers the worker (or renews its lease) at `clock`; `incarnation`
@@ -72,8 +73,8 @@ class ClockTracker {
 
   // BSP: runs `ready` once every live worker has read `table` for clock t
   // (so the round-t push cannot leak into anyone's round-t parameters).
-  WaitId WhenPushReady(const std::string& table, uint32_t worker, uint64_t t,
-                       absl::Time deadline, Callback ready);
+  WaitId WhenPushReady(const std::string& table, uint32_t worker, uint64_t t, absl::Time deadline,
+                       Callback ready);
   // Runs the parked callback now with CANCELLED (the caller went away); a
   // no-op when it already ran.
   void Cancel(WaitId id);
@@ -100,8 +101,8 @@ class ClockTracker {
   struct WorkerLease {
     uint32_t worker = 0;
     uint64_t incarnation = 0;
-    uint64_t clock = 0;         // its last heartbeat's
-    absl::Duration remaining;   // until its lease expires
+    uint64_t clock = 0;        // its last heartbeat's
+    absl::Duration remaining;  // until its lease expires
   };
   std::vector<WorkerLease> Leases();
   // Restore: the worker has completed the rounds below `clock` on `table`.
@@ -142,7 +143,7 @@ class ClockTracker {
   static constexpr size_t kMaxPartialRounds = 64;
   struct PerWorker {
     uint64_t completed = 0;
-    uint64_t pulled_plus1 = 0;  // 0: never read
+    uint64_t pulled_plus1 = 0;                        // 0: never read
     absl::flat_hash_map<uint64_t, uint32_t> partial;  // clock -> parts applied
   };
   struct Table {

@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "server/store/memory_budget.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "server/store/memory_budget.h"
 
 namespace ps {
 

@@ -16,7 +16,6 @@ namespace {
 
 constexpr uint64_t kNoLiveWorkers = std::numeric_limits<uint64_t>::max();
 
-
 bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
   return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
 }
@@ -77,10 +76,10 @@ absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
     const proto::CreateTableRequest& request) {
   const proto::TableDef& def = request.table();
   if (def.name().size() > options_.limits.max_table_name_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table name '", def.name().substr(0, 64), "...' is ", def.name().size(),
-        " bytes, over the limit of ", options_.limits.max_table_name_bytes,
-        " (ps_server --max_table_name_bytes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("table name '", def.name().substr(0, 64), "...' is ", def.name().size(),
+                     " bytes, over the limit of ", options_.limits.max_table_name_bytes,
+                     " (ps_server --max_table_name_bytes)"));
   }
   absl::StatusOr<bool> created;
   {
@@ -101,9 +100,9 @@ absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
 
 absl::Status PsCore::CheckClock(const std::string& what, uint64_t clock) const {
   if (clock < options_.limits.max_clock) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " carries clock ", clock,
-                                                 ", at or over the limit of ",
-                                                 options_.limits.max_clock, " (ps_server --max_clock)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " carries clock ", clock, ", at or over the limit of ",
+                   options_.limits.max_clock, " (ps_server --max_clock)"));
 }
 
 namespace {
@@ -117,10 +116,10 @@ absl::Status CheckSize(const char* what, const std::string& table, uint64_t keys
         limits.max_keys_per_request, " per request (ps_server --max_keys_per_request)"));
   }
   if (bytes > limits.max_message_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        what, " of ", keys, " keys of table '", table, "' is ", bytes,
-        " bytes, over this server's message limit of ", limits.max_message_bytes,
-        " bytes (ps_server --max_message_mb); split the request"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " of ", keys, " keys of table '", table, "' is ", bytes,
+                     " bytes, over this server's message limit of ", limits.max_message_bytes,
+                     " bytes (ps_server --max_message_mb); split the request"));
   }
   return absl::OkStatus();
 }
@@ -284,15 +283,14 @@ PsCore::CallId PsCore::Push(const PushArgs* args, absl::Time deadline, PushDone 
     return 0;
   }
   // BSP: apply once everyone has read this round's parameters.
-  return clocks_.WhenPushReady(
-      h.table(), h.worker_id(), h.clock(), deadline,
-      [this, args, done = std::move(done)](absl::Status status, uint64_t) {
-        if (!status.ok()) {
-          done(status);
-        } else {
-          done(Apply(*args));
-        }
-      });
+  return clocks_.WhenPushReady(h.table(), h.worker_id(), h.clock(), deadline,
+                               [this, args, done = std::move(done)](absl::Status status, uint64_t) {
+                                 if (!status.ok()) {
+                                   done(status);
+                                 } else {
+                                   done(Apply(*args));
+                                 }
+                               });
 }
 
 proto::PushBatchResponse PsCore::PushBatch(const proto::PushBatchRequest& request) {
@@ -420,9 +418,9 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   done(std::move(reply));
 }
 
-absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
-    const proto::PushPullRequest& request, const SegmentedBytes& values,
-    const Allocate& allocate) {
+absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(const proto::PushPullRequest& request,
+                                                             const SegmentedBytes& values,
+                                                             const Allocate& allocate) {
   uint64_t total = 0;
   for (const proto::PushRequest& push : request.pushes()) {
     if (push.values_bytes() > values.size() - std::min<uint64_t>(total, values.size())) {
@@ -443,9 +441,8 @@ absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
     const uint64_t n = push.values_bytes();
     PushArgs args;
     absl::StatusOr<proto::PullResponse> result;
-    absl::Status decoded =
-        DecodePush(push, SegmentedBytes::Of(push.key_list()), values.Sub(offset, n), &key_lists_,
-                   &args);
+    absl::Status decoded = DecodePush(push, SegmentedBytes::Of(push.key_list()),
+                                      values.Sub(offset, n), &key_lists_, &args);
     if (!decoded.ok()) {
       result = decoded;
     } else {
@@ -471,12 +468,12 @@ absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(
   return response;
 }
 
-absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys,
-                           uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
+absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys, uint64_t params_clock,
+                           absl::Time arrived, const Allocate& allocate,
                            proto::PullResponse* reply) {
-  auto version = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
-    return store_.Pull(h.table(), keys, room);
-  });
+  auto version = ReadEncoded(
+      h.value_encoding(), allocate,
+      [&](absl::FunctionRef<char*(size_t)> room) { return store_.Pull(h.table(), keys, room); });
   if (!version.ok()) return version.status();
   RecordRead(h, params_clock, arrived, *version, reply);
   return absl::OkStatus();
@@ -528,8 +525,8 @@ absl::StatusOr<proto::HeartbeatResponse> PsCore::TakeHeartbeat(
         ", over this server's limit of ", absl::FormatDuration(options_.limits.max_lease),
         " (ps_server --max_lease_seconds); use a shorter ps_worker --lease_seconds"));
   }
-  if (absl::Status s = CheckClock(absl::StrCat("heartbeat of worker ", request.worker_id()),
-                                  request.clock());
+  if (absl::Status s =
+          CheckClock(absl::StrCat("heartbeat of worker ", request.worker_id()), request.clock());
       !s.ok()) {
     return s;
   }

@@ -37,9 +37,9 @@
 #include "server/core/key_list_cache.h"
 #include "server/core/pull_stats.h"
 #include "server/core/request_args.h"
-#include "server/replication/replication_log.h"
 #include "server/core/request_dedup.h"
 #include "server/core/server_limits.h"
+#include "server/replication/replication_log.h"
 #include "server/store/shard_store.h"
 
 namespace ps {
@@ -191,9 +191,8 @@ class PsCore {
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;
   // Heartbeat without the log.
   absl::StatusOr<proto::HeartbeatResponse> TakeHeartbeat(const proto::HeartbeatRequest& request);
-  absl::Status Serve(const proto::PullRequest& header, const KeySpec& keys,
-                     uint64_t params_clock, absl::Time arrived, const Allocate& allocate,
-                     proto::PullResponse* reply);
+  absl::Status Serve(const proto::PullRequest& header, const KeySpec& keys, uint64_t params_clock,
+                     absl::Time arrived, const Allocate& allocate, proto::PullResponse* reply);
   // Accounts for a read of the table (clocks, staleness statistics) and
   // fills the reply's version, params clock and wait.
   void RecordRead(const proto::PullRequest& header, uint64_t params_clock, absl::Time arrived,

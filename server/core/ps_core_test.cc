@@ -385,7 +385,6 @@ TEST_F(PsCoreTest, BatchedPushesAreDeduplicatedAndValidatedOneByOne) {
   EXPECT_EQ(reply.results(2).code(), static_cast<int>(absl::StatusCode::kNotFound));
 }
 
-
 // The PushPull RPC's core: each push applied once and read back; a failed
 // push fails alone and leaves zeros; values that do not add up are refused.
 TEST_F(PsCoreTest, PushPullAppliesEachPushThenReadsItBack) {

@@ -20,8 +20,8 @@ absl::StatusOr<KeySpec> KeysOf(const Request& header, const SegmentedBytes& key_
                                std::vector<uint64_t>* storage, KeyListCache::List* cached) {
   const uint64_t signature = header.key_list_signature();
   if (signature != 0 && header.ranges_size() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request for table '", header.table(), "' has both ranges and a key_list_signature"));
+    return absl::InvalidArgumentError(absl::StrCat("request for table '", header.table(),
+                                                   "' has both ranges and a key_list_signature"));
   }
   if (!key_list.empty()) {
     if (header.ranges_size() > 0) {
@@ -72,8 +72,8 @@ absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& 
   out->clock_only = header.ranges_size() == 0 && key_list.empty() && values.empty() &&
                     header.key_list_signature() == 0;
   if (out->clock_only) return absl::OkStatus();
-  absl::StatusOr<KeySpec> keys = KeysOf(header, key_list, cache, &out->flat_keys,
-                                        &out->key_storage, &out->cached_keys);
+  absl::StatusOr<KeySpec> keys =
+      KeysOf(header, key_list, cache, &out->flat_keys, &out->key_storage, &out->cached_keys);
   if (!keys.ok()) return keys.status();
   out->keys = *std::move(keys);
   const proto::ValueEncoding encoding = header.value_encoding();
@@ -86,8 +86,7 @@ absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& 
     }
     const size_t n = values.size() / 2;
     out->gathered_values.reset(new float[n]);
-    DecodeValues(encoding, values.Flatten(&out->flat_values).data(), n,
-                 out->gathered_values.get());
+    DecodeValues(encoding, values.Flatten(&out->flat_values).data(), n, out->gathered_values.get());
     out->values = absl::Span<const float>(out->gathered_values.get(), n);
     return absl::OkStatus();
   }
@@ -127,8 +126,8 @@ absl::Status DecodePull(const proto::PullRequest& header, const SegmentedBytes& 
                         KeyListCache* cache, PullArgs* out) {
   out->header = header;
   out->header.clear_key_list();
-  absl::StatusOr<KeySpec> keys = KeysOf(header, key_list, cache, &out->flat_keys,
-                                        &out->key_storage, &out->cached_keys);
+  absl::StatusOr<KeySpec> keys =
+      KeysOf(header, key_list, cache, &out->flat_keys, &out->key_storage, &out->cached_keys);
   if (!keys.ok()) return keys.status();
   out->keys = *std::move(keys);
   return absl::OkStatus();

@@ -16,11 +16,11 @@ struct ServerLimits {
   // Bytes of parameters and optimizer state this shard may hold
   // (--memory_budget_mb; 0 there means DefaultMemoryBudget()).
   uint64_t memory_budget_bytes = uint64_t{1} << 30;
-  uint32_t max_tables = 1024;                   // --max_tables
-  uint64_t max_keys_per_request = 1ull << 24;   // --max_keys_per_request
-  uint64_t max_message_bytes = 64ull << 20;     // --max_message_mb: request and pull reply
-  uint32_t max_table_name_bytes = 256;          // --max_table_name_bytes
-  uint32_t max_parked_calls = 4096;             // --max_parked_calls: waiting pulls + held BSP pushes
+  uint32_t max_tables = 1024;                  // --max_tables
+  uint64_t max_keys_per_request = 1ull << 24;  // --max_keys_per_request
+  uint64_t max_message_bytes = 64ull << 20;    // --max_message_mb: request and pull reply
+  uint32_t max_table_name_bytes = 256;         // --max_table_name_bytes
+  uint32_t max_parked_calls = 4096;  // --max_parked_calls: waiting pulls + held BSP pushes
   absl::Duration max_lease = absl::Minutes(5);  // --max_lease_seconds
   uint64_t max_clock = uint64_t{1} << 62;       // --max_clock: clocks at or above are refused
   // How long a push's request id is remembered, so that a retry arriving

@@ -77,9 +77,8 @@ absl::StatusOr<T> WaitFor(
       if (!ring.ok()) return ring.status();
       last = ring->Describe();
       if (ring->version() != reported && options.progress) {
-        options.progress(absl::StrFormat("%6.2f s  %s", absl::ToDoubleSeconds(
-                                                             options.clock->Now() - start),
-                                         last));
+        options.progress(absl::StrFormat(
+            "%6.2f s  %s", absl::ToDoubleSeconds(options.clock->Now() - start), last));
       }
       reported = ring->version();
       if (absl::Status live = CheckLive(*state, options.cluster, server); !live.ok()) {
@@ -128,8 +127,7 @@ absl::StatusOr<std::vector<int>> AddServer(const ClusterAdminOptions& options, u
     return absl::FailedPreconditionError(
         absl::StrCat("server ", server, " is being drained; it cannot also be added"));
   }
-  if (absl::Status s =
-          Request(*options.kv, *state, AddKey(options.cluster, server), server);
+  if (absl::Status s = Request(*options.kv, *state, AddKey(options.cluster, server), server);
       !s.ok()) {
     return s;
   }
@@ -140,10 +138,11 @@ absl::StatusOr<std::vector<int>> AddServer(const ClusterAdminOptions& options, u
         if (!settled) return std::nullopt;
         Result held = ShardsServed(now.ring, server, /*joining=*/false);
         if (held.empty()) {
-          return absl::StatusOr<Result>(absl::FailedPreconditionError(absl::StrCat(
-              "the ring settled without giving server ", server, " a shard: ",
-              now.ring.shards_size(), " shards x ", now.ring.replicas(), " copies are already "
-              "spread over the other servers")));
+          return absl::StatusOr<Result>(absl::FailedPreconditionError(
+              absl::StrCat("the ring settled without giving server ", server,
+                           " a shard: ", now.ring.shards_size(), " shards x ", now.ring.replicas(),
+                           " copies are already "
+                           "spread over the other servers")));
         }
         return absl::StatusOr<Result>(std::move(held));
       });
@@ -161,10 +160,10 @@ absl::Status DrainServer(const ClusterAdminOptions& options, uint32_t server) {
     }
   }
   if (others.size() < state->ring.replicas()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "draining server ", server, " would leave ", others.size(), " live server(s) (",
-        absl::StrJoin(others, ", "), ") for ", state->ring.replicas(),
-        " copies of each shard; add a server first"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("draining server ", server, " would leave ", others.size(),
+                     " live server(s) (", absl::StrJoin(others, ", "), ") for ",
+                     state->ring.replicas(), " copies of each shard; add a server first"));
   }
   if (absl::Status s = Request(*options.kv, *state, DrainKey(options.cluster, server), server);
       !s.ok()) {
@@ -177,9 +176,9 @@ absl::Status DrainServer(const ClusterAdminOptions& options, uint32_t server) {
         const std::vector<int> joining = ShardsServed(now.ring, server, true);
         if (held.empty() && joining.empty()) return absl::StatusOr<bool>(true);
         if (!settled) return std::nullopt;
-        return absl::StatusOr<bool>(absl::FailedPreconditionError(absl::StrCat(
-            "the ring settled with server ", server, " still holding shards ",
-            ShardList(held), ": no other live server can take them")));
+        return absl::StatusOr<bool>(absl::FailedPreconditionError(
+            absl::StrCat("the ring settled with server ", server, " still holding shards ",
+                         ShardList(held), ": no other live server can take them")));
       });
   return done.status();
 }

@@ -16,9 +16,9 @@ std::string Mib(uint64_t bytes) { return absl::StrFormat("%.1f", bytes / 1048576
 }  // namespace
 
 std::string FormatClusterStatus(const std::vector<ShardStatus>& shards) {
-  std::string out = absl::StrFormat("%-5s  %-28s  %6s  %10s  %21s  %9s  %10s  %8s\n", "shard",
-                                    "primary", "tables", "rows", "memory MiB (budget)",
-                                    "max clock", "pulls", "repl lag");
+  std::string out =
+      absl::StrFormat("%-5s  %-28s  %6s  %10s  %21s  %9s  %10s  %8s\n", "shard", "primary",
+                      "tables", "rows", "memory MiB (budget)", "max clock", "pulls", "repl lag");
   struct TableTotals {
     uint64_t rows = 0, clock = 0, pulls = 0, admitted = 0, evicted = 0;
     int shards = 0;
@@ -42,11 +42,11 @@ std::string FormatClusterStatus(const std::vector<ShardStatus>& shards) {
     memory += s.stats.memory_bytes();
     const std::string lag =
         s.stats.has_replication() ? absl::StrCat(s.stats.replication().pending()) : "-";
-    out += absl::StrFormat("%-5d  %-28s  %6d  %10d  %21s  %9d  %10d  %8s\n", s.shard, s.server,
-                           s.stats.tables_size(), rows,
-                           absl::StrCat(Mib(s.stats.memory_bytes()), " (",
-                                        Mib(s.stats.memory_budget_bytes()), ")"),
-                           clock, pulls, lag);
+    out += absl::StrFormat(
+        "%-5d  %-28s  %6d  %10d  %21s  %9d  %10d  %8s\n", s.shard, s.server, s.stats.tables_size(),
+        rows,
+        absl::StrCat(Mib(s.stats.memory_bytes()), " (", Mib(s.stats.memory_budget_bytes()), ")"),
+        clock, pulls, lag);
   }
   out += absl::StrFormat("%d shard(s), %s MiB of parameters and optimizer state\n", shards.size(),
                          Mib(memory));

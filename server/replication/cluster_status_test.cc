@@ -37,8 +37,10 @@ TEST(ClusterStatusTest, OneLinePerShardThenPerTable) {
   EXPECT_THAT(text, HasSubstr("1      server 2 (127.0.0.1:7002)          1         500  "
                               "         1.0 (1024.0)          8          30         -\n"));
   EXPECT_THAT(text, HasSubstr("2 shard(s), 4.0 MiB of parameters"));
-  EXPECT_THAT(text, HasSubstr("emb                            2        1500          8          80"));
-  EXPECT_THAT(text, HasSubstr("mlp/w0                         1           0          9          20"));
+  EXPECT_THAT(text,
+              HasSubstr("emb                            2        1500          8          80"));
+  EXPECT_THAT(text,
+              HasSubstr("mlp/w0                         1           0          9          20"));
 }
 
 TEST(ClusterStatusTest, NoTablesSaysSo) {

@@ -3,8 +3,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/cluster_keys.h"
 #include "common/cluster_state.h"
 #include "common/log.h"
@@ -39,11 +39,10 @@ absl::StatusOr<std::unique_ptr<MembershipAgent>> MembershipAgent::Start(Membersh
                                                                         ShardHost* host) {
   if (options.kv == nullptr || options.num_shards < 1 || options.replicas < 1 ||
       options.num_servers > options.num_shards) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("membership needs an etcd endpoint (--etcd), shards >= 1, replicas >= 1 "
-                     "and no more servers than shards; got shards ",
-                     options.num_shards, ", replicas ", options.replicas, ", servers ",
-                     options.num_servers));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "membership needs an etcd endpoint (--etcd), shards >= 1, replicas >= 1 "
+        "and no more servers than shards; got shards ",
+        options.num_shards, ", replicas ", options.replicas, ", servers ", options.num_servers));
   }
   std::unique_ptr<MembershipAgent> agent(new MembershipAgent(std::move(options), host));
   if (absl::Status s = agent->Register(); !s.ok()) return s;
@@ -119,13 +118,12 @@ absl::Status MembershipAgent::Register() {
                                  incarnation_, ": this process still holds its copies"));
     return absl::OkStatus();
   }
-  LogEvent(Who(), absl::StrCat("registered in etcd cluster '", options_.cluster,
-                               "' (lease ttl ", absl::FormatDuration(options_.lease),
-                               ", incarnation ", incarnation_, ")",
-                               !running ? ""
-                               : options_.standby
-                                   ? "; standby: waiting for ps_admin add-server"
-                                   : "; asking for a share of the shards"));
+  LogEvent(Who(),
+           absl::StrCat("registered in etcd cluster '", options_.cluster, "' (lease ttl ",
+                        absl::FormatDuration(options_.lease), ", incarnation ", incarnation_, ")",
+                        !running           ? ""
+                        : options_.standby ? "; standby: waiting for ps_admin add-server"
+                                           : "; asking for a share of the shards"));
   return absl::OkStatus();
 }
 
@@ -135,8 +133,7 @@ void MembershipAgent::KeepAliveLoop() {
     {
       absl::MutexLock lock(&mu_);
       auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
-      if (options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping),
-                                           options_.lease / 3)) {
+      if (options_.clock->AwaitWithTimeout(&mu_, absl::Condition(&stopping), options_.lease / 3)) {
         return;
       }
       lease = lease_;
@@ -345,10 +342,11 @@ void MembershipAgent::ReportSynced(int shard) {
   record.set_incarnation(incarnation_);
   absl::StatusOr<int64_t> put =
       options_.kv->Put(SyncedKey(options_.cluster, shard, options_.server_id), ToJson(record));
-  LogEvent(Who(), put.ok() ? absl::StrCat("copy of shard ", shard, " complete; told etcd")
-                           : absl::StrCat("copy of shard ", shard,
-                                          " complete, but etcd could not be told: ",
-                                          put.status().ToString()));
+  LogEvent(Who(),
+           put.ok()
+               ? absl::StrCat("copy of shard ", shard, " complete; told etcd")
+               : absl::StrCat("copy of shard ", shard,
+                              " complete, but etcd could not be told: ", put.status().ToString()));
 }
 
 void MembershipAgent::ReportStuck(int shard, uint32_t server, uint64_t incarnation,

@@ -58,11 +58,11 @@ struct MembershipOptions {
   // This process's incarnation, the same as its ShardHost's (0: a random
   // one). Kept for the process's life, across registrations.
   uint64_t incarnation = 0;
-  std::string address;    // host:port workers and servers reach this server at
-  int num_shards = 1;     // for the first ring
+  std::string address;  // host:port workers and servers reach this server at
+  int num_shards = 1;   // for the first ring
   // The first ring waits for servers 0..num_servers-1 (0: num_shards).
   int num_servers = 0;
-  int replicas = 1;       // for the first ring
+  int replicas = 1;  // for the first ring
   absl::Duration lease = absl::Seconds(3);
   Clock* clock = Clock::Real();
   // Where this server's answers from etcd are noted (may be null: the agent
@@ -134,7 +134,7 @@ class MembershipAgent {
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   const uint64_t incarnation_;
-  int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;  // 0: must register again
+  int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;        // 0: must register again
   bool registered_ ABSL_GUARDED_BY(mu_) = false;  // once, at least
   // Registered again at this etcd revision: fenced until a read at or after it.
   int64_t reread_after_ ABSL_GUARDED_BY(mu_) = 0;

@@ -239,10 +239,10 @@ void ReplicaLink::Retarget(uint64_t ring_version, std::optional<Target> target) 
     absl::MutexLock lock(&mu_);
     ring_version_ = ring_version;
     if (closed_) return;
-    const bool same = target.has_value() == target_.has_value() &&
-                      (!target || (target->server == target_->server &&
-                                   target->address == target_->address &&
-                                   target->incarnation == target_->incarnation));
+    const bool same =
+        target.has_value() == target_.has_value() &&
+        (!target || (target->server == target_->server && target->address == target_->address &&
+                     target->incarnation == target_->incarnation));
     if (same && stream_ != 0) return;
     if (!target) {
       for (Item& item : queue_) {
@@ -327,8 +327,9 @@ void ReplicaLink::Run() {
         HeaderLocked(stream, target, request);
         for (Item& item : queue_) {
           if (item.marker) break;
-          if (count > 0 && (bytes + item.bytes > options_.max_batch_bytes ||
-                            request.entries_size() >= static_cast<int>(options_.max_batch_entries))) {
+          if (count > 0 &&
+              (bytes + item.bytes > options_.max_batch_bytes ||
+               request.entries_size() >= static_cast<int>(options_.max_batch_entries))) {
             break;
           }
           if (item.entry != nullptr) {
@@ -405,22 +406,20 @@ absl::StatusOr<proto::ForwardResponse> ReplicaLink::SendUntilAcked(uint64_t stre
       return absl::CancelledError("stream restarted");
     }
     if (attempt == 0 || attempt % 100 == 0) {
-      LogEvent(Who(), absl::StrCat(request.probe() ? "probe of" : "forward to", " server ",
-                                   target.server, " (", target.address,
-                                   ") failed, retrying until the ring changes: ",
-                                   reply.status().ToString()));
+      LogEvent(Who(),
+               absl::StrCat(request.probe() ? "probe of" : "forward to", " server ", target.server,
+                            " (", target.address, ") failed, retrying until the ring changes: ",
+                            reply.status().ToString()));
     }
     // Back off, but wake at once when the successor changes.
     absl::MutexLock lock(&mu_);
-    auto changed = [this, stream]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stop_ || stream_ != stream;
-    };
+    auto changed = [this, stream]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || stream_ != stream; };
     clock_->AwaitWithTimeout(&mu_, absl::Condition(&changed), options_.retry_backoff);
   }
 }
 
-void ReplicaLink::NoteFailure(absl::Time began, const Target& target,
-                              const absl::Status& status) {
+void ReplicaLink::NoteFailure(absl::Time began, const Target& target, const absl::Status& status) {
   absl::Duration failing;
   {
     absl::MutexLock lock(&mu_);
@@ -471,18 +470,18 @@ void ReplicaLink::Resync(uint64_t stream, const Target& target) {
       queue_.push_back(std::move(caught_up));
       ++stats_.catch_ups;
       stats_.catch_up_entries += n;
-      LogEvent(Who(), absl::StrCat("server ", target.server, " holds a copy at ",
-                                   theirs.ToString(), ": catching it up with ", n,
-                                   " entries to ", position_.ToString(), " (no snapshot)"));
+      LogEvent(Who(), absl::StrCat("server ", target.server, " holds a copy at ", theirs.ToString(),
+                                   ": catching it up with ", n, " entries to ",
+                                   position_.ToString(), " (no snapshot)"));
       return;
     }
-    LogEvent(Who(), absl::StrCat("server ", target.server,
-                                 reply->has_copy()
-                                     ? absl::StrCat(" holds a copy at ", theirs.ToString(),
-                                                    ", not in the recent history after ",
-                                                    base_.ToString())
-                                     : std::string(" holds no copy"),
-                                 ": sending a snapshot"));
+    LogEvent(Who(),
+             absl::StrCat("server ", target.server,
+                          reply->has_copy()
+                              ? absl::StrCat(" holds a copy at ", theirs.ToString(),
+                                             ", not in the recent history after ", base_.ToString())
+                              : std::string(" holds no copy"),
+                          ": sending a snapshot"));
   }
   SendSnapshot(stream, target);
 }
@@ -507,9 +506,8 @@ void ReplicaLink::SendSnapshot(uint64_t stream, const Target& target) {
     LogEvent(Who(), absl::StrCat("snapshot for server ", target.server,
                                  " could not start, retrying: ", begun.ToString()));
     absl::MutexLock lock(&mu_);
-    auto changed = [this, stream]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return stop_ || stream_ != stream;
-    };
+    auto changed = [this, stream]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || stream_ != stream; };
     clock_->AwaitWithTimeout(&mu_, absl::Condition(&changed), options_.retry_backoff * 4);
     return;
   }

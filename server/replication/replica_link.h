@@ -35,13 +35,13 @@
 #include <thread>
 #include <vector>
 
-#include "server/store/memory_budget.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "proto/replication.pb.h"
 #include "server/replication/replication_log.h"
+#include "server/store/memory_budget.h"
 
 namespace ps {
 
@@ -95,7 +95,7 @@ class ReplicaLink final : public ReplicationLog {
   };
   struct Options {
     int shard = 0;
-    uint32_t self = 0;  // this server's id
+    uint32_t self = 0;         // this server's id
     uint64_t incarnation = 0;  // this process's
     // Recent entries kept to catch a successor up without a snapshot
     // (0: none kept; only a successor already at this copy's position is
@@ -119,15 +119,15 @@ class ReplicaLink final : public ReplicationLog {
     std::function<void(const Target&, const absl::Status&)> on_stuck;
   };
   struct Stats {
-    uint64_t entries_sent = 0;   // each entry once, however often its batch was sent
-    uint64_t batches = 0;        // acknowledged batches
-    uint64_t batches_resent = 0; // attempts after a failure
-    uint64_t entries_resent = 0; // entries in those attempts
-    uint64_t snapshots = 0;      // snapshots completed
+    uint64_t entries_sent = 0;    // each entry once, however often its batch was sent
+    uint64_t batches = 0;         // acknowledged batches
+    uint64_t batches_resent = 0;  // attempts after a failure
+    uint64_t entries_resent = 0;  // entries in those attempts
+    uint64_t snapshots = 0;       // snapshots completed
     uint64_t snapshot_bytes = 0;
     uint64_t catch_ups = 0;         // successors caught up from the history
     uint64_t catch_up_entries = 0;  // entries sent for those
-    size_t pending = 0;          // entries and barriers waiting
+    size_t pending = 0;             // entries and barriers waiting
   };
 
   ReplicaLink(Options options, ForwardTransport* transport, SnapshotSource* source,
@@ -169,7 +169,7 @@ class ReplicaLink final : public ReplicationLog {
     bool caught_up = false;  // the receiver is caught up once this item is applied
     EntryPtr entry;          // null: a barrier (or marker, caught_up)
     size_t bytes = 0;
-    std::vector<Done> dones;    // run once this item (and all before) are at the tail
+    std::vector<Done> dones;  // run once this item (and all before) are at the tail
   };
   struct Recent {
     LogPosition position;

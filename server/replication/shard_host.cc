@@ -14,10 +14,10 @@ struct ShardHost::Slot {
   // The current stream brought the copy up to its sender's (a snapshot's
   // last part, or a catch-up): what a joining copy reports. A copy kept
   // from before (complete, but maybe behind) is not synced until then.
-  bool synced = false;               // guarded by the host's mu_
+  bool synced = false;  // guarded by the host's mu_
   // Made while the ring named this server's previous process (constant).
   bool unnamed = false;
-  absl::Mutex mu;                    // serializes the shard's Forward calls
+  absl::Mutex mu;  // serializes the shard's Forward calls
   uint64_t stream ABSL_GUARDED_BY(mu) = 0;
   uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
   // A snapshot being received: swapped in for `replica` at its last part.
@@ -53,8 +53,8 @@ ShardHost::~ShardHost() {
   // goes with the last holder).
   for (auto& [shard, slot] : slots) {
     if (slot->replica->link) {
-      slot->replica->link->Close(absl::UnavailableError(
-          absl::StrCat(Who(), " is stopping; retry at the new primary")));
+      slot->replica->link->Close(
+          absl::UnavailableError(absl::StrCat(Who(), " is stopping; retry at the new primary")));
     }
   }
 }
@@ -106,8 +106,8 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
         }
       };
     }
-    replica->link = std::make_unique<ReplicaLink>(link, options_.transport, replica.get(),
-                                                  options_.core.clock);
+    replica->link =
+        std::make_unique<ReplicaLink>(link, options_.transport, replica.get(), options_.core.clock);
     replica->core->set_replication(replica->link.get());
   }
   return replica;
@@ -122,27 +122,30 @@ absl::StatusOr<std::shared_ptr<PsCore>> ShardHost::ForWorker(int shard) const {
   }
   if (stopping_ || closed_) {
     return absl::UnavailableError(
-        absl::StrCat(Who(), " is stopping; the client re-reads the ring and retries at the new "
-                            "primary"));
+        absl::StrCat(Who(),
+                     " is stopping; the client re-reads the ring and retries at the new "
+                     "primary"));
   }
   if (fenced_) {
-    return absl::UnavailableError(absl::StrCat(
-        Who(), " is fenced: it could not renew its etcd lease in time, so another server may "
-               "have taken its shards; the client re-reads the ring"));
+    return absl::UnavailableError(
+        absl::StrCat(Who(),
+                     " is fenced: it could not renew its etcd lease in time, so another server may "
+                     "have taken its shards; the client re-reads the ring"));
   }
   if (ring_ == nullptr) {
     return absl::UnavailableError(absl::StrCat(Who(), " has not read the ring from etcd yet"));
   }
   if (shard < 0 || shard >= ring_->num_shards()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the request names shard ", shard, " (x-ps-shard metadata); the ring has ",
-        ring_->num_shards(), " shards"));
+    return absl::InvalidArgumentError(absl::StrCat("the request names shard ", shard,
+                                                   " (x-ps-shard metadata); the ring has ",
+                                                   ring_->num_shards(), " shards"));
   }
   if (!NamesMeLocked(*ring_)) {
-    return absl::UnavailableError(absl::StrCat(
-        Who(), " (incarnation ", options_.incarnation, ") restarted: ring version ",
-        ring_->version(), " still names its previous process, whose copies are gone; the "
-        "client re-reads the ring"));
+    return absl::UnavailableError(
+        absl::StrCat(Who(), " (incarnation ", options_.incarnation, ") restarted: ring version ",
+                     ring_->version(),
+                     " still names its previous process, whose copies are gone; the "
+                     "client re-reads the ring"));
   }
   std::optional<uint32_t> primary = ring_->Primary(shard);
   if (primary != options_.server_id) {
@@ -251,9 +254,8 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
         const proto::ShardChain& chain = ring->record().shards(shard);
         const auto& servers = chain.servers();
         slot->unnamed = !NamesMeLocked(*ring);
-        slot->complete =
-            !slot->unnamed &&
-            std::find(servers.begin(), servers.end(), options_.server_id) != servers.end();
+        slot->complete = !slot->unnamed && std::find(servers.begin(), servers.end(),
+                                                     options_.server_id) != servers.end();
         if (chain.restored_at() > 0) {
           slot->complete = from_checkpoint != restored.end() && from_checkpoint->second != nullptr;
         }
@@ -294,8 +296,9 @@ void ShardHost::SetFenced(bool fenced) {
   // server may be promoted before the lease is back; the clients retry.
   for (auto& replica : replicas) {
     replica->core->clocks().FailWaiting(absl::UnavailableError(absl::StrCat(
-        Who(), " is fenced (its etcd lease could not be renewed in time); the client re-reads "
-               "the ring and retries")));
+        Who(),
+        " is fenced (its etcd lease could not be renewed in time); the client re-reads "
+        "the ring and retries")));
   }
 }
 
@@ -374,18 +377,20 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
   {
     absl::ReaderMutexLock lock(&mu_);
     if (!replicated() || fenced_ || closed_ || ring_ == nullptr) {
-      done(absl::UnavailableError(absl::StrCat(
-               Who(), " is not taking forwarded updates (",
-               closed_ ? "stopping" : fenced_ ? "fenced" : "no ring yet", ")")),
+      done(absl::UnavailableError(absl::StrCat(Who(), " is not taking forwarded updates (",
+                                               closed_   ? "stopping"
+                                               : fenced_ ? "fenced"
+                                                         : "no ring yet",
+                                               ")")),
            {});
       return;
     }
     ring = ring_;
     if (request.to_incarnation() != options_.incarnation) {
-      done(absl::FailedPreconditionError(absl::StrCat(
-               Who(), " is incarnation ", options_.incarnation, ", not ",
-               request.to_incarnation(), " that server ", request.from_server(),
-               " addressed (this server restarted; its copies are gone)")),
+      done(absl::FailedPreconditionError(
+               absl::StrCat(Who(), " is incarnation ", options_.incarnation, ", not ",
+                            request.to_incarnation(), " that server ", request.from_server(),
+                            " addressed (this server restarted; its copies are gone)")),
            {});
       return;
     }
@@ -401,12 +406,11 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
       return;
     }
     auto it = slots_.find(shard);
-    if (ring->Successor(shard, request.from_server()) != options_.server_id ||
-        it == slots_.end()) {
-      done(absl::FailedPreconditionError(absl::StrCat(
-               Who(), " is not the successor of server ", request.from_server(), " for shard ",
-               shard, " in its ring version ", ring->version(), " (the sender's is ",
-               request.ring_version(), ")")),
+    if (ring->Successor(shard, request.from_server()) != options_.server_id || it == slots_.end()) {
+      done(absl::FailedPreconditionError(
+               absl::StrCat(Who(), " is not the successor of server ", request.from_server(),
+                            " for shard ", shard, " in its ring version ", ring->version(),
+                            " (the sender's is ", request.ring_version(), ")")),
            {});
       return;
     }
@@ -478,10 +482,10 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
       if (slot.incoming == nullptr) {
         const LogPosition mine = replica->link->position();
         if (complete && at < mine) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "shard ", shard, ": a snapshot at ", at.ToString(), " from server ",
-              request.from_server(), " is behind this complete copy at ", mine.ToString(),
-              "; refused"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("shard ", shard, ": a snapshot at ", at.ToString(), " from server ",
+                           request.from_server(), " is behind this complete copy at ",
+                           mine.ToString(), "; refused"));
         }
         if (complete) {
           // Filled beside the complete copy, which stays until the last part.

@@ -148,7 +148,8 @@ class ShardHost {
   // The copies `ring` (if newer) makes this server hold as the primary of a
   // chain marked restored_at, with no copy of its own yet: loaded by
   // options_.restore (null when it failed).
-  std::map<int, std::shared_ptr<Replica>> RestoreFor(const ShardRing& ring) ABSL_LOCKS_EXCLUDED(mu_);
+  std::map<int, std::shared_ptr<Replica>> RestoreFor(const ShardRing& ring)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the ring names this process (not an earlier one of this id).
   bool NamesMeLocked(const ShardRing& ring) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The replica's core, keeping the whole replica (and so the link the core

@@ -124,8 +124,8 @@ absl::Status Push(PsCore& core, uint64_t request_id) {
   req.add_ranges()->set_end(kKeys);
   std::vector<float> grads(kKeys * kWidth);
   for (size_t i = 0; i < grads.size(); ++i) grads[i] = -static_cast<float>(request_id * (i + 1));
-  req.set_values(std::string(reinterpret_cast<const char*>(grads.data()),
-                             grads.size() * sizeof(float)));
+  req.set_values(
+      std::string(reinterpret_cast<const char*>(grads.data()), grads.size() * sizeof(float)));
   PushArgs args;
   if (absl::Status s = DecodePush(req, &core.key_lists(), &args); !s.ok()) return s;
   absl::Status pushed = absl::DeadlineExceededError("an async push completes inside Push");

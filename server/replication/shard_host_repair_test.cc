@@ -15,11 +15,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
-#include "server/store/memory_budget.h"
 #include "server/core/ps_core.h"
 #include "server/core/request_args.h"
 #include "server/replication/shard_host.h"
 #include "server/replication/shard_host_fixture.h"
+#include "server/store/memory_budget.h"
 #include "tests/test_util/table_defs.h"
 
 namespace ps {
@@ -88,7 +88,7 @@ TEST_F(ShardHostTest, ASuccessorThatAcknowledgesNothingIsReportedStuck) {
   stuck_after_ = absl::Milliseconds(200);
   std::shared_ptr<PsCore> primary = StartChainOfTwo();
   ASSERT_NE(primary, nullptr);
-  transport_.Add(Address(1), nullptr);  // unreachable from now on
+  transport_.Add(Address(1), nullptr);                 // unreachable from now on
   ASSERT_TRUE(primary->CreateTable(SumTable()).ok());  // nothing new: not forwarded
   absl::Notification written;
   proto::CreateTableRequest other = SumTable();

@@ -37,7 +37,8 @@ TEST_F(ShardHostTest, ForWorkerOnlyOnTheUnfencedPrimaryOfAShardInTheRing) {
   SetRing(Ring(1, {{{0, 1}}}), {1, 0});
   absl::StatusOr<std::shared_ptr<PsCore>> replica = host(1).ForWorker(0);
   EXPECT_EQ(replica.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(replica.status().message(), HasSubstr("not the primary of shard 0 in ring version 1"));
+  EXPECT_THAT(replica.status().message(),
+              HasSubstr("not the primary of shard 0 in ring version 1"));
   EXPECT_THAT(replica.status().message(), HasSubstr("server 0 at h0"));
   EXPECT_EQ(host(0).ForWorker(1).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(host(0).ForWorker(-1).status().code(), absl::StatusCode::kInvalidArgument);

@@ -17,7 +17,7 @@ grpc::ServerUnaryReactor* AdminService::Checkpoint(grpc::CallbackServerContext* 
   }
   // gRPC keeps resp alive until Finish.
   Done done = [reactor, resp](absl::StatusOr<proto::CheckpointResponse> reply) {
-    if (reply.ok()) *resp = *std::move(reply);
+    if (reply.ok()) *resp = std::move(*reply);
     reactor->Finish(ToGrpcStatus(reply.status()));
   };
   if (req->action() != proto::CHECKPOINT_COORDINATE) {

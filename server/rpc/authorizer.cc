@@ -78,11 +78,13 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view 
     }
     for (char c : token) {
       if (!absl::ascii_isgraph(static_cast<unsigned char>(c))) {
-        return absl::InvalidArgumentError(absl::StrCat(where, "the token has a non-printable character"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "the token has a non-printable character"));
       }
     }
     for (const auto& [known, r] : tokens) {
-      if (known == token) return absl::InvalidArgumentError(absl::StrCat(where, "a token listed twice"));
+      if (known == token)
+        return absl::InvalidArgumentError(absl::StrCat(where, "a token listed twice"));
     }
     tokens.emplace_back(std::string(token), caller);
   }
@@ -92,7 +94,8 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Parse(absl::string_view 
 
 absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::FromFile(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat("--tokens_file=", path, ": cannot read it"));
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("--tokens_file=", path, ": cannot read it"));
   std::stringstream text;
   text << in.rdbuf();
   return Parse(text.str(), path);
@@ -102,8 +105,9 @@ absl::Status Authorizer::Check(const grpc::CallbackServerContext& ctx, Role need
                                absl::string_view what) const {
   const auto& metadata = ctx.client_metadata();
   auto it = metadata.find("authorization");
-  const absl::string_view value =
-      it == metadata.end() ? absl::string_view() : absl::string_view(it->second.data(), it->second.size());
+  const absl::string_view value = it == metadata.end()
+                                      ? absl::string_view()
+                                      : absl::string_view(it->second.data(), it->second.size());
   return CheckAuthorization(value, needed, what);
 }
 
@@ -115,9 +119,10 @@ absl::Status Authorizer::CheckAuthorization(absl::string_view authorization, Rol
 absl::StatusOr<Caller> Authorizer::Identify(absl::string_view authorization, Role needed,
                                             absl::string_view what) const {
   if (authorization.empty()) {
-    return absl::UnauthenticatedError(absl::StrCat(
-        what, ": this server needs a token (metadata 'authorization: Bearer <token>'; "
-              "see --token_file)"));
+    return absl::UnauthenticatedError(
+        absl::StrCat(what,
+                     ": this server needs a token (metadata 'authorization: Bearer <token>'; "
+                     "see --token_file)"));
   }
   if (!absl::ConsumePrefix(&authorization, "Bearer ")) {
     return absl::UnauthenticatedError(
@@ -132,9 +137,8 @@ absl::StatusOr<Caller> Authorizer::Identify(absl::string_view authorization, Rol
         absl::StrCat(what, ": unknown token (not in this server's --tokens_file)"));
   }
   if (static_cast<int>(caller->role) < static_cast<int>(needed)) {
-    return absl::PermissionDeniedError(absl::StrCat(what, " needs role ", RoleName(needed),
-                                                    "; this token has role ",
-                                                    RoleName(caller->role)));
+    return absl::PermissionDeniedError(absl::StrCat(
+        what, " needs role ", RoleName(needed), "; this token has role ", RoleName(caller->role)));
   }
   return *caller;
 }
@@ -150,16 +154,17 @@ absl::Status AuthorizeServer(const Authorizer* auth, const grpc::CallbackServerC
     absl::StatusOr<Caller> caller = auth->Identify(value, Role::kServer, what);
     if (!caller.ok()) return caller.status();
     if (caller->server_id >= 0 && caller->server_id != static_cast<int64_t>(from_server)) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(what, " says it comes from server ", from_server,
-                       ", but its token is server ", caller->server_id, "'s"));
+      return absl::PermissionDeniedError(absl::StrCat(what, " says it comes from server ",
+                                                      from_server, ", but its token is server ",
+                                                      caller->server_id, "'s"));
     }
   }
   if (std::shared_ptr<const grpc::AuthContext> context = ctx.auth_context()) {
     for (const grpc::string_ref& name : context->FindPropertyValues("x509_common_name")) {
       absl::string_view cn(name.data(), name.size());
       uint32_t id = 0;
-      if (absl::ConsumePrefix(&cn, "ps-server-") && absl::SimpleAtoi(cn, &id) && id != from_server) {
+      if (absl::ConsumePrefix(&cn, "ps-server-") && absl::SimpleAtoi(cn, &id) &&
+          id != from_server) {
         return absl::PermissionDeniedError(
             absl::StrCat(what, " says it comes from server ", from_server,
                          ", but the client certificate is server ", id, "'s (ps-server-", id, ")"));

@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
-#include "absl/time/clock.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/protocol.h"
 #include "common/raw_message.h"
@@ -170,8 +170,8 @@ namespace {
 // Parses a raw push (Push or PushPull) into state->push.
 absl::Status ParsePush(const grpc::ByteBuffer& req, KeyListCache* key_lists, CallState* state) {
   proto::PushRequest header;
-  absl::Status parsed = ParseRaw(req, {kPushKeyListField, kPushValuesField}, &state->slices,
-                                 &header, &state->fields);
+  absl::Status parsed =
+      ParseRaw(req, {kPushKeyListField, kPushValuesField}, &state->slices, &header, &state->fields);
   if (!parsed.ok()) return parsed;
   return DecodePush(header, state->fields.Raw(kPushKeyListField),
                     state->fields.Raw(kPushValuesField), key_lists, &state->push);
@@ -199,18 +199,19 @@ grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
-  PsCore::CallId id = core->Push(
-      &state->push, WaitDeadline(ctx),
-      [reactor, resp, state, core](absl::StatusOr<proto::PushResponse> reply) {
-        if (!reply.ok()) {
-          reactor->Finish(ToGrpcStatus(reply.status()));
-          return;
-        }
-        *resp = SerializeToBuffer(*reply);
-        // Acknowledged once the chain's tail has it (and the state, whose
-        // views the forwarded entry was built from, is no longer needed).
-        core->AfterReplicated([reactor, state](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
-      });
+  PsCore::CallId id =
+      core->Push(&state->push, WaitDeadline(ctx),
+                 [reactor, resp, state, core](absl::StatusOr<proto::PushResponse> reply) {
+                   if (!reply.ok()) {
+                     reactor->Finish(ToGrpcStatus(reply.status()));
+                     return;
+                   }
+                   *resp = SerializeToBuffer(*reply);
+                   // Acknowledged once the chain's tail has it (and the state, whose
+                   // views the forwarded entry was built from, is no longer needed).
+                   core->AfterReplicated(
+                       [reactor, state](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+                 });
   Reactor::Park(core.get(), *state, id);
   return reactor;
 }
@@ -226,30 +227,29 @@ grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
   absl::Status parsed =
       ParseRaw(*req, {kPullKeyListField}, &state->slices, &header, &state->fields);
   if (parsed.ok()) {
-    parsed = DecodePull(header, state->fields.Raw(kPullKeyListField), &core->key_lists(),
-                        &state->pull);
+    parsed =
+        DecodePull(header, state->fields.Raw(kPullKeyListField), &core->key_lists(), &state->pull);
   }
   if (!parsed.ok()) {
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
-  PsCore::CallId id = core->Pull(
-      &state->pull, WaitDeadline(ctx),
-      // The values are copied from the store straight into the reply's slice.
-      AllocatePayload(state.get()),
-      [reactor, resp, state](absl::StatusOr<proto::PullResponse> reply) {
-        if (reply.ok()) {
-          *resp = BuildMessage(*reply, kPullReplyValuesField, std::move(state->payload));
-        }
-        reactor->Finish(ToGrpcStatus(reply.status()));
-      });
+  PsCore::CallId id =
+      core->Pull(&state->pull, WaitDeadline(ctx),
+                 // The values are copied from the store straight into the reply's slice.
+                 AllocatePayload(state.get()),
+                 [reactor, resp, state](absl::StatusOr<proto::PullResponse> reply) {
+                   if (reply.ok()) {
+                     *resp = BuildMessage(*reply, kPullReplyValuesField, std::move(state->payload));
+                   }
+                   reactor->Finish(ToGrpcStatus(reply.status()));
+                 });
   Reactor::Park(core.get(), *state, id);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* PsService::PushPull(grpc::CallbackServerContext* ctx,
-                                              const grpc::ByteBuffer* req,
-                                              grpc::ByteBuffer* resp) {
+                                              const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
   // Never parks; with replication, answered once the chain's tail has it.
   absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "PushPull");
   if (!core.ok()) return Finish(ctx, core.status());
@@ -288,7 +288,7 @@ grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
   absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Info");
   if (!core.ok()) return Finish(ctx, core.status());
   absl::StatusOr<proto::InfoResponse> reply = (*core)->Info(*req);
-  if (reply.ok()) *resp = *std::move(reply);
+  if (reply.ok()) *resp = std::move(*reply);
   return Finish(ctx, reply.status());
 }
 
@@ -298,7 +298,7 @@ grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,
   absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Heartbeat");
   if (!core.ok()) return Finish(ctx, core.status());
   absl::StatusOr<proto::HeartbeatResponse> reply = (*core)->Heartbeat(*req);
-  if (reply.ok()) *resp = *std::move(reply);
+  if (reply.ok()) *resp = std::move(*reply);
   return Finish(ctx, reply.status());
 }
 

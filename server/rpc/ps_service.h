@@ -25,9 +25,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "proto/ps.grpc.pb.h"
-#include "server/rpc/authorizer.h"
 #include "server/core/ps_core.h"
 #include "server/replication/shard_host.h"
+#include "server/rpc/authorizer.h"
 
 namespace ps {
 
@@ -57,8 +57,8 @@ class PsService final : public PsServiceBase {
                                  grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                  grpc::ByteBuffer* resp) override;
-  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx,
-                                     const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                     grpc::ByteBuffer* resp) override;
   grpc::ServerUnaryReactor* PushBatch(grpc::CallbackServerContext* ctx,
                                       const proto::PushBatchRequest* req,
                                       proto::PushBatchResponse* resp) override;

@@ -31,8 +31,8 @@ grpc::ServerUnaryReactor* ReplicationService::EtcdContact(grpc::CallbackServerCo
   const absl::Duration age =
       contact_ == nullptr ? absl::InfiniteDuration() : contact_->SinceAnswer();
   response->set_last_call_answered(contact_ != nullptr && contact_->LastCallAnswered());
-  response->set_millis_since_answer(age == absl::InfiniteDuration() ? -1
-                                                                    : absl::ToInt64Milliseconds(age));
+  response->set_millis_since_answer(
+      age == absl::InfiniteDuration() ? -1 : absl::ToInt64Milliseconds(age));
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -6,9 +6,9 @@
 #define PS_SERVER_RPC_REPLICATION_SERVICE_H_
 
 #include "proto/replication.grpc.pb.h"
-#include "server/rpc/authorizer.h"
 #include "server/replication/etcd_contact.h"
 #include "server/replication/shard_host.h"
+#include "server/rpc/authorizer.h"
 
 namespace ps {
 

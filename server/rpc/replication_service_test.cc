@@ -16,8 +16,8 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "proto/replication.grpc.pb.h"
-#include "server/rpc/authorizer.h"
 #include "server/replication/shard_host.h"
+#include "server/rpc/authorizer.h"
 
 namespace ps {
 namespace {
@@ -40,9 +40,8 @@ class NoTransport final : public ForwardTransport {
 class ReplicationServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto auth = Authorizer::Parse(absl::StrCat("worker ", kWorker, "\nadmin ", kAdmin,
-                                               "\nserver ", kAnyServer, "\nserver:1 ", kServer1,
-                                               "\n"),
+    auto auth = Authorizer::Parse(absl::StrCat("worker ", kWorker, "\nadmin ", kAdmin, "\nserver ",
+                                               kAnyServer, "\nserver:1 ", kServer1, "\n"),
                                   "tokens");
     ASSERT_TRUE(auth.ok()) << auth.status();
     auth_ = *std::move(auth);

@@ -115,8 +115,7 @@ void GrpcTransport::FinishPush(PushState* state) {
 
 void GrpcTransport::StartPush(int server, const std::string& method,
                               const google::protobuf::MessageLite& header, int field,
-                              absl::Span<const absl::string_view> value_pieces,
-                              absl::Time deadline,
+                              absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
                               std::function<absl::Status(const grpc::ByteBuffer&)> decode,
                               Done done) {
   Stubs* stubs = StubsFor(server);
@@ -145,15 +144,15 @@ void GrpcTransport::StartPush(int server, const std::string& method,
     state = owned.release();  // owned by `pending` from here on
     state->request = BuildMessage(header, field, value_pieces, &ReleasePushPiece, state);
   }
-  stubs->generic->UnaryCall(
-      state->context.get(), method, grpc::StubOptions(), &state->request, &state->response,
-      [state](grpc::Status s) {
-        state->status = FromGrpcStatus(s);
-        if (state->status.ok()) state->status = state->decode(state->response);
-        // Our own references to the pieces; gRPC drops its own when done.
-        state->request.Clear();
-        FinishPush(state);
-      });
+  stubs->generic->UnaryCall(state->context.get(), method, grpc::StubOptions(), &state->request,
+                            &state->response, [state](grpc::Status s) {
+                              state->status = FromGrpcStatus(s);
+                              if (state->status.ok())
+                                state->status = state->decode(state->response);
+                              // Our own references to the pieces; gRPC drops its own when done.
+                              state->request.Clear();
+                              FinishPush(state);
+                            });
 }
 
 namespace {
@@ -192,9 +191,9 @@ void GrpcTransport::Push(int server, const proto::PushRequest& header,
 }
 
 void GrpcTransport::PushPull(int server, const proto::PushPullRequest& header,
-                             absl::Span<const absl::string_view> value_pieces,
-                             absl::Time deadline, proto::PushPullResponse* reply_header,
-                             ConsumeValues consume_values, Done done) {
+                             absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+                             proto::PushPullResponse* reply_header, ConsumeValues consume_values,
+                             Done done) {
   StartPush(
       server, PushPullMethodPath(), header, kPushPullValuesField, value_pieces, deadline,
       [reply_header, consume = std::move(consume_values)](const grpc::ByteBuffer& response) {
@@ -233,19 +232,20 @@ void GrpcTransport::PushBatch(int server, const proto::PushBatchRequest& request
                               absl::Time deadline, proto::PushBatchResponse* reply, Done done) {
   Stubs* stubs = StubsFor(server);
   if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs->stub->async()->PushBatch(ctx, &request, reply, std::move(callback));
-  });
+  TypedCall(NewContext(server, deadline), std::move(done),
+            [&](grpc::ClientContext* ctx, auto callback) {
+              stubs->stub->async()->PushBatch(ctx, &request, reply, std::move(callback));
+            });
 }
 
 void GrpcTransport::CreateTable(int server, const proto::CreateTableRequest& request,
-                                absl::Time deadline, proto::CreateTableResponse* reply,
-                                Done done) {
+                                absl::Time deadline, proto::CreateTableResponse* reply, Done done) {
   Stubs* stubs = StubsFor(server);
   if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs->stub->async()->CreateTable(ctx, &request, reply, std::move(callback));
-  });
+  TypedCall(NewContext(server, deadline), std::move(done),
+            [&](grpc::ClientContext* ctx, auto callback) {
+              stubs->stub->async()->CreateTable(ctx, &request, reply, std::move(callback));
+            });
 }
 
 void GrpcTransport::Info(int server, const proto::InfoRequest& request, absl::Time deadline,
@@ -263,18 +263,20 @@ void GrpcTransport::Heartbeat(int server, const proto::HeartbeatRequest& request
                               absl::Time deadline, proto::HeartbeatResponse* reply, Done done) {
   Stubs* stubs = StubsFor(server);
   if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs->stub->async()->Heartbeat(ctx, &request, reply, std::move(callback));
-  });
+  TypedCall(NewContext(server, deadline), std::move(done),
+            [&](grpc::ClientContext* ctx, auto callback) {
+              stubs->stub->async()->Heartbeat(ctx, &request, reply, std::move(callback));
+            });
 }
 
 void GrpcTransport::Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
                           proto::StatsResponse* reply, Done done) {
   Stubs* stubs = StubsFor(server);
   if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs->stub->async()->Stats(ctx, &request, reply, std::move(callback));
-  });
+  TypedCall(NewContext(server, deadline), std::move(done),
+            [&](grpc::ClientContext* ctx, auto callback) {
+              stubs->stub->async()->Stats(ctx, &request, reply, std::move(callback));
+            });
 }
 
 }  // namespace ps

@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/peer_security.h"
 #include "grpcpp/generic/generic_stub.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "proto/ps.grpc.pb.h"
 #include "worker/client/shard_directory.h"
 #include "worker/client/transport.h"
@@ -56,8 +56,7 @@ class GrpcTransport final : public Transport {
             absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
             proto::PushResponse* reply, Done done) override;
   void Pull(int server, const proto::PullRequest& request, absl::Time deadline,
-            proto::PullResponse* reply_header, ConsumeValues consume_values,
-            Done done) override;
+            proto::PullResponse* reply_header, ConsumeValues consume_values, Done done) override;
   void PushPull(int server, const proto::PushPullRequest& header,
                 absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
                 proto::PushPullResponse* reply_header, ConsumeValues consume_values,
@@ -66,8 +65,8 @@ class GrpcTransport final : public Transport {
                  proto::PushBatchResponse* reply, Done done) override;
   void CreateTable(int server, const proto::CreateTableRequest& request, absl::Time deadline,
                    proto::CreateTableResponse* reply, Done done) override;
-  void Info(int server, const proto::InfoRequest& request, absl::Time deadline,
-            bool wait_for_ready, proto::InfoResponse* reply, Done done) override;
+  void Info(int server, const proto::InfoRequest& request, absl::Time deadline, bool wait_for_ready,
+            proto::InfoResponse* reply, Done done) override;
   void Heartbeat(int server, const proto::HeartbeatRequest& request, absl::Time deadline,
                  proto::HeartbeatResponse* reply, Done done) override;
   void Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
@@ -91,9 +90,8 @@ class GrpcTransport final : public Transport {
   static void FinishPush(PushState* state);
   // Sends the zero-copy push of Push and PushPull: `header` followed by
   // bytes field `field` made of the pieces; `decode` reads the reply.
-  void StartPush(int server, const std::string& method,
-                 const google::protobuf::MessageLite& header, int field,
-                 absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
+  void StartPush(int server, const std::string& method, const google::protobuf::MessageLite& header,
+                 int field, absl::Span<const absl::string_view> value_pieces, absl::Time deadline,
                  std::function<absl::Status(const grpc::ByteBuffer&)> decode, Done done);
 
   const std::vector<std::string> addresses_;

@@ -91,7 +91,7 @@ class StuckHttp2Peer {
     std::string frames;
     // SETTINGS: INITIAL_WINDOW_SIZE (4) = 2^30.
     Append(&frames, 6, 0x4, 0, 0, std::string("\x00\x04", 2) + Be32(1u << 30));
-    Append(&frames, 0, 0x4, 0x1, 0, "");                     // SETTINGS ack
+    Append(&frames, 0, 0x4, 0x1, 0, "");                      // SETTINGS ack
     Append(&frames, 4, 0x8, 0, 0, Be32((1u << 30) - 65535));  // connection WINDOW_UPDATE
     (void)!write(conn_, frames.data(), frames.size());
     // From here on nothing is read: the connection stays open and stuck.

@@ -1,8 +1,8 @@
 #include "worker/client/planner.h"
 
 #include <algorithm>
-#include <numeric>
 #include <cstring>
+#include <numeric>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -21,8 +21,8 @@ absl::StatusOr<uint64_t> RangeWidth(absl::string_view what, const DenseOp& op) {
   const uint64_t n = op.end - op.begin;
   if (n == 0) return 0;
   if (op.num_values % n != 0 || op.num_values == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " table '", op.table, "': ",
-                                                   op.num_values, " values for ", n,
+    return absl::InvalidArgumentError(absl::StrCat(what, " table '", op.table, "': ", op.num_values,
+                                                   " values for ", n,
                                                    " keys is not a whole number per key"));
   }
   return op.num_values / n;
@@ -142,14 +142,13 @@ std::vector<size_t> GroupBySlice(absl::Span<const uint64_t> slices) {
 }
 
 absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const TableLayout& layout,
-                                           absl::string_view what,
-                                           absl::string_view table,
+                                           absl::string_view what, absl::string_view table,
                                            absl::Span<const uint64_t> keys, uint32_t width,
                                            size_t num_values, uint64_t max_values_per_request) {
   if (width == 0 || num_values != keys.size() * width) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " table '", table, "': ", num_values, " values for ", keys.size(),
-        " keys of width ", width, " (expected ", keys.size() * width, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " table '", table, "': ", num_values,
+                                                   " values for ", keys.size(), " keys of width ",
+                                                   width, " (expected ", keys.size() * width, ")"));
   }
   const uint64_t max_keys = KeysPerPart(max_values_per_request, width);
   // Keys grouped by slice, so that a server takes each slice's lock once
@@ -233,7 +232,8 @@ std::string DescribeKeys(const Part& part) {
   std::string out = absl::StrCat("table '", part.table, "'");
   if (!part.ranges.empty()) {
     absl::StrAppend(&out, " keys");
-    for (const PlannedRange& r : part.ranges) absl::StrAppend(&out, " [", r.begin, ", ", r.end, ")");
+    for (const PlannedRange& r : part.ranges)
+      absl::StrAppend(&out, " [", r.begin, ", ", r.end, ")");
   }
   if (!part.positions.empty()) absl::StrAppend(&out, " ", part.positions.size(), " keys");
   return out;

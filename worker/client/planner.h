@@ -95,8 +95,7 @@ std::vector<size_t> GroupBySlice(absl::Span<const uint64_t> slices);
 // sent twice. No keys: no parts. Errors: INVALID_ARGUMENT naming the table
 // when width is 0 or num_values != keys.size() * width.
 absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const TableLayout& layout,
-                                           absl::string_view what,
-                                           absl::string_view table,
+                                           absl::string_view what, absl::string_view table,
                                            absl::Span<const uint64_t> keys, uint32_t width,
                                            size_t num_values, uint64_t max_values_per_request);
 

@@ -76,12 +76,14 @@ PsClient::~PsClient() {
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
   Clock* clock = options.clock != nullptr ? options.clock : Clock::Real();
   if (options.directory != nullptr) {
-    return Connect(options, std::make_unique<GrpcTransport>(options.directory, clock, options.security));
+    return Connect(options,
+                   std::make_unique<GrpcTransport>(options.directory, clock, options.security));
   }
   if (options.servers.empty()) {
     return absl::InvalidArgumentError("no servers given; see --servers");
   }
-  return Connect(options, std::make_unique<GrpcTransport>(options.servers, clock, options.security));
+  return Connect(options,
+                 std::make_unique<GrpcTransport>(options.servers, clock, options.security));
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options,
@@ -177,12 +179,11 @@ absl::StatusOr<std::vector<ServerStats>> PsClient::Stats() {
   const std::vector<int> servers = AllServers();
   std::vector<proto::StatsResponse> replies(servers.size());
   const proto::StatsRequest request;
-  absl::Status status = CallRunner::FirstError(
-      RunCalls(servers, "Stats", DataPolicy(),
-               [&](size_t i, absl::Time deadline, Transport::Done done) {
-                 replies[i].Clear();
-                 transport_->Stats(servers[i], request, deadline, &replies[i], std::move(done));
-               }));
+  absl::Status status = CallRunner::FirstError(RunCalls(
+      servers, "Stats", DataPolicy(), [&](size_t i, absl::Time deadline, Transport::Done done) {
+        replies[i].Clear();
+        transport_->Stats(servers[i], request, deadline, &replies[i], std::move(done));
+      }));
   if (!status.ok()) return status;
   std::vector<ServerStats> out;
   for (int s = 0; s < num_servers(); ++s) out.push_back({s, std::move(replies[s])});
@@ -320,8 +321,7 @@ void PsClient::StartPush(absl::Span<const PushRange> ops, uint64_t clock, Versio
     done(std::move(status));
   };
   if (call->parts.size() == 1 && options_.consistency == proto::CONSISTENCY_ASYNC &&
-      options_.batch_max_values > 0 &&
-      call->parts[0].num_values() <= options_.batch_max_values) {
+      options_.batch_max_values > 0 && call->parts[0].num_values() <= options_.batch_max_values) {
     PushBatched(std::move(call), ops.size(), versions, report, std::move(pushed));
   } else {
     SendPushParts(std::move(call), ops.size(), versions, report, std::move(pushed));
@@ -376,8 +376,8 @@ void PsClient::SendPushParts(std::shared_ptr<PushCall> call, size_t num_ops, Ver
             },
             std::move(d));
       },
-      [this, c, num_ops, versions, report, done = std::move(done)](
-          std::vector<absl::Status> status) {
+      [this, c, num_ops, versions, report,
+       done = std::move(done)](std::vector<absl::Status> status) {
         for (size_t i = 0; i < c->parts.size(); ++i) {
           if (status[i].ok()) {
             NoteKeyListSent(key_lists_, c->parts[i].server, c->requests.headers[i]);
@@ -400,8 +400,8 @@ void PsClient::PushBatched(std::shared_ptr<PushCall> call, size_t num_ops, Versi
   item->request = std::move(call->requests.headers[0]);
   AppendPushValues(call->requests.pieces[0], item->request.mutable_values());
   const int server = call->parts[0].server;
-  item->done = [this, call, num_ops, versions, report, done = std::move(done)](
-                   absl::Status status, uint64_t version) {
+  item->done = [this, call, num_ops, versions, report, done = std::move(done)](absl::Status status,
+                                                                               uint64_t version) {
     const Part& part = call->parts[0];
     if (report != nullptr) report->parts.push_back(ReportPart(part, status));
     if (status.ok() && versions != nullptr) {
@@ -424,13 +424,12 @@ absl::Status PsClient::PushPull(absl::Span<const PushRange> push, absl::Span<con
   }
   for (size_t i = 0; i < push.size(); ++i) {
     if (pull[i].out.size() != push[i].grads.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "PushPull of table '", push[i].table, "': ", push[i].grads.size(),
-          " gradients but room for ", pull[i].out.size(), " values"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("PushPull of table '", push[i].table, "': ", push[i].grads.size(),
+                       " gradients but room for ", pull[i].out.size(), " values"));
     }
   }
-  absl::StatusOr<std::vector<Part>> parts =
-      PlanPush(placement_, push, PushPullValuesPerCall());
+  absl::StatusOr<std::vector<Part>> parts = PlanPush(placement_, push, PushPullValuesPerCall());
   if (!parts.ok()) return parts.status();
   PushRequests requests;
   BuildPushRequests(*parts, push, Stamp(clock), &next_request_id_, &requests);
@@ -446,8 +445,8 @@ absl::Status PsClient::PushPullKeys(const std::string& table, absl::Span<const u
                                     uint32_t width, absl::Span<const float> grads,
                                     absl::Span<float> out, uint64_t clock) {
   if (out.size() != grads.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("PushPull of table '", table, "': ",
-                                                   grads.size(), " gradients but room for ",
+    return absl::InvalidArgumentError(absl::StrCat("PushPull of table '", table,
+                                                   "': ", grads.size(), " gradients but room for ",
                                                    out.size(), " values"));
   }
   if (options_.consistency != proto::CONSISTENCY_ASYNC) {

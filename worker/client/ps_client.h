@@ -31,8 +31,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "common/peer_security.h"
 #include "common/clock.h"
+#include "common/peer_security.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "worker/client/call_runner.h"
@@ -59,7 +59,7 @@ struct PsClientOptions {
   // process's default (common/grpc_channels.h), plaintext unless main() set
   // one from its flags.
   std::shared_ptr<const PeerSecurity> security;
-  PlacementConfig placement;         // must match the servers' (checked)
+  PlacementConfig placement;  // must match the servers' (checked)
   uint32_t worker_id = 0;
   absl::Duration timeout = absl::Seconds(10);          // per attempt
   absl::Duration connect_timeout = absl::Seconds(30);  // waiting for servers at Connect
@@ -247,8 +247,8 @@ class PsClient final : public ParamClient {
     return n;
   }
   uint64_t PushPullValuesPerCall() const {
-    return std::max<uint64_t>(1, std::min(options_.max_values_per_request,
-                                          options_.pushpull_values_per_call));
+    return std::max<uint64_t>(
+        1, std::min(options_.max_values_per_request, options_.pushpull_values_per_call));
   }
   // What this client's requests at `clock` carry besides keys and values.
   RequestStamp Stamp(uint64_t clock) const {

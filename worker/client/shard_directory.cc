@@ -17,10 +17,12 @@ absl::StatusOr<std::unique_ptr<EtcdShardDirectory>> EtcdShardDirectory::Start(
     if (dir->ring() != nullptr) break;
     revision = *read;
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "no ring for cluster '", cluster, "' in etcd (key ", RingKey(cluster), ") after ",
-          absl::FormatDuration(wait), "; have servers 0..shards-1 started with --etcd and "
-          "--cluster=", cluster, "?"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("no ring for cluster '", cluster, "' in etcd (key ", RingKey(cluster),
+                       ") after ", absl::FormatDuration(wait),
+                       "; have servers 0..shards-1 started with --etcd and "
+                       "--cluster=",
+                       cluster, "?"));
     }
     (void)kv->WaitForChange(RingKey(cluster), revision,
                             std::min(deadline, absl::Now() + absl::Seconds(1)));
@@ -96,7 +98,8 @@ std::string EtcdShardDirectory::Describe(int shard) const {
   std::shared_ptr<const ShardRing> r = ring();
   if (r == nullptr) return absl::StrCat("shard ", shard, " (no ring yet)");
   std::optional<uint32_t> primary = r->Primary(shard);
-  if (!primary) return absl::StrCat("shard ", shard, " (every copy lost, ring v", r->version(), ")");
+  if (!primary)
+    return absl::StrCat("shard ", shard, " (every copy lost, ring v", r->version(), ")");
   return absl::StrCat("shard ", shard, " (primary server ", *primary, " at ", r->Address(*primary),
                       ", ring v", r->version(), ")");
 }

@@ -60,8 +60,7 @@ class Transport {
   // then consume_values(values) runs, then done(OK or consume's error). On
   // failure consume_values does not run.
   virtual void Pull(int server, const proto::PullRequest& request, absl::Time deadline,
-                    proto::PullResponse* reply_header, ConsumeValues consume_values,
-                    Done done) = 0;
+                    proto::PullResponse* reply_header, ConsumeValues consume_values, Done done) = 0;
 
   // The Downpour step for several pushes (e.g. one per table) to one server
   // in one round trip: `header` carries the pushes without values (each

@@ -129,8 +129,8 @@ absl::StatusOr<IdxFile> ReadIdxFile(const std::string& path, uint32_t expected_m
     if (!got.ok()) return got.status();
     have += *got;
     if (*got < want) {
-      return absl::DataLossError(absl::StrCat(path, ": truncated payload: expected ", elements,
-                                              " bytes, got ", have));
+      return absl::DataLossError(
+          absl::StrCat(path, ": truncated payload: expected ", elements, " bytes, got ", have));
     }
   }
 

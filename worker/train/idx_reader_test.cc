@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
 #include "worker/train/idx_writer.h"
 #include "worker/train/synthetic_data.h"
-#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
@@ -282,7 +282,8 @@ TEST(IdxReaderTest, HeaderThatPromisesMoreImagesThanTheFileHolds) {
 // Found by fuzz/idx_fuzzer: a header promising 2^32 - 1 labels in an empty
 // file made the reader allocate and zero 4 GiB before reading anything.
 TEST(IdxReaderTest, HugeHeaderOverATinyFileFailsWithoutAllocatingItAll) {
-  const std::string path = WriteFile("huge-header", {0x00, 0x00, 0x08, 0x01, 0xff, 0xff, 0xff, 0xff});
+  const std::string path =
+      WriteFile("huge-header", {0x00, 0x00, 0x08, 0x01, 0xff, 0xff, 0xff, 0xff});
   absl::StatusOr<IdxFile> f = ReadIdxFile(path, kIdxLabelsMagic);
   EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(f.status().message(), HasSubstr("expected 4294967295 bytes, got 0"));
@@ -294,9 +295,9 @@ TEST(IdxReaderTest, HugeHeaderOverATinyFileFailsWithoutAllocatingItAll) {
 // Found by fuzz/idx_fuzzer: four dimensions whose product overflows int64
 // were accepted (the product wrapped around) with an empty payload.
 TEST(IdxReaderTest, DimensionsWhoseProductOverflowsAreRefused) {
-  const std::string path = WriteFile(
-      "overflow", {0x00, 0x00, 0x08, 0x04, 0x00, 0x00, 0x01, 0xfe, 0x00, 0x00, 0x00, 0x03,
-                   0x00, 0x25, 0x4a, 0x6f, 0x94, 0xb9, 0xde, 0x03});
+  const std::string path =
+      WriteFile("overflow", {0x00, 0x00, 0x08, 0x04, 0x00, 0x00, 0x01, 0xfe, 0x00, 0x00,
+                             0x00, 0x03, 0x00, 0x25, 0x4a, 0x6f, 0x94, 0xb9, 0xde, 0x03});
   absl::StatusOr<IdxFile> f = ReadIdxFile(path, 0x00000804);
   EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(f.status().message(), HasSubstr("exceed the limit of 4294967296 elements"));

@@ -17,8 +17,8 @@
 // the model for any id without a table. Feature values are always 1 (binary
 // features). With num_fields > 0 each feature id also has a field, a hash
 // of (seed, id), and files are written libffm-style ("field:id:1"). Nothing
-// is kept per feature, so num_features can be 10^8 or more; memory is O(features per example), plus a bitset of num_features
-// bits when counting the distinct features used.
+// is kept per feature, so num_features can be 10^8 or more; memory is O(features per example), plus
+// a bitset of num_features bits when counting the distinct features used.
 //
 // LibsvmGenerator is immutable after Create and safe to use from many
 // threads. GenerateLibsvmFile writes a data set and its planted-model sidecar.

@@ -34,7 +34,6 @@ double LogLoss(double p, float label) {
   return -std::log(std::max(q, kMin));
 }
 
-
 // Examples per unit of work. Fixed (not derived from the thread count) so
 // that the per-chunk floating-point sums, and thus the sidecar, do not
 // depend on the number of threads.
@@ -215,16 +214,14 @@ absl::Status WriteSidecar(const std::string& data_path, const LibsvmGeneratorOpt
       "(weight_shrink_rank / rank)^weight_shrink_exponent) when weight_shrink_rank > 0.\n"
       "# planted_auc and planted_logloss are the best a model can expect on this data; "
       "planted_auc comes from a 10^5-bin histogram (accurate to ~1e-4).\n");
-  absl::StrAppend(&text, "seed=", o.seed, "\nfirst_example=", o.first_example,
-                  "\nexamples=", o.num_examples,
-                  "\nfeatures=", o.num_features,
-                  "\nfeatures_per_example=", Shortest(o.features_per_example),
-                  "\nfixed_features_per_example=", o.fixed_features_per_example ? 1 : 0,
-                  "\nzipf_exponent=", Shortest(o.zipf_exponent),
-                  "\nweight_stddev=", Shortest(o.weight_stddev), "\nbias=", Shortest(o.bias),
-                  "\nweight_shrink_rank=", Shortest(o.weight_shrink_rank),
-                  "\nweight_shrink_exponent=", Shortest(o.weight_shrink_exponent),
-                  "\nnum_fields=", o.num_fields, "\n");
+  absl::StrAppend(
+      &text, "seed=", o.seed, "\nfirst_example=", o.first_example, "\nexamples=", o.num_examples,
+      "\nfeatures=", o.num_features, "\nfeatures_per_example=", Shortest(o.features_per_example),
+      "\nfixed_features_per_example=", o.fixed_features_per_example ? 1 : 0,
+      "\nzipf_exponent=", Shortest(o.zipf_exponent), "\nweight_stddev=", Shortest(o.weight_stddev),
+      "\nbias=", Shortest(o.bias), "\nweight_shrink_rank=", Shortest(o.weight_shrink_rank),
+      "\nweight_shrink_exponent=", Shortest(o.weight_shrink_exponent),
+      "\nnum_fields=", o.num_fields, "\n");
   absl::StrAppendFormat(&text,
                         "positives=%d\npositive_rate=%.6f\nmean_probability=%.6f\n"
                         "feature_occurrences=%d\nfeatures_used=%d\nplanted_auc=%.6f\n"

@@ -15,9 +15,9 @@
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
 #include "worker/train/auc.h"
 #include "worker/train/libsvm_reader.h"
-#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {

@@ -157,13 +157,13 @@ LineError FeatureError(const char* line, const char* tok, const char* tok_end,
     form = "field:index:value";
     const bool parsed = ParseUint64(tok, colon, &number, &overflow);
     if (!parsed && !overflow) {
-      error.message = absl::StrCat("expected field:index:value with an unsigned integer field, got ",
-                                   got);
+      error.message =
+          absl::StrCat("expected field:index:value with an unsigned integer field, got ", got);
       return error;
     }
     if (overflow || number > kMaxLibsvmField) {
-      error.message = absl::StrCat("expected field:index:value with field <= ", kMaxLibsvmField,
-                                   ", got ", got);
+      error.message =
+          absl::StrCat("expected field:index:value with field <= ", kMaxLibsvmField, ", got ", got);
       return error;
     }
     error.offset = static_cast<size_t>(colon + 1 - line);
@@ -188,10 +188,10 @@ ABSL_ATTRIBUTE_NOINLINE LineError MixedFormError(const char* line, const char* t
                                                  const char* tok_end, bool line_has_fields) {
   LineError error;
   error.offset = static_cast<size_t>(tok - line);
-  error.message = absl::StrCat(
-      "expected ", line_has_fields ? "field:index:value" : "index:value", ", got ",
-      Quote(tok, tok_end), ": the line's first feature ", line_has_fields ? "has a" : "has no",
-      " field, and a line may not mix index:value and field:index:value");
+  error.message = absl::StrCat("expected ", line_has_fields ? "field:index:value" : "index:value",
+                               ", got ", Quote(tok, tok_end), ": the line's first feature ",
+                               line_has_fields ? "has a" : "has no",
+                               " field, and a line may not mix index:value and field:index:value");
   return error;
 }
 
@@ -245,7 +245,9 @@ LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError*
     ++p;  // ':'
     // Binary features ("index:1") are the common case: no field, and no
     // float to parse.
-    auto is_one = [end](const char* v) { return v < end && *v == '1' && (v + 1 == end || IsBlank(v[1])); };
+    auto is_one = [end](const char* v) {
+      return v < end && *v == '1' && (v + 1 == end || IsBlank(v[1]));
+    };
     uint64_t index = number;
     bool has_field = false;
     float value = 1.0f;

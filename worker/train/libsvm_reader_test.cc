@@ -115,13 +115,13 @@ TEST(LibsvmReaderTest, ReadsLabelsQidAndFeatures) {
 }
 
 TEST(LibsvmReaderTest, ReadsFieldIndexValueLines) {
-  absl::StatusOr<std::vector<SparseExample>> all = ReadText(
-      "ffm.svm",
-      "1 0:3:0.5 7:10:1 65535:18446744073709551615:-2\n"
-      "0 qid:4 2:5:1\n"
-      "1 3:0.5\n"  // lines may differ in form; this one has no fields
-      "0 1:1:1\t\t2:2:2  # comment 3:3:3\r\n"
-      "1\n");
+  absl::StatusOr<std::vector<SparseExample>> all =
+      ReadText("ffm.svm",
+               "1 0:3:0.5 7:10:1 65535:18446744073709551615:-2\n"
+               "0 qid:4 2:5:1\n"
+               "1 3:0.5\n"  // lines may differ in form; this one has no fields
+               "0 1:1:1\t\t2:2:2  # comment 3:3:3\r\n"
+               "1\n");
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), 5u);
   const std::vector<SparseExample>& e = *all;
@@ -297,7 +297,8 @@ TEST(LibsvmReaderTest, QidParsing) {
               StartsWith(TestTmpDir() + "/qid-late.svm:1:7: expected index:value"));
   EXPECT_THAT(s.message(), HasSubstr("qid:N must directly follow the label"));
   s = LineError("qid-bad.svm", "1 qid:x");
-  EXPECT_THAT(std::string(s.message()), StartsWith(TestTmpDir() + "/qid-bad.svm:1:3: expected qid:N"));
+  EXPECT_THAT(std::string(s.message()),
+              StartsWith(TestTmpDir() + "/qid-bad.svm:1:3: expected qid:N"));
 }
 
 // Each malformed token, with the column the message must point at and what

@@ -13,7 +13,7 @@ struct ProgressPoint {
   int epoch = 0;       // 1-based
   int64_t step = 0;    // steps so far
   int64_t examples = 0;
-  double loss = 0;  // mean over the steps since the last point
+  double loss = 0;                 // mean over the steps since the last point
   double examples_per_second = 0;  // since the last point
   // Updates by other workers between a push's read and the push (mean so
   // far); dense trainer only, 0 elsewhere.

@@ -23,7 +23,8 @@ struct BatchKeys {
 
   void Build(const std::vector<SparseExample>& batch, uint64_t extra_key) {
     keys.clear();
-    for (const SparseExample& e : batch) keys.insert(keys.end(), e.indices.begin(), e.indices.end());
+    for (const SparseExample& e : batch)
+      keys.insert(keys.end(), e.indices.begin(), e.indices.end());
     keys.push_back(extra_key);
     std::sort(keys.begin(), keys.end());
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
@@ -35,8 +36,8 @@ struct BatchKeys {
             std::lower_bound(keys.begin(), keys.end(), batch[i].indices[j]) - keys.begin());
       }
     }
-    extra = static_cast<uint32_t>(
-        std::lower_bound(keys.begin(), keys.end(), extra_key) - keys.begin());
+    extra =
+        static_cast<uint32_t>(std::lower_bound(keys.begin(), keys.end(), extra_key) - keys.begin());
   }
 };
 

@@ -18,9 +18,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
-#include "worker/train/progress.h"
 #include "worker/client/ps_client.h"
 #include "worker/train/libsvm_reader.h"
+#include "worker/train/progress.h"
 #include "worker/train/sparse_row_io.h"
 
 namespace ps {

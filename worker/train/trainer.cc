@@ -285,7 +285,8 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
     }
     Buffer& b = buffers_[cur];
     const uint64_t round_clock = clock++;
-    comm->Submit([this, &b, round_clock]() -> absl::Status { return PushPullInto(b, round_clock); });
+    comm->Submit(
+        [this, &b, round_clock]() -> absl::Status { return PushPullInto(b, round_clock); });
     cur = 1 - cur;
     // The previous round must be done: its buffers are the next ones.
     return comm->WaitUntilPending(1);
@@ -312,8 +313,8 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
       }
       if (first_step && config_.start_clock > 0 && progress) {
         progress(absl::StrFormat("worker %d/%d resumed at epoch %d step %d (clock %d)",
-                                 config_.worker_index, config_.num_workers, epoch,
-                                 stats.steps + 1, clock));
+                                 config_.worker_index, config_.num_workers, epoch, stats.steps + 1,
+                                 clock));
       }
       first_step = false;
       Buffer& b = buffers_[cur];
@@ -328,9 +329,9 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
       // The first step of a round writes the round's gradient; later steps
       // add theirs to it.
       const bool first_of_round = pending_steps == 0;
-      const float loss = model_.LossAndGradient(
-          b.params, xb.data(), yb.data(), batch,
-          first_of_round ? absl::MakeSpan(b.grads) : absl::MakeSpan(grad));
+      const float loss =
+          model_.LossAndGradient(b.params, xb.data(), yb.data(), batch,
+                                 first_of_round ? absl::MakeSpan(b.grads) : absl::MakeSpan(grad));
       if (config_.slowdown > 1.0) {
         absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
       }
@@ -347,8 +348,8 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
       window_examples += batch;
       if (config_.max_steps > 0 && stats.steps >= config_.max_steps) done = true;
       if (pending_steps == config_.n_push) {
-        const bool last = done || (epoch == config_.epochs &&
-                                   first + config_.batch_size >= shard_.num_examples);
+        const bool last =
+            done || (epoch == config_.epochs && first + config_.batch_size >= shard_.num_examples);
         if (absl::Status s = end_round(last); !s.ok()) return s;
       }
 
@@ -359,7 +360,8 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
         const double secs = absl::ToDoubleSeconds(now - window_start);
         const double loss = window_loss / std::max<int64_t>(1, window_steps);
         const double rate = secs > 0 ? window_examples / secs : 0.0;
-        if (progress) progress(ProgressLine(epoch, stats.steps, loss, rate, now - start, epoch_end));
+        if (progress)
+          progress(ProgressLine(epoch, stats.steps, loss, rate, now - start, epoch_end));
         if (config_.on_progress) {
           ProgressPoint point;
           point.seconds = absl::ToDoubleSeconds(now - start);

@@ -20,10 +20,10 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "proto/ps.pb.h"
-#include "worker/train/progress.h"
+#include "worker/client/param_client.h"
 #include "worker/train/dataset.h"
 #include "worker/train/model.h"
-#include "worker/client/param_client.h"
+#include "worker/train/progress.h"
 
 namespace ps {
 
@@ -61,7 +61,7 @@ struct TrainerConfig {
   // epoch and step where the checkpoint's cut left it, with the next round
   // at clock start_clock.
   uint64_t start_clock = 0;
-  uint64_t seed = 1;      // shuffling
+  uint64_t seed = 1;  // shuffling
   std::string table_prefix = "model";
   absl::Duration progress_interval = absl::Seconds(5);
   // Gets each progress line's numbers too (when set).

@@ -16,9 +16,10 @@ absl::StatusOr<std::unique_ptr<TrainingObserver>> TrainingObserver::Create(
       return absl::InvalidArgumentError(
           absl::StrCat("--curve_csv=", csv_path, ": cannot create it: ", std::strerror(errno)));
     }
-    std::fputs("seconds,epoch,step,examples,loss,examples_per_second,staleness,test_metric,"
-               "test_value\n",
-               f);
+    std::fputs(
+        "seconds,epoch,step,examples,loss,examples_per_second,staleness,test_metric,"
+        "test_value\n",
+        f);
     std::fflush(f);
     absl::MutexLock lock(&observer->mu_);
     observer->csv_ = f;
