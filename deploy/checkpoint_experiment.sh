@@ -32,7 +32,7 @@ done
 cd "$(dirname "$0")/.."
 source deploy/lib/servers.sh
 deploy/setup.sh
-bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //server:ps_admin \
+bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //tools:ps_admin \
   //worker:ps_worker //deploy/bench:ps_bench
 bin="$(bazel info bazel-bin 2>/dev/null)"
 mkdir -p "$out"
