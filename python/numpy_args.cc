@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/table_def.h"
 
 namespace py = pybind11;
 
@@ -121,6 +122,58 @@ bool Overlap(absl::Span<const float> a, absl::Span<const float> b) {
   if (a.empty() || b.empty()) return false;
   const std::less<const float*> before;
   return before(a.data(), b.data() + b.size()) && before(b.data(), a.data() + a.size());
+}
+
+// Values a range or key list of `num_keys` keys of `width` takes: at most a
+// table's worth (common/table_def.h), so that a mistaken range fails here
+// rather than as a huge allocation.
+void CheckValues(const char* call, const std::string& table, uint64_t num_keys, uint32_t width) {
+  if (width == 0 || num_keys > kMaxTableValues / width) {
+    throw py::value_error(absl::StrCat(call, ": table '", table, "': ", num_keys, " keys of width ",
+                                       width, " is more than a table holds (", kMaxTableValues,
+                                       " values)"));
+  }
+}
+
+// The array a pull fills: the caller's `out`, checked, or a new
+// (num_keys, width) float32 array. Sets *values to its memory.
+py::array OutputArray(ArgName arg, const std::string& table, py::handle out, uint64_t num_keys,
+                      uint32_t width, absl::Span<float>* values) {
+  CheckValues(arg.call, table, num_keys, width);
+  py::array array;
+  if (out.is_none()) {
+    array =
+        py::array_t<float>({static_cast<py::ssize_t>(num_keys), static_cast<py::ssize_t>(width)});
+  } else {
+    array = ArrayArg(arg, out);
+  }
+  *values = OutputValues(arg, array, num_keys, width);
+  return array;
+}
+
+// Keys covered by `values` pushed to a table of `width` from key `begin`.
+uint64_t KeysOf(ArgName arg, const std::string& table, absl::Span<const float> values,
+                uint64_t begin, uint32_t width) {
+  if (width == 0 || values.size() % width != 0) {
+    throw py::value_error(absl::StrCat(arg.call, ": ", arg.name, " has ", values.size(),
+                                       " values, not a whole number of rows of table '", table,
+                                       "' (width ", width, ")"));
+  }
+  const uint64_t num_keys = values.size() / width;
+  if (begin > UINT64_MAX - num_keys) {
+    throw py::value_error(absl::StrCat(arg.call, ": begin=", begin, " + ", num_keys,
+                                       " keys is past the largest key"));
+  }
+  return num_keys;
+}
+
+void CheckSeparate(const char* call, absl::Span<const float> grads, absl::Span<const float> out) {
+  if (Overlap(grads, out)) {
+    throw py::value_error(absl::StrCat(call,
+                                       ": out shares memory with grads; the pulled values "
+                                       "would overwrite gradients still being sent: pass a "
+                                       "separate array"));
+  }
 }
 
 }  // namespace ps::python

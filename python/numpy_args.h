@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/types/span.h"
 #include "pybind11/numpy.h"
@@ -44,6 +45,24 @@ absl::Span<const uint64_t> Keys(ArgName arg, const pybind11::array& array);
 
 // True when the two spans share memory.
 bool Overlap(absl::Span<const float> a, absl::Span<const float> b);
+
+// ValueError unless `num_keys` keys of `width` fit in a table (at most
+// kMaxTableValues values, common/table_def.h), so that a mistaken range fails
+// here rather than as a huge allocation.
+void CheckValues(const char* call, const std::string& table, uint64_t num_keys, uint32_t width);
+
+// The array a pull fills: the caller's `out`, checked, or a new
+// (num_keys, width) float32 array. Sets *values to its memory.
+pybind11::array OutputArray(ArgName arg, const std::string& table, pybind11::handle out,
+                            uint64_t num_keys, uint32_t width, absl::Span<float>* values);
+
+// Keys covered by `values` pushed to a table of `width` from key `begin`;
+// ValueError when they are not whole rows or run past the largest key.
+uint64_t KeysOf(ArgName arg, const std::string& table, absl::Span<const float> values,
+                uint64_t begin, uint32_t width);
+
+// ValueError when `out` shares memory with `grads` (a push-and-pull's).
+void CheckSeparate(const char* call, absl::Span<const float> grads, absl::Span<const float> out);
 
 }  // namespace ps::python
 

@@ -119,28 +119,8 @@ FaultScript Script(uint64_t seed, std::vector<FaultRule> rules) {
 // must have fired.
 void ExpectEveryFaultHappened(const FaultScript& script, const FaultCounters& c) {
   for (const FaultRule& rule : script.rules) {
-    int64_t n = 0;
-    switch (rule.action) {
-      case FaultAction::kDropRequest:
-        n = c.dropped_requests;
-        break;
-      case FaultAction::kDropReply:
-        n = c.dropped_replies;
-        break;
-      case FaultAction::kDelay:
-        n = c.delayed;
-        break;
-      case FaultAction::kDuplicate:
-        n = c.duplicated;
-        break;
-      case FaultAction::kReorder:
-        n = c.reordered;
-        break;
-      case FaultAction::kFail:
-        n = c.failed;
-        break;
-    }
-    EXPECT_GT(n, 0) << "fault " << static_cast<int>(rule.action) << " never happened";
+    EXPECT_GT(c.Count(rule.action), 0)
+        << "fault " << static_cast<int>(rule.action) << " never happened";
   }
 }
 

@@ -78,6 +78,25 @@ struct FaultCounters {
   int64_t failed = 0;
   // Faults per "method server": e.g. faults_by_target["Push 1"].
   std::map<std::string, int64_t> faults_by_target;
+
+  // How many times `action` happened.
+  int64_t Count(FaultAction action) const {
+    switch (action) {
+      case FaultAction::kDropRequest:
+        return dropped_requests;
+      case FaultAction::kDropReply:
+        return dropped_replies;
+      case FaultAction::kDelay:
+        return delayed;
+      case FaultAction::kDuplicate:
+        return duplicated;
+      case FaultAction::kReorder:
+        return reordered;
+      case FaultAction::kFail:
+        return failed;
+    }
+    return 0;
+  }
 };
 
 class InMemoryTransport final : public Transport {

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/table_def.h"
 #include "common/value_encoding.h"
+#include "server/core/encoded_read.h"
 
 namespace ps {
 namespace {
@@ -20,30 +21,6 @@ bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
   return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
 }
 
-// Runs read(room), where room(bytes) gives the store a buffer for float32
-// values. For a 16-bit encoding the floats go to a scratch buffer and are
-// encoded into allocate()'s, which is called once with the encoded size.
-template <typename Read>
-auto ReadEncoded(proto::ValueEncoding encoding, const PsCore::Allocate& allocate, Read read)
-    -> decltype(read(absl::FunctionRef<char*(size_t)>(allocate))) {
-  if (encoding == proto::VALUES_F32) {
-    return read(absl::FunctionRef<char*(size_t)>(allocate));
-  }
-  std::unique_ptr<float[]> scratch;
-  size_t count = 0;
-  auto result = read(absl::FunctionRef<char*(size_t)>([&](size_t bytes) {
-    count = bytes / sizeof(float);
-    scratch.reset(new float[count]);
-    return reinterpret_cast<char*>(scratch.get());
-  }));
-  if (result.ok() && count > 0) {
-    // Sizes were validated before anything was read: every caller's
-    // allocate accepts the encoded size of what was read.
-    char* out = allocate(count * BytesPerValue(encoding));
-    EncodeValues(encoding, absl::MakeConstSpan(scratch.get(), count), out);
-  }
-  return result;
-}
 
 }  // namespace
 
@@ -105,27 +82,6 @@ absl::Status PsCore::CheckClock(const std::string& what, uint64_t clock) const {
                    options_.limits.max_clock, " (ps_server --max_clock)"));
 }
 
-namespace {
-
-// Keys per request and bytes per request, as ServerLimits bound them.
-absl::Status CheckSize(const char* what, const std::string& table, uint64_t keys, uint64_t bytes,
-                       const ServerLimits& limits) {
-  if (keys > limits.max_keys_per_request) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " of table '", table, "' names ", keys, " keys, over the limit of ",
-        limits.max_keys_per_request, " per request (ps_server --max_keys_per_request)"));
-  }
-  if (bytes > limits.max_message_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(what, " of ", keys, " keys of table '", table, "' is ", bytes,
-                     " bytes, over this server's message limit of ", limits.max_message_bytes,
-                     " bytes (ps_server --max_message_mb); split the request"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::Status PsCore::CheckPush(const PushArgs& args) const {
   const proto::PushRequest& h = args.header;
   if (absl::Status s = CheckClock(absl::StrCat("push to table '", h.table(), "'"), h.clock());
@@ -134,7 +90,7 @@ absl::Status PsCore::CheckPush(const PushArgs& args) const {
   }
   // An unknown table is refused before anything (clocks, dedup) is touched.
   if (absl::Status s = store_.GetTableDef(h.table()).status(); !s.ok()) return s;
-  return CheckSize("push", h.table(), args.keys.size(), args.values.size() * sizeof(float),
+  return CheckRequestSize("push", h.table(), args.keys.size(), args.values.size() * sizeof(float),
                    options_.limits);
 }
 
@@ -337,7 +293,7 @@ absl::Status PsCore::CheckPull(const PullArgs& args) const {
   }
   const long double bytes =
       static_cast<long double>(args.keys.size()) * def->width() * sizeof(float);
-  return CheckSize("pull", h.table(), args.keys.size(),
+  return CheckRequestSize("pull", h.table(), args.keys.size(),
                    bytes > 0x1p63L ? ~uint64_t{0} : static_cast<uint64_t>(bytes), options_.limits);
 }
 

@@ -46,4 +46,20 @@ uint64_t DefaultMemoryBudget(std::string* why) {
   return limit / 4 * 3;
 }
 
+absl::Status CheckRequestSize(const char* what, const std::string& table, uint64_t keys,
+                              uint64_t bytes, const ServerLimits& limits) {
+  if (keys > limits.max_keys_per_request) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " of table '", table, "' names ", keys, " keys, over the limit of ",
+        limits.max_keys_per_request, " per request (ps_server --max_keys_per_request)"));
+  }
+  if (bytes > limits.max_message_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, " of ", keys, " keys of table '", table, "' is ", bytes,
+                     " bytes, over this server's message limit of ", limits.max_message_bytes,
+                     " bytes (ps_server --max_message_mb); split the request"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ps

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 namespace ps {
@@ -37,6 +38,13 @@ struct ServerLimits {
 // memory.limit_in_bytes) and RLIMIT_AS. `why` (optional) receives a phrase
 // saying which limit it came from.
 uint64_t DefaultMemoryBudget(std::string* why = nullptr);
+
+// A request's size against the limits: INVALID_ARGUMENT when it names more
+// than max_keys_per_request keys, RESOURCE_EXHAUSTED when its `bytes` exceed
+// max_message_bytes; each message names the request (`what`: "push",
+// "pull"), the table and the flag to change.
+absl::Status CheckRequestSize(const char* what, const std::string& table, uint64_t keys,
+                              uint64_t bytes, const ServerLimits& limits);
 
 }  // namespace ps
 
