@@ -20,8 +20,7 @@ namespace ps {
 // encoded into allocate()'s, which is called once with the encoded size.
 template <typename Read>
 auto ReadEncoded(proto::ValueEncoding encoding, const std::function<char*(size_t)>& allocate,
-                 Read read)
-    -> decltype(read(absl::FunctionRef<char*(size_t)>(allocate))) {
+                 Read read) -> decltype(read(absl::FunctionRef<char*(size_t)>(allocate))) {
   if (encoding == proto::VALUES_F32) {
     return read(absl::FunctionRef<char*(size_t)>(allocate));
   }

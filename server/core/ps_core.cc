@@ -21,7 +21,6 @@ bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
   return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
 }
 
-
 }  // namespace
 
 PsCore::PsCore(const PsCoreOptions& options)
@@ -91,7 +90,7 @@ absl::Status PsCore::CheckPush(const PushArgs& args) const {
   // An unknown table is refused before anything (clocks, dedup) is touched.
   if (absl::Status s = store_.GetTableDef(h.table()).status(); !s.ok()) return s;
   return CheckRequestSize("push", h.table(), args.keys.size(), args.values.size() * sizeof(float),
-                   options_.limits);
+                          options_.limits);
 }
 
 proto::ForwardEntry PsCore::ForwardEntryOf(const PushArgs& args,
@@ -294,7 +293,8 @@ absl::Status PsCore::CheckPull(const PullArgs& args) const {
   const long double bytes =
       static_cast<long double>(args.keys.size()) * def->width() * sizeof(float);
   return CheckRequestSize("pull", h.table(), args.keys.size(),
-                   bytes > 0x1p63L ? ~uint64_t{0} : static_cast<uint64_t>(bytes), options_.limits);
+                          bytes > 0x1p63L ? ~uint64_t{0} : static_cast<uint64_t>(bytes),
+                          options_.limits);
 }
 
 PsCore::CallId PsCore::Pull(const PullArgs* args, absl::Time deadline, Allocate allocate,

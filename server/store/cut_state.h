@@ -50,7 +50,8 @@ class CutState {
   uint64_t last_marked() const { return last_marked_.load(std::memory_order_acquire); }
   void RaiseLastMarked(uint64_t cut) {
     uint64_t seen = last_marked_.load(std::memory_order_relaxed);
-    while (cut > seen && !last_marked_.compare_exchange_weak(seen, cut, std::memory_order_acq_rel)) {
+    while (cut > seen &&
+           !last_marked_.compare_exchange_weak(seen, cut, std::memory_order_acq_rel)) {
     }
   }
   // The tag of a change outside every cut.

@@ -194,10 +194,10 @@ template <int kState>
     lanes[0] = Eigen::Map<const Lanes>(s);
   } else {
     const Floats a = LoadFloats(s), b = LoadFloats(s + kLanes);
-    lanes[0] = ToLanes(__builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22,
-                                               24, 26, 28, 30));
-    lanes[1] = ToLanes(__builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23,
-                                               25, 27, 29, 31));
+    lanes[0] = ToLanes(
+        __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30));
+    lanes[1] = ToLanes(
+        __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31));
   }
 }
 template <int kState>
@@ -207,10 +207,10 @@ template <int kState>
     out = lanes[0];
   } else {
     const Floats a = ToFloats(lanes[0]), b = ToFloats(lanes[1]);
-    const Floats lo = __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6,
-                                              22, 7, 23);
-    const Floats hi = __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29,
-                                              14, 30, 15, 31);
+    const Floats lo =
+        __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const Floats hi =
+        __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     std::memcpy(s, &lo, sizeof lo);
     std::memcpy(s + kLanes, &hi, sizeof hi);
   }
@@ -304,9 +304,8 @@ struct GradientTransform {
         }
         const size_t stop = std::min(row_end, end);
         for (; i + kLanes <= stop; i += kLanes) {
-          Eigen::Map<Lanes>(tg + (i - at)) =
-              Transformed(Lanes(Eigen::Map<const Lanes>(g + i)),
-                          Lanes(Eigen::Map<const Lanes>(w + i)), scale);
+          Eigen::Map<Lanes>(tg + (i - at)) = Transformed(
+              Lanes(Eigen::Map<const Lanes>(g + i)), Lanes(Eigen::Map<const Lanes>(w + i)), scale);
         }
         for (; i < stop; ++i) tg[i - at] = Transformed(g[i], w[i], scale);
       }
@@ -401,8 +400,9 @@ class RuleOptimizer final : public Optimizer {
       return;
     }
     if (!transform_.active()) {
-      ForEachRow(w_rows, state_of, num_rows, width, out, after,
-                 [&](float* w, float* s, size_t r) { UpdateRun(rule, w, s, g + r * width, width); });
+      ForEachRow(w_rows, state_of, num_rows, width, out, after, [&](float* w, float* s, size_t r) {
+        UpdateRun(rule, w, s, g + r * width, width);
+      });
       return;
     }
     ForEachRow(w_rows, state_of, num_rows, width, out, after, [&](float* w, float* s, size_t r) {
@@ -456,9 +456,12 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const proto::TableDef& 
   }
   // ValidateTableDef refuses lr_step_clocks 0 for LR_STEP; the max keeps an
   // unvalidated definition from dividing by zero in the server.
-  const Schedule schedule{def.lr_schedule(),     def.learning_rate(),
-                          def.lr_gamma(),        def.lr_decay_offset(),
-                          std::max<uint64_t>(def.lr_step_clocks(), 1), def.warmup_clocks()};
+  const Schedule schedule{def.lr_schedule(),
+                          def.learning_rate(),
+                          def.lr_gamma(),
+                          def.lr_decay_offset(),
+                          std::max<uint64_t>(def.lr_step_clocks(), 1),
+                          def.warmup_clocks()};
   const GradientTransform transform{
       def.clip_value() > 0 ? def.clip_value() : GradientTransform::kOff, def.clip_norm(),
       def.weight_decay()};

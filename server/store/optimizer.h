@@ -91,8 +91,7 @@ class Optimizer {
   // when lower. Otherwise as ApplyRows: one pass over the rows, no array of
   // state pointers.
   virtual void ApplySparseRows(float* const* rows, const float* g, size_t num_rows, size_t width,
-                               size_t tag_at, uint32_t tag, uint64_t clock,
-                               char* out) const = 0;
+                               size_t tag_at, uint32_t tag, uint64_t clock, char* out) const = 0;
 };
 
 // From a table definition (validated by ValidateTableDef). Errors:

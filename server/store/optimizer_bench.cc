@@ -175,8 +175,8 @@ void BM_AdamApplyRows(benchmark::State& state) {
     benchmark::DoNotOptimize(w.data());
     benchmark::ClobberMemory();
   }
-  state.counters["rows/s"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * kRows), benchmark::Counter::kIsRate);
+  state.counters["rows/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kRows),
+                                                benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AdamApplyRows);
 

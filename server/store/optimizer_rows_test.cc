@@ -114,18 +114,20 @@ TEST(OptimizerTest, ApplySparseRowsMatchesApplyRowsAndRaisesTags) {
           std::vector<float> out_ref(g.size()), out(g.size(), -1.0f);
           opt->ApplyRows(w_rows.data(), spv ? state_rows.data() : nullptr, g.data(), rows.size(),
                          width, clock, reinterpret_cast<char*>(out_ref.data()));
-          opt->ApplySparseRows(sparse_rows.data(), g.data(), rows.size(), width, tag_at, 5,
-                               clock, reinterpret_cast<char*>(out.data()));
+          opt->ApplySparseRows(sparse_rows.data(), g.data(), rows.size(), width, tag_at, 5, clock,
+                               reinterpret_cast<char*>(out.data()));
           EXPECT_EQ(out, out_ref);
         }
         for (size_t r = 0; r < kRows; ++r) {
           const float* row = interleaved.data() + r * stride;
-          EXPECT_EQ(std::vector<float>(row, row + width),
-                    std::vector<float>(apart.w.begin() + r * width,
-                                       apart.w.begin() + (r + 1) * width)) << "row " << r;
+          EXPECT_EQ(
+              std::vector<float>(row, row + width),
+              std::vector<float>(apart.w.begin() + r * width, apart.w.begin() + (r + 1) * width))
+              << "row " << r;
           EXPECT_EQ(std::vector<float>(row + width, row + tag_at),
                     std::vector<float>(apart.state.begin() + r * width * spv,
-                                       apart.state.begin() + (r + 1) * width * spv)) << "row " << r;
+                                       apart.state.begin() + (r + 1) * width * spv))
+              << "row " << r;
           uint32_t tag;
           std::memcpy(&tag, row + tag_at, sizeof tag);
           const bool listed = std::find(rows.begin(), rows.end(), r) != rows.end();

@@ -68,8 +68,8 @@ TEST(OptimizerTest, AdagradMatchesHandComputedValuesOverThreeSteps) {
   p.Step(*opt, {1.0f, -2.0f}, 2);
   // acc0 = 12, w0 -= 0.1 / sqrt(12); acc1 = 9, w1 += 0.2 / 3
   EXPECT_FLOAT_EQ(p.state[0], 12.0f);
-  EXPECT_FLOAT_EQ(p.w[0], 1.0f - 0.3f / std::sqrt(10.0f) + 0.1f / std::sqrt(11.0f) -
-                              0.1f / std::sqrt(12.0f));
+  EXPECT_FLOAT_EQ(
+      p.w[0], 1.0f - 0.3f / std::sqrt(10.0f) + 0.1f / std::sqrt(11.0f) - 0.1f / std::sqrt(12.0f));
   EXPECT_FLOAT_EQ(p.state[1], 9.0f);
   EXPECT_FLOAT_EQ(p.w[1], 1.0f - 0.2f / std::sqrt(5.0f) + 0.2f / 3.0f);
 }
@@ -284,8 +284,8 @@ TEST(OptimizerTest, LongRunsMatchValueByValueForEveryRule) {
   }
   for (proto::OptimizerKind kind : kAllKinds) {
     for (bool transform : {false, true}) {
-      SCOPED_TRACE(testing::Message() << proto::OptimizerKind_Name(kind)
-                                      << (transform ? " clipped, decayed" : ""));
+      SCOPED_TRACE(testing::Message()
+                   << proto::OptimizerKind_Name(kind) << (transform ? " clipped, decayed" : ""));
       proto::TableDef def = FullDef(kind);
       if (transform) {
         def.set_clip_value(0.8f);
@@ -416,9 +416,9 @@ TEST(OptimizerTest, InvSqrtScheduleDividesByTheRootOfOffsetPlusClock) {
   def.set_lr_schedule(proto::LR_INV_SQRT);
   def.set_lr_decay_offset(4.0f);
   auto opt = Make(def);
-  EXPECT_FLOAT_EQ(RateAt(*opt, 0), 1.0f);          // 2 / sqrt(4)
-  EXPECT_FLOAT_EQ(RateAt(*opt, 5), 2.0f / 3.0f);   // 2 / sqrt(9)
-  EXPECT_FLOAT_EQ(RateAt(*opt, 12), 0.5f);         // 2 / sqrt(16)
+  EXPECT_FLOAT_EQ(RateAt(*opt, 0), 1.0f);         // 2 / sqrt(4)
+  EXPECT_FLOAT_EQ(RateAt(*opt, 5), 2.0f / 3.0f);  // 2 / sqrt(9)
+  EXPECT_FLOAT_EQ(RateAt(*opt, 12), 0.5f);        // 2 / sqrt(16)
 }
 
 TEST(OptimizerTest, WarmupRampsAnySchedule) {

@@ -244,7 +244,8 @@ uint64_t ShardStore::EvictRows(absl::string_view table, absl::Span<const uint64_
   return (*found)->sparse()->EvictKeys(keys);
 }
 
-uint64_t ShardStore::Sweep(std::vector<std::pair<std::string, std::vector<uint64_t>>>* evicted_keys) {
+uint64_t ShardStore::Sweep(
+    std::vector<std::pair<std::string, std::vector<uint64_t>>>* evicted_keys) {
   const absl::Time now = clock_->Now();
   std::vector<std::shared_ptr<Table>> sparse;
   {

@@ -98,8 +98,7 @@ class ShardStore {
   // slice is still locked for the push. A push that admit() says is a retry
   // is not applied; its keys are read all the same. Errors as for Push.
   absl::StatusOr<PushResult> PushAndRead(absl::string_view table, const KeySpec& keys,
-                                         absl::Span<const float> grads, uint64_t clock,
-                                         Admit admit,
+                                         absl::Span<const float> grads, uint64_t clock, Admit admit,
                                          absl::FunctionRef<char*(size_t bytes)> allocate,
                                          SparseTable::Decisions* decisions = nullptr);
   // Push with every request admitted, at clock 0.
@@ -205,8 +204,7 @@ class ShardStore {
 
   // Push and PushAndRead (allocate null: no read back).
   absl::StatusOr<PushResult> PushImpl(absl::string_view table, const KeySpec& keys,
-                                      absl::Span<const float> grads, uint64_t clock,
-                                      Admit admit,
+                                      absl::Span<const float> grads, uint64_t clock, Admit admit,
                                       const absl::FunctionRef<char*(size_t bytes)>* allocate,
                                       SparseTable::Decisions* decisions);
   // Copies the keys' current values to dst (keys.size() * width floats);

@@ -166,9 +166,9 @@ absl::Status ShardStore::WriteCut(
       since = 0;  // not a base here: whole slices
     } else {
       // The caller never goes back below a committed base.
-      bases_.erase(std::remove_if(bases_.begin(), bases_.end(),
-                                  [since](uint64_t b) { return b < since; }),
-                   bases_.end());
+      bases_.erase(
+          std::remove_if(bases_.begin(), bases_.end(), [since](uint64_t b) { return b < since; }),
+          bases_.end());
     }
     prune_upto = cut;
     for (uint64_t b : bases_) prune_upto = std::min(prune_upto, b);

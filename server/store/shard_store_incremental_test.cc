@@ -71,9 +71,11 @@ std::vector<uint64_t> Keys(const Variant& v, uint64_t b, uint64_t e) {
 void Push(ShardStore& store, const std::vector<uint64_t>& keys, uint64_t clock) {
   std::vector<float> g;
   for (uint64_t k : keys) {
-    for (int c = 0; c < 2; ++c) g.push_back(0.01f * static_cast<float>((k * 31 + clock * 7 + c) % 13) - 0.06f);
+    for (int c = 0; c < 2; ++c)
+      g.push_back(0.01f * static_cast<float>((k * 31 + clock * 7 + c) % 13) - 0.06f);
   }
-  auto pushed = store.Push("t", KeySpec::List(keys), g, clock, [] { return absl::StatusOr<bool>(true); });
+  auto pushed =
+      store.Push("t", KeySpec::List(keys), g, clock, [] { return absl::StatusOr<bool>(true); });
   ASSERT_TRUE(pushed.ok()) << pushed.status();
 }
 
@@ -136,11 +138,12 @@ std::unique_ptr<ShardStore> Restore(const std::string& root, uint64_t sequence,
   if (!chain.ok()) return store;
   EXPECT_EQ(chain->size(), expected_chain);
   for (const FoundCheckpoint& c : *chain) {
-    for (const proto::TableDef& def : c.manifest.tables()) EXPECT_TRUE(store->CreateTable(def).ok());
+    for (const proto::TableDef& def : c.manifest.tables())
+      EXPECT_TRUE(store->CreateTable(def).ok());
   }
-  absl::Status loaded = ForEachChainRecord(*chain, [&](const FoundCheckpoint&, const SliceRecord& r) {
-    return store->LoadRecord(r).status();
-  });
+  absl::Status loaded = ForEachChainRecord(
+      *chain,
+      [&](const FoundCheckpoint&, const SliceRecord& r) { return store->LoadRecord(r).status(); });
   EXPECT_TRUE(loaded.ok()) << loaded;
   store->SetRestoredCut(chain->back().manifest.cut());
   return store;
@@ -196,9 +199,9 @@ void ExpectSameState(const State& got, const State& want, const std::string& wha
     for (const auto& [key, bytes] : got_rows) {
       if (rows.count(key) == 0 && ++extra <= 3) ADD_FAILURE() << what << ": extra key " << key;
     }
-    EXPECT_EQ(missing + extra + differ, 0) << what << ": " << missing << " missing, " << extra
-                                           << " extra, " << differ << " different of "
-                                           << rows.size() << " rows";
+    EXPECT_EQ(missing + extra + differ, 0)
+        << what << ": " << missing << " missing, " << extra << " extra, " << differ
+        << " different of " << rows.size() << " rows";
   }
 }
 
@@ -323,7 +326,8 @@ TEST_P(IncrementalTest, NothingChangedWritesNoRecord) {
   const Written full = Write(store, 0);
   EXPECT_GT(full.records, 0);
   std::string ignored;
-  ASSERT_TRUE(store.Pull("t", KeySpec::List(Keys(v, 0, 60)), &ignored).ok());  // reads change nothing
+  ASSERT_TRUE(
+      store.Pull("t", KeySpec::List(Keys(v, 0, 60)), &ignored).ok());  // reads change nothing
   clock.Advance(absl::Seconds(2));
   EXPECT_EQ(store.Sweep(), 0u);
   ASSERT_TRUE(store.MarkCut(3).ok());
@@ -462,7 +466,10 @@ TEST(ErasedKeysTest, AreBoundedAndPruned) {
     for (int i = 0; i < n; ++i) {
       const uint64_t key[] = {next_key++};
       const float g[] = {0.5f, 0.5f};
-      ASSERT_TRUE(table.Push(key, g, clock, [] { return absl::StatusOr<bool>(true); }, nullptr).ok());
+      ASSERT_TRUE(table
+                      .Push(
+                          key, g, clock, [] { return absl::StatusOr<bool>(true); }, nullptr)
+                      .ok());
       ASSERT_LE(table.erased_keys(), SparseTable::kMinErasedCap);
     }
   };
@@ -473,14 +480,15 @@ TEST(ErasedKeysTest, AreBoundedAndPruned) {
     table.SetCut(cut);
     cut_state.set_complete(true);
     std::vector<proto::SliceHeader> headers;
-    EXPECT_TRUE(table.WriteCut(
-                         [&](std::string record) {
-                           return ForEachSliceRecord(record, "r", [&](const SliceRecord& r) {
-                             headers.push_back(r.header);
-                             return absl::OkStatus();
-                           });
-                         },
-                         since, prune_upto)
+    EXPECT_TRUE(table
+                    .WriteCut(
+                        [&](std::string record) {
+                          return ForEachSliceRecord(record, "r", [&](const SliceRecord& r) {
+                            headers.push_back(r.header);
+                            return absl::OkStatus();
+                          });
+                        },
+                        since, prune_upto)
                     .ok());
     return headers;
   };
@@ -496,7 +504,7 @@ TEST(ErasedKeysTest, AreBoundedAndPruned) {
   EXPECT_GE(headers[0].num_rows(), 1u);
   EXPECT_LE(headers[0].num_rows(), 10u);
   EXPECT_EQ(headers[0].num_erased(), 30u);
-  EXPECT_EQ(table.erased_keys(), 30u);  // a write on top of 1 may need them again
+  EXPECT_EQ(table.erased_keys(), 30u);       // a write on top of 1 may need them again
   EXPECT_TRUE(checkpoint(3, 2, 2).empty());  // nothing changed
   EXPECT_EQ(table.erased_keys(), 0u);        // no base before 2 is left
 

@@ -163,8 +163,10 @@ TEST(ShardStoreTest, PushIsAppliedOnlyWhenAdmitted) {
   proto::TableDef def = Def("w", 4);
   def.set_initializer(proto::INIT_ZEROS);
   ASSERT_TRUE(store.CreateTable(def).ok());
-  auto first = store.Push("w", KeySpec::Single(0, 1), {-1}, 0, [] { return absl::StatusOr<bool>(true); });
-  auto retry = store.Push("w", KeySpec::Single(0, 1), {-1}, 0, [] { return absl::StatusOr<bool>(false); });
+  auto first =
+      store.Push("w", KeySpec::Single(0, 1), {-1}, 0, [] { return absl::StatusOr<bool>(true); });
+  auto retry =
+      store.Push("w", KeySpec::Single(0, 1), {-1}, 0, [] { return absl::StatusOr<bool>(false); });
   ASSERT_TRUE(first.ok() && retry.ok());
   EXPECT_FALSE(first->duplicate);
   EXPECT_TRUE(retry->duplicate);

@@ -182,7 +182,7 @@ class SparseRows {
 
   const size_t floats_per_row_;
   const size_t stride_;   // floats_per_row_ + kTagFloats
-  uint32_t chunk_shift_;     // rows of the largest chunks = 1 << chunk_shift_
+  uint32_t chunk_shift_;  // rows of the largest chunks = 1 << chunk_shift_
   uint32_t chunk_rows_;
   uint32_t growing_chunks_;  // chunks before the first of chunk_rows_
   std::vector<Slot> slots_;  // size a power of two, or empty

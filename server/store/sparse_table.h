@@ -172,8 +172,7 @@ class SparseTable {
   // one row): the first replaces the bucket, the others are `delta` records
   // adding their rows (a replication snapshot's records must fit a message).
   absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
-                        uint64_t since = 0, uint64_t prune_upto = 0,
-                        size_t max_record_bytes = 0);
+                        uint64_t since = 0, uint64_t prune_upto = 0, size_t max_record_bytes = 0);
   // Restore: loads the rows of a record of this table whose bucket is owned
   // here (none when it is not). A record without `delta` replaces the
   // bucket's rows; with it, adds or replaces rows and erases its erased
@@ -238,8 +237,8 @@ class SparseTable {
   void CopyForCut(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Applies one key's gradient to the copy (creating its row there),
   // raising the row's tag to `tag`.
-  void ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad,
-                   uint64_t clock, uint32_t tag);
+  void ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad, uint64_t clock,
+                   uint32_t tag);
   // The record of bucket `s` holding `rows`.
   std::string RecordOf(uint64_t s, const SparseRows& rows) const;
   // RecordOf in records of at most max_record_bytes of rows each (0: one).
@@ -272,8 +271,7 @@ class SparseTable {
     const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
     if (ref == 0) return;
     const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
-    const char* const base =
-        reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
+    const char* const base = reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
     const auto slot = [&](size_t i) {
       __builtin_prefetch(base + (hashes[i] & mask) * SparseRows::kSlotBytes);
     };

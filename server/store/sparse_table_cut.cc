@@ -187,8 +187,7 @@ std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
 }
 
 absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
-                                   uint64_t since, uint64_t prune_upto,
-                                   size_t max_record_bytes) {
+                                   uint64_t since, uint64_t prune_upto, size_t max_record_bytes) {
   for (uint64_t s = 0; s < slices_.size(); ++s) {
     Slice* slice = slices_[s].get();
     if (slice == nullptr) continue;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "common/process_tuning.h"
 #include "common/placement.h"
+#include "common/process_tuning.h"
 #include "common/table_layout.h"
 #include "server/store/shard_store.h"
 
