@@ -436,7 +436,7 @@ absl::Status PsClient::PushPull(absl::Span<const PushRange> push, absl::Span<con
   std::vector<float*> bases;
   bases.reserve(pull.size());
   for (const PullRange& op : pull) bases.push_back(op.out.data());
-  absl::Status status = PushPullParts(*parts, requests, bases, push.size(), info);
+  absl::Status status = PushPullParts(*parts, &requests, bases, push.size(), info);
   if (status.ok()) lease_.NotePushed(clock);
   return status;
 }
@@ -459,10 +459,10 @@ absl::Status PsClient::PushPullKeys(const std::string& table, absl::Span<const u
   PushRequests requests;
   BuildKeyPushRequests(*parts, keys, width, grads, Stamp(clock), &next_request_id_, &requests);
   float* const base = out.data();
-  return PushPullParts(*parts, requests, {&base, 1}, 1, nullptr);
+  return PushPullParts(*parts, &requests, {&base, 1}, 1, nullptr);
 }
 
-absl::Status PsClient::PushPullParts(const std::vector<Part>& parts, const PushRequests& pushes,
+absl::Status PsClient::PushPullParts(const std::vector<Part>& parts, PushRequests* pushes,
                                      absl::Span<float* const> bases, size_t num_ops,
                                      PullInfo* info) {
   // One call per server, carrying its parts (of every op) in order, up to

@@ -295,8 +295,9 @@ class PsClient final : public ParamClient {
   void PushBatched(std::shared_ptr<PushCall> call, size_t num_ops, Versions* versions,
                    PushReport* report, PushDone done);
   // Sends planned push-pull parts, grouped into calls (GroupIntoCalls);
-  // part p's values read back go to bases[p.op].
-  absl::Status PushPullParts(const std::vector<Part>& parts, const PushRequests& pushes,
+  // part p's values read back go to bases[p.op]. The headers of *pushes are
+  // moved into the calls.
+  absl::Status PushPullParts(const std::vector<Part>& parts, PushRequests* pushes,
                              absl::Span<float* const> bases, size_t num_ops, PullInfo* info);
 
   // PushAsync dones still to run: the destructor waits until none is left.

@@ -86,10 +86,11 @@ void ScatterValues(const Part& part, proto::ValueEncoding encoding, SegmentedByt
 Transport::ConsumeValues PullValuesInto(const Part& part, float* base,
                                         proto::ValueEncoding encoding);
 
-// The PushPull request of `call`: the push header of each of its parts (a
-// copy of pushes.headers[i], with values_bytes set), in order, into
-// *request, and their values' pieces appended to *pieces.
-void BuildPushPullRequest(const PlannedCall& call, const PushRequests& pushes,
+// The PushPull request of `call`: the push header of each of its parts
+// (pushes->headers[i], moved out, with values_bytes set), in order, into
+// *request, and their values' pieces appended to *pieces. Each part belongs
+// to one call, so every header is moved once.
+void BuildPushPullRequest(const PlannedCall& call, PushRequests* pushes,
                           proto::PushPullRequest* request, std::vector<absl::string_view>* pieces);
 
 // A PushPull reply's values (in `encoding`) into the ops' buffers: part

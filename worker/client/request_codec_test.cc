@@ -199,7 +199,7 @@ TEST(RequestCodecTest, PushPullRequestsCarryTheirPartsPushesAndValuesInOrder) {
   call.parts = {0, 2};
   proto::PushPullRequest request;
   std::vector<absl::string_view> pieces;
-  BuildPushPullRequest(call, pushes, &request, &pieces);
+  BuildPushPullRequest(call, &pushes, &request, &pieces);
   ASSERT_EQ(request.pushes_size(), 2);
   EXPECT_EQ(request.pushes(0).request_id(), 1u);
   EXPECT_EQ(request.pushes(1).request_id(), 3u);
