@@ -30,6 +30,7 @@
 #include "server/replication/shard_host.h"
 #include "server/rpc/admin_service.h"
 #include "server/rpc/authorizer.h"
+#include "server/rpc/grpc_forward_transport.h"
 #include "server/rpc/ps_service.h"
 #include "server/rpc/replication_service.h"
 #include "server/server_checkpoints.h"

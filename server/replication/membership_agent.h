@@ -46,6 +46,7 @@
 #include "common/clock.h"
 #include "common/kv_store.h"
 #include "server/replication/etcd_contact.h"
+#include "server/replication/forward_transport.h"
 #include "server/replication/replica_link.h"
 #include "server/replication/shard_host.h"
 

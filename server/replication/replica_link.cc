@@ -2,84 +2,11 @@
 
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "common/grpc_channels.h"
-#include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/random_id.h"
-#include "grpcpp/client_context.h"
-#include "proto/replication.grpc.pb.h"
 
 namespace ps {
-namespace {
-
-class GrpcForwardTransport final : public ForwardTransport {
- public:
-  absl::StatusOr<proto::ForwardResponse> Forward(const std::string& address,
-                                                 const proto::ForwardRequest& request,
-                                                 absl::Duration timeout) override {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    proto::PsReplication::Stub* stub = Enter(address, &context);
-    if (stub == nullptr) return absl::CancelledError("this server is stopping");
-    proto::ForwardResponse response;
-    grpc::Status status = stub->Forward(&context, request, &response);
-    Leave(&context);
-    if (!status.ok()) return FromGrpcStatus(status);
-    return response;
-  }
-
-  absl::StatusOr<proto::EtcdContactResponse> EtcdContact(const std::string& address,
-                                                         absl::Duration timeout) override {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    proto::PsReplication::Stub* stub = Enter(address, &context);
-    if (stub == nullptr) return absl::CancelledError("this server is stopping");
-    proto::EtcdContactResponse response;
-    grpc::Status status = stub->EtcdContact(&context, {}, &response);
-    Leave(&context);
-    if (!status.ok()) return FromGrpcStatus(status);
-    return response;
-  }
-
-  void CancelAll() override {
-    absl::MutexLock lock(&mu_);
-    stopped_ = true;
-    for (grpc::ClientContext* context : calls_) context->TryCancel();
-  }
-
- private:
-  // The stub for `address`, with `context` registered as in flight (null
-  // once CancelAll ran).
-  proto::PsReplication::Stub* Enter(const std::string& address, grpc::ClientContext* context) {
-    absl::MutexLock lock(&mu_);
-    if (stopped_) return nullptr;
-    calls_.insert(context);
-    auto& stub = stubs_[address];
-    if (stub == nullptr) {
-      stub = proto::PsReplication::NewStub(NewPeerChannel(address));
-    }
-    return stub.get();
-  }
-  void Leave(grpc::ClientContext* context) {
-    absl::MutexLock lock(&mu_);
-    calls_.erase(context);
-  }
-
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<proto::PsReplication::Stub>> stubs_
-      ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<grpc::ClientContext*> calls_ ABSL_GUARDED_BY(mu_);
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-}  // namespace
-
-std::unique_ptr<ForwardTransport> NewGrpcForwardTransport() {
-  return std::make_unique<GrpcForwardTransport>();
-}
 
 ReplicaLink::ReplicaLink(Options options, ForwardTransport* transport, SnapshotSource* source,
                          Clock* clock)

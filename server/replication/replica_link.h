@@ -40,31 +40,11 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "proto/replication.pb.h"
+#include "server/replication/forward_transport.h"
 #include "server/replication/replication_log.h"
 #include "server/store/memory_budget.h"
 
 namespace ps {
-
-// How a link reaches a server: one blocking attempt. gRPC in servers
-// (NewGrpcForwardTransport), in-process fakes in tests.
-class ForwardTransport {
- public:
-  virtual ~ForwardTransport() = default;
-  virtual absl::StatusOr<proto::ForwardResponse> Forward(const std::string& address,
-                                                         const proto::ForwardRequest& request,
-                                                         absl::Duration timeout) = 0;
-  // Whether the server at `address` reaches etcd (server/etcd_contact.h).
-  // Transports without it: UNIMPLEMENTED.
-  virtual absl::StatusOr<proto::EtcdContactResponse> EtcdContact(const std::string& address,
-                                                                 absl::Duration timeout) {
-    return absl::UnimplementedError("this transport cannot ask servers about etcd");
-  }
-  // Stopping: calls in flight end now (CANCELLED), and so does every later
-  // call.
-  virtual void CancelAll() {}
-};
-// Keeps one channel per address. Thread-safe.
-std::unique_ptr<ForwardTransport> NewGrpcForwardTransport();
 
 // The shard's state, as a new successor receives it.
 class SnapshotSource {
