@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/shard_store.h"
+#include "tests/test_util/store_pull.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
@@ -19,28 +20,13 @@ using ::testing::HasSubstr;
 
 // SGD with learning rate 1 from zeros: a push of -1 adds 1.
 proto::TableDef Counter(const std::string& name, bool sparse, uint64_t keys = 40) {
-  proto::TableDef def;
-  def.set_name(name);
-  def.set_width(2);
-  def.set_initializer(proto::INIT_ZEROS);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(1.0f);
-  if (sparse) {
-    def.set_kind(proto::TABLE_SPARSE);
-    def.set_num_buckets(8);
-  } else {
-    def.set_num_keys(keys);
-  }
-  return def;
+  return sparse ? SparseSumTable(name, /*width=*/2, /*num_buckets=*/8)
+                : SumTable(name, keys, /*width=*/2);
 }
 
 // An AdaGrad table: state next to the values.
 proto::TableDef WithState(const std::string& name, bool sparse) {
-  proto::TableDef def = Counter(name, sparse);
-  def.set_optimizer(proto::OPT_ADAGRAD);
-  def.set_initial_accumulator(0.1f);
-  def.set_learning_rate(0.5f);
-  return def;
+  return WithAdagrad(Counter(name, sparse), /*learning_rate=*/0.5f, /*initial_accumulator=*/0.1f);
 }
 
 const Placement kOne(1, {/*slice_size=*/8, 16});
@@ -61,12 +47,7 @@ absl::Status PushAll(ShardStore& store, const std::string& table, absl::Span<con
 
 std::vector<float> PullAll(ShardStore& store, const std::string& table,
                            absl::Span<const uint64_t> keys) {
-  std::string bytes;
-  auto version = store.Pull(table, KeySpec::List(keys), &bytes);
-  EXPECT_TRUE(version.ok()) << version.status();
-  std::vector<float> out(bytes.size() / sizeof(float));
-  EXPECT_TRUE(DecodeArrayInto<float>(bytes, absl::MakeSpan(out), "pull").ok());
-  return out;
+  return PullAll(store, table, KeySpec::List(keys));
 }
 
 // Writes the store's cut into one string of records.

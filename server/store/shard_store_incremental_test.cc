@@ -4,8 +4,6 @@
 // checkpoint of the same moment; what an incremental one holds (nothing when
 // nothing changed, only what changed after a restore, little when little
 // changed); and the bound on the erased keys a sparse slice remembers.
-#include <unistd.h>
-
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +19,8 @@
 #include "server/store/optimizer.h"
 #include "server/store/shard_store.h"
 #include "server/store/sparse_table.h"
+#include "tests/test_util/table_defs.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
@@ -36,29 +36,16 @@ struct Variant {
 // not updated for 2 clocks evicted by Sweep.
 proto::TableDef Def(const Variant& v) {
   proto::TableDef def;
-  def.set_name("t");
-  def.set_width(2);
-  def.set_initializer(proto::INIT_UNIFORM);
-  def.set_init_low(-1.0f);
-  def.set_init_high(1.0f);
-  def.set_seed(7);
-  if (v.adagrad) {
-    def.set_optimizer(proto::OPT_ADAGRAD);
-    def.set_learning_rate(0.5f);
-    def.set_initial_accumulator(0.1f);
-  } else {
-    def.set_optimizer(proto::OPT_SGD);
-    def.set_learning_rate(0.25f);
-  }
   if (v.sparse) {
-    def.set_kind(proto::TABLE_SPARSE);
-    def.set_num_buckets(8);
+    def = SparseTableDef("t", /*width=*/2, /*num_buckets=*/8);
     def.set_max_rows(96);
     def.set_evict_after_clocks(2);
   } else {
-    def.set_num_keys(160);
+    def = DenseTableDef("t", /*num_keys=*/160, /*width=*/2);
   }
-  return def;
+  def = WithUniformInit(def, -1.0f, 1.0f, /*seed=*/7);
+  return v.adagrad ? WithAdagrad(def, /*learning_rate=*/0.5f, /*initial_accumulator=*/0.1f)
+                   : WithSgd(def, /*learning_rate=*/0.25f);
 }
 
 // The keys of indices [b, e): spread by a hash-like step for sparse tables.
@@ -203,10 +190,6 @@ void ExpectSameState(const State& got, const State& want, const std::string& wha
         << what << ": " << missing << " missing, " << extra << " extra, " << differ
         << " different of " << rows.size() << " rows";
   }
-}
-
-std::string TestRoot(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/incr_", name, "_", ::getpid());
 }
 
 class IncrementalTest : public ::testing::TestWithParam<Variant> {};

@@ -4,36 +4,19 @@
 #include <limits>
 #include <vector>
 
-#include "common/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/store_pull.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
 
+// Uniform in [-1, 1) (seed 7), SGD at learning rate 1.
 proto::TableDef Def(const std::string& name, uint64_t keys, uint32_t width = 1) {
-  proto::TableDef def;
-  def.set_name(name);
-  def.set_num_keys(keys);
-  def.set_width(width);
-  def.set_initializer(proto::INIT_UNIFORM);
-  def.set_init_low(-1);
-  def.set_init_high(1);
-  def.set_seed(7);
-  def.set_optimizer(proto::OPT_SGD);
-  def.set_learning_rate(1.0f);
-  return def;
-}
-
-std::vector<float> PullAll(ShardStore& store, const std::string& table, KeySpec keys) {
-  std::string bytes;
-  auto version = store.Pull(table, keys, &bytes);
-  EXPECT_TRUE(version.ok()) << version.status();
-  std::vector<float> out(bytes.size() / sizeof(float));
-  EXPECT_TRUE(DecodeArrayInto<float>(bytes, absl::MakeSpan(out), "pull").ok());
-  return out;
+  return WithSgd(WithUniformInit(DenseTableDef(name, keys, width), -1, 1, /*seed=*/7), 1.0f);
 }
 
 TEST(ShardStoreTest, CreateIsIdempotentAndConflictsAreErrors) {

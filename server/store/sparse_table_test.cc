@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "server/store/memory_budget.h"
 #include "server/store/optimizer.h"
+#include "tests/test_util/table_defs.h"
 
 namespace ps {
 namespace {
@@ -20,11 +21,7 @@ using ::testing::HasSubstr;
 
 proto::TableDef SparseDef(const std::string& name, uint32_t width, proto::OptimizerKind opt,
                           proto::Initializer init = proto::INIT_ZEROS) {
-  proto::TableDef def;
-  def.set_name(name);
-  def.set_kind(proto::TABLE_SPARSE);
-  def.set_width(width);
-  def.set_num_buckets(64);
+  proto::TableDef def = SparseTableDef(name, width, /*num_buckets=*/64);
   def.set_initializer(init);
   def.set_init_low(-1.0f);
   def.set_init_high(1.0f);
