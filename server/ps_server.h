@@ -99,8 +99,6 @@ class PsServer {
   // Static clusters: the server's one shard. (Replicated: the host's.)
   PsCore& core() { return *core_; }
   ShardHost& host() { return *host_; }
-  ShardStore& store() { return core_->store(); }
-  ClockTracker& clocks() { return core_->clocks(); }
 
   // With a checkpoint directory and on_exit, first takes a last checkpoint
   // (server 0) or asks server 0 for one (the others), while still serving.

@@ -17,7 +17,7 @@ namespace {
 // pulls, staleness, sparse admission and bytes.
 void CollectShardMetrics(PsCore& core, const std::string& shard, MetricsWriter& out) {
   out.Gauge("ps_memory_used_bytes", "Bytes of parameters and optimizer state held, by shard",
-            {{"shard", shard}}, static_cast<double>(core.store().bytes_used()));
+            {{"shard", shard}}, static_cast<double>(core.bytes_used()));
   out.HistogramValue("ps_apply_seconds",
                      "Time a push took to apply in the store (optimizer included), by shard",
                      {{"shard", shard}}, core.apply_seconds().Read());
@@ -51,11 +51,9 @@ void CollectShardMetrics(PsCore& core, const std::string& shard, MetricsWriter& 
     out.CounterValue("ps_sparse_rows_evicted_total", "Sparse rows evicted", labels,
                      static_cast<double>(t.evicted()));
   }
-  for (const proto::TableDef& def : core.store().TableDefs()) {
-    absl::StatusOr<uint64_t> bytes = core.store().TableBytes(def);
-    if (!bytes.ok()) continue;
+  for (const auto& [table, bytes] : core.TableBytes()) {
     out.Gauge("ps_table_bytes", "Bytes a table's slices and optimizer state take here",
-              {{"shard", shard}, {"table", def.name()}}, static_cast<double>(*bytes));
+              {{"shard", shard}, {"table", table}}, static_cast<double>(bytes));
   }
   out.Gauge("ps_key_lists_kept", "Key lists kept for key-list caching", {{"shard", shard}},
             static_cast<double>(stats.key_lists_kept()));

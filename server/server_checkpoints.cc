@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_peer.h"
+#include "server/core/core_state.h"
 
 namespace ps {
 
@@ -91,12 +92,11 @@ absl::Status ServerCheckpoints::RestoreAtStart() {
     absl::MutexLock lock(&mu_);
     restored_cut_ = found->manifest.cut();
   }
-  LogEvent(who,
-           absl::StrFormat("restored %s (cut %d, taken by %d servers): %d tables, %.1f MiB "
-                           "here, in %.3f s",
-                           found->path, found->manifest.cut(), found->manifest.num_servers(),
-                           found->manifest.tables_size(), core_->store().bytes_used() / 1048576.0,
-                           absl::ToDoubleSeconds(absl::Now() - start)));
+  LogEvent(who, absl::StrFormat("restored %s (cut %d, taken by %d servers): %d tables, %.1f MiB "
+                                "here, in %.3f s",
+                                found->path, found->manifest.cut(), found->manifest.num_servers(),
+                                found->manifest.tables_size(), core_->bytes_used() / 1048576.0,
+                                absl::ToDoubleSeconds(absl::Now() - start)));
   return absl::OkStatus();
 }
 
@@ -230,7 +230,7 @@ absl::Status ServerCheckpoints::StartScheduler() {
       [this] {
         uint64_t max_clock = 0;
         for (const auto& core : host_->Cores()) {
-          max_clock = std::max(max_clock, core->store().max_clock());
+          max_clock = std::max(max_clock, CoreStateIo(core.get()).max_clock());
         }
         return max_clock;
       },

@@ -16,6 +16,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/ps.grpc.pb.h"
+#include "server/core/ps_core_test_peer.h"
 #include "server/ps_server.h"
 #include "tests/test_util/table_defs.h"
 
@@ -346,11 +347,11 @@ TEST_F(PsServiceTest, CancelledParkedPullIsReleasedAtOnce) {
     status = std::move(s);
     done.Notify();
   });
-  ASSERT_TRUE(Eventually([&] { return server_->clocks().parked() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return PsCoreTestPeer::clocks(server_->core()).parked() == 1; }));
   ctx.TryCancel();
   done.WaitForNotification();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
-  EXPECT_TRUE(Eventually([&] { return server_->clocks().parked() == 0; }))
+  EXPECT_TRUE(Eventually([&] { return PsCoreTestPeer::clocks(server_->core()).parked() == 0; }))
       << "the server still holds the cancelled pull";
 }
 
@@ -373,7 +374,7 @@ TEST(PsServerTest, CreatingALargeTableDoesNotStopOtherCalls) {
     create_done.Notify();
   });
   ASSERT_TRUE(Eventually(
-      [&] { return (*server)->store().bytes_used() > 0 || create_done.HasBeenNotified(); }));
+      [&] { return (*server)->core().bytes_used() > 0 || create_done.HasBeenNotified(); }));
   ASSERT_FALSE(create_done.HasBeenNotified()) << create_status.error_message();
   proto::InfoResponse info;
   grpc::ClientContext info_ctx;

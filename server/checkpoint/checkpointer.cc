@@ -24,11 +24,11 @@ void Checkpointer::DropStaleMark() {
   absl::MutexLock lock(&mu_);
   if (marked_ == 0 || writing_ || absl::Now() - marked_at_ < kStaleMark) return;
   marked_ = 0;
-  core_->store().EndCut();
+  CoreStateIo(core_).EndCut();
 }
 
 void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
-  ShardStore& store = core_->store();
+  CoreStateIo store(core_);
   const uint64_t cut = request.cut();
   switch (request.action()) {
     case proto::CHECKPOINT_MARK: {
@@ -100,7 +100,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
   const absl::Duration timeout =
       request.timeout_ms() > 0 ? absl::Milliseconds(request.timeout_ms()) : absl::Seconds(60);
   const std::string& dir = request.dir();
-  core_->clocks().WhenCutReached(
+  store.WhenCutReached(
       cut, absl::Now() + timeout,
       [this, cut, since, dir, done = std::move(done)](absl::Status status, uint64_t) {
         if (!status.ok()) {
@@ -108,14 +108,15 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
             absl::MutexLock lock(&mu_);
             marked_ = 0;
             writing_ = false;
-            core_->store().EndCut();
+            CoreStateIo(core_).EndCut();
           }
           return done(status);
         }
         // Every push of the cut is in: later ones are outside it. The
         // core's state is taken now, at the cut.
-        core_->store().CompleteCut();
-        CoreState state = ExportCoreState(*core_, cut);
+        CoreStateIo io(core_);
+        io.CompleteCut();
+        CoreState state = io.Export(cut);
         // Files are written on a thread of their own, not on the thread of
         // the push that completed the cut.
         std::thread previous;
@@ -138,7 +139,7 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
 absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::string& dir,
                                                                   uint64_t cut, uint64_t since,
                                                                   const CoreState& state) {
-  ShardStore& store = core_->store();
+  CoreStateIo store(core_);
   proto::CheckpointResponse reply;
   std::map<std::string, std::unique_ptr<CheckpointFileWriter>> files;
   int next_file = 0;
@@ -177,7 +178,7 @@ absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
   for (PsCore* core : cores) {
     for (const FoundCheckpoint& c : *chain) {
       for (const proto::TableDef& def : c.manifest.tables()) {
-        absl::StatusOr<bool> created = core->store().CreateTable(def);
+        absl::StatusOr<bool> created = CoreStateIo(core).CreateTable(def);
         if (!created.ok()) {
           return absl::Status(created.status().code(),
                               absl::StrCat("restoring ", c.path, ": ", created.status().message()));
@@ -189,7 +190,7 @@ absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
   absl::Status loaded =
       ForEachChainRecord(*chain, [&](const FoundCheckpoint&, const SliceRecord& r) {
         for (PsCore* core : cores) {
-          if (absl::Status s = core->store().LoadRecord(r).status(); !s.ok()) return s;
+          if (absl::Status s = CoreStateIo(core).LoadRecord(r); !s.ok()) return s;
         }
         return absl::OkStatus();
       });
@@ -197,11 +198,10 @@ absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
   const FoundCheckpoint& found = chain->back();
   const proto::CheckpointManifest& m = found.manifest;
   for (PsCore* core : cores) {
-    ShardStore& store = core->store();
-    if (m.cut() > 0) store.RaiseMaxClock(m.cut() - 1);
+    CoreStateIo io(core);
     // An incremental checkpoint may follow this one: what was loaded is in it.
-    store.SetRestoredCut(m.cut());
-    if (absl::Status s = ImportCoreState(*core, CoreStateFromProto(m)); !s.ok()) {
+    io.SetRestoredCut(m.cut());
+    if (absl::Status s = io.Import(CoreStateFromProto(m)); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("restoring ", found.path, ": ", s.message()));
     }
     core->set_restored(found.path, m.cut());

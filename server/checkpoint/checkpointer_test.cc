@@ -10,6 +10,7 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/ps_core_test_peer.h"
 #include "tests/test_util/store_pull.h"
 #include "tests/test_util/table_defs.h"
 #include "tests/test_util/temp_dir.h"
@@ -117,7 +118,8 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   ASSERT_EQ(part->dedup_size(), 2);
   EXPECT_EQ(part->dedup(0).request_ids_size(), 5);  // worker 1's pushes below the cut
   // 10 in the cut, 2 outside.
-  for (float v : PullAll(core->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 12.0f);
+  for (float v : PullAll(PsCoreTestPeer::store(*core), "c", KeySpec::Single(0, 10)))
+    EXPECT_EQ(v, 12.0f);
 
   proto::CheckpointManifest m;
   m.set_sequence(1);
@@ -134,16 +136,19 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   auto found = loader.Restore(root, &skipped);
   ASSERT_TRUE(found.ok()) << found.status();
   EXPECT_TRUE(skipped.empty());
-  for (float v : PullAll(restored->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 10.0f);
-  const auto clocks = restored->clocks().Clocks(~uint64_t{0});
+  for (float v : PullAll(PsCoreTestPeer::store(*restored), "c", KeySpec::Single(0, 10)))
+    EXPECT_EQ(v, 10.0f);
+  const auto clocks = PsCoreTestPeer::clocks(*restored).Clocks(~uint64_t{0});
   ASSERT_EQ(clocks.size(), 2u);
   EXPECT_EQ(clocks[0].clock, 5u);
   // A retry of a push in the checkpoint is not applied again; one after the
   // cut is.
   ASSERT_TRUE(PushOne(*restored, 1, 4).ok());
-  for (float v : PullAll(restored->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 10.0f);
+  for (float v : PullAll(PsCoreTestPeer::store(*restored), "c", KeySpec::Single(0, 10)))
+    EXPECT_EQ(v, 10.0f);
   ASSERT_TRUE(PushOne(*restored, 1, 5).ok());
-  for (float v : PullAll(restored->store(), "c", KeySpec::Single(0, 10))) EXPECT_EQ(v, 11.0f);
+  for (float v : PullAll(PsCoreTestPeer::store(*restored), "c", KeySpec::Single(0, 10)))
+    EXPECT_EQ(v, 11.0f);
 }
 
 TEST(CheckpointerTest, DeadlineNamesTheSlowestWorkerAndEndsTheCut) {

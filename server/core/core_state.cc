@@ -1,30 +1,64 @@
 #include "server/core/core_state.h"
 
+#include <string>
+#include <utility>
+
 namespace ps {
 
-CoreState ExportCoreState(PsCore& core, uint64_t cut, bool workers) {
+uint64_t CoreStateIo::max_clock() const { return core_->store_.max_clock(); }
+
+absl::Status CoreStateIo::MarkCut(uint64_t cut) { return core_->store_.MarkCut(cut); }
+
+bool CoreStateIo::CanWriteSince(uint64_t since) { return core_->store_.CanWriteSince(since); }
+
+void CoreStateIo::WhenCutReached(uint64_t cut, absl::Time deadline, ClockTracker::Callback ready) {
+  core_->clocks_.WhenCutReached(cut, deadline, std::move(ready));
+}
+
+void CoreStateIo::CompleteCut() { core_->store_.CompleteCut(); }
+
+absl::Status CoreStateIo::WriteCut(
+    absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
+    uint64_t since, size_t max_record_bytes) {
+  return core_->store_.WriteCut(sink, since, max_record_bytes);
+}
+
+void CoreStateIo::EndCut() { core_->store_.EndCut(); }
+
+CoreState CoreStateIo::Export(uint64_t cut, bool workers) {
   CoreState state;
-  state.tables = core.store().TableDefs();
-  state.clocks = core.clocks().Clocks(cut);
-  state.dedup = core.dedup().Export(cut);
-  if (workers) state.workers = core.clocks().Leases();
+  state.tables = core_->store_.TableDefs();
+  state.clocks = core_->clocks_.Clocks(cut);
+  state.dedup = core_->dedup_.Export(cut);
+  if (workers) state.workers = core_->clocks_.Leases();
   return state;
 }
 
-absl::Status ImportCoreState(PsCore& core, const CoreState& state) {
+absl::StatusOr<bool> CoreStateIo::CreateTable(const proto::TableDef& def) {
+  return core_->store_.CreateTable(def);
+}
+
+absl::Status CoreStateIo::LoadRecord(const SliceRecord& record) {
+  return core_->store_.LoadRecord(record).status();
+}
+
+void CoreStateIo::SetRestoredCut(uint64_t cut) {
+  if (cut > 0) core_->store_.RaiseMaxClock(cut - 1);
+  core_->store_.SetRestoredCut(cut);
+}
+
+absl::Status CoreStateIo::Import(const CoreState& state) {
   for (const proto::TableDef& def : state.tables) {
-    if (absl::StatusOr<bool> created = core.store().CreateTable(def); !created.ok()) {
-      return created.status();
-    }
+    if (absl::StatusOr<bool> created = CreateTable(def); !created.ok()) return created.status();
   }
   for (const ClockTracker::WorkerClock& c : state.clocks) {
-    core.clocks().Restore(c.table, c.worker, c.clock);
+    core_->clocks_.Restore(c.table, c.worker, c.clock);
   }
-  for (const RequestDedup::Window& w : state.dedup) core.dedup().Import(w);
+  for (const RequestDedup::Window& w : state.dedup) core_->dedup_.Import(w);
   for (const ClockTracker::WorkerLease& l : state.workers) {
     // A live process's registration: its lease runs out as it would have
     // on the primary (from when the copy was taken).
-    (void)core.clocks().Register(l.worker, l.incarnation, l.clock, l.remaining);
+    (void)core_->clocks_.Register(l.worker, l.incarnation, l.clock, l.remaining);
   }
   return absl::OkStatus();
 }

@@ -554,6 +554,19 @@ proto::StatsResponse PsCore::Stats() {
   return reply;
 }
 
+uint64_t PsCore::bytes_used() const { return store_.bytes_used(); }
+
+std::vector<std::pair<std::string, uint64_t>> PsCore::TableBytes() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const proto::TableDef& def : store_.TableDefs()) {
+    absl::StatusOr<uint64_t> bytes = store_.TableBytes(def);
+    if (bytes.ok()) out.emplace_back(def.name(), *bytes);
+  }
+  return out;
+}
+
+void PsCore::FailWaiting(const absl::Status& why) { clocks_.FailWaiting(why); }
+
 std::vector<std::string> PsCore::Tick() {
   clocks_.Tick();
   dedup_.Expire();

@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -170,14 +171,18 @@ class PsCore {
   void set_restored(const std::string& path, uint64_t cut);
   int server_index() const { return options_.server_index; }
   const ServerLimits& limits() const { return options_.limits; }
-  ShardStore& store() { return store_; }
   // Key lists kept for key-list caching; decoders take it (request_args.h).
   KeyListCache& key_lists() { return key_lists_; }
-  ClockTracker& clocks() { return clocks_; }
   // Seconds each applied push took in the store (validation, optimizer,
   // de-duplication; not the wait for the chain): 1 us to 2 s buckets.
   const Histogram& apply_seconds() const { return apply_seconds_; }
-  RequestDedup& dedup() { return dedup_; }
+  // Bytes of parameters and optimizer state held here.
+  uint64_t bytes_used() const;
+  // Each table's bytes here (slices and optimizer state), by table name.
+  std::vector<std::pair<std::string, uint64_t>> TableBytes() const;
+  // Fails every parked call and pending cut wait with `why` (this copy
+  // stops serving its shard).
+  void FailWaiting(const absl::Status& why);
 
  private:
   // Applies a decoded, admitted push. `forwarded`: the entry a replica
@@ -209,6 +214,10 @@ class PsCore {
   ReplicationLog* log_ = nullptr;
   // With replication: held while an update is applied and appended to log_.
   absl::Mutex order_mu_;
+  // The state leaves and enters only through CoreStateIo (core_state.h);
+  // tests read it through PsCoreTestPeer (ps_core_test_peer.h).
+  friend class CoreStateIo;
+  friend class PsCoreTestPeer;
   ShardStore store_;
   ClockTracker clocks_;
   RequestDedup dedup_;

@@ -13,6 +13,7 @@
 #include "common/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/core/ps_core_test_peer.h"
 #include "tests/test_util/table_defs.h"
 
 namespace ps {
@@ -105,7 +106,7 @@ TEST_F(PsCoreTest, RetriedPushIsAppliedOnce) {
   EXPECT_FALSE(first->duplicate());
   EXPECT_TRUE(retry->duplicate());
   std::string values;
-  ASSERT_TRUE(core_->store().Pull("w", KeySpec::Single(0, 1), &values).ok());
+  ASSERT_TRUE(PsCoreTestPeer::store(*core_).Pull("w", KeySpec::Single(0, 1), &values).ok());
   float v;
   std::memcpy(&v, values.data(), sizeof v);
   EXPECT_EQ(v, 1.0f);
@@ -128,10 +129,11 @@ TEST_F(PsCoreTest, RetriedClockOnlyPushCountsOnce) {
   auto again = Push(clock_only);
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->duplicate());
-  EXPECT_EQ(core_->clocks().ServerClock("w"), 0u) << "one of two parts is in: round 0 is open";
+  EXPECT_EQ(PsCoreTestPeer::clocks(*core_).ServerClock("w"), 0u)
+      << "one of two parts is in: round 0 is open";
   clock_only.set_request_id(101);
   ASSERT_TRUE(Push(clock_only).ok());
-  EXPECT_EQ(core_->clocks().ServerClock("w"), 1u);
+  EXPECT_EQ(PsCoreTestPeer::clocks(*core_).ServerClock("w"), 1u);
 }
 
 TEST_F(PsCoreTest, UnknownTableLeavesNoStateBehind) {
@@ -154,10 +156,10 @@ TEST_F(PsCoreTest, UnknownTableLeavesNoStateBehind) {
   EXPECT_EQ(StartPull(&args, &result), 0u) << "never parked";
   ASSERT_TRUE(result.reply.has_value());
   EXPECT_EQ(result.reply->status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(core_->clocks().num_tables(), 0u);
-  EXPECT_EQ(core_->clocks().parked(), 0u);
+  EXPECT_EQ(PsCoreTestPeer::clocks(*core_).num_tables(), 0u);
+  EXPECT_EQ(PsCoreTestPeer::clocks(*core_).parked(), 0u);
   EXPECT_EQ(core_->Stats().tables_size(), 0);
-  EXPECT_EQ(core_->store().bytes_used(), 0u);
+  EXPECT_EQ(core_->bytes_used(), 0u);
   // Its request ids were not recorded: the same id applies once the table exists.
   ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("nope", 4, 1))).ok());
   auto applied = Push(OnePush("nope", 0, 1, 5));
@@ -221,9 +223,10 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
   ASSERT_TRUE(core_->Heartbeat(hb).ok());
   ASSERT_EQ(log.entries.size(), 1u);
   EXPECT_TRUE(log.entries[0].has_heartbeat());
-  EXPECT_EQ(copy.clocks().ParamsClock("w"), UINT64_MAX) << "no worker known yet";
+  EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), UINT64_MAX) << "no worker known yet";
   forward();
-  EXPECT_EQ(copy.clocks().ParamsClock("w"), 7u) << "worker 5 live at clock 7 on the copy";
+  EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), 7u)
+      << "worker 5 live at clock 7 on the copy";
   // A refused heartbeat (another process, same id) is not forwarded.
   hb.set_incarnation(66);
   EXPECT_EQ(core_->Heartbeat(hb).status().code(), absl::StatusCode::kAlreadyExists);
@@ -233,7 +236,8 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
   hb.set_leaving(true);
   ASSERT_TRUE(core_->Heartbeat(hb).ok());
   forward();
-  EXPECT_EQ(copy.clocks().ParamsClock("w"), UINT64_MAX) << "worker 5 left on the copy too";
+  EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), UINT64_MAX)
+      << "worker 5 left on the copy too";
 }
 
 TEST_F(PsCoreTest, ParkedPullIsReleasedAtOnceWhenCancelled) {
@@ -245,11 +249,11 @@ TEST_F(PsCoreTest, ParkedPullIsReleasedAtOnceWhenCancelled) {
   const PsCore::CallId id = StartPull(&args, &result);
   ASSERT_NE(id, 0u);
   EXPECT_FALSE(result.reply.has_value());
-  EXPECT_EQ(core_->clocks().parked(), 1u);
+  EXPECT_EQ(PsCoreTestPeer::clocks(*core_).parked(), 1u);
   core_->Cancel(id);
   ASSERT_TRUE(result.reply.has_value());
   EXPECT_EQ(result.reply->status().code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(core_->clocks().parked(), 0u);
+  EXPECT_EQ(PsCoreTestPeer::clocks(*core_).parked(), 0u);
   core_->Cancel(id);  // a second cancel is a no-op
 }
 
@@ -350,9 +354,9 @@ TEST_F(PsCoreTest, RequestLimitsNameTheLimitAndTheFlag) {
   far.set_worker_id(1);
   far.set_clock(5000);
   EXPECT_EQ(core_->Heartbeat(far).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(core_->clocks().num_tables(), 0u);
+  EXPECT_EQ(PsCoreTestPeer::clocks(*core_).num_tables(), 0u);
   std::string values;
-  ASSERT_TRUE(core_->store().Pull("w", KeySpec::Single(0, 9), &values).ok());
+  ASSERT_TRUE(PsCoreTestPeer::store(*core_).Pull("w", KeySpec::Single(0, 9), &values).ok());
   EXPECT_EQ(values, std::string(9 * sizeof(float), '\0')) << "refused pushes changed nothing";
 }
 

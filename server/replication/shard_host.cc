@@ -295,7 +295,7 @@ void ShardHost::SetFenced(bool fenced) {
   // Parked pulls and held BSP pushes are answered no more from here: another
   // server may be promoted before the lease is back; the clients retry.
   for (auto& replica : replicas) {
-    replica->core->clocks().FailWaiting(absl::UnavailableError(absl::StrCat(
+    replica->core->FailWaiting(absl::UnavailableError(absl::StrCat(
         Who(),
         " is fenced (its etcd lease could not be renewed in time); the client re-reads "
         "the ring and retries")));

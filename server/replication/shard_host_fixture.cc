@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "proto/membership.pb.h"
+#include "server/core/ps_core_test_peer.h"
 #include "server/core/request_args.h"
 #include "tests/test_util/table_defs.h"
 
@@ -138,7 +139,7 @@ absl::Status Push(PsCore& core, uint64_t request_id) {
 // "table/worker=clock" for each worker clock the core keeps.
 std::vector<std::string> WorkerClocks(PsCore& core) {
   std::vector<std::string> out;
-  for (const ClockTracker::WorkerClock& c : core.clocks().Clocks(UINT64_MAX)) {
+  for (const ClockTracker::WorkerClock& c : PsCoreTestPeer::clocks(core).Clocks(UINT64_MAX)) {
     out.push_back(absl::StrCat(c.table, "/", c.worker, "=", c.clock));
   }
   return out;
@@ -146,7 +147,8 @@ std::vector<std::string> WorkerClocks(PsCore& core) {
 
 std::vector<float> Values(PsCore& core) {
   std::string bytes;
-  absl::StatusOr<uint64_t> read = core.store().Pull("w", KeySpec::Single(0, kKeys), &bytes);
+  absl::StatusOr<uint64_t> read =
+      PsCoreTestPeer::store(core).Pull("w", KeySpec::Single(0, kKeys), &bytes);
   EXPECT_TRUE(read.ok()) << read.status();
   std::vector<float> values(bytes.size() / sizeof(float));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "proto/ps.pb.h"
 #include "server/core/ps_core.h"
+#include "server/core/ps_core_test_peer.h"
 #include "server/core/request_args.h"
 #include "server/replication/shard_host.h"
 #include "server/replication/shard_host_fixture.h"
@@ -127,7 +128,7 @@ TEST_F(ShardHostTest, OneMemoryBudgetForTheWholeProcess) {
   absl::StatusOr<std::shared_ptr<PsCore>> shard1 = host.ForWorker(1);
   ASSERT_TRUE(shard0.ok() && shard1.ok());
   ASSERT_TRUE((*shard0)->CreateTable(table).ok());
-  const uint64_t share = (*shard0)->store().bytes_used();
+  const uint64_t share = (*shard0)->bytes_used();
   EXPECT_GT(share, 0u);
   // The table, and the links' recent entries (r = 2: each shard keeps a
   // history, charged to the same budget): an epoch start and the creation.
@@ -138,7 +139,7 @@ TEST_F(ShardHostTest, OneMemoryBudgetForTheWholeProcess) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
   EXPECT_THAT(refused.status().message(), HasSubstr("--memory_budget_mb"));
   EXPECT_EQ(host.process_budget().used(), used) << "nothing charged for the refused table";
-  EXPECT_EQ((*shard1)->store().bytes_used(), 0u);
+  EXPECT_EQ((*shard1)->bytes_used(), 0u);
 }
 
 // A sparse table that admits a new key with probability 0.5 and evicts
@@ -193,14 +194,14 @@ TEST_F(ShardHostTest, SparseAdmissionAndEvictionAreTheSameOnEveryCopy) {
   all.erase(std::unique(all.begin(), all.end()), all.end());
   auto read = [&](PsCore& core) {
     std::string bytes;
-    absl::StatusOr<uint64_t> r = core.store().Pull("s", KeySpec::List(all), &bytes);
+    absl::StatusOr<uint64_t> r = PsCoreTestPeer::store(core).Pull("s", KeySpec::List(all), &bytes);
     EXPECT_TRUE(r.ok()) << r.status();
     return bytes;
   };
   auto stats = [&](PsCore& core) {
     proto::TableStats t;
     t.set_table("s");
-    EXPECT_TRUE(core.store().FillSparseStats(&t));
+    EXPECT_TRUE(PsCoreTestPeer::store(core).FillSparseStats(&t));
     return absl::StrCat("rows ", t.rows(), " admitted ", t.admitted(), " refused ", t.refused(),
                         " evicted ", t.evicted());
   };

@@ -16,6 +16,7 @@
 #include "proto/membership.pb.h"
 #include "proto/replication.pb.h"
 #include "server/core/ps_core.h"
+#include "server/core/ps_core_test_peer.h"
 #include "server/core/request_args.h"
 #include "server/replication/shard_host_fixture.h"
 
@@ -112,7 +113,7 @@ TEST_F(ShardHostTest, JoiningServerCopiesTheShardThenFollowsTheStream) {
   EXPECT_THAT(WorkerClocks(*copy), ElementsAre("w/1=3")) << "the snapshot carries the clocks";
   // And the live workers' leases: promoted, the copy counts worker 5 in
   // its waits before it calls.
-  std::vector<ClockTracker::WorkerLease> leases = copy->clocks().Leases();
+  std::vector<ClockTracker::WorkerLease> leases = PsCoreTestPeer::clocks(*copy).Leases();
   ASSERT_EQ(leases.size(), 1u);
   EXPECT_EQ(leases[0].worker, 5u);
   EXPECT_EQ(leases[0].incarnation, 55u);
