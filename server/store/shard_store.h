@@ -1,5 +1,10 @@
-// The parameters one server owns: for each table, the slices that the hash
-// ring assigns to this server, with their optimizer state.
+// ShardStore: the parameters one server (or one shard of a replicated
+// server) owns: its tables by name, each a DenseTable (server/store/
+// dense_table.h) or a SparseTable (server/store/sparse_table.h) holding the
+// slices the hash ring assigns here; the memory budget they are charged to;
+// and the checkpoint cut across them (server/store/cut_state.h). It
+// validates requests, dispatches them to the table and coordinates cuts;
+// the tables own their slices, rows, locks and optimizer state.
 //
 // Thread-safe. The table map has its own mutex (taken briefly to find a
 // table); each slice has a reader/writer mutex, so pushes to different slices
@@ -7,14 +12,15 @@
 // completely before anything is changed: a rejected push changes nothing.
 // Memory: every table is charged, before it is allocated, against a budget
 // (its values and optimizer state); a table that does not fit is refused.
-// Sparse tables (server/sparse_table.h) are charged as their rows are
-// created; a push whose new rows do not fit is refused.
+// Sparse tables are charged as their rows are created; a push whose new
+// rows do not fit is refused.
 // Tables are initialized outside every lock, so creating a large one does
 // not hold up other calls. Knows nothing of gRPC.
 // Checkpoints are full or incremental (WriteCut's `since`): each dense slice
 // carries a uint64 change tag (8 bytes a slice), each sparse row a uint32
 // one (4 bytes a row) and each sparse slice the keys it evicted lately
-// (server/sparse_table.h); server/cut_state.h says how changes are tagged.
+// (server/store/sparse_table.h); server/store/cut_state.h says how changes
+// are tagged.
 #ifndef PS_SERVER_STORE_SHARD_STORE_H_
 #define PS_SERVER_STORE_SHARD_STORE_H_
 
@@ -200,19 +206,16 @@ class ShardStore {
   const Placement& placement() const { return placement_; }
 
  private:
-  class Table;
+  // A table here: a DenseTable or a SparseTable (shard_store.cc).
+  struct Table;
 
   // Push and PushAndRead (allocate null: no read back).
   absl::StatusOr<PushResult> PushImpl(absl::string_view table, const KeySpec& keys,
                                       absl::Span<const float> grads, uint64_t clock, Admit admit,
                                       const absl::FunctionRef<char*(size_t bytes)>* allocate,
                                       SparseTable::Decisions* decisions);
-  // Copies the keys' current values to dst (keys.size() * width floats);
-  // `plan` is FindTableForKeys' for a sparse table.
-  void CopyValues(Table& table, const KeySpec& keys, const SparseTable::KeyPlan& plan,
-                  char* dst) const;
-  // NOT_FOUND for an unknown table.
   bool CanWriteSinceLocked(uint64_t since) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(cut_mu_);
+  // NOT_FOUND for an unknown table.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;
   // FindTable, then checks that every key exists and is owned here. For a
   // sparse table, *plan gets the keys' plan (its slice groups), which

@@ -195,82 +195,96 @@ void ExpectSameState(const State& got, const State& want, const std::string& wha
 class IncrementalTest : public ::testing::TestWithParam<Variant> {};
 
 // Two stores trained alike (evictions included: sampled ones are seeded
-// per slice); `a` takes a full checkpoint then incremental ones, `b` full
-// ones at the same cuts.
-TEST_P(IncrementalTest, ChainRestoresTheStateOfAFullCheckpointOfTheSameMoment) {
-  const Variant v = GetParam();
-  const std::string root = TestRoot(absl::StrCat("chain", v.sparse, v.adagrad));
-  FakeClock clock_a, clock_b;
-  ShardStore a(0, kOne, {}, &clock_a), b(0, kOne, {}, &clock_b);
-  ShardStore* both[] = {&a, &b};
-  FakeClock* clocks[] = {&clock_a, &clock_b};
-  auto push = [&](const std::vector<uint64_t>& keys, uint64_t clock) {
-    for (ShardStore* s : both) Push(*s, keys, clock);
-  };
-  auto sweep = [&] {
+// per slice), each on its own fake clock, with the table of `v`.
+class TwinStores {
+ public:
+  explicit TwinStores(const Variant& v) {
+    for (ShardStore* s : both_) EXPECT_TRUE(s->CreateTable(Def(v)).ok());
+  }
+  void Push(const std::vector<uint64_t>& keys, uint64_t clock) {
+    for (ShardStore* s : both_) ::ps::Push(*s, keys, clock);
+  }
+  // Two seconds later, both swept: the rows evicted (the same in both).
+  uint64_t Sweep() {
     uint64_t evicted[2];
     for (int i = 0; i < 2; ++i) {
-      clocks[i]->Advance(absl::Seconds(2));
-      evicted[i] = both[i]->Sweep();
+      clocks_[i]->Advance(absl::Seconds(2));
+      evicted[i] = both_[i]->Sweep();
     }
     EXPECT_EQ(evicted[0], evicted[1]);
     return evicted[0];
-  };
-  auto mark = [&](uint64_t cut) {
-    for (ShardStore* s : both) ASSERT_TRUE(s->MarkCut(cut).ok());
-  };
-  auto complete = [&] {
-    for (ShardStore* s : both) s->CompleteCut();
-  };
-  for (ShardStore* s : both) ASSERT_TRUE(s->CreateTable(Def(v)).ok());
+  }
+  void Mark(uint64_t cut) {
+    for (ShardStore* s : both_) ASSERT_TRUE(s->MarkCut(cut).ok());
+  }
+  void Complete() {
+    for (ShardStore* s : both_) s->CompleteCut();
+  }
+
+  FakeClock clock_a, clock_b;
+  ShardStore a{0, kOne, {}, &clock_a}, b{0, kOne, {}, &clock_b};
+
+ private:
+  ShardStore* both_[2] = {&a, &b};
+  FakeClock* clocks_[2] = {&clock_a, &clock_b};
+};
+
+// `a` takes a full checkpoint then incremental ones, `b` full ones at the
+// same cuts.
+TEST_P(IncrementalTest, ChainRestoresTheStateOfAFullCheckpointOfTheSameMoment) {
+  const Variant v = GetParam();
+  const std::string root = TestRoot(absl::StrCat("chain", v.sparse, v.adagrad));
+  TwinStores twins(v);
+  ShardStore& a = twins.a;
+  ShardStore& b = twins.b;
   const std::vector<uint64_t> all = Keys(v, 0, 40), half = Keys(v, 0, 20), news = Keys(v, 40, 120),
                               evicted = Keys(v, 30, 36), few = Keys(v, 5, 8),
                               later = Keys(v, 120, 140);
-  for (uint64_t clock = 0; clock < 3; ++clock) push(all, clock);
+  for (uint64_t clock = 0; clock < 3; ++clock) twins.Push(all, clock);
 
   // Cut T1 = 3, full.
-  mark(3);
-  push(half, 3);  // outside: copies
-  push(all, 2);   // inside: slices and copies
-  complete();
-  push(evicted, 0);  // outside (complete); old enough to be swept next
+  twins.Mark(3);
+  twins.Push(half, 3);  // outside: copies
+  twins.Push(all, 2);   // inside: slices and copies
+  twins.Complete();
+  twins.Push(evicted, 0);  // outside (complete); old enough to be swept next
   const Written full1 = Write(a, 0);
   Write(b, 0);
   Commit(root, 1, 0, 3, a, full1);
 
   // Between the cuts: evictions by age (`evicted`) and by the row cap
   // (`news`), re-creations, updates.
-  const uint64_t swept = sweep();
+  const uint64_t swept = twins.Sweep();
   if (v.sparse) {
     EXPECT_EQ(swept, evicted.size());
   }
-  push(news, 3);
-  push({evicted[0], evicted[1]}, 4);  // re-created
-  push(few, 4);
+  twins.Push(news, 3);
+  twins.Push({evicted[0], evicted[1]}, 4);  // re-created
+  twins.Push(few, 4);
 
   // Cut T2 = 6: pushes inside and outside it, evictions during it (after
   // the copies), keys re-created while copied.
-  mark(6);
-  push(Keys(v, 40, 50), 6);  // outside: copies
+  twins.Mark(6);
+  twins.Push(Keys(v, 40, 50), 6);  // outside: copies
   if (v.sparse) {
-    EXPECT_GT(sweep(), 20u);
+    EXPECT_GT(twins.Sweep(), 20u);
   }
-  push({evicted[2], evicted[3]}, 6);  // re-created outside the cut, after the copies
-  push(Keys(v, 0, 10), 5);            // inside, some rows just swept away
-  push(later, 6);
-  complete();
-  push(few, 5);  // outside
+  twins.Push({evicted[2], evicted[3]}, 6);  // re-created outside the cut, after the copies
+  twins.Push(Keys(v, 0, 10), 5);            // inside, some rows just swept away
+  twins.Push(later, 6);
+  twins.Complete();
+  twins.Push(few, 5);  // outside
   const Written incr2 = Write(a, 3);
   const Written full2 = Write(b, 0);
   Commit(root, 2, 1, 6, a, incr2);
   Commit(root + "_full", 2, 0, 6, b, full2);
 
   // Cut T3 = 9 on top of T2: the evictions during T2's cut are in it.
-  push(few, 7);
-  sweep();
-  mark(9);
-  push(Keys(v, 10, 14), 8);
-  complete();
+  twins.Push(few, 7);
+  twins.Sweep();
+  twins.Mark(9);
+  twins.Push(Keys(v, 10, 14), 8);
+  twins.Complete();
   const Written incr3 = Write(a, 6);
   const Written full3 = Write(b, 0);
   Commit(root, 3, 2, 9, a, incr3);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -300,11 +301,28 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys,
   return Push(keys, *plan, grads, clock, admit, dst);
 }
 
+// What Push's steps share. The counts are added to the table's at the end.
+struct SparseTable::PushState {
+  absl::Span<const uint64_t> keys;
+  const uint64_t* hashes;  // the plan's
+  absl::Span<const float> grads;
+  uint64_t clock;
+  char* dst;  // null: no read back
+  Decisions* decisions;
+  // Admission is on (admit_after_pushes, admit_probability): every key is
+  // looked up before its row may be created.
+  bool admission;
+  bool replay;  // decisions->replay
+  // A copy replays its primary's admission: how often it refused each key
+  // (a key listed twice may be refused, then admitted).
+  absl::flat_hash_map<uint64_t, uint32_t> refusals;
+  std::vector<float> initial;  // a refused key's initial values, read back
+  uint64_t grown = 0, created_rows = 0, refused = 0;
+};
+
 absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                                        absl::Span<const float> grads, uint64_t clock, Admit admit,
                                        char* dst, Decisions* decisions) {
-  const std::vector<Group>& groups = plan.groups;
-  const uint64_t* const hashes = plan.hashes.get();
   // Memory for the rows this push may create is charged before anything
   // changes, so that once admitted the push is applied whole.
   absl::Status status;
@@ -320,17 +338,13 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   // One group's rows (entry i - g.begin for key i). Every entry is set
   // before it is read: no zero-filling.
   const std::unique_ptr<float*[]> rows(new float*[plan.max_group]);
-  std::vector<float> initial;  // a refused key's initial values, read back
-  const bool admission = def_.admit_after_pushes() > 1 ||
-                         (def_.admit_probability() > 0 && def_.admit_probability() < 1);
-  // A copy replays its primary's admission: how often it refused each key
-  // (a key listed twice may be refused, then admitted).
-  absl::flat_hash_map<uint64_t, uint32_t> refusals;
-  const bool replay = decisions != nullptr && decisions->replay;
-  if (replay) {
-    for (uint64_t key : decisions->refused) ++refusals[key];
+  PushState push{keys, plan.hashes.get(), grads, clock, dst, decisions};
+  push.admission = def_.admit_after_pushes() > 1 ||
+                   (def_.admit_probability() > 0 && def_.admit_probability() < 1);
+  push.replay = decisions != nullptr && decisions->replay;
+  if (push.replay) {
+    for (uint64_t key : decisions->refused) ++push.refusals[key];
   }
-  uint64_t grown = 0, created_rows = 0, refused = 0;
   uint64_t max_clock = max_clock_.load(std::memory_order_relaxed);
   while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
   }
@@ -338,6 +352,8 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   // one is worked on (a group is ~10 keys with many buckets: too few to
   // prefetch within it), and the keys of a larger group kPrefetchAhead
   // ahead.
+  const std::vector<Group>& groups = plan.groups;
+  const uint64_t* const hashes = push.hashes;
   PrefetchGroup(groups[0], hashes, keys.size());
   for (size_t k = 0; k < groups.size(); ++k) {
     const Group& g = groups[k];
@@ -347,10 +363,9 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     uint64_t tag;
     SparseRows* const also = PrepareCut(slice, clock, &tag);
     const uint32_t row_tag = RowTag(tag);
-    bool all_rows = true;
     float** const group_rows = rows.get() - g.begin;  // indexed by key
     size_t i = g.begin;
-    if (!admission) {
+    if (!push.admission) {
       // The usual case first: keys that have rows, in a tight loop.
       for (; i < g.end; ++i) {
         if (i + kPrefetchAhead < g.end) slice.rows.Prefetch(hashes[i + kPrefetchAhead]);
@@ -365,110 +380,153 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     const bool may_grow = i < g.end || slice_cap_ > 0;
     const uint64_t before = may_grow ? slice.rows.bytes() : 0;
     // From the first key without a row (or every key, with admission on).
-    for (; i < g.end; ++i) {
-      if (i + kPrefetchAhead < g.end) slice.rows.Prefetch(hashes[i + kPrefetchAhead]);
-      const uint64_t hash = hashes[i];
-      float*& row = group_rows[i];
-      row = admission ? slice.rows.Find(keys[i], hash) : nullptr;
-      if (row == nullptr) {
-        bool admitted = true;
-        if (admission) {
-          admitted = Admits(slice, hash);  // counts the push either way
-          if (replay) {
-            auto it = refusals.find(keys[i]);
-            admitted = it == refusals.end() || it->second == 0;
-            if (!admitted) --it->second;
-          } else if (!admitted && decisions != nullptr) {
-            decisions->refused.push_back(keys[i]);
-          }
+    const bool all_rows = FindOrCreateRows(slice, g, i, group_rows, push);
+    ApplyGroup(slice, g, group_rows, all_rows, row_tag, push);
+    if (also != nullptr) ApplyGroupToCopy(slice, *also, g, group_rows, row_tag, push);
+    FinishGroup(g.slice, slice, may_grow, before, push);
+  }
+  FinishPush(reserved, push);
+  return true;
+}
+
+// The steps of a group are inlined into Push's loop, which they were part
+// of: the data path keeps its code as it was.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool SparseTable::FindOrCreateRows(Slice& slice, const Group& g,
+                                                                       size_t from, float** rows,
+                                                                       PushState& push) {
+  const uint64_t* const keys = push.keys.data();
+  const uint64_t* const hashes = push.hashes;
+  const bool admission = push.admission;
+  bool all_rows = true;
+  for (size_t i = from; i < g.end; ++i) {
+    if (i + kPrefetchAhead < g.end) slice.rows.Prefetch(hashes[i + kPrefetchAhead]);
+    const uint64_t hash = hashes[i];
+    float*& row = rows[i];
+    row = admission ? slice.rows.Find(keys[i], hash) : nullptr;
+    if (row == nullptr) {
+      if (admission && !AdmitsNewRow(slice, keys[i], hash, push)) {
+        // Not admitted: no row, the gradient is dropped, and the read
+        // back gives the initial values.
+        ++push.refused;
+        all_rows = false;
+        if (push.dst != nullptr) {
+          // dst may not be aligned for floats: through a row-sized buffer.
+          push.initial.resize(width_);
+          InitializeValues(def_, keys[i], 1, push.initial.data());
+          std::memcpy(push.dst + i * width_ * sizeof(float), push.initial.data(),
+                      width_ * sizeof(float));
         }
-        if (!admitted) {
-          // Not admitted: no row, the gradient is dropped, and the read
-          // back gives the initial values.
-          ++refused;
-          all_rows = false;
-          if (dst != nullptr) {
-            // dst may not be aligned for floats: through a row-sized buffer.
-            initial.resize(width_);
-            InitializeValues(def_, keys[i], 1, initial.data());
-            std::memcpy(dst + i * width_ * sizeof(float), initial.data(), width_ * sizeof(float));
-          }
-          continue;
-        }
-        bool created = false;
-        row = slice.rows.Insert(keys[i], hash, &created);
-        if (created) {
-          InitRow(keys[i], row);
-          ++created_rows;
-          if (slice.copy == nullptr) {
-            // Re-created: no longer erased.
-            if (!slice.erased.empty()) slice.erased.erase(keys[i]);
-          } else {
-            // Created while the slice is copied for a cut: the copy may lack
-            // the key (the erased entry stays, see the header) or hold an
-            // older row of it, which this new row differs from whether the
-            // push is in the cut or not: a change outside the cut.
-            slice.rows.set_tag(row, RowTag(ChangeTag()));
-          }
-        }
-      }
-      // Its cache line is loaded while the next keys are probed.
-      __builtin_prefetch(row);
-    }
-    // The rows of the group, in runs without refused keys; each row's tag
-    // is raised to the push's as it is updated.
-    for (size_t b = g.begin; b < g.end;) {
-      if (group_rows[b] == nullptr) {
-        ++b;
         continue;
       }
-      size_t e = b + 1;
-      while (!all_rows && e < g.end && group_rows[e] != nullptr) ++e;
-      if (all_rows) e = g.end;
-      optimizer_->ApplySparseRows(group_rows + b, grads.data() + b * width_, e - b, width_,
-                                  floats_per_row_, row_tag, clock,
-                                  dst != nullptr ? dst + b * width_ * sizeof(float) : nullptr);
-      if (meta_) {
-        for (size_t i = b; i < e; ++i) Touch(group_rows[i], clock);
-      }
-      b = e;
+      row = CreateRow(slice, keys[i], hash, push);
     }
-    if (also != nullptr) {
-      const uint64_t copy_before = also->bytes();
-      for (size_t i = g.begin; i < g.end; ++i) {
-        if (group_rows[i] != nullptr) {
-          ApplyToCopy(*also, keys[i], hashes[i], &grads[i * width_], clock, row_tag);
-        }
-      }
-      // New rows of the copy: charged as they come (a bounded overshoot).
-      const uint64_t copy_grown = also->bytes() - copy_before;
-      budget_->Charge(copy_grown);
-      slice.copy_bytes += copy_grown;
+    // Its cache line is loaded while the next keys are probed.
+    __builtin_prefetch(row);
+  }
+  return all_rows;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool SparseTable::AdmitsNewRow(Slice& slice, uint64_t key,
+                                                                   uint64_t hash, PushState& push) {
+  bool admitted = Admits(slice, hash);  // counts the push either way
+  if (push.replay) {
+    auto it = push.refusals.find(key);
+    admitted = it == push.refusals.end() || it->second == 0;
+    if (!admitted) --it->second;
+  } else if (!admitted && push.decisions != nullptr) {
+    push.decisions->refused.push_back(key);
+  }
+  return admitted;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline float* SparseTable::CreateRow(Slice& slice, uint64_t key,
+                                                                  uint64_t hash, PushState& push) {
+  bool created = false;
+  float* const row = slice.rows.Insert(key, hash, &created);
+  if (!created) return row;
+  InitRow(key, row);
+  ++push.created_rows;
+  if (slice.copy == nullptr) {
+    // Re-created: no longer erased.
+    if (!slice.erased.empty()) slice.erased.erase(key);
+  } else {
+    // Created while the slice is copied for a cut: the copy may lack the
+    // key (the erased entry stays, see the header) or hold an older row of
+    // it, which this new row differs from whether the push is in the cut
+    // or not: a change outside the cut.
+    slice.rows.set_tag(row, RowTag(ChangeTag()));
+  }
+  return row;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::ApplyGroup(Slice& slice, const Group& g,
+                                                                 float* const* rows, bool all_rows,
+                                                                 uint32_t row_tag,
+                                                                 const PushState& push) {
+  // In runs without refused keys; each row's tag is raised to the push's
+  // as it is updated.
+  for (size_t b = g.begin; b < g.end;) {
+    if (rows[b] == nullptr) {
+      ++b;
+      continue;
     }
-    if (slice_cap_ > 0) {
-      // Evictions are outside any cut: the slice is copied first.
-      if (slice.rows.size() > slice_cap_) CopyForCut(slice);
-      EvictOverCap(g.slice, slice, decisions);
+    size_t e = b + 1;
+    while (!all_rows && e < g.end && rows[e] != nullptr) ++e;
+    if (all_rows) e = g.end;
+    optimizer_->ApplySparseRows(
+        rows + b, push.grads.data() + b * width_, e - b, width_, floats_per_row_, row_tag,
+        push.clock, push.dst != nullptr ? push.dst + b * width_ * sizeof(float) : nullptr);
+    if (meta_) {
+      for (size_t i = b; i < e; ++i) Touch(rows[i], push.clock);
     }
-    if (may_grow) {
-      grown += slice.rows.bytes() - before;
-      PublishShape(g.slice, slice);
+    b = e;
+  }
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::ApplyGroupToCopy(
+    Slice& slice, SparseRows& copy, const Group& g, float* const* rows, uint32_t row_tag,
+    const PushState& push) {
+  const uint64_t copy_before = copy.bytes();
+  for (size_t i = g.begin; i < g.end; ++i) {
+    if (rows[i] != nullptr) {
+      ApplyToCopy(copy, push.keys[i], push.hashes[i], &push.grads[i * width_], push.clock, row_tag);
     }
   }
-  admitted_.fetch_add(created_rows, std::memory_order_relaxed);
-  refused_.fetch_add(refused, std::memory_order_relaxed);
+  // New rows of the copy: charged as they come (a bounded overshoot).
+  const uint64_t copy_grown = copy.bytes() - copy_before;
+  budget_->Charge(copy_grown);
+  slice.copy_bytes += copy_grown;
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::FinishGroup(uint64_t s, Slice& slice,
+                                                                  bool may_grow, uint64_t before,
+                                                                  PushState& push) {
+  if (slice_cap_ > 0) {
+    // Evictions are outside any cut: the slice is copied first.
+    if (slice.rows.size() > slice_cap_) CopyForCut(slice);
+    EvictOverCap(s, slice, push.decisions);
+  }
+  if (may_grow) {
+    push.grown += slice.rows.bytes() - before;
+    PublishShape(s, slice);
+  }
+}
+
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::FinishPush(uint64_t reserved,
+                                                                 const PushState& push) {
+  admitted_.fetch_add(push.created_rows, std::memory_order_relaxed);
+  refused_.fetch_add(push.refused, std::memory_order_relaxed);
   // What was reserved beyond what was allocated goes back. A bound read from
   // shapes that concurrent pushes then grew may prove low: the excess is
   // allocated, so it is charged.
-  if (grown <= reserved) {
-    budget_->Release(reserved - grown);
+  if (push.grown <= reserved) {
+    budget_->Release(reserved - push.grown);
   } else {
-    budget_->Charge(grown - reserved);
+    budget_->Charge(push.grown - reserved);
   }
-  bytes_.fetch_add(grown, std::memory_order_relaxed);
-  rows_.fetch_add(created_rows, std::memory_order_relaxed);
+  bytes_.fetch_add(push.grown, std::memory_order_relaxed);
+  rows_.fetch_add(push.created_rows, std::memory_order_relaxed);
   version_.fetch_add(1, std::memory_order_relaxed);
-  return true;
 }
 
 absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, char* dst) const {
@@ -493,6 +551,16 @@ void SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, cha
       std::memcpy(dst + i * row_bytes, row, row_bytes);
     }
   }
+}
+
+uint64_t SparseTable::BytesToCreate(const proto::TableDef& def) {
+  // Empty at creation: slice pointers, and the owned slices' locks and
+  // maps; rows are charged as pushes create them.
+  const uint64_t buckets = LayoutOf(def).num_buckets;
+  // Admission counters: every bucket's are counted, owned or not (an upper
+  // bound; a fraction of them are this server's).
+  const uint64_t sketch = def.admit_after_pushes() > 1 ? kSketchBytes : 0;
+  return buckets * (sizeof(void*) + kSliceOverheadBytes + sketch);
 }
 
 }  // namespace ps

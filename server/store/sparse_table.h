@@ -64,6 +64,11 @@ class SparseTable {
   // Returns the table's bytes to the budget.
   ~SparseTable();
 
+  // Bytes a table of `def` takes here when created (empty: its slices'
+  // locks and maps, and admission counters): what the creator charges
+  // before construction. Rows are charged as pushes create them.
+  static uint64_t BytesToCreate(const proto::TableDef& def);
+
   const proto::TableDef& def() const { return def_; }
   uint64_t num_buckets() const { return num_buckets_; }
   uint64_t SliceOf(uint64_t key) const { return Placement::SparseSliceOf(key, num_buckets_); }
@@ -292,6 +297,8 @@ class SparseTable {
   static constexpr int kSketchDepth = 4;
   static constexpr int kSketchWidth = 2048;
   static_assert(kSketchBytes == kSketchDepth * kSketchWidth, "one byte per counter");
+  // Bookkeeping per slice besides its rows (mutex, map, pointer).
+  static constexpr uint64_t kSliceOverheadBytes = 128;
   // Rows sampled for one eviction at the row cap.
   static constexpr int kEvictionSamples = 8;
 
@@ -319,6 +326,41 @@ class SparseTable {
   // Step 1 of Push: charges the budget for the rows the push may create;
   // returns the bytes charged, or sets *status to RESOURCE_EXHAUSTED.
   uint64_t Reserve(const KeyPlan& plan, absl::Span<const uint64_t> keys, absl::Status* status);
+  // Step 3 of Push, under each group's slice lock: the rows that exist
+  // (in Push's own loop), then the steps below, which share the push's
+  // PushState (sparse_table.cc). Defined inline there, into Push's loop
+  // (they were its body): used nowhere else.
+  struct PushState;
+  // The rows of keys [from, g.end) into rows[i], creating the missing ones
+  // that admission lets in; a refused key gets null (and its initial values
+  // read back). Returns whether every key got a row.
+  inline bool FindOrCreateRows(Slice& slice, const Group& g, size_t from, float** rows,
+                               PushState& push) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Whether a key without a row gets one: Admits, or the primary's decision
+  // when replaying; records a refusal in the push's decisions.
+  inline bool AdmitsNewRow(Slice& slice, uint64_t key, uint64_t hash, PushState& push)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // The row of `key`, inserted and initialized when it is new.
+  inline float* CreateRow(Slice& slice, uint64_t key, uint64_t hash, PushState& push)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Applies the group's gradients to its rows (rows[i], null: refused), in
+  // runs of consecutive rows, reading them back to the push's dst.
+  inline void ApplyGroup(Slice& slice, const Group& g, float* const* rows, bool all_rows,
+                         uint32_t row_tag, const PushState& push)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Applies the group's gradients of keys with rows to the slice's copy
+  // (an in-cut push), charging what the copy grows.
+  inline void ApplyGroupToCopy(Slice& slice, SparseRows& copy, const Group& g, float* const* rows,
+                               uint32_t row_tag, const PushState& push)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // After a group's rows were updated: evictions over the row cap, and the
+  // slice's new shape and bytes when it may have grown (`before`: its bytes
+  // before the group).
+  inline void FinishGroup(uint64_t s, Slice& slice, bool may_grow, uint64_t before, PushState& push)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // The end of Push (of step 3): gives back what was reserved beyond what
+  // was allocated (or charges the excess) and counts the push.
+  inline void FinishPush(uint64_t reserved, const PushState& push);
   void InitRow(uint64_t key, float* row) const;
 
   const proto::TableDef def_;
