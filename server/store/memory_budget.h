@@ -20,6 +20,14 @@ class MemoryBudget {
  public:
   explicit MemoryBudget(uint64_t limit, MemoryBudget* parent = nullptr)
       : limit_(limit), parent_(parent) {}
+  // A child gives back to its parent what is still charged to it: a shard's
+  // store dropped (a copy replaced by a snapshot, a shard moved away)
+  // returns its tables' bytes to the process.
+  ~MemoryBudget() {
+    if (parent_ != nullptr) parent_->Release(used());
+  }
+  MemoryBudget(const MemoryBudget&) = delete;
+  MemoryBudget& operator=(const MemoryBudget&) = delete;
 
   // Charges `bytes` if they fit under the limit (and the parent's); false
   // (nothing charged) otherwise.

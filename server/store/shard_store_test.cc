@@ -19,6 +19,27 @@ proto::TableDef Def(const std::string& name, uint64_t keys, uint32_t width = 1) 
   return WithSgd(WithUniformInit(DenseTableDef(name, keys, width), -1, 1, /*seed=*/7), 1.0f);
 }
 
+// A store charges its tables to the process's budget too; dropped, it gives
+// every byte back (dense tables are charged whole at creation).
+TEST(ShardStoreTest, ADroppedStoreGivesItsTablesBytesBackToTheProcess) {
+  MemoryBudget process(uint64_t{1} << 30);
+  StoreLimits limits;
+  limits.process_budget = &process;
+  {
+    ShardStore store(0, Placement(1), limits);
+    ASSERT_TRUE(store.CreateTable(Def("w", 1000, 4)).ok());
+    ASSERT_TRUE(store.CreateTable(SparseSumTable("s", 2)).ok());
+    const std::vector<uint64_t> keys = {1, 2, 3};
+    const std::vector<float> grads(6, -1.0f);
+    ASSERT_TRUE(
+        store.Push("s", KeySpec::List(keys), grads, 0, [] { return absl::StatusOr<bool>(true); })
+            .ok());
+    EXPECT_GE(process.used(), 1000u * 4 * sizeof(float));
+    EXPECT_EQ(process.used(), store.bytes_used());
+  }
+  EXPECT_EQ(process.used(), 0u);
+}
+
 TEST(ShardStoreTest, CreateIsIdempotentAndConflictsAreErrors) {
   ShardStore store(0, Placement(1));
   EXPECT_TRUE(*store.CreateTable(Def("w", 10)));
