@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/checkpoint_request.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_lifetime.h"
@@ -44,7 +45,6 @@
 #include "python/numpy_args.h"
 #include "python/proto_dict.h"
 #include "python/table_args.h"
-#include "worker/client/checkpoint_request.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
 

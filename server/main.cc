@@ -34,6 +34,7 @@
 #include "common/grpc_lifetime.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/metrics_flags.h"
 #include "common/metrics_http.h"
 #include "common/peer_security.h"
 #include "common/port_file.h"
@@ -111,10 +112,6 @@ ABSL_FLAG(std::string, tokens_file, "",
           "accepted tokens and their roles, one '<worker|admin> <token>' per line; calls without "
           "one are refused (UNAUTHENTICATED), and calls beyond their role too "
           "(PERMISSION_DENIED)");
-ABSL_FLAG(int, metrics_port, -1,
-          "serve Prometheus metrics (/metrics), /healthz and /readyz over HTTP on this port, on "
-          "the host of --listen (0: a free port; -1: off)");
-ABSL_FLAG(std::string, metrics_port_file, "", "if set, write the metrics port to this file");
 ABSL_FLAG(double, checkpoint_timeout_seconds, 60,
           "how long a checkpoint may wait for the workers to finish the rounds before its cut");
 
@@ -281,21 +278,12 @@ absl::Status SecurityFromFlags(const ps::ConnectionFlags& connection, ps::Server
   return absl::OkStatus();
 }
 
-// /metrics, /healthz and /readyz on --metrics_port, on the listening host.
-absl::StatusOr<std::unique_ptr<ps::MetricsHttpServer>> StartMetricsHttp(
-    int port, const std::string& listen, ps::MetricsRegistry* metrics, ps::PsServer* server) {
+// The host of a listen address (host:port, [v6]:port).
+std::string ListenHost(const std::string& listen) {
   const size_t colon = listen.rfind(':');
   std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
   if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  auto started =
-      ps::MetricsHttpServer::Start(host, port, metrics, [server] { return server->Readiness(); });
-  if (!started.ok()) return started.status();
-  if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
-    if (absl::Status w = ps::WritePortFile(f, (*started)->port(), "--metrics_port_file"); !w.ok()) {
-      return w;
-    }
-  }
-  return started;
+  return host;
 }
 
 // Everything from the flags that needs no thread: names the wrong flag.
@@ -323,10 +311,8 @@ int main(int argc, char** argv) {
   if (absl::Status s = OptionsFromFlags(connection, &options, &budget_source, &kv); !s.ok()) {
     return Fail(std::string(s.message()));
   }
-  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  if (metrics_port < -1 || metrics_port > 65535) {
-    return Fail(absl::StrCat("--metrics_port=", metrics_port, " must be in 0..65535, or -1 (off)"));
-  }
+  const absl::StatusOr<int> metrics_port = ps::MetricsPortFromFlags();
+  if (!metrics_port.ok()) return Fail(std::string(metrics_port.status().message()));
 
   // Block the stop signals before gRPC starts its threads, so only the
   // waiter below receives them.
@@ -345,18 +331,17 @@ int main(int argc, char** argv) {
   // Declared before the server: its collector reads the server, and the
   // HTTP endpoint (declared after it) stops first.
   ps::MetricsRegistry metrics;
-  if (metrics_port >= 0) {
+  if (*metrics_port >= 0) {
     options.metrics = &metrics;
     ps::RecordPeerCallsIn(&metrics);
   }
   auto server = ps::PsServer::Start(options);
   if (!server.ok()) return Fail(std::string(server.status().message()));
-  std::unique_ptr<ps::MetricsHttpServer> metrics_http;
-  if (metrics_port >= 0) {
-    auto started = StartMetricsHttp(metrics_port, options.listen_address, &metrics, server->get());
-    if (!started.ok()) return Fail(std::string(started.status().message()));
-    metrics_http = *std::move(started);
-  }
+  ps::PsServer* const started_server = server->get();
+  auto metrics_http =
+      ps::StartMetricsFromFlags(*metrics_port, ListenHost(options.listen_address), &metrics,
+                                [started_server] { return started_server->Readiness(); });
+  if (!metrics_http.ok()) return Fail(std::string(metrics_http.status().message()));
   if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
     if (absl::Status w = ps::WritePortFile(f, (*server)->port(), "--port_file"); !w.ok()) {
       return Fail(std::string(w.message()));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "common/checkpoint_request.h"
 #include "common/cluster_spec.h"
 #include "common/log.h"
 #include "server/checkpoint/checkpoint_files.h"
@@ -278,10 +279,8 @@ void ServerCheckpoints::TakeLast() {
     LogEvent(Who(), absl::StrCat("no last checkpoint: ", addresses.status().message()));
     return;
   }
-  proto::CheckpointRequest request;
-  request.set_action(proto::CHECKPOINT_COORDINATE);
   absl::StatusOr<proto::CheckpointResponse> reply =
-      NewGrpcCheckpointPeer(0, (*addresses)[0])->Call(request, c.write_timeout + absl::Seconds(30));
+      RequestCheckpoint((*addresses)[0], /*full=*/false, c.write_timeout);
   LogEvent(Who(), reply.ok() ? absl::StrCat("last checkpoint (taken by server 0): ", reply->path(),
                                             " at cut ", reply->cut())
                              : absl::StrCat("no last checkpoint: ", reply.status().message()));

@@ -40,6 +40,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/checkpoint_request.h"
 #include "common/cluster_spec.h"
 #include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
@@ -51,7 +52,6 @@
 #include "server/checkpoint/checkpoint_peer.h"
 #include "server/replication/cluster_admin.h"
 #include "server/replication/cluster_status.h"
-#include "worker/client/checkpoint_request.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
 
@@ -109,15 +109,15 @@ void PrintRing(const ps::ShardRing& ring) {
 }
 
 // ring, add-server and drain: the replicated cluster's records in etcd.
-int Membership(const std::string& command) {
-  const std::string endpoint = ps::GetConnectionFlags().etcd;
+int Membership(const std::string& command, const ps::ConnectionFlags& connection) {
+  const std::string& endpoint = connection.etcd;
   if (endpoint.empty()) return Usage(absl::StrCat(command, " needs --etcd=host:port"));
   const double timeout = absl::GetFlag(FLAGS_timeout_seconds);
   if (!(timeout > 0) || timeout > 86400) {
     return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 86400]"));
   }
   ps::EtcdKvStore kv(ps::EtcdOptions{endpoint});
-  const std::string cluster = ps::GetConnectionFlags().cluster;
+  const std::string& cluster = connection.cluster;
   if (command == "ring") {
     absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(kv, cluster);
     if (!ring.ok()) return Failed("reading the ring", ring.status());
@@ -148,7 +148,7 @@ int Membership(const std::string& command) {
 }
 
 // status: each shard's Stats from its primary, and the newest checkpoint.
-int Status() {
+int Status(const ps::ConnectionFlags& connection) {
   const double timeout = absl::GetFlag(FLAGS_timeout_seconds);
   if (!(timeout > 0) || timeout > 3600) {
     return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 3600]"));
@@ -164,9 +164,9 @@ int Status() {
   options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
   std::string ring_line;
   std::function<std::string(int)> name;  // of a shard's primary
-  if (const std::string endpoint = ps::GetConnectionFlags().etcd; !endpoint.empty()) {
+  if (const std::string& endpoint = connection.etcd; !endpoint.empty()) {
     kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{endpoint});
-    absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(*kv, ps::GetConnectionFlags().cluster);
+    absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(*kv, connection.cluster);
     if (!ring.ok()) return Failed("reading the ring", ring.status());
     ring_line = ring->Describe();
     name = [r = *ring](int shard) {
@@ -174,8 +174,8 @@ int Status() {
       return primary ? absl::StrCat("server ", *primary, " (", r.Address(*primary), ")")
                      : std::string("no primary");
     };
-    auto directory = ps::EtcdShardDirectory::Start(kv.get(), ps::GetConnectionFlags().cluster,
-                                                   absl::Seconds(timeout));
+    auto directory =
+        ps::EtcdShardDirectory::Start(kv.get(), connection.cluster, absl::Seconds(timeout));
     if (!directory.ok()) return Failed("following the ring", directory.status());
     options.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
   } else {
@@ -210,7 +210,7 @@ int Status() {
 }
 
 // checkpoint: of a static cluster (--servers) or a replicated one (--etcd).
-int Checkpoint() {
+int Checkpoint(const ps::ConnectionFlags& connection) {
   const double timeout = absl::GetFlag(FLAGS_timeout_seconds);
   if (!(timeout > 0) || timeout > 3600) {
     return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 3600]"));
@@ -219,9 +219,9 @@ int Checkpoint() {
   // coordinates when asked.
   std::optional<ps::ShardRing> ring;
   std::string coordinator_address;
-  if (const std::string endpoint = ps::GetConnectionFlags().etcd; !endpoint.empty()) {
+  if (const std::string& endpoint = connection.etcd; !endpoint.empty()) {
     ps::EtcdKvStore kv(ps::EtcdOptions{endpoint});
-    absl::StatusOr<ps::ShardRing> read = ps::ReadRing(kv, ps::GetConnectionFlags().cluster);
+    absl::StatusOr<ps::ShardRing> read = ps::ReadRing(kv, connection.cluster);
     if (!read.ok()) return Failed("reading the ring", read.status());
     ring = *std::move(read);
     std::optional<uint32_t> primary = ring->Primary(0);
@@ -292,18 +292,17 @@ int main(int argc, char** argv) {
   ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Administers a parameter-server cluster. See docs/guide/tools.md.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  {
-    if (absl::Status s = ps::SetPeerSecurityFromFlags(ps::GetConnectionFlags()); !s.ok()) {
-      return Usage(std::string(s.message()));
-    }
+  const ps::ConnectionFlags connection = ps::GetConnectionFlags();
+  if (absl::Status s = ps::SetPeerSecurityFromFlags(connection); !s.ok()) {
+    return Usage(std::string(s.message()));
   }
   const std::string command = args.size() == 2 ? args[1] : "";
   if (command == "ring" || command == "add-server" || command == "drain") {
-    return Membership(command);
+    return Membership(command, connection);
   }
-  if (command == "status") return Status();
+  if (command == "status") return Status(connection);
   if (command != "checkpoint") {
     return Usage("expected one command: checkpoint, status, ring, add-server or drain");
   }
-  return Checkpoint();
+  return Checkpoint(connection);
 }

@@ -27,8 +27,7 @@
 #include "common/grpc_channels.h"
 #include "common/grpc_lifetime.h"
 #include "common/metrics.h"
-#include "common/metrics_http.h"
-#include "common/port_file.h"
+#include "common/metrics_flags.h"
 #include "common/process_tuning.h"
 #include "common/value_encoding.h"
 #include "worker/client/optimizer_spec.h"
@@ -113,11 +112,8 @@ ABSL_FLAG(double, progress_seconds, 5, "seconds between progress lines");
 ABSL_FLAG(std::string, curve_csv, "",
           "write the training curve here as CSV (seconds, epoch, step, examples, loss, "
           "examples/s, staleness; the last row adds the test result)");
-ABSL_FLAG(int, metrics_port, -1,
-          "serve Prometheus metrics (/metrics), /healthz and /readyz over HTTP on this port "
-          "(0: a free port; -1: off)");
-ABSL_FLAG(std::string, metrics_host, "127.0.0.1", "address the metrics endpoint listens on");
-ABSL_FLAG(std::string, metrics_port_file, "", "if set, write the metrics port to this file");
+ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
+          "address the metrics endpoint (--metrics_port) listens on");
 ABSL_FLAG(double, metrics_linger_seconds, 0,
           "with --metrics_port: after the run, keep serving the metrics this long, so that a "
           "scraper sees the final values (SIGTERM ends it early)");
@@ -314,21 +310,6 @@ absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& conn
   return config;
 }
 
-// /metrics, /healthz and /readyz on --metrics_port (null when off).
-absl::StatusOr<std::unique_ptr<ps::MetricsHttpServer>> StartMetricsHttp(
-    int port, ps::MetricsRegistry* metrics) {
-  if (port < 0) return nullptr;
-  auto started =
-      ps::MetricsHttpServer::Start(absl::GetFlag(FLAGS_metrics_host), port, metrics, nullptr);
-  if (!started.ok()) return started.status();
-  if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
-    if (absl::Status s = ps::WritePortFile(f, (*started)->port(), "--metrics_port_file"); !s.ok()) {
-      return s;
-    }
-  }
-  return started;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -340,18 +321,17 @@ int main(int argc, char** argv) {
   if (absl::Status s = ps::SetPeerSecurityFromFlags(connection); !s.ok()) {
     return Fail(std::string(s.message()));
   }
-  const int metrics_port = absl::GetFlag(FLAGS_metrics_port);
-  if (metrics_port < -1 || metrics_port > 65535) {
-    return Fail(absl::StrCat("--metrics_port=", metrics_port, " must be in 0..65535, or -1 (off)"));
-  }
+  const absl::StatusOr<int> metrics_port = ps::MetricsPortFromFlags();
+  if (!metrics_port.ok()) return Fail(std::string(metrics_port.status().message()));
   // Lives until the process exits: once set (before any channel opens),
   // every channel records its calls into it, gRPC's threads included.
   auto* const metrics = new ps::MetricsRegistry();
-  if (metrics_port >= 0) ps::RecordPeerCallsIn(metrics);
+  if (*metrics_port >= 0) ps::RecordPeerCallsIn(metrics);
   auto observer = ps::TrainingObserver::Create(absl::GetFlag(FLAGS_curve_csv),
-                                               metrics_port >= 0 ? metrics : nullptr);
+                                               *metrics_port >= 0 ? metrics : nullptr);
   if (!observer.ok()) return Fail(std::string(observer.status().message()));
-  auto metrics_http = StartMetricsHttp(metrics_port, metrics);
+  auto metrics_http =
+      ps::StartMetricsFromFlags(*metrics_port, absl::GetFlag(FLAGS_metrics_host), metrics, nullptr);
   if (!metrics_http.ok()) return Fail(std::string(metrics_http.status().message()));
 
   absl::StatusOr<ps::WorkerConfig> config = ConfigFromFlags(connection);

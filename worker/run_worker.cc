@@ -28,20 +28,28 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
 }
 
-// `base` with what every run sets the same way: the servers (or the ring's
-// directory), this worker's id, deadlines, placement and traffic reduction.
+// `base` (config.client, or the sparse models' options) with where the
+// cluster is (the servers, or the ring's directory) and this worker's id.
 PsClientOptions ClientOptions(const WorkerConfig& config, const WorkerEnv& env,
                               PsClientOptions base) {
   base.servers = config.servers;
   base.worker_id = static_cast<uint32_t>(config.trainer.worker_index);
-  base.timeout = config.client.timeout;
   if (env.directory != nullptr) {
     base.directory = env.directory;
     SpanFailoverWithRetries(&base);
   }
-  base.placement = config.client.placement;
-  base.value_encoding = config.client.value_encoding;
-  base.key_list_caching = config.client.key_list_caching;
+  return base;
+}
+
+// Sparse models train asynchronously without a lease, as they always have:
+// of config.client they take only the deadline, placement and traffic
+// reduction.
+PsClientOptions SparseClientBase(const PsClientOptions& client) {
+  PsClientOptions base;
+  base.timeout = client.timeout;
+  base.placement = client.placement;
+  base.value_encoding = client.value_encoding;
+  base.key_list_caching = client.key_list_caching;
   return base;
 }
 
@@ -251,8 +259,8 @@ absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
       config.model == "embedding_mlp" ? EmbeddingMlpTables(emb, config.optimizer)
                                       : std::vector<proto::TableDef>{SparseLrTable(
                                             emb.prefix + "/w", config.optimizer, emb.num_buckets)};
-  // Sparse models train asynchronously without a lease, as they always have.
-  auto client = ConnectAndCreate(ClientOptions(config, env, PsClientOptions()), tables);
+  auto client =
+      ConnectAndCreate(ClientOptions(config, env, SparseClientBase(config.client)), tables);
   if (!client.ok()) return client.status();
   if (!config.eval_only) {
     if (absl::Status s = TrainSparse(config, env, emb, tables[0].name(), **client); !s.ok()) {

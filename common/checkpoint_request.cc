@@ -1,4 +1,4 @@
-#include "worker/client/checkpoint_request.h"
+#include "common/checkpoint_request.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_channels.h"

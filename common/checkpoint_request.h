@@ -3,8 +3,8 @@
 // shard 0 of a replicated one), which takes the cut and writes it.
 //
 // Thread-safe: a free function with no state of its own.
-#ifndef PS_WORKER_CLIENT_CHECKPOINT_REQUEST_H_
-#define PS_WORKER_CLIENT_CHECKPOINT_REQUEST_H_
+#ifndef PS_COMMON_CHECKPOINT_REQUEST_H_
+#define PS_COMMON_CHECKPOINT_REQUEST_H_
 
 #include <string>
 
@@ -31,4 +31,4 @@ absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(const std::string& a
 
 }  // namespace ps
 
-#endif  // PS_WORKER_CLIENT_CHECKPOINT_REQUEST_H_
+#endif  // PS_COMMON_CHECKPOINT_REQUEST_H_
