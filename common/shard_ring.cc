@@ -153,193 +153,258 @@ std::string ShardRing::Describe() const {
   return absl::StrCat("ring v", version(), " r=", replicas(), ": ", absl::StrJoin(parts, "; "));
 }
 
-std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
-                                          const RingInputs& inputs) {
-  proto::RingRecord next = current;
-  const std::set<uint32_t> draining(inputs.draining.begin(), inputs.draining.end());
-  auto alive = [&](uint32_t s) {
-    auto it = inputs.live.find(s);
-    auto known = current.members().find(s);
-    return it != inputs.live.end() && known != current.members().end() &&
+namespace {
+
+// NextRing's steps (shard_ring.h), in order, on `next_` (a copy of the
+// current ring), sharing what they know of the servers and their loads.
+class RingPlanner {
+ public:
+  RingPlanner(const proto::RingRecord& current, const RingInputs& inputs)
+      : current_(current),
+        inputs_(inputs),
+        draining_(inputs.draining.begin(), inputs.draining.end()),
+        next_(current) {}
+
+  std::optional<proto::RingRecord> Plan() {
+    DropDead();
+    DropStuck();
+    JoinFinishedCopies();
+    int usable = 0;  // live servers that may hold shards
+    for (const auto& [id, member] : inputs_.live) {
+      if (!draining_.count(id)) ++usable;
+    }
+    const int want = std::min(static_cast<int>(current_.replicas()), usable);
+    load_ = Loads(next_, inputs_.live);
+    LeaveUnneeded(want);
+    AddJoining(want);
+    GiveToAdded(usable);
+    SetMembers();
+    next_.set_version(current_.version());
+    if (google::protobuf::util::MessageDifferencer::Equals(next_, current_)) return std::nullopt;
+    next_.set_version(current_.version() + 1);
+    return next_;
+  }
+
+ private:
+  // Live under the incarnation the ring names.
+  bool Alive(uint32_t s) const {
+    auto it = inputs_.live.find(s);
+    auto known = current_.members().find(s);
+    return it != inputs_.live.end() && known != current_.members().end() &&
            it->second.incarnation() == known->second.incarnation();
-  };
-  // A server live under another incarnation restarted: its copies are gone.
-  // One not live at all may come back with them (its lease lapsed in an
-  // etcd stall, a pause, a partition from etcd).
-  auto restarted = [&](uint32_t s) {
-    auto it = inputs.live.find(s);
-    auto known = current.members().find(s);
-    return it != inputs.live.end() && (known == current.members().end() ||
-                                       it->second.incarnation() != known->second.incarnation());
-  };
+  }
+  // A server live under another incarnation restarted: its copies are
+  // gone. One not live at all may come back with them (its lease lapsed in
+  // an etcd stall, a pause, a partition from etcd).
+  bool Restarted(uint32_t s) const {
+    auto it = inputs_.live.find(s);
+    auto known = current_.members().find(s);
+    return it != inputs_.live.end() && (known == current_.members().end() ||
+                                        it->second.incarnation() != known->second.incarnation());
+  }
+  // Reported stuck in `shard` under the incarnation the ring names.
+  bool Stuck(int shard, uint32_t s) const {
+    auto it = inputs_.stuck.find({shard, s});
+    auto known = current_.members().find(s);
+    return it != inputs_.stuck.end() && known != current_.members().end() &&
+           it->second == known->second.incarnation();
+  }
+
   // 1. The dead (or restarted) leave every chain; the next in a chain
   // becomes primary. A chain none of whose servers is live keeps those that
   // may come back (it is unavailable, not lost, until one does).
-  for (proto::ShardChain& chain : *next.mutable_shards()) {
-    std::vector<uint32_t> keep, returnable;
-    for (uint32_t s : chain.servers()) {
-      if (alive(s)) keep.push_back(s);
-      if (!restarted(s)) returnable.push_back(s);
+  void DropDead() {
+    for (proto::ShardChain& chain : *next_.mutable_shards()) {
+      std::vector<uint32_t> keep, returnable;
+      for (uint32_t s : chain.servers()) {
+        if (Alive(s)) keep.push_back(s);
+        if (!Restarted(s)) returnable.push_back(s);
+      }
+      if (keep.empty()) keep = returnable;
+      chain.mutable_servers()->Assign(keep.begin(), keep.end());
+      std::vector<uint32_t> joining;
+      for (uint32_t s : chain.joining()) {
+        if (Alive(s)) joining.push_back(s);
+      }
+      chain.mutable_joining()->Assign(joining.begin(), joining.end());
     }
-    if (keep.empty()) keep = returnable;
-    chain.mutable_servers()->Assign(keep.begin(), keep.end());
-    std::vector<uint32_t> joining;
-    for (uint32_t s : chain.joining()) {
-      if (alive(s)) joining.push_back(s);
-    }
-    chain.mutable_joining()->Assign(joining.begin(), joining.end());
   }
+
   // 1b. A server its predecessor cannot get to acknowledge leaves the chain.
-  auto stuck = [&](int shard, uint32_t s) {
-    auto it = inputs.stuck.find({shard, s});
-    auto known = current.members().find(s);
-    return it != inputs.stuck.end() && known != current.members().end() &&
-           it->second == known->second.incarnation();
-  };
-  for (int i = 0; i < next.shards_size(); ++i) {
-    proto::ShardChain* chain = next.mutable_shards(i);
-    std::vector<uint32_t> joining;
-    for (uint32_t s : chain->joining()) {
-      if (!stuck(i, s)) joining.push_back(s);
-    }
-    chain->mutable_joining()->Assign(joining.begin(), joining.end());
-    for (uint32_t s : std::vector<uint32_t>(chain->servers().begin(), chain->servers().end())) {
-      int others = 0;
-      for (uint32_t o : chain->servers()) others += o != s && alive(o) ? 1 : 0;
-      if (stuck(i, s) && others > 0) Erase(chain->mutable_servers(), s);
-    }
-  }
-  // 2. Finished copies join their chain's end.
-  for (int i = 0; i < next.shards_size(); ++i) {
-    proto::ShardChain* chain = next.mutable_shards(i);
-    std::vector<uint32_t> still;
-    for (uint32_t s : chain->joining()) {
-      auto it = inputs.synced.find({i, s});
-      if (it != inputs.synced.end() && it->second == current.members().at(s).incarnation() &&
-          !chain->servers().empty() && alive(chain->servers(0))) {
-        chain->add_servers(s);
-      } else {
-        still.push_back(s);
+  void DropStuck() {
+    for (int i = 0; i < next_.shards_size(); ++i) {
+      proto::ShardChain* chain = next_.mutable_shards(i);
+      std::vector<uint32_t> joining;
+      for (uint32_t s : chain->joining()) {
+        if (!Stuck(i, s)) joining.push_back(s);
+      }
+      chain->mutable_joining()->Assign(joining.begin(), joining.end());
+      for (uint32_t s : std::vector<uint32_t>(chain->servers().begin(), chain->servers().end())) {
+        int others = 0;
+        for (uint32_t o : chain->servers()) others += o != s && Alive(o) ? 1 : 0;
+        if (Stuck(i, s) && others > 0) Erase(chain->mutable_servers(), s);
       }
     }
-    chain->mutable_joining()->Assign(still.begin(), still.end());
   }
-  const int r = static_cast<int>(current.replicas());
-  int usable = 0;  // live servers that may hold shards
-  for (const auto& [id, member] : inputs.live) {
-    if (!draining.count(id)) ++usable;
+
+  // 2. Finished copies join their chain's end.
+  void JoinFinishedCopies() {
+    for (int i = 0; i < next_.shards_size(); ++i) {
+      proto::ShardChain* chain = next_.mutable_shards(i);
+      std::vector<uint32_t> still;
+      for (uint32_t s : chain->joining()) {
+        auto it = inputs_.synced.find({i, s});
+        if (it != inputs_.synced.end() && it->second == current_.members().at(s).incarnation() &&
+            !chain->servers().empty() && Alive(chain->servers(0))) {
+          chain->add_servers(s);
+        } else {
+          still.push_back(s);
+        }
+      }
+      chain->mutable_joining()->Assign(still.begin(), still.end());
+    }
   }
-  const int want = std::min(r, usable);
-  std::map<uint32_t, int> load = Loads(next, inputs.live);
+
   // 3. Draining servers, and servers beyond r after a rebalancing copy,
   // leave chains that no longer need them.
-  for (proto::ShardChain& chain : *next.mutable_shards()) {
-    auto staying = [&] {
-      int n = 0;
-      for (uint32_t s : chain.servers()) n += draining.count(s) ? 0 : 1;
-      return n;
-    };
-    for (uint32_t d : std::vector<uint32_t>(chain.servers().begin(), chain.servers().end())) {
-      if (draining.count(d) && staying() >= std::max(want, 1)) {
-        Erase(chain.mutable_servers(), d);
-        --load[d];
+  void LeaveUnneeded(int want) {
+    const int r = static_cast<int>(current_.replicas());
+    for (proto::ShardChain& chain : *next_.mutable_shards()) {
+      auto staying = [&] {
+        int n = 0;
+        for (uint32_t s : chain.servers()) n += draining_.count(s) ? 0 : 1;
+        return n;
+      };
+      for (uint32_t d : std::vector<uint32_t>(chain.servers().begin(), chain.servers().end())) {
+        if (draining_.count(d) && staying() >= std::max(want, 1)) {
+          Erase(chain.mutable_servers(), d);
+          --load_[d];
+        }
       }
-    }
-    while (staying() > r && chain.joining().empty()) {
-      // The most loaded server but the newest member gives its copy up.
-      uint32_t victim = chain.servers(0);
-      for (int k = 0; k + 1 < chain.servers_size(); ++k) {
-        if (load[chain.servers(k)] >= load[victim]) victim = chain.servers(k);
+      while (staying() > r && chain.joining().empty()) {
+        // The most loaded server but the newest member gives its copy up.
+        uint32_t victim = chain.servers(0);
+        for (int k = 0; k + 1 < chain.servers_size(); ++k) {
+          if (load_[chain.servers(k)] >= load_[victim]) victim = chain.servers(k);
+        }
+        Erase(chain.mutable_servers(), victim);
+        --load_[victim];
       }
-      Erase(chain.mutable_servers(), victim);
-      --load[victim];
     }
   }
-  // 4. Chains short of r servers get a joining one.
-  auto candidate = [&](int shard) -> std::optional<uint32_t> {
-    const proto::ShardChain& chain = next.shards(shard);
+
+  // The live, non-draining server holding the fewest shards that could
+  // join `shard`'s chain (lowest id on ties).
+  std::optional<uint32_t> Candidate(int shard) {
+    const proto::ShardChain& chain = next_.shards(shard);
     std::optional<uint32_t> best;
-    for (const auto& [id, member] : inputs.live) {
-      if (draining.count(id) || Contains(chain.servers(), id) || Contains(chain.joining(), id) ||
-          inputs.stuck.count({shard, id})) {
+    for (const auto& [id, member] : inputs_.live) {
+      if (draining_.count(id) || Contains(chain.servers(), id) || Contains(chain.joining(), id) ||
+          inputs_.stuck.count({shard, id})) {
         continue;
       }
-      if (!best || load[id] < load[*best]) best = id;
+      if (!best || load_[id] < load_[*best]) best = id;
     }
     return best;
-  };
-  for (int i = 0; i < next.shards_size(); ++i) {
-    proto::ShardChain& chain = *next.mutable_shards(i);
-    // Lost (every server of the chain restarted): with checkpoints, the
-    // least loaded live servers become its chain and load the newest one.
-    if (chain.servers().empty() && inputs.rebuild_lost) {
-      // One server loads it; the others copy it from that one and join.
-      chain.clear_joining();
-      while (chain.servers_size() + chain.joining_size() < want) {
-        std::optional<uint32_t> s = candidate(i);
+  }
+
+  // 4. Chains short of r servers get a joining one.
+  void AddJoining(int want) {
+    for (int i = 0; i < next_.shards_size(); ++i) {
+      proto::ShardChain& chain = *next_.mutable_shards(i);
+      // Lost (every server of the chain restarted): with checkpoints, the
+      // least loaded live servers become its chain and load the newest one.
+      if (chain.servers().empty() && inputs_.rebuild_lost) {
+        Rebuild(i, want);
+        continue;
+      }
+      // Lost, or waiting for its servers to come back: nothing to copy from.
+      if (chain.servers().empty() || !Alive(chain.servers(0))) continue;
+      int have = chain.joining_size();
+      for (uint32_t s : chain.servers()) have += draining_.count(s) ? 0 : 1;
+      while (have < want) {
+        std::optional<uint32_t> s = Candidate(i);
         if (!s) break;
-        if (chain.servers().empty()) {
-          chain.add_servers(*s);
-        } else {
-          chain.add_joining(*s);
-        }
-        ++load[*s];
+        chain.add_joining(*s);
+        ++load_[*s];
+        ++have;
       }
-      if (!chain.servers().empty()) chain.set_restored_at(current.version() + 1);
-      continue;
     }
-    // Lost, or waiting for its servers to come back: nothing to copy from.
-    if (chain.servers().empty() || !alive(chain.servers(0))) continue;
-    int have = chain.joining_size();
-    for (uint32_t s : chain.servers()) have += draining.count(s) ? 0 : 1;
-    while (have < want) {
-      std::optional<uint32_t> s = candidate(i);
+  }
+
+  // A lost chain, rebuilt: one server loads the newest checkpoint; the
+  // others copy it from that one and join.
+  void Rebuild(int shard, int want) {
+    proto::ShardChain& chain = *next_.mutable_shards(shard);
+    chain.clear_joining();
+    while (chain.servers_size() + chain.joining_size() < want) {
+      std::optional<uint32_t> s = Candidate(shard);
       if (!s) break;
-      chain.add_joining(*s);
-      ++load[*s];
-      ++have;
-    }
-  }
-  // 5. Added servers take shards from the most loaded servers.
-  int total = 0;
-  for (const auto& [id, n] : load) total += n;
-  for (uint32_t a : inputs.adding) {
-    if (!inputs.live.count(a) || draining.count(a)) continue;
-    const int target = usable > 0 ? total / usable : 0;
-    while (load[a] < target) {
-      int best_shard = -1, best_load = -1;
-      for (int i = 0; i < next.shards_size(); ++i) {
-        const proto::ShardChain& chain = next.shards(i);
-        if (chain.servers().empty() || !alive(chain.servers(0)) || !chain.joining().empty() ||
-            Contains(chain.servers(), a) || inputs.stuck.count({i, a})) {
-          continue;
-        }
-        for (uint32_t s : chain.servers()) {
-          if (load[s] > best_load) best_load = load[s], best_shard = i;
-        }
+      if (chain.servers().empty()) {
+        chain.add_servers(*s);
+      } else {
+        chain.add_joining(*s);
       }
-      if (best_shard < 0 || best_load <= load[a] + 1) break;
-      next.mutable_shards(best_shard)->add_joining(a);
-      ++load[a];
+      ++load_[*s];
+    }
+    if (!chain.servers().empty()) chain.set_restored_at(current_.version() + 1);
+  }
+
+  // 5. Added servers take shards from the most loaded servers.
+  void GiveToAdded(int usable) {
+    int total = 0;
+    for (const auto& [id, n] : load_) total += n;
+    for (uint32_t a : inputs_.adding) {
+      if (!inputs_.live.count(a) || draining_.count(a)) continue;
+      const int target = usable > 0 ? total / usable : 0;
+      while (load_[a] < target) {
+        int best_shard = -1, best_load = -1;
+        for (int i = 0; i < next_.shards_size(); ++i) {
+          const proto::ShardChain& chain = next_.shards(i);
+          if (chain.servers().empty() || !Alive(chain.servers(0)) || !chain.joining().empty() ||
+              Contains(chain.servers(), a) || inputs_.stuck.count({i, a})) {
+            continue;
+          }
+          for (uint32_t s : chain.servers()) {
+            if (load_[s] > best_load) best_load = load_[s], best_shard = i;
+          }
+        }
+        if (best_shard < 0 || best_load <= load_[a] + 1) break;
+        next_.mutable_shards(best_shard)->add_joining(a);
+        ++load_[a];
+      }
     }
   }
+
   // Members: exactly the servers named in a chain, each with the
   // incarnation that holds its copies (a server kept while not live keeps
   // the one it had).
-  next.clear_members();
-  for (const proto::ShardChain& chain : next.shards()) {
-    for (auto list : {&chain.servers(), &chain.joining()}) {
-      for (uint32_t s : *list) {
-        auto known = current.members().find(s);
-        (*next.mutable_members())[s] =
-            known != current.members().end() && !restarted(s) ? known->second : inputs.live.at(s);
+  void SetMembers() {
+    next_.clear_members();
+    for (const proto::ShardChain& chain : next_.shards()) {
+      for (auto list : {&chain.servers(), &chain.joining()}) {
+        for (uint32_t s : *list) {
+          auto known = current_.members().find(s);
+          (*next_.mutable_members())[s] = known != current_.members().end() && !Restarted(s)
+                                              ? known->second
+                                              : inputs_.live.at(s);
+        }
       }
     }
   }
-  next.set_version(current.version());
-  if (google::protobuf::util::MessageDifferencer::Equals(next, current)) return std::nullopt;
-  next.set_version(current.version() + 1);
-  return next;
+
+  const proto::RingRecord& current_;
+  const RingInputs& inputs_;
+  const std::set<uint32_t> draining_;
+  proto::RingRecord next_;
+  std::map<uint32_t, int> load_;  // chains each server is in (step 3 on)
+};
+
+}  // namespace
+
+std::optional<proto::RingRecord> NextRing(const proto::RingRecord& current,
+                                          const RingInputs& inputs) {
+  return RingPlanner(current, inputs).Plan();
 }
 
 }  // namespace ps

@@ -91,15 +91,9 @@ absl::Status ValidateOptimizer(const proto::TableDef& def) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status ValidateTableDef(const proto::TableDef& def) {
-  if (def.name().empty()) return Bad(def, "name is empty");
-  if (def.name().size() > 256) return Bad(def, "name longer than 256 bytes");
-  if (!proto::TableKind_IsValid(def.kind())) {
-    return Bad(def, absl::StrCat("unknown kind ", def.kind()));
-  }
-  if (def.width() == 0) return Bad(def, "width must be >= 1");
+// The kind's own fields: a sparse table's admission and eviction rules, a
+// dense table's keys.
+absl::Status ValidateKindFields(const proto::TableDef& def) {
   if (def.kind() == proto::TABLE_SPARSE) {
     if (def.num_keys() != 0) {
       return Bad(def, absl::StrCat("a sparse table takes any uint64 key: leave num_keys 0, got ",
@@ -140,6 +134,11 @@ absl::Status ValidateTableDef(const proto::TableDef& def) {
     return Bad(def, absl::StrCat("num_keys * width = ", def.num_keys(), " * ", def.width(),
                                  " exceeds the limit of ", kMaxTableValues, " values"));
   }
+  return absl::OkStatus();
+}
+
+// The enums, every float field finite, and the initializer's range.
+absl::Status ValidateInitAndFloats(const proto::TableDef& def) {
   if (!proto::Initializer_IsValid(def.initializer())) {
     return Bad(def, absl::StrCat("unknown initializer ", def.initializer()));
   }
@@ -180,6 +179,20 @@ absl::Status ValidateTableDef(const proto::TableDef& def) {
     return Bad(def,
                absl::StrCat("normal initializer needs init_stddev >= 0, got ", def.init_stddev()));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateTableDef(const proto::TableDef& def) {
+  if (def.name().empty()) return Bad(def, "name is empty");
+  if (def.name().size() > 256) return Bad(def, "name longer than 256 bytes");
+  if (!proto::TableKind_IsValid(def.kind())) {
+    return Bad(def, absl::StrCat("unknown kind ", def.kind()));
+  }
+  if (def.width() == 0) return Bad(def, "width must be >= 1");
+  if (absl::Status s = ValidateKindFields(def); !s.ok()) return s;
+  if (absl::Status s = ValidateInitAndFloats(def); !s.ok()) return s;
   return ValidateOptimizer(def);
 }
 

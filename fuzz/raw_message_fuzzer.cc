@@ -65,6 +65,80 @@ void CheckSegments(const ps::SegmentedBytes& b) {
   FUZZ_CHECK(b.Sub(off, n).Flatten(&sub_flat) == view.substr(off, n));
 }
 
+// Each mode: parses the slices as that message; 0 when they are not one,
+// else what was decoded, touched.
+uint64_t FuzzRawPush(const std::vector<grpc::Slice>& slices, ps::KeyListCache* key_lists) {
+  ps::SplitFields fields;
+  if (!ps::SplitMessage(slices, {ps::kPushKeyListField, ps::kPushValuesField}, &fields).ok()) {
+    return 0;
+  }
+  CheckSegments(fields.Raw(ps::kPushKeyListField));
+  CheckSegments(fields.Raw(ps::kPushValuesField));
+  ps::proto::PushRequest header;
+  if (!header.ParseFromString(fields.header)) return 0;
+  // With a cache, a list whose signature matches is kept; the second round
+  // sends the signature alone and takes the list from the cache.
+  const ps::SegmentedBytes no_keys;
+  uint64_t sink = 0;
+  for (int round = 0; round < (key_lists ? 2 : 1); ++round) {
+    ps::PushArgs args;
+    absl::Status s = ps::DecodePush(header,
+                                    round == 0 || header.key_list_signature() == 0
+                                        ? fields.Raw(ps::kPushKeyListField)
+                                        : no_keys,
+                                    fields.Raw(ps::kPushValuesField), key_lists, &args);
+    ps_fuzz::Note("DecodePush (raw)", s);
+    if (s.ok()) sink += Touch(args);
+  }
+  return sink;
+}
+
+uint64_t FuzzRawPull(const std::vector<grpc::Slice>& slices, ps::KeyListCache* key_lists) {
+  ps::SplitFields fields;
+  if (!ps::SplitMessage(slices, {ps::kPullKeyListField}, &fields).ok()) return 0;
+  CheckSegments(fields.Raw(ps::kPullKeyListField));
+  ps::proto::PullRequest header;
+  if (!header.ParseFromString(fields.header)) return 0;
+  ps::PullArgs args;
+  absl::Status s = ps::DecodePull(header, fields.Raw(ps::kPullKeyListField), key_lists, &args);
+  ps_fuzz::Note("DecodePull (raw)", s);
+  return s.ok() ? Touch(args.keys) : 0;
+}
+
+uint64_t FuzzRawPushPull(const std::vector<grpc::Slice>& slices, ps::KeyListCache* key_lists) {
+  ps::SplitFields fields;
+  if (!ps::SplitMessage(slices, {ps::kPushPullValuesField}, &fields).ok()) return 0;
+  const ps::SegmentedBytes& values = fields.Raw(ps::kPushPullValuesField);
+  CheckSegments(values);
+  ps::proto::PushPullRequest header;
+  if (!header.ParseFromString(fields.header)) return 0;
+  uint64_t total = 0;
+  for (const ps::proto::PushRequest& push : header.pushes()) {
+    if (push.values_bytes() > values.size() - std::min<uint64_t>(total, values.size())) return 0;
+    total += push.values_bytes();
+  }
+  if (total != values.size()) return 0;
+  uint64_t offset = 0, sink = 0;
+  for (const ps::proto::PushRequest& push : header.pushes()) {
+    ps::PushArgs args;
+    absl::Status s = ps::DecodePush(push, ps::SegmentedBytes::Of(push.key_list()),
+                                    values.Sub(offset, push.values_bytes()), key_lists, &args);
+    ps_fuzz::Note("DecodePush (PushPull)", s);
+    if (s.ok()) sink += Touch(args);
+    offset += push.values_bytes();
+  }
+  return sink;
+}
+
+uint64_t FuzzPushInProto(absl::string_view message, ps::KeyListCache* key_lists) {
+  ps::proto::PushRequest request;
+  if (!request.ParseFromArray(message.data(), static_cast<int>(message.size()))) return 0;
+  ps::PushArgs args;
+  absl::Status s = ps::DecodePush(request, key_lists, &args);
+  ps_fuzz::Note("DecodePush (in proto)", s);
+  return s.ok() ? Touch(args) : 0;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -89,77 +163,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ps::KeyListCache* const key_lists = (mode & 4) ? &cache : nullptr;
   uint64_t sink = 0;
   switch (mode % 4) {
-    case 0: {
-      ps::SplitFields fields;
-      if (!ps::SplitMessage(slices, {ps::kPushKeyListField, ps::kPushValuesField}, &fields).ok()) {
-        return 0;
-      }
-      CheckSegments(fields.Raw(ps::kPushKeyListField));
-      CheckSegments(fields.Raw(ps::kPushValuesField));
-      ps::proto::PushRequest header;
-      if (!header.ParseFromString(fields.header)) return 0;
-      // With a cache, a list whose signature matches is kept; the second
-      // round sends the signature alone and takes the list from the cache.
-      const ps::SegmentedBytes no_keys;
-      for (int round = 0; round < (key_lists ? 2 : 1); ++round) {
-        ps::PushArgs args;
-        absl::Status s = ps::DecodePush(header,
-                                        round == 0 || header.key_list_signature() == 0
-                                            ? fields.Raw(ps::kPushKeyListField)
-                                            : no_keys,
-                                        fields.Raw(ps::kPushValuesField), key_lists, &args);
-        ps_fuzz::Note("DecodePush (raw)", s);
-        if (s.ok()) sink += Touch(args);
-      }
+    case 0:
+      sink = FuzzRawPush(slices, key_lists);
       break;
-    }
-    case 1: {
-      ps::SplitFields fields;
-      if (!ps::SplitMessage(slices, {ps::kPullKeyListField}, &fields).ok()) return 0;
-      CheckSegments(fields.Raw(ps::kPullKeyListField));
-      ps::proto::PullRequest header;
-      if (!header.ParseFromString(fields.header)) return 0;
-      ps::PullArgs args;
-      absl::Status s = ps::DecodePull(header, fields.Raw(ps::kPullKeyListField), key_lists, &args);
-      ps_fuzz::Note("DecodePull (raw)", s);
-      if (s.ok()) sink += Touch(args.keys);
+    case 1:
+      sink = FuzzRawPull(slices, key_lists);
       break;
-    }
-    case 2: {
-      ps::SplitFields fields;
-      if (!ps::SplitMessage(slices, {ps::kPushPullValuesField}, &fields).ok()) return 0;
-      const ps::SegmentedBytes& values = fields.Raw(ps::kPushPullValuesField);
-      CheckSegments(values);
-      ps::proto::PushPullRequest header;
-      if (!header.ParseFromString(fields.header)) return 0;
-      uint64_t total = 0;
-      for (const ps::proto::PushRequest& push : header.pushes()) {
-        if (push.values_bytes() > values.size() - std::min<uint64_t>(total, values.size())) {
-          return 0;
-        }
-        total += push.values_bytes();
-      }
-      if (total != values.size()) return 0;
-      uint64_t offset = 0;
-      for (const ps::proto::PushRequest& push : header.pushes()) {
-        ps::PushArgs args;
-        absl::Status s = ps::DecodePush(push, ps::SegmentedBytes::Of(push.key_list()),
-                                        values.Sub(offset, push.values_bytes()), key_lists, &args);
-        ps_fuzz::Note("DecodePush (PushPull)", s);
-        if (s.ok()) sink += Touch(args);
-        offset += push.values_bytes();
-      }
+    case 2:
+      sink = FuzzRawPushPull(slices, key_lists);
       break;
-    }
-    case 3: {
-      ps::proto::PushRequest request;
-      if (!request.ParseFromArray(message.data(), static_cast<int>(message.size()))) return 0;
-      ps::PushArgs args;
-      absl::Status s = ps::DecodePush(request, key_lists, &args);
-      ps_fuzz::Note("DecodePush (in proto)", s);
-      if (s.ok()) sink += Touch(args);
+    case 3:
+      sink = FuzzPushInProto(message, key_lists);
       break;
-    }
   }
   (void)sink;
   return 0;

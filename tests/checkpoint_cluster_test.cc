@@ -110,102 +110,122 @@ proto::TableDef AdamSparseTable() {
                   /*learning_rate=*/0.01f, /*beta1=*/0.9f, /*beta2=*/0.999f, /*epsilon=*/1e-8f);
 }
 
+// What the round-trip test's first cluster held when its checkpoint was
+// taken: the sparse keys pushed, the values read back, the checkpoint's
+// content.
+struct Trained {
+  std::vector<uint64_t> keys;
+  std::vector<float> dense, sparse;
+  Content content;
+};
+
+// On 3 servers, worker 0 pushes 12 rounds and worker 1 only 7 (their clocks
+// differ) to `dense` and to 300 keys of `sparse`; then a checkpoint into
+// `root`, taken while worker 0 is live.
+void TrainAndCheckpoint(const std::string& root, const proto::TableDef& dense,
+                        const proto::TableDef& sparse, Trained* out) {
+  out->dense.resize(dense.num_keys() * dense.width());
+  auto cluster = InProcessCluster::Start(3, kPlacement);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::vector<std::unique_ptr<PsClient>> workers;
+  for (uint32_t w = 0; w < 2; ++w) {
+    PsClientOptions options = (*cluster)->ClientOptions(w);
+    options.lease = absl::Seconds(5);
+    auto client = PsClient::Connect(options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    workers.push_back(*std::move(client));
+  }
+  ASSERT_TRUE(workers[0]->CreateTable(dense).ok());
+  ASSERT_TRUE(workers[0]->CreateTable(sparse).ok());
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> grad(0, 1);
+  for (int i = 0; i < 300; ++i) out->keys.push_back(rng() % 1000000007);
+  // Worker 0 pushes 12 rounds, worker 1 only 7: their clocks differ.
+  for (uint32_t w = 0; w < 2; ++w) {
+    for (uint64_t clock = 0; clock < (w == 0 ? 12u : 7u); ++clock) {
+      std::vector<float> g(dense.num_keys() * dense.width());
+      for (float& x : g) x = grad(rng);
+      PushRange op{dense.name(), 0, dense.num_keys(), g};
+      ASSERT_TRUE(workers[w]->Push({&op, 1}, clock).ok());
+      std::vector<float> sg(out->keys.size() * sparse.width());
+      for (float& x : sg) x = grad(rng);
+      ASSERT_TRUE(workers[w]->PushKeys(sparse.name(), out->keys, sparse.width(), sg, clock).ok());
+    }
+  }
+  PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(out->dense)};
+  ASSERT_TRUE(workers[0]->Pull({&pull, 1}).ok());
+  out->sparse.resize(out->keys.size() * sparse.width());
+  ASSERT_TRUE(workers[0]
+                  ->PullKeys(sparse.name(), out->keys, sparse.width(), absl::MakeSpan(out->sparse))
+                  .ok());
+
+  // Worker 1 is done; worker 0 is live and has pushed every round below
+  // the cut, so the cut needs nothing more of either.
+  workers[1]->Leave();
+  absl::StatusOr<CheckpointResult> taken = TakeCheckpoint(**cluster, root);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(taken->cut, 12u);  // the largest clock pushed, 11, + 1
+  out->content = ReadContent(taken->path);
+  ASSERT_EQ(out->content.dense.size(), 3000u / 64 + 1);
+  ASSERT_GE(out->content.sparse.size(), 290u);  // a few keys may repeat
+  EXPECT_EQ((out->content.clocks[{dense.name(), 0}]), 12u);
+  EXPECT_EQ((out->content.clocks[{dense.name(), 1}]), 7u);
+  EXPECT_EQ((out->content.clocks[{sparse.name(), 1}]), 7u);
+  // The cluster goes away without a last checkpoint, as under SIGKILL.
+}
+
+// The checkpoint of `trained` restored onto `servers` servers: the workers'
+// positions, the values bit for bit, and a new checkpoint holding the same.
+void ExpectRestoredAlike(const std::string& root, int servers, const proto::TableDef& dense,
+                         const proto::TableDef& sparse, const Trained& trained) {
+  auto cluster = RestoredCluster(root, servers);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  for (uint32_t w = 0; w < 2; ++w) {
+    auto client = (*cluster)->Connect(w);
+    ASSERT_NE(client, nullptr);
+    absl::StatusOr<PsClient::WorkerPosition> position = client->Position();
+    ASSERT_TRUE(position.ok()) << position.status();
+    EXPECT_EQ(position->restored_cut, 12u);
+    EXPECT_EQ(position->clocks[dense.name()], w == 0 ? 12u : 7u) << "worker " << w;
+    EXPECT_EQ(position->clocks[sparse.name()], w == 0 ? 12u : 7u) << "worker " << w;
+  }
+  auto reader = (*cluster)->Connect(9);
+  std::vector<float> dense_after(trained.dense.size()), sparse_after(trained.sparse.size());
+  PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(dense_after)};
+  ASSERT_TRUE(reader->Pull({&pull, 1}).ok());
+  ASSERT_TRUE(
+      reader->PullKeys(sparse.name(), trained.keys, sparse.width(), absl::MakeSpan(sparse_after))
+          .ok());
+  EXPECT_TRUE(SameBits(trained.dense, dense_after));
+  EXPECT_TRUE(SameBits(trained.sparse, sparse_after));
+
+  // A checkpoint of the restored cluster holds the same slices and rows,
+  // optimizer state included, and the same clocks.
+  const std::string again = TestRoot(absl::StrCat("roundtrip_again", servers));
+  absl::StatusOr<CheckpointResult> taken = TakeCheckpoint(**cluster, again);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(taken->cut, 12u) << "the restored pushes count as applied";
+  Content after = ReadContent(taken->path);
+  // The reader (worker 9) pulled at clock 0: it is in the clocks too.
+  EXPECT_EQ((after.clocks[{dense.name(), 9}]), 0u);
+  after.clocks.erase({dense.name(), 9});
+  after.clocks.erase({sparse.name(), 9});
+  EXPECT_TRUE(after.dense == trained.content.dense);
+  ASSERT_EQ(after.sparse.size(), trained.content.sparse.size());
+  for (const auto& [key, row] : trained.content.sparse) {
+    EXPECT_TRUE(SameBits(row, after.sparse[key])) << key.first << " key " << key.second;
+  }
+  EXPECT_EQ(after.clocks, trained.content.clocks);
+}
+
 TEST(CheckpointClusterTest, RoundTripOntoClustersOfOtherSizesIsBitIdentical) {
   const std::string root = TestRoot("roundtrip");
   const proto::TableDef dense = AdagradTable(), sparse = AdamSparseTable();
-  std::vector<uint64_t> keys;
-  std::vector<float> dense_before(dense.num_keys() * dense.width());
-  std::vector<float> sparse_before;
-  Content before;
-  {
-    auto cluster = InProcessCluster::Start(3, kPlacement);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    std::vector<std::unique_ptr<PsClient>> workers;
-    for (uint32_t w = 0; w < 2; ++w) {
-      PsClientOptions options = (*cluster)->ClientOptions(w);
-      options.lease = absl::Seconds(5);
-      auto client = PsClient::Connect(options);
-      ASSERT_TRUE(client.ok()) << client.status();
-      workers.push_back(*std::move(client));
-    }
-    ASSERT_TRUE(workers[0]->CreateTable(dense).ok());
-    ASSERT_TRUE(workers[0]->CreateTable(sparse).ok());
-    std::mt19937_64 rng(7);
-    std::normal_distribution<float> grad(0, 1);
-    for (int i = 0; i < 300; ++i) keys.push_back(rng() % 1000000007);
-    // Worker 0 pushes 12 rounds, worker 1 only 7: their clocks differ.
-    for (uint32_t w = 0; w < 2; ++w) {
-      for (uint64_t clock = 0; clock < (w == 0 ? 12u : 7u); ++clock) {
-        std::vector<float> g(dense.num_keys() * dense.width());
-        for (float& x : g) x = grad(rng);
-        PushRange op{dense.name(), 0, dense.num_keys(), g};
-        ASSERT_TRUE(workers[w]->Push({&op, 1}, clock).ok());
-        std::vector<float> sg(keys.size() * sparse.width());
-        for (float& x : sg) x = grad(rng);
-        ASSERT_TRUE(workers[w]->PushKeys(sparse.name(), keys, sparse.width(), sg, clock).ok());
-      }
-    }
-    PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(dense_before)};
-    ASSERT_TRUE(workers[0]->Pull({&pull, 1}).ok());
-    sparse_before.resize(keys.size() * sparse.width());
-    ASSERT_TRUE(workers[0]
-                    ->PullKeys(sparse.name(), keys, sparse.width(), absl::MakeSpan(sparse_before))
-                    .ok());
-
-    // Worker 1 is done; worker 0 is live and has pushed every round below
-    // the cut, so the cut needs nothing more of either.
-    workers[1]->Leave();
-    absl::StatusOr<CheckpointResult> taken = TakeCheckpoint(**cluster, root);
-    ASSERT_TRUE(taken.ok()) << taken.status();
-    EXPECT_EQ(taken->cut, 12u);  // the largest clock pushed, 11, + 1
-    before = ReadContent(taken->path);
-    ASSERT_EQ(before.dense.size(), 3000u / 64 + 1);
-    ASSERT_GE(before.sparse.size(), 290u);  // a few keys may repeat
-    EXPECT_EQ((before.clocks[{dense.name(), 0}]), 12u);
-    EXPECT_EQ((before.clocks[{dense.name(), 1}]), 7u);
-    EXPECT_EQ((before.clocks[{sparse.name(), 1}]), 7u);
-    // The cluster goes away without a last checkpoint, as under SIGKILL.
-  }
-
+  Trained trained;
+  ASSERT_NO_FATAL_FAILURE(TrainAndCheckpoint(root, dense, sparse, &trained));
   for (int servers : {3, 2, 5}) {
     SCOPED_TRACE(absl::StrCat(servers, " servers"));
-    auto cluster = RestoredCluster(root, servers);
-    ASSERT_TRUE(cluster.ok()) << cluster.status();
-    for (uint32_t w = 0; w < 2; ++w) {
-      auto client = (*cluster)->Connect(w);
-      ASSERT_NE(client, nullptr);
-      absl::StatusOr<PsClient::WorkerPosition> position = client->Position();
-      ASSERT_TRUE(position.ok()) << position.status();
-      EXPECT_EQ(position->restored_cut, 12u);
-      EXPECT_EQ(position->clocks[dense.name()], w == 0 ? 12u : 7u) << "worker " << w;
-      EXPECT_EQ(position->clocks[sparse.name()], w == 0 ? 12u : 7u) << "worker " << w;
-    }
-    auto reader = (*cluster)->Connect(9);
-    std::vector<float> dense_after(dense_before.size()), sparse_after(sparse_before.size());
-    PullRange pull{dense.name(), 0, dense.num_keys(), absl::MakeSpan(dense_after)};
-    ASSERT_TRUE(reader->Pull({&pull, 1}).ok());
-    ASSERT_TRUE(
-        reader->PullKeys(sparse.name(), keys, sparse.width(), absl::MakeSpan(sparse_after)).ok());
-    EXPECT_TRUE(SameBits(dense_before, dense_after));
-    EXPECT_TRUE(SameBits(sparse_before, sparse_after));
-
-    // A checkpoint of the restored cluster holds the same slices and rows,
-    // optimizer state included, and the same clocks.
-    const std::string again = TestRoot(absl::StrCat("roundtrip_again", servers));
-    absl::StatusOr<CheckpointResult> taken = TakeCheckpoint(**cluster, again);
-    ASSERT_TRUE(taken.ok()) << taken.status();
-    EXPECT_EQ(taken->cut, 12u) << "the restored pushes count as applied";
-    Content after = ReadContent(taken->path);
-    // The reader (worker 9) pulled at clock 0: it is in the clocks too.
-    EXPECT_EQ((after.clocks[{dense.name(), 9}]), 0u);
-    after.clocks.erase({dense.name(), 9});
-    after.clocks.erase({sparse.name(), 9});
-    EXPECT_TRUE(after.dense == before.dense);
-    ASSERT_EQ(after.sparse.size(), before.sparse.size());
-    for (const auto& [key, row] : before.sparse) {
-      EXPECT_TRUE(SameBits(row, after.sparse[key])) << key.first << " key " << key.second;
-    }
-    EXPECT_EQ(after.clocks, before.clocks);
+    ExpectRestoredAlike(root, servers, dense, sparse, trained);
   }
 }
 

@@ -137,6 +137,265 @@ class AckTimeline {
   std::vector<int64_t> buckets_;  // guarded by mu_
 };
 
+// The totals of every worker's log, after they joined.
+struct Totals {
+  int64_t acked = 0, unknown = 0, most_pushes = 0;
+  absl::Duration slowest;
+  std::vector<double> acked_at;  // sorted
+};
+
+// One run: creates the table, pushes from every worker (with the reporter
+// writing progress and timeline meanwhile), reads the sums back and checks
+// them. Run() returns the exit code.
+class ExactSumRun {
+ public:
+  explicit ExactSumRun(std::shared_ptr<const ps::ShardDirectory> directory)
+      : directory_(std::move(directory)),
+        workers_(absl::GetFlag(FLAGS_workers)),
+        push_seconds_(absl::GetFlag(FLAGS_seconds)),
+        pushes_(absl::GetFlag(FLAGS_pushes) != 0 ? absl::GetFlag(FLAGS_pushes)
+                : push_seconds_ > 0              ? INT64_MAX
+                                                 : 400),
+        keys_(absl::GetFlag(FLAGS_keys)),
+        table_(absl::GetFlag(FLAGS_table)),
+        logs_(workers_) {}
+
+  int Run() {
+    {
+      auto admin = ps::PsClient::Connect(Options(workers_));
+      if (!admin.ok()) return Fail(std::string(admin.status().message()));
+      if (absl::Status s = (*admin)->CreateTable(ps::SumTable(table_, keys_, 1)); !s.ok()) {
+        return Fail(std::string(s.message()));
+      }
+    }
+    start_ = absl::Now();
+    if (const std::string path = absl::GetFlag(FLAGS_start_file); !path.empty()) {
+      if (!WriteFile(path, absl::StrFormat("%.6f\n", absl::ToUnixMicros(start_) / 1e6))) {
+        return Fail(absl::StrCat("could not write --start_file=", path));
+      }
+    }
+    PushFromEveryWorker();
+    for (const WorkerLog& log : logs_) {
+      if (!log.error.empty()) return Fail(log.error);
+    }
+    const double seconds = SinceStart();
+    const Totals totals = Sum();
+    if (const std::string path = absl::GetFlag(FLAGS_timeline_file);
+        !path.empty() && !WriteFile(path, timeline_.Format(seconds))) {
+      return Fail(absl::StrCat("could not write --timeline_file=", path));
+    }
+    std::vector<float> values(keys_);
+    std::vector<ps::ServerStats> stats;
+    if (absl::Status read = FinalRead(&values, &stats); !read.ok()) {
+      return Fail(absl::StrCat("the final read failed for --final_read_seconds=",
+                               absl::GetFlag(FLAGS_final_read_seconds), ": ", read.message()));
+    }
+    return Check(totals, values, stats, seconds);
+  }
+
+ private:
+  ps::PsClientOptions Options(int worker) const {
+    ps::PsClientOptions o;
+    o.directory = directory_;
+    o.worker_id = static_cast<uint32_t>(worker);
+    o.timeout = absl::Seconds(2);
+    o.max_attempts = 40;
+    return o;
+  }
+  double SinceStart() const { return absl::ToDoubleSeconds(absl::Now() - start_); }
+
+  // The workers' threads, and the reporter's while they push: the progress
+  // every 50 ms, the timeline every second (so that it is there even if
+  // this process is killed).
+  void PushFromEveryWorker() {
+    const std::string progress_file = absl::GetFlag(FLAGS_progress_file);
+    const std::string timeline_file = absl::GetFlag(FLAGS_timeline_file);
+    std::atomic<bool> finished{false};
+    std::thread reporter;
+    if (!progress_file.empty() || !timeline_file.empty()) {
+      reporter = std::thread([&] {
+        for (int tick = 1; !finished.load(); ++tick) {
+          if (!progress_file.empty()) {
+            WriteFile(progress_file, absl::StrCat(acknowledged_.load(), "\n"));
+          }
+          if (!timeline_file.empty() && tick % 20 == 0) {
+            WriteFile(timeline_file, timeline_.Format(SinceStart()));
+          }
+          absl::SleepFor(absl::Milliseconds(50));  // a report's period, not a synchronisation
+        }
+      });
+    }
+    std::vector<std::thread> threads;
+    for (int w = 0; w < workers_; ++w) threads.emplace_back([this, w] { Push(w); });
+    for (std::thread& t : threads) t.join();
+    finished = true;
+    if (reporter.joinable()) reporter.join();
+  }
+
+  // Worker w's pushes, into logs_[w].
+  void Push(int w) {
+    WorkerLog& log = logs_[w];
+    auto client = ps::PsClient::Connect(Options(w));
+    if (!client.ok()) {
+      log.error = std::string(client.status().message());
+      return;
+    }
+    const std::string stop_file = absl::GetFlag(FLAGS_stop_file);
+    const std::vector<float> grads(keys_, -1.0f);  // SGD at rate 1: +1 each
+    for (int64_t k = 0; k < pushes_; ++k) {
+      if (push_seconds_ > 0 && SinceStart() >= push_seconds_) break;
+      if (!stop_file.empty() && (k & 15) == 0 && std::filesystem::exists(stop_file)) break;
+      const absl::Time t0 = absl::Now();
+      ps::PushRange op{table_, 0, keys_, grads};
+      absl::Status s = (*client)->Push({&op, 1}, static_cast<uint64_t>(k));
+      log.longest = std::max(log.longest, absl::Now() - t0);
+      log.pushes = k + 1;
+      if (!s.ok()) {
+        if (!absl::GetFlag(FLAGS_tolerate_unknown)) {
+          log.error = absl::StrCat("worker ", w, " push ", k, ": ", s.message());
+          return;
+        }
+        ++log.unknown;
+        if (unknown_logged_.fetch_add(1) < kLoggedUnknown) {
+          std::fprintf(stderr,
+                       "exact_sum_client: unknown outcome: worker %d clock %lld at %.3f s: %s\n", w,
+                       static_cast<long long>(k), SinceStart(), std::string(s.message()).c_str());
+        }
+        // A backoff before the next clock, not a synchronisation.
+        absl::SleepFor(absl::Milliseconds(100));
+        continue;
+      }
+      log.acked_at.push_back(SinceStart());
+      timeline_.Add(log.acked_at.back());
+      acknowledged_.fetch_add(1);
+      if (log.acked_at.size() == 1 && started_.fetch_add(1) + 1 == workers_ &&
+          !absl::GetFlag(FLAGS_started_file).empty()) {
+        std::FILE* f = std::fopen(absl::GetFlag(FLAGS_started_file).c_str(), "w");
+        if (f != nullptr) std::fclose(f);
+      }
+    }
+  }
+
+  Totals Sum() const {
+    Totals t;
+    for (const WorkerLog& log : logs_) {
+      t.acked += static_cast<int64_t>(log.acked_at.size());
+      t.unknown += log.unknown;
+      t.most_pushes = std::max(t.most_pushes, log.pushes);
+      t.slowest = std::max(t.slowest, log.longest);
+      t.acked_at.insert(t.acked_at.end(), log.acked_at.begin(), log.acked_at.end());
+    }
+    std::sort(t.acked_at.begin(), t.acked_at.end());
+    return t;
+  }
+
+  // The final read, retried while the cluster may still be repairing; each
+  // try connects anew (under a worker id of its own, so that a try whose
+  // client could not leave does not hold the next one's id).
+  absl::Status FinalRead(std::vector<float>* values, std::vector<ps::ServerStats>* stats) {
+    const absl::Time read_deadline =
+        absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_final_read_seconds));
+    absl::Status read = absl::UnknownError("not tried");
+    for (int attempt = 0; !read.ok() && (attempt == 0 || absl::Now() < read_deadline); ++attempt) {
+      ps::PsClientOptions o = Options(workers_ + 1 + attempt);
+      o.connect_timeout =
+          std::clamp(read_deadline - absl::Now(), absl::Seconds(1), o.connect_timeout);
+      auto reader = ps::PsClient::Connect(o);
+      if (!reader.ok()) {
+        read = reader.status();
+      } else {
+        ps::PullRange pull{table_, 0, keys_, absl::MakeSpan(*values)};
+        read = (*reader)->Pull({&pull, 1});
+        if (read.ok()) {
+          absl::StatusOr<std::vector<ps::ServerStats>> got = (*reader)->Stats();
+          read = got.status();
+          if (got.ok()) *stats = *std::move(got);
+        }
+      }
+      if (!read.ok()) {
+        if (attempt < 3 || (attempt + 1) % 10 == 0) {  // not every try: they may be many
+          std::fprintf(stderr, "exact_sum_client: final read try %d failed: %s\n", attempt + 1,
+                       std::string(read.message()).c_str());
+        }
+        absl::SleepFor(absl::Milliseconds(500));  // a retry's backoff
+      }
+    }
+    return read;
+  }
+
+  // Each key in [lo, hi]: every acknowledged push applied once, every
+  // unknown one at most once. Prints the RESULT line.
+  int Check(const Totals& totals, const std::vector<float>& values,
+            const std::vector<ps::ServerStats>& stats, double seconds) const {
+    const int64_t base = absl::GetFlag(FLAGS_base);
+    const float lo = static_cast<float>(base + totals.acked);
+    const float hi = static_cast<float>(base + totals.acked + totals.unknown);
+    uint64_t lost = 0, duplicated = 0;
+    for (uint64_t k = 0; k < keys_; ++k) {
+      if (values[k] >= lo && values[k] <= hi) continue;
+      if (lost + duplicated == 0) {
+        if (lo == hi) {
+          std::fprintf(stderr, "exact_sum_client: key %llu is %.1f, want %.1f\n",
+                       static_cast<unsigned long long>(k), values[k], lo);
+        } else {
+          std::fprintf(stderr, "exact_sum_client: key %llu is %.1f, want [%.1f, %.1f] (%s)\n",
+                       static_cast<unsigned long long>(k), values[k], lo, hi,
+                       values[k] < lo ? "lost" : "duplicated");
+        }
+      }
+      ++(values[k] < lo ? lost : duplicated);
+    }
+    PrintResult(totals, stats, seconds, lost, duplicated);
+    const uint64_t wrong = lost + duplicated;
+    if (wrong == 0) return 0;
+    if (lo == hi) return Fail(absl::StrCat(wrong, " of ", keys_, " keys are not ", lo));
+    return Fail(absl::StrCat(lost, " of ", keys_, " keys lost an acknowledged update and ",
+                             duplicated, " applied one twice (want [", lo, ", ", hi, "])"));
+  }
+
+  // With the replication counters of the primaries at the end (a killed
+  // server's die with it).
+  void PrintResult(const Totals& totals, const std::vector<ps::ServerStats>& stats, double seconds,
+                   uint64_t lost, uint64_t duplicated) const {
+    ps::proto::ReplicationStats replication;
+    for (const ps::ServerStats& server : stats) {
+      const ps::proto::ReplicationStats& r = server.stats.replication();
+      replication.set_entries_forwarded(replication.entries_forwarded() + r.entries_forwarded());
+      replication.set_entries_resent(replication.entries_resent() + r.entries_resent());
+      replication.set_batches_resent(replication.batches_resent() + r.batches_resent());
+      replication.set_snapshots(replication.snapshots() + r.snapshots());
+    }
+    std::printf(
+        "RESULT keys=%llu workers=%d pushes=%lld wrong=%llu acked=%lld unknown=%lld "
+        "lost=%llu duplicated=%llu seconds=%.2f pushes_per_second=%.0f "
+        "longest_push_seconds=%.3f longest_gap_seconds=%.3f forwarded=%llu resent=%llu "
+        "resent_batches=%llu snapshots=%llu\n",
+        static_cast<unsigned long long>(keys_), workers_,
+        static_cast<long long>(totals.most_pushes),
+        static_cast<unsigned long long>(lost + duplicated), static_cast<long long>(totals.acked),
+        static_cast<long long>(totals.unknown), static_cast<unsigned long long>(lost),
+        static_cast<unsigned long long>(duplicated), seconds, totals.acked / seconds,
+        absl::ToDoubleSeconds(totals.slowest), LongestGap(totals.acked_at, seconds),
+        static_cast<unsigned long long>(replication.entries_forwarded()),
+        static_cast<unsigned long long>(replication.entries_resent()),
+        static_cast<unsigned long long>(replication.batches_resent()),
+        static_cast<unsigned long long>(replication.snapshots()));
+  }
+
+  const std::shared_ptr<const ps::ShardDirectory> directory_;
+  const int workers_;
+  const double push_seconds_;
+  const int64_t pushes_;
+  const uint64_t keys_;
+  const std::string table_;
+  absl::Time start_;
+  std::vector<WorkerLog> logs_;  // one per worker, written by its thread
+  AckTimeline timeline_;
+  std::atomic<int> started_{0};
+  std::atomic<int64_t> acknowledged_{0};
+  std::atomic<int> unknown_logged_{0};
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,213 +405,5 @@ int main(int argc, char** argv) {
   auto directory =
       ps::EtcdShardDirectory::Start(&etcd, absl::GetFlag(FLAGS_cluster), absl::Seconds(30));
   if (!directory.ok()) return Fail(std::string(directory.status().message()));
-  std::shared_ptr<const ps::ShardDirectory> dir(std::move(*directory));
-
-  const int workers = absl::GetFlag(FLAGS_workers);
-  const double push_seconds = absl::GetFlag(FLAGS_seconds);
-  const bool tolerate = absl::GetFlag(FLAGS_tolerate_unknown);
-  const std::string stop_file = absl::GetFlag(FLAGS_stop_file);
-  int64_t pushes = absl::GetFlag(FLAGS_pushes);
-  if (pushes == 0) pushes = push_seconds > 0 ? INT64_MAX : 400;
-  const uint64_t keys = absl::GetFlag(FLAGS_keys);
-  const std::string table = absl::GetFlag(FLAGS_table);
-  auto options = [&](int w) {
-    ps::PsClientOptions o;
-    o.directory = dir;
-    o.worker_id = static_cast<uint32_t>(w);
-    o.timeout = absl::Seconds(2);
-    o.max_attempts = 40;
-    return o;
-  };
-  {
-    auto admin = ps::PsClient::Connect(options(workers));
-    if (!admin.ok()) return Fail(std::string(admin.status().message()));
-    if (absl::Status s = (*admin)->CreateTable(ps::SumTable(table, keys, 1)); !s.ok()) {
-      return Fail(std::string(s.message()));
-    }
-  }
-  const absl::Time start = absl::Now();
-  auto since_start = [start] { return absl::ToDoubleSeconds(absl::Now() - start); };
-  if (const std::string path = absl::GetFlag(FLAGS_start_file); !path.empty()) {
-    if (!WriteFile(path, absl::StrFormat("%.6f\n", absl::ToUnixMicros(start) / 1e6))) {
-      return Fail(absl::StrCat("could not write --start_file=", path));
-    }
-  }
-  std::atomic<int> started{0};
-  std::atomic<int64_t> acknowledged{0};
-  std::atomic<int> unknown_logged{0};
-  std::atomic<bool> finished{false};
-  AckTimeline timeline;
-  const std::string progress_file = absl::GetFlag(FLAGS_progress_file);
-  const std::string timeline_file = absl::GetFlag(FLAGS_timeline_file);
-  // Reports while the workers push: the progress every 50 ms, the timeline
-  // every second (so that it is there even if this process is killed).
-  std::thread reporter;
-  if (!progress_file.empty() || !timeline_file.empty()) {
-    reporter = std::thread([&] {
-      for (int tick = 1; !finished.load(); ++tick) {
-        if (!progress_file.empty()) {
-          WriteFile(progress_file, absl::StrCat(acknowledged.load(), "\n"));
-        }
-        if (!timeline_file.empty() && tick % 20 == 0) {
-          WriteFile(timeline_file, timeline.Format(since_start()));
-        }
-        absl::SleepFor(absl::Milliseconds(50));  // a report's period, not a synchronisation
-      }
-    });
-  }
-  std::vector<WorkerLog> logs(workers);
-  std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) {
-    threads.emplace_back([&, w] {
-      WorkerLog& log = logs[w];
-      auto client = ps::PsClient::Connect(options(w));
-      if (!client.ok()) {
-        log.error = std::string(client.status().message());
-        return;
-      }
-      const std::vector<float> grads(keys, -1.0f);  // SGD at rate 1: +1 each
-      for (int64_t k = 0; k < pushes; ++k) {
-        if (push_seconds > 0 && since_start() >= push_seconds) break;
-        if (!stop_file.empty() && (k & 15) == 0 && std::filesystem::exists(stop_file)) break;
-        const absl::Time t0 = absl::Now();
-        ps::PushRange op{table, 0, keys, grads};
-        absl::Status s = (*client)->Push({&op, 1}, static_cast<uint64_t>(k));
-        log.longest = std::max(log.longest, absl::Now() - t0);
-        log.pushes = k + 1;
-        if (!s.ok()) {
-          if (!tolerate) {
-            log.error = absl::StrCat("worker ", w, " push ", k, ": ", s.message());
-            return;
-          }
-          ++log.unknown;
-          if (unknown_logged.fetch_add(1) < kLoggedUnknown) {
-            std::fprintf(
-                stderr, "exact_sum_client: unknown outcome: worker %d clock %lld at %.3f s: %s\n",
-                w, static_cast<long long>(k), since_start(), std::string(s.message()).c_str());
-          }
-          // A backoff before the next clock, not a synchronisation.
-          absl::SleepFor(absl::Milliseconds(100));
-          continue;
-        }
-        log.acked_at.push_back(since_start());
-        timeline.Add(log.acked_at.back());
-        acknowledged.fetch_add(1);
-        if (log.acked_at.size() == 1 && started.fetch_add(1) + 1 == workers &&
-            !absl::GetFlag(FLAGS_started_file).empty()) {
-          std::FILE* f = std::fopen(absl::GetFlag(FLAGS_started_file).c_str(), "w");
-          if (f != nullptr) std::fclose(f);
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  finished = true;
-  if (reporter.joinable()) reporter.join();
-  for (const WorkerLog& log : logs) {
-    if (!log.error.empty()) return Fail(log.error);
-  }
-  const double seconds = since_start();
-
-  int64_t acked = 0, unknown = 0, most_pushes = 0;
-  absl::Duration slowest;
-  std::vector<double> acked_at;
-  for (const WorkerLog& log : logs) {
-    acked += static_cast<int64_t>(log.acked_at.size());
-    unknown += log.unknown;
-    most_pushes = std::max(most_pushes, log.pushes);
-    slowest = std::max(slowest, log.longest);
-    acked_at.insert(acked_at.end(), log.acked_at.begin(), log.acked_at.end());
-  }
-  std::sort(acked_at.begin(), acked_at.end());
-  const double longest_gap = LongestGap(acked_at, seconds);
-  if (!timeline_file.empty() && !WriteFile(timeline_file, timeline.Format(seconds))) {
-    return Fail(absl::StrCat("could not write --timeline_file=", timeline_file));
-  }
-
-  // The final read, retried while the cluster may still be repairing; each
-  // try connects anew (under a worker id of its own, so that a try whose
-  // client could not leave does not hold the next one's id).
-  std::vector<float> values(keys);
-  absl::StatusOr<std::vector<ps::ServerStats>> stats;
-  const absl::Time read_deadline =
-      absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_final_read_seconds));
-  absl::Status read = absl::UnknownError("not tried");
-  for (int attempt = 0; !read.ok() && (attempt == 0 || absl::Now() < read_deadline); ++attempt) {
-    ps::PsClientOptions o = options(workers + 1 + attempt);
-    o.connect_timeout =
-        std::clamp(read_deadline - absl::Now(), absl::Seconds(1), o.connect_timeout);
-    auto reader = ps::PsClient::Connect(o);
-    if (!reader.ok()) {
-      read = reader.status();
-    } else {
-      ps::PullRange pull{table, 0, keys, absl::MakeSpan(values)};
-      read = (*reader)->Pull({&pull, 1});
-      if (read.ok()) {
-        stats = (*reader)->Stats();
-        read = stats.status();
-      }
-    }
-    if (!read.ok()) {
-      if (attempt < 3 || (attempt + 1) % 10 == 0) {  // not every try: they may be many
-        std::fprintf(stderr, "exact_sum_client: final read try %d failed: %s\n", attempt + 1,
-                     std::string(read.message()).c_str());
-      }
-      absl::SleepFor(absl::Milliseconds(500));  // a retry's backoff
-    }
-  }
-  if (!read.ok()) {
-    return Fail(absl::StrCat("the final read failed for --final_read_seconds=",
-                             absl::GetFlag(FLAGS_final_read_seconds), ": ", read.message()));
-  }
-
-  // Each key in [lo, hi]: every acknowledged push applied once, every
-  // unknown one at most once.
-  const int64_t base = absl::GetFlag(FLAGS_base);
-  const float lo = static_cast<float>(base + acked);
-  const float hi = static_cast<float>(base + acked + unknown);
-  uint64_t lost = 0, duplicated = 0;
-  for (uint64_t k = 0; k < keys; ++k) {
-    if (values[k] >= lo && values[k] <= hi) continue;
-    if (lost + duplicated == 0) {
-      if (lo == hi) {
-        std::fprintf(stderr, "exact_sum_client: key %llu is %.1f, want %.1f\n",
-                     static_cast<unsigned long long>(k), values[k], lo);
-      } else {
-        std::fprintf(stderr, "exact_sum_client: key %llu is %.1f, want [%.1f, %.1f] (%s)\n",
-                     static_cast<unsigned long long>(k), values[k], lo, hi,
-                     values[k] < lo ? "lost" : "duplicated");
-      }
-    }
-    ++(values[k] < lo ? lost : duplicated);
-  }
-  const uint64_t wrong = lost + duplicated;
-  // Replication counters of the primaries at the end (a killed server's die
-  // with it).
-  ps::proto::ReplicationStats replication;
-  for (const ps::ServerStats& server : *stats) {
-    const ps::proto::ReplicationStats& r = server.stats.replication();
-    replication.set_entries_forwarded(replication.entries_forwarded() + r.entries_forwarded());
-    replication.set_entries_resent(replication.entries_resent() + r.entries_resent());
-    replication.set_batches_resent(replication.batches_resent() + r.batches_resent());
-    replication.set_snapshots(replication.snapshots() + r.snapshots());
-  }
-  std::printf(
-      "RESULT keys=%llu workers=%d pushes=%lld wrong=%llu acked=%lld unknown=%lld "
-      "lost=%llu duplicated=%llu seconds=%.2f pushes_per_second=%.0f "
-      "longest_push_seconds=%.3f longest_gap_seconds=%.3f forwarded=%llu resent=%llu "
-      "resent_batches=%llu snapshots=%llu\n",
-      static_cast<unsigned long long>(keys), workers, static_cast<long long>(most_pushes),
-      static_cast<unsigned long long>(wrong), static_cast<long long>(acked),
-      static_cast<long long>(unknown), static_cast<unsigned long long>(lost),
-      static_cast<unsigned long long>(duplicated), seconds, acked / seconds,
-      absl::ToDoubleSeconds(slowest), longest_gap,
-      static_cast<unsigned long long>(replication.entries_forwarded()),
-      static_cast<unsigned long long>(replication.entries_resent()),
-      static_cast<unsigned long long>(replication.batches_resent()),
-      static_cast<unsigned long long>(replication.snapshots()));
-  if (wrong == 0) return 0;
-  if (lo == hi) return Fail(absl::StrCat(wrong, " of ", keys, " keys are not ", lo));
-  return Fail(absl::StrCat(lost, " of ", keys, " keys lost an acknowledged update and ", duplicated,
-                           " applied one twice (want [", lo, ", ", hi, "])"));
+  return ExactSumRun(std::shared_ptr<const ps::ShardDirectory>(std::move(*directory))).Run();
 }

@@ -47,26 +47,21 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-}  // namespace
+// One soak: threads push and pull until the deadline, counting every
+// acknowledged push per key; then every table is read back. Each method
+// returns 0 or the exit code after saying why.
+class Soak {
+ public:
+  explicit Soak(std::vector<std::string> servers)
+      : servers_(std::move(servers)), errors_(absl::GetFlag(FLAGS_threads)) {
+    for (int t = 0; t < kDenseTables; ++t) {
+      counts_.emplace_back(new std::atomic<uint32_t>[kDenseKeys[t]]());
+    }
+  }
 
-int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
-  absl::ParseCommandLine(argc, argv);
-  auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
-  if (!spec.ok()) return Fail(std::string(spec.status().message()));
-  const int threads = absl::GetFlag(FLAGS_threads);
-  auto options = [&](int worker) {
-    ps::PsClientOptions o;
-    o.servers = spec->servers;
-    o.worker_id = static_cast<uint32_t>(worker);
-    o.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_attempt_ms));
-    o.max_attempts = 400;
-    o.retry_backoff = absl::Milliseconds(1);
-    o.connect_timeout = absl::Seconds(30);
-    return o;
-  };
-  if (absl::GetFlag(FLAGS_victim)) {
-    auto client = ps::PsClient::Connect(options(1000 + static_cast<int>(getpid() % 1000)));
+  // Pushes to table 'victim' until the test kills this process.
+  int Victim() {
+    auto client = ps::PsClient::Connect(Options(1000 + static_cast<int>(getpid() % 1000)));
     if (!client.ok()) return Fail(std::string(client.status().message()));
     const std::vector<float> grads(4096, -1.0f);
     for (uint64_t k = 0;; ++k) {  // ends when the test kills it
@@ -74,8 +69,9 @@ int main(int argc, char** argv) {
       (void)(*client)->Push({&op, 1}, k);
     }
   }
-  if (absl::GetFlag(FLAGS_create)) {
-    auto admin = ps::PsClient::Connect(options(999));
+
+  int CreateTables() {
+    auto admin = ps::PsClient::Connect(Options(999));
     if (!admin.ok()) return Fail(std::string(admin.status().message()));
     for (int t = 0; t < kDenseTables; ++t) {
       if (absl::Status s =
@@ -90,119 +86,159 @@ int main(int argc, char** argv) {
     if (absl::Status s = (*admin)->CreateTable(ps::SumTable("victim", 4096, 1)); !s.ok()) {
       return Fail(absl::StrCat("creating victim: ", s.message()));
     }
+    return 0;
   }
-  // Acknowledged pushes per key (sparse: per key index, each row of width 4).
-  std::vector<std::unique_ptr<std::atomic<uint32_t>[]>> counts;
-  for (int t = 0; t < kDenseTables; ++t) {
-    counts.emplace_back(new std::atomic<uint32_t>[kDenseKeys[t]]());
+
+  int Run() {
+    const absl::Time end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_seconds));
+    std::vector<std::thread> pool;
+    for (int w = 0; w < static_cast<int>(errors_.size()); ++w) {
+      pool.emplace_back([this, w, end] { errors_[w] = Work(w, end); });
+    }
+    for (std::thread& t : pool) t.join();
+    for (const std::string& e : errors_) {
+      if (!e.empty()) return Fail(e);
+    }
+    return Check();
   }
-  std::unique_ptr<std::atomic<uint32_t>[]> sparse_counts(
-      new std::atomic<uint32_t>[kSparseKeySpace]());
-  std::atomic<int64_t> pushes{0}, refused{0}, pulls{0};
-  std::vector<std::string> errors(threads);
-  const absl::Time end = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_seconds));
-  std::vector<std::thread> pool;
-  for (int w = 0; w < threads; ++w) {
-    pool.emplace_back([&, w] {
-      auto client = ps::PsClient::Connect(options(w));
-      if (!client.ok()) {
-        errors[w] = std::string(client.status().message());
-        return;
+
+ private:
+  ps::PsClientOptions Options(int worker) const {
+    ps::PsClientOptions o;
+    o.servers = servers_;
+    o.worker_id = static_cast<uint32_t>(worker);
+    o.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_attempt_ms));
+    o.max_attempts = 400;
+    o.retry_backoff = absl::Milliseconds(1);
+    o.connect_timeout = absl::Seconds(30);
+    return o;
+  }
+
+  // Worker w's random pushes and pulls until `end`; the error that stopped
+  // it, or empty.
+  std::string Work(int w, absl::Time end) {
+    auto client = ps::PsClient::Connect(Options(w));
+    if (!client.ok()) return std::string(client.status().message());
+    std::mt19937_64 rng(absl::GetFlag(FLAGS_seed) * 1000003 + w);
+    for (uint64_t round = 0; absl::Now() < end; ++round) {
+      const int what = static_cast<int>(rng() % 10);
+      std::string error = what < 2 ? PushSparse(**client, rng, round)
+                                   : PushOrPullDense(**client, rng, round, /*push=*/what < 8);
+      if (!error.empty()) return error;
+    }
+    return "";
+  }
+
+  // Up to 16 random keys, width 4, one call each (a call's parts to several
+  // servers may be refused apart: one key per call is applied or refused
+  // as a whole).
+  std::string PushSparse(ps::PsClient& client, std::mt19937_64& rng, uint64_t round) {
+    const std::vector<float> grads(4, -1.0f);
+    for (size_t n = 1 + rng() % 16; n > 0; --n) {
+      const uint64_t index = rng() % kSparseKeySpace;
+      const uint64_t key = index * kSparseStride;
+      absl::Status s = client.PushKeys("s", {&key, 1}, 4, grads, round);
+      if (s.code() == absl::StatusCode::kResourceExhausted) {
+        ++refused_;
+        continue;
       }
-      std::mt19937_64 rng(absl::GetFlag(FLAGS_seed) * 1000003 + w);
-      std::vector<float> buffer;
-      for (uint64_t round = 0; absl::Now() < end; ++round) {
-        const int what = static_cast<int>(rng() % 10);
-        if (what < 2) {  // sparse: up to 16 random keys, width 4, one call each
-          // (a call's parts to several servers may be refused apart: one
-          // key per call is applied or refused as a whole)
-          buffer.assign(4, -1.0f);
-          for (size_t n = 1 + rng() % 16; n > 0; --n) {
-            const uint64_t index = rng() % kSparseKeySpace;
-            const uint64_t key = index * kSparseStride;
-            absl::Status s = (*client)->PushKeys("s", {&key, 1}, 4, buffer, round);
-            if (s.code() == absl::StatusCode::kResourceExhausted) {
-              ++refused;
-              continue;
-            }
-            if (!s.ok()) {
-              errors[w] = absl::StrCat("sparse push: ", s.message());
-              return;
-            }
-            sparse_counts[index].fetch_add(1);
-            ++pushes;
-          }
-          continue;
-        }
-        const int t = static_cast<int>(rng() % kDenseTables);
-        const uint64_t keys = kDenseKeys[t];
-        uint64_t a = rng() % keys, b = rng() % keys;
-        if (a > b) std::swap(a, b);
-        ++b;
-        buffer.assign(b - a, -1.0f);
-        const std::string table = absl::StrCat("d", t);
-        if (what < 8) {
-          ps::PushRange op{table, a, b, buffer};
-          absl::Status s = (*client)->Push({&op, 1}, round);
-          if (!s.ok()) {
-            errors[w] = absl::StrCat("push to ", table, " [", a, ", ", b, "): ", s.message());
-            return;
-          }
-          for (uint64_t k = a; k < b; ++k) counts[t][k].fetch_add(1);
-          ++pushes;
-        } else {
-          ps::PullRange op{table, a, b, absl::MakeSpan(buffer)};
-          absl::Status s = (*client)->Pull({&op, 1}, round);
-          if (!s.ok()) {
-            errors[w] = absl::StrCat("pull of ", table, ": ", s.message());
-            return;
-          }
-          ++pulls;
-        }
-      }
-    });
+      if (!s.ok()) return absl::StrCat("sparse push: ", s.message());
+      sparse_counts_[index].fetch_add(1);
+      ++pushes_;
+    }
+    return "";
   }
-  for (std::thread& t : pool) t.join();
-  for (const std::string& e : errors) {
-    if (!e.empty()) return Fail(e);
+
+  // A random range of a random dense table.
+  std::string PushOrPullDense(ps::PsClient& client, std::mt19937_64& rng, uint64_t round,
+                              bool push) {
+    const int t = static_cast<int>(rng() % kDenseTables);
+    const uint64_t keys = kDenseKeys[t];
+    uint64_t a = rng() % keys, b = rng() % keys;
+    if (a > b) std::swap(a, b);
+    ++b;
+    std::vector<float> buffer(b - a, -1.0f);
+    const std::string table = absl::StrCat("d", t);
+    if (push) {
+      ps::PushRange op{table, a, b, buffer};
+      absl::Status s = client.Push({&op, 1}, round);
+      if (!s.ok()) return absl::StrCat("push to ", table, " [", a, ", ", b, "): ", s.message());
+      for (uint64_t k = a; k < b; ++k) counts_[t][k].fetch_add(1);
+      ++pushes_;
+      return "";
+    }
+    ps::PullRange op{table, a, b, absl::MakeSpan(buffer)};
+    absl::Status s = client.Pull({&op, 1}, round);
+    if (!s.ok()) return absl::StrCat("pull of ", table, ": ", s.message());
+    ++pulls_;
+    return "";
   }
+
   // Every key, read back once nothing is in flight.
-  auto reader = ps::PsClient::Connect(options(998));
-  if (!reader.ok()) return Fail(std::string(reader.status().message()));
-  int64_t wrong = 0;
-  for (int t = 0; t < kDenseTables; ++t) {
-    std::vector<float> values(kDenseKeys[t]);
-    ps::PullRange op{absl::StrCat("d", t), 0, kDenseKeys[t], absl::MakeSpan(values)};
-    if (absl::Status s = (*reader)->Pull({&op, 1}); !s.ok()) return Fail(std::string(s.message()));
-    for (uint64_t k = 0; k < kDenseKeys[t]; ++k) {
-      if (values[k] != static_cast<float>(counts[t][k].load())) {
-        if (wrong++ < 5) {
-          std::fprintf(stderr, "d%d key %llu: %g, expected %u\n", t,
-                       static_cast<unsigned long long>(k), values[k], counts[t][k].load());
+  int Check() {
+    auto reader = ps::PsClient::Connect(Options(998));
+    if (!reader.ok()) return Fail(std::string(reader.status().message()));
+    int64_t wrong = 0;
+    for (int t = 0; t < kDenseTables; ++t) {
+      std::vector<float> values(kDenseKeys[t]);
+      ps::PullRange op{absl::StrCat("d", t), 0, kDenseKeys[t], absl::MakeSpan(values)};
+      if (absl::Status s = (*reader)->Pull({&op, 1}); !s.ok()) {
+        return Fail(std::string(s.message()));
+      }
+      for (uint64_t k = 0; k < kDenseKeys[t]; ++k) {
+        if (values[k] != static_cast<float>(counts_[t][k].load())) {
+          if (wrong++ < 5) {
+            std::fprintf(stderr, "d%d key %llu: %g, expected %u\n", t,
+                         static_cast<unsigned long long>(k), values[k], counts_[t][k].load());
+          }
         }
       }
     }
-  }
-  std::vector<uint64_t> keys(kSparseKeySpace);
-  for (uint64_t i = 0; i < kSparseKeySpace; ++i) keys[i] = i * kSparseStride;
-  std::vector<float> rows(kSparseKeySpace * 4);
-  if (absl::Status s = (*reader)->PullKeys("s", keys, 4, absl::MakeSpan(rows)); !s.ok()) {
-    return Fail(absl::StrCat("sparse read-back: ", s.message()));
-  }
-  for (uint64_t i = 0; i < kSparseKeySpace; ++i) {
-    for (int c = 0; c < 4; ++c) {
-      if (rows[i * 4 + c] != static_cast<float>(sparse_counts[i].load())) {
-        if (wrong++ < 5) {
-          std::fprintf(stderr, "s key %llu: %g, expected %u\n",
-                       static_cast<unsigned long long>(keys[i]), rows[i * 4 + c],
-                       sparse_counts[i].load());
+    std::vector<uint64_t> keys(kSparseKeySpace);
+    for (uint64_t i = 0; i < kSparseKeySpace; ++i) keys[i] = i * kSparseStride;
+    std::vector<float> rows(kSparseKeySpace * 4);
+    if (absl::Status s = (*reader)->PullKeys("s", keys, 4, absl::MakeSpan(rows)); !s.ok()) {
+      return Fail(absl::StrCat("sparse read-back: ", s.message()));
+    }
+    for (uint64_t i = 0; i < kSparseKeySpace; ++i) {
+      for (int c = 0; c < 4; ++c) {
+        if (rows[i * 4 + c] != static_cast<float>(sparse_counts_[i].load())) {
+          if (wrong++ < 5) {
+            std::fprintf(stderr, "s key %llu: %g, expected %u\n",
+                         static_cast<unsigned long long>(keys[i]), rows[i * 4 + c],
+                         sparse_counts_[i].load());
+          }
+          break;
         }
-        break;
       }
     }
+    std::printf("RESULT pushes=%lld refused=%lld pulls=%lld wrong=%lld\n",
+                static_cast<long long>(pushes_.load()), static_cast<long long>(refused_.load()),
+                static_cast<long long>(pulls_.load()), static_cast<long long>(wrong));
+    return wrong == 0 ? 0 : 1;
   }
-  std::printf("RESULT pushes=%lld refused=%lld pulls=%lld wrong=%lld\n",
-              static_cast<long long>(pushes.load()), static_cast<long long>(refused.load()),
-              static_cast<long long>(pulls.load()), static_cast<long long>(wrong));
-  return wrong == 0 ? 0 : 1;
+
+  const std::vector<std::string> servers_;
+  std::vector<std::string> errors_;  // one per thread, written by it
+  // Acknowledged pushes per key (sparse: per key index, each row of width 4).
+  std::vector<std::unique_ptr<std::atomic<uint32_t>[]>> counts_;
+  std::unique_ptr<std::atomic<uint32_t>[]> sparse_counts_ {
+    new std::atomic<uint32_t>[ kSparseKeySpace ]()
+  };
+  std::atomic<int64_t> pushes_{0}, refused_{0}, pulls_{0};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ps::KeepGrpcUntilExit();
+  absl::ParseCommandLine(argc, argv);
+  auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
+  if (!spec.ok()) return Fail(std::string(spec.status().message()));
+  Soak soak(spec->servers);
+  if (absl::GetFlag(FLAGS_victim)) return soak.Victim();
+  if (absl::GetFlag(FLAGS_create)) {
+    if (int rc = soak.CreateTables(); rc != 0) return rc;
+  }
+  return soak.Run();
 }

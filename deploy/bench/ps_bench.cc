@@ -375,57 +375,61 @@ int RunPair(const Case& a, const Case& b, PsClient* client, int index) {
   return 0;
 }
 
-int Main() {
-  if (absl::GetFlag(FLAGS_slice_size) < 1) {
-    std::fprintf(stderr, "ps_bench: --slice_size=%llu must be >= 1\n",
-                 static_cast<unsigned long long>(absl::GetFlag(FLAGS_slice_size)));
-    return 2;
-  }
+// The servers measured: started in this process, given by address, or a
+// replicated cluster's ring followed in etcd. Destroyed after the clients.
+struct Servers {
   std::vector<std::unique_ptr<PsServer>> local;
   std::vector<std::string> addresses;
-  // A replicated cluster: the clients share one view of its ring. Declared
-  // before the clients, so destroyed after them.
   std::unique_ptr<EtcdKvStore> kv;
   std::shared_ptr<const ShardDirectory> directory;
+};
+
+// Each returns 0, or the exit code after saying why on stderr.
+int FindServers(Servers* out) {
   if (const std::string etcd = absl::GetFlag(FLAGS_etcd); !etcd.empty()) {
-    kv = std::make_unique<EtcdKvStore>(EtcdOptions{etcd});
+    out->kv = std::make_unique<EtcdKvStore>(EtcdOptions{etcd});
     auto followed =
-        EtcdShardDirectory::Start(kv.get(), absl::GetFlag(FLAGS_cluster), absl::Seconds(30));
+        EtcdShardDirectory::Start(out->kv.get(), absl::GetFlag(FLAGS_cluster), absl::Seconds(30));
     if (!followed.ok()) {
       std::fprintf(stderr, "ps_bench: --etcd=%s: %s\n", etcd.c_str(),
                    std::string(followed.status().message()).c_str());
       return 1;
     }
-    directory = std::shared_ptr<const ShardDirectory>(*std::move(followed));
-  } else if (!absl::GetFlag(FLAGS_servers).empty()) {
+    out->directory = std::shared_ptr<const ShardDirectory>(*std::move(followed));
+    return 0;
+  }
+  if (!absl::GetFlag(FLAGS_servers).empty()) {
     auto spec = ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
     if (!spec.ok()) {
       std::fprintf(stderr, "ps_bench: --servers: %s\n",
                    std::string(spec.status().message()).c_str());
       return 2;
     }
-    addresses = spec->servers;
-  } else {
-    const int n = absl::GetFlag(FLAGS_in_process_servers);
-    for (int i = 0; i < n; ++i) {
-      ServerOptions options;
-      options.server_index = i;
-      options.num_servers = n;
-      options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
-      auto server = PsServer::Start(options);
-      if (!server.ok()) {
-        std::fprintf(stderr, "ps_bench: %s\n", std::string(server.status().message()).c_str());
-        return 1;
-      }
-      addresses.push_back((*server)->address());
-      local.push_back(*std::move(server));
-    }
+    out->addresses = spec->servers;
+    return 0;
   }
-  std::vector<std::unique_ptr<PsClient>> clients;
+  const int n = absl::GetFlag(FLAGS_in_process_servers);
+  for (int i = 0; i < n; ++i) {
+    ServerOptions options;
+    options.server_index = i;
+    options.num_servers = n;
+    options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
+    auto server = PsServer::Start(options);
+    if (!server.ok()) {
+      std::fprintf(stderr, "ps_bench: %s\n", std::string(server.status().message()).c_str());
+      return 1;
+    }
+    out->addresses.push_back((*server)->address());
+    out->local.push_back(*std::move(server));
+  }
+  return 0;
+}
+
+int ConnectClients(const Servers& servers, std::vector<std::unique_ptr<PsClient>>* clients) {
   for (int w = 0; w < absl::GetFlag(FLAGS_clients); ++w) {
     PsClientOptions options;
-    options.servers = addresses;
-    options.directory = directory;
+    options.servers = servers.addresses;
+    options.directory = servers.directory;
     options.worker_id = static_cast<uint32_t>(w);
     options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
     options.max_values_per_request = absl::GetFlag(FLAGS_max_values_per_request);
@@ -437,44 +441,62 @@ int Main() {
       std::fprintf(stderr, "ps_bench: %s\n", std::string(client.status().message()).c_str());
       return 1;
     }
-    clients.push_back(*std::move(client));
+    clients->push_back(*std::move(client));
   }
+  return 0;
+}
 
-  std::vector<Case> cases;
+// The cases the flags ask for, in the order they run.
+int PlanCases(std::vector<Case>* cases) {
   const std::vector<std::string> ops =
       absl::StrSplit(absl::GetFlag(FLAGS_ops), ',', absl::SkipEmpty());
-  const auto inflight = ParseList("inflight", absl::GetFlag(FLAGS_inflight));
-  for (int64_t n : ParseList("dense_values", absl::GetFlag(FLAGS_dense_values))) {
-    for (const std::string& op : ops) {
-      for (int64_t k : inflight)
-        cases.push_back({"dense", op, static_cast<uint64_t>(n), 1, static_cast<int>(k)});
-    }
-  }
-  if (absl::GetFlag(FLAGS_small_inflight) > 0) {
-    cases.push_back({"dense", "push", 1024, 1, absl::GetFlag(FLAGS_small_inflight)});
-  }
-  if (absl::GetFlag(FLAGS_sparse_keys) > 0) {
-    for (int64_t w : ParseList("sparse_widths", absl::GetFlag(FLAGS_sparse_widths))) {
-      for (const std::string& op : ops) {
-        for (const char* kind : {"sparse", "hashed"}) {
-          if (std::string(kind) == "hashed" && !absl::GetFlag(FLAGS_sparse_tables)) continue;
-          cases.push_back({kind, op, static_cast<uint64_t>(absl::GetFlag(FLAGS_sparse_keys)),
-                           static_cast<uint32_t>(w), 1});
-        }
-      }
-    }
-  }
   for (const std::string& op : ops) {
     if (op != "push" && op != "pull" && op != "pushpull") {
       std::fprintf(stderr, "ps_bench: --ops: '%s' is not push, pull or pushpull\n", op.c_str());
       return 2;
     }
   }
+  const auto inflight = ParseList("inflight", absl::GetFlag(FLAGS_inflight));
+  for (int64_t n : ParseList("dense_values", absl::GetFlag(FLAGS_dense_values))) {
+    for (const std::string& op : ops) {
+      for (int64_t k : inflight)
+        cases->push_back({"dense", op, static_cast<uint64_t>(n), 1, static_cast<int>(k)});
+    }
+  }
+  if (absl::GetFlag(FLAGS_small_inflight) > 0) {
+    cases->push_back({"dense", "push", 1024, 1, absl::GetFlag(FLAGS_small_inflight)});
+  }
+  if (absl::GetFlag(FLAGS_sparse_keys) > 0) {
+    for (int64_t w : ParseList("sparse_widths", absl::GetFlag(FLAGS_sparse_widths))) {
+      for (const std::string& op : ops) {
+        for (const char* kind : {"sparse", "hashed"}) {
+          if (std::string(kind) == "hashed" && !absl::GetFlag(FLAGS_sparse_tables)) continue;
+          cases->push_back({kind, op, static_cast<uint64_t>(absl::GetFlag(FLAGS_sparse_keys)),
+                            static_cast<uint32_t>(w), 1});
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int Main() {
+  if (absl::GetFlag(FLAGS_slice_size) < 1) {
+    std::fprintf(stderr, "ps_bench: --slice_size=%llu must be >= 1\n",
+                 static_cast<unsigned long long>(absl::GetFlag(FLAGS_slice_size)));
+    return 2;
+  }
   const int paired = absl::GetFlag(FLAGS_paired_blocks);
   if (paired < 0) {
     std::fprintf(stderr, "ps_bench: --paired_blocks=%d: must be 0 or more\n", paired);
     return 2;
   }
+  std::vector<Case> cases;
+  if (int rc = PlanCases(&cases); rc != 0) return rc;
+  Servers servers;
+  std::vector<std::unique_ptr<PsClient>> clients;
+  if (int rc = FindServers(&servers); rc != 0) return rc;
+  if (int rc = ConnectClients(servers, &clients); rc != 0) return rc;
   for (size_t i = 0; i < cases.size(); ++i) {
     // A key-list case on the dense table followed by its sparse table's.
     if (paired > 0 && cases[i].kind == "sparse" && i + 1 < cases.size() &&

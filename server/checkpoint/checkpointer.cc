@@ -28,59 +28,69 @@ void Checkpointer::DropStaleMark() {
 }
 
 void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
-  CoreStateIo store(core_);
-  const uint64_t cut = request.cut();
   switch (request.action()) {
-    case proto::CHECKPOINT_MARK: {
-      proto::CheckpointResponse reply;
-      reply.set_max_clock(store.max_clock());
-      if (cut == 0) return done(reply);
-      {
-        absl::MutexLock lock(&mu_);
-        if (marked_ != 0 && (writing_ || absl::Now() - marked_at_ < kStaleMark)) {
-          return done(absl::FailedPreconditionError(
-              absl::StrCat("checkpoint: ", name_, " already has a cut marked at ", marked_,
-                           " (another checkpoint is being taken)")));
-        }
-        // A mark whose WRITE never came (its coordinator went away) is
-        // dropped: it would hold slice copies for ever.
-        if (marked_ != 0) store.EndCut();
-        absl::Status s = store.MarkCut(cut);
-        if (s.ok()) {
-          marked_ = cut;
-          marked_at_ = absl::Now();
-          reply.set_marked(true);
-          reply.set_incremental_ok(store.CanWriteSince(request.since()));
-        }
-      }
-      reply.set_max_clock(store.max_clock());
-      return done(reply);
-    }
-    case proto::CHECKPOINT_ABORT: {
-      {
-        absl::MutexLock lock(&mu_);
-        if (marked_ != cut || writing_) {
-          return done(absl::FailedPreconditionError(absl::StrCat(
-              "checkpoint: ", name_,
-              writing_ ? " is writing the cut at " : " has no cut marked at ", cut,
-              marked_ == 0 ? std::string(" (none)") : absl::StrCat(" (it has ", marked_, ")"))));
-        }
-        marked_ = 0;
-        // Under the lock: a MARK must not land while the slices leave the cut.
-        store.EndCut();
-      }
-      return done(proto::CheckpointResponse());
-    }
+    case proto::CHECKPOINT_MARK:
+      return Mark(request, std::move(done));
+    case proto::CHECKPOINT_ABORT:
+      return Abort(request.cut(), std::move(done));
     case proto::CHECKPOINT_WRITE:
-      break;
+      return Write(request, std::move(done));
     default:
       return done(absl::InvalidArgumentError(
           absl::StrCat("checkpoint: ", name_, " does not take action ", request.action(),
                        " (MARK, WRITE or ABORT; COORDINATE goes to the coordinator)")));
   }
+}
+
+void Checkpointer::Mark(const proto::CheckpointRequest& request, Done done) {
+  CoreStateIo store(core_);
+  const uint64_t cut = request.cut();
+  proto::CheckpointResponse reply;
+  reply.set_max_clock(store.max_clock());
+  if (cut == 0) return done(reply);
+  {
+    absl::MutexLock lock(&mu_);
+    if (marked_ != 0 && (writing_ || absl::Now() - marked_at_ < kStaleMark)) {
+      return done(absl::FailedPreconditionError(
+          absl::StrCat("checkpoint: ", name_, " already has a cut marked at ", marked_,
+                       " (another checkpoint is being taken)")));
+    }
+    // A mark whose WRITE never came (its coordinator went away) is
+    // dropped: it would hold slice copies for ever.
+    if (marked_ != 0) store.EndCut();
+    absl::Status s = store.MarkCut(cut);
+    if (s.ok()) {
+      marked_ = cut;
+      marked_at_ = absl::Now();
+      reply.set_marked(true);
+      reply.set_incremental_ok(store.CanWriteSince(request.since()));
+    }
+  }
+  reply.set_max_clock(store.max_clock());
+  return done(reply);
+}
+
+void Checkpointer::Abort(uint64_t cut, Done done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (marked_ != cut || writing_) {
+      return done(absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint: ", name_, writing_ ? " is writing the cut at " : " has no cut marked at ",
+          cut, marked_ == 0 ? std::string(" (none)") : absl::StrCat(" (it has ", marked_, ")"))));
+    }
+    marked_ = 0;
+    // Under the lock: a MARK must not land while the slices leave the cut.
+    CoreStateIo(core_).EndCut();
+  }
+  return done(proto::CheckpointResponse());
+}
+
+void Checkpointer::Write(const proto::CheckpointRequest& request, Done done) {
   if (request.dir().empty()) {
     return done(absl::InvalidArgumentError("checkpoint: WRITE needs the checkpoint's directory"));
   }
+  CoreStateIo store(core_);
+  const uint64_t cut = request.cut();
   const uint64_t since = request.since();
   {
     absl::MutexLock lock(&mu_);
@@ -99,41 +109,44 @@ void Checkpointer::Handle(const proto::CheckpointRequest& request, Done done) {
   }
   const absl::Duration timeout =
       request.timeout_ms() > 0 ? absl::Milliseconds(request.timeout_ms()) : absl::Seconds(60);
-  const std::string& dir = request.dir();
   store.WhenCutReached(
       cut, absl::Now() + timeout,
-      [this, cut, since, dir, done = std::move(done)](absl::Status status, uint64_t) {
-        if (!status.ok()) {
-          {
-            absl::MutexLock lock(&mu_);
-            marked_ = 0;
-            writing_ = false;
-            CoreStateIo(core_).EndCut();
-          }
-          return done(status);
-        }
-        // Every push of the cut is in: later ones are outside it. The
-        // core's state is taken now, at the cut.
-        CoreStateIo io(core_);
-        io.CompleteCut();
-        CoreState state = io.Export(cut);
-        // Files are written on a thread of their own, not on the thread of
-        // the push that completed the cut.
-        std::thread previous;
-        absl::MutexLock lock(&mu_);
-        previous = std::move(writer_);
-        writer_ = std::thread([this, cut, since, dir, done, state = std::move(state),
-                               previous = std::move(previous)]() mutable {
-          if (previous.joinable()) previous.join();
-          absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut, since, state);
-          {
-            absl::MutexLock lock(&mu_);
-            marked_ = 0;
-            writing_ = false;
-          }
-          done(std::move(part));
-        });
-      });
+      [this, cut, since, dir = request.dir(), done = std::move(done)](
+          absl::Status status, uint64_t) { CutReached(status, cut, since, dir, done); });
+}
+
+void Checkpointer::CutReached(const absl::Status& status, uint64_t cut, uint64_t since,
+                              const std::string& dir, const Done& done) {
+  if (!status.ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      marked_ = 0;
+      writing_ = false;
+      CoreStateIo(core_).EndCut();
+    }
+    return done(status);
+  }
+  // Every push of the cut is in: later ones are outside it. The core's
+  // state is taken now, at the cut.
+  CoreStateIo io(core_);
+  io.CompleteCut();
+  CoreState state = io.Export(cut);
+  // Files are written on a thread of their own, not on the thread of the
+  // push that completed the cut.
+  std::thread previous;
+  absl::MutexLock lock(&mu_);
+  previous = std::move(writer_);
+  writer_ = std::thread([this, cut, since, dir, done, state = std::move(state),
+                         previous = std::move(previous)]() mutable {
+    if (previous.joinable()) previous.join();
+    absl::StatusOr<proto::CheckpointResponse> part = WritePart(dir, cut, since, state);
+    {
+      absl::MutexLock lock(&mu_);
+      marked_ = 0;
+      writing_ = false;
+    }
+    done(std::move(part));
+  });
 }
 
 absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::string& dir,

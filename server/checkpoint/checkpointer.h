@@ -76,6 +76,14 @@ class Checkpointer {
                                           std::vector<std::string>* skipped);
 
  private:
+  // Handle's actions. Write waits (WhenCutReached) for every live worker
+  // to complete the rounds below the cut, then CutReached completes the
+  // cut, takes the core's state and writes the part on writer_.
+  void Mark(const proto::CheckpointRequest& request, Done done);
+  void Abort(uint64_t cut, Done done);
+  void Write(const proto::CheckpointRequest& request, Done done);
+  void CutReached(const absl::Status& status, uint64_t cut, uint64_t since, const std::string& dir,
+                  const Done& done);
   // Writes the completed cut into `dir` (with since > 0: what changed
   // after that cut): this server's manifest part, with the core's state
   // taken at the cut.

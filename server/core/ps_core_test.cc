@@ -450,29 +450,36 @@ TEST_F(PsCoreTest, PushPullAppliesEachPushThenReadsItBack) {
   EXPECT_EQ(refused->results(0).code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
 }
 
-// 16-bit values: decoded before the apply, encoded after the read; in a
-// PushPull the values read back use the push's encoding and fill exactly the
-// push's bytes. Unknown encodings and ragged bytes are refused, unapplied.
+// 16-bit values of `v` in encoding e.
+std::string Encode(proto::ValueEncoding e, const std::vector<float>& v) {
+  std::string bytes(v.size() * BytesPerValue(e), '\0');
+  EncodeValues(e, v, bytes.data());
+  return bytes;
+}
+
+// A pull of keys [begin, end) of `table` in `encoding`.
+proto::PullRequest RangePull(const std::string& table, uint64_t begin, uint64_t end,
+                             proto::ValueEncoding encoding = proto::VALUES_F32) {
+  proto::PullRequest pull;
+  pull.set_table(table);
+  proto::KeyRange* r = pull.add_ranges();
+  r->set_begin(begin);
+  r->set_end(end);
+  pull.set_value_encoding(encoding);
+  return pull;
+}
+
+// 16-bit values: decoded before the apply, encoded after the read.
 TEST_F(PsCoreTest, SixteenBitValuesAreDecodedAndEncoded) {
   ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
-  auto encode = [](proto::ValueEncoding e, std::vector<float> v) {
-    std::string bytes(v.size() * BytesPerValue(e), '\0');
-    EncodeValues(e, v, bytes.data());
-    return bytes;
-  };
   proto::PushRequest push = OnePush("w", 0, 0, 70);
   push.mutable_ranges(0)->set_end(2);
   push.set_value_encoding(proto::VALUES_F16);
-  push.set_values(encode(proto::VALUES_F16, {-0.1f, -2.5f}));
+  push.set_values(Encode(proto::VALUES_F16, {-0.1f, -2.5f}));
   ASSERT_TRUE(Push(push).ok());
   // The table holds the decoded halves, in float32.
   PullArgs args;
-  proto::PullRequest pull;
-  pull.set_table("w");
-  proto::KeyRange* r = pull.add_ranges();
-  r->set_begin(0);
-  r->set_end(2);
-  ASSERT_TRUE(DecodePull(pull, &core_->key_lists(), &args).ok());
+  ASSERT_TRUE(DecodePull(RangePull("w", 0, 2), &core_->key_lists(), &args).ok());
   PullResult f32;
   StartPull(&args, &f32);
   ASSERT_TRUE(f32.reply->ok());
@@ -481,9 +488,9 @@ TEST_F(PsCoreTest, SixteenBitValuesAreDecodedAndEncoded) {
   std::memcpy(read.data(), f32.values.data(), 8);
   EXPECT_EQ(read, (std::vector<float>{HalfToFloat(FloatToHalf(0.1f)), 2.5f}));
   // A bfloat16 pull: 2 bytes per value, the float32 values rounded.
-  pull.set_value_encoding(proto::VALUES_BF16);
   PullArgs bf16_args;
-  ASSERT_TRUE(DecodePull(pull, &core_->key_lists(), &bf16_args).ok());
+  ASSERT_TRUE(
+      DecodePull(RangePull("w", 0, 2, proto::VALUES_BF16), &core_->key_lists(), &bf16_args).ok());
   PullResult bf16;
   StartPull(&bf16_args, &bf16);
   ASSERT_TRUE(bf16.reply->ok());
@@ -492,12 +499,16 @@ TEST_F(PsCoreTest, SixteenBitValuesAreDecodedAndEncoded) {
   DecodeValues(proto::VALUES_BF16, bf16.values.data(), 2, decoded.data());
   EXPECT_EQ(decoded[0], Bfloat16ToFloat(FloatToBfloat16(read[0])));
   EXPECT_EQ(decoded[1], 2.5f);
+}
 
-  // PushPull in f16: the reply's values take the push's bytes.
+// In a PushPull the values read back use the push's encoding and fill
+// exactly the push's bytes.
+TEST_F(PsCoreTest, PushPullRepliesInThePushsEncoding) {
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   proto::PushPullRequest request;
   proto::PushRequest pp = OnePush("w", 3, 0, 71);
   pp.set_value_encoding(proto::VALUES_F16);
-  const std::string values = encode(proto::VALUES_F16, {-1.5f});
+  const std::string values = Encode(proto::VALUES_F16, {-1.5f});
   pp.set_values_bytes(values.size());
   pp.clear_values();
   *request.add_pushes() = pp;
@@ -514,8 +525,11 @@ TEST_F(PsCoreTest, SixteenBitValuesAreDecodedAndEncoded) {
   float back;
   DecodeValues(proto::VALUES_F16, out.data(), 1, &back);
   EXPECT_EQ(back, 1.5f);
+}
 
-  // Refused, nothing applied: an unknown encoding, an odd byte count.
+// Unknown encodings and ragged bytes are refused, unapplied.
+TEST_F(PsCoreTest, UnknownEncodingsAndRaggedValuesAreRefusedUnapplied) {
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   proto::PushRequest unknown = OnePush("w", 2, -1, 72);
   unknown.set_value_encoding(static_cast<proto::ValueEncoding>(9));
   absl::StatusOr<proto::PushResponse> refused = Push(unknown);
@@ -527,18 +541,15 @@ TEST_F(PsCoreTest, SixteenBitValuesAreDecodedAndEncoded) {
   refused = Push(ragged);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(), HasSubstr("3 bytes of 16-bit values"));
-  pull.set_value_encoding(static_cast<proto::ValueEncoding>(5));
   PullArgs bad_pull;
-  ASSERT_TRUE(DecodePull(pull, &core_->key_lists(), &bad_pull).ok());
+  ASSERT_TRUE(DecodePull(RangePull("w", 0, 2, static_cast<proto::ValueEncoding>(5)),
+                         &core_->key_lists(), &bad_pull)
+                  .ok());
   PullResult bad;
   StartPull(&bad_pull, &bad);
   EXPECT_THAT(bad.reply->status().message(), HasSubstr("pull of table 'w' has value_encoding 5"));
-  proto::PullRequest key2_pull;
-  key2_pull.set_table("w");
-  key2_pull.add_ranges()->set_begin(2);
-  key2_pull.mutable_ranges(0)->set_end(3);
   PullArgs key2_args;
-  ASSERT_TRUE(DecodePull(key2_pull, &core_->key_lists(), &key2_args).ok());
+  ASSERT_TRUE(DecodePull(RangePull("w", 2, 3), &core_->key_lists(), &key2_args).ok());
   PullResult untouched;
   StartPull(&key2_args, &untouched);
   ASSERT_TRUE(untouched.reply->ok());

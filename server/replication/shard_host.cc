@@ -438,29 +438,27 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
   core->AfterReplicated([done = std::move(done), response](absl::Status s) { done(s, response); });
 }
 
+// The copy a Forward call applies to, as Receive's parts change it.
+struct ShardHost::Receiving {
+  std::shared_ptr<Replica> replica;  // the slot's copy
+  bool complete;
+  std::shared_ptr<PsCore>* core;  // the core holding what was applied
+  bool* became_complete;
+};
+
 absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request, Slot& slot,
                                 const ShardRing& ring, std::shared_ptr<PsCore>* core,
                                 proto::ForwardResponse* response, bool* became_complete) {
   absl::MutexLock slot_lock(&slot.mu);  // one Forward of the shard at a time
-  std::shared_ptr<Replica> replica;
-  bool complete;
+  Receiving in{nullptr, false, core, became_complete};
   {
     absl::ReaderMutexLock lock(&mu_);
-    replica = slot.replica;
-    complete = slot.complete;
+    in.replica = slot.replica;
+    in.complete = slot.complete;
   }
-  *core = CoreOf(replica);
+  *core = CoreOf(in.replica);
   if (request.probe()) {
-    // A new stream: where this copy is decides what the sender sends.
-    slot.stream = request.stream_id();
-    slot.next_seq = 1;
-    slot.incoming.reset();
-    {
-      absl::MutexLock lock(&mu_);
-      slot.synced = false;
-    }
-    *response->mutable_position() = replica->link->position().ToProto();
-    response->set_has_copy(complete);
+    ReceiveProbe(request, slot, in, response);
     return absl::OkStatus();
   }
   if (request.stream_id() != slot.stream) {
@@ -476,87 +474,114 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
           absl::StrCat("shard ", shard, ": entry ", seq, " arrived before ", slot.next_seq));
     }
     const proto::ForwardEntry& entry = request.entries(i);
-    if (entry.has_snapshot()) {
-      const proto::SnapshotPart& part = entry.snapshot();
-      const LogPosition at = LogPosition::From(part.position());
-      if (slot.incoming == nullptr) {
-        const LogPosition mine = replica->link->position();
-        if (complete && at < mine) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("shard ", shard, ": a snapshot at ", at.ToString(), " from server ",
-                           request.from_server(), " is behind this complete copy at ",
-                           mine.ToString(), "; refused"));
-        }
-        if (complete) {
-          // Filled beside the complete copy, which stays until the last part.
-          slot.incoming = NewReplica(shard, ring.replicas() > 1);
-        } else {
-          // An incomplete copy is worth nothing: its memory goes back to
-          // the budget now, and the snapshot fills a fresh core in its place.
-          std::shared_ptr<Replica> fresh = NewReplica(shard, ring.replicas() > 1);
-          Install(shard, slot, fresh, /*complete=*/false);
-          replica = fresh;
-          *core = CoreOf(replica);
-          slot.incoming = fresh;
-        }
-      }
-      if (absl::Status s = ShardReplica::ApplySnapshotPart(*slot.incoming->core, part); !s.ok()) {
-        slot.incoming.reset();
-        LogEvent(Who(), absl::StrCat("shard ", shard, ": snapshot part failed: ", s.ToString()));
-        return absl::FailedPreconditionError(
-            absl::StrCat("shard ", shard, ": a snapshot part did not apply here: ", s.message()));
-      }
-      if (part.last()) {
-        // The copy is whole: it replaces the one held until now.
-        std::shared_ptr<Replica> fresh = std::move(slot.incoming);
-        fresh->link->ResetPosition(at);
-        Install(shard, slot, fresh, /*complete=*/true);
-        replica = fresh;
-        complete = true;
-        *core = CoreOf(replica);
-        *became_complete = true;
-        LogEvent(Who(), absl::StrCat("shard ", shard, ": copy complete (snapshot at ",
-                                     at.ToString(), ")"));
-      }
-    } else {
-      const LogPosition mine = replica->link->position();
-      if (entry.seq() > mine.seq + 1 || slot.incoming != nullptr) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "shard ", shard, ": entry at seq ", entry.seq(), " arrived after seq ", mine.seq,
-            slot.incoming != nullptr ? " during a snapshot" : " here: the stream skipped some"));
-      }
-      if (entry.seq() > mine.seq) {
-        if (absl::Status s = (*core)->ApplyForwarded(entry); !s.ok()) {
-          // The primary applied it, so this copy now differs: it is no
-          // longer a copy of the shard until a snapshot replaces it.
-          LogEvent(Who(), absl::StrCat("shard ", shard, ": forwarded update at seq ", entry.seq(),
-                                       " did not apply here: ", s.ToString(),
-                                       "; this copy is incomplete until a snapshot"));
-          absl::MutexLock lock(&mu_);
-          slot.complete = false;
-          if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
-          return absl::FailedPreconditionError(absl::StrCat(
-              "shard ", shard, ": the update at seq ", entry.seq(), " did not apply on server ",
-              options_.server_id, ": ", s.message(), "; it needs a snapshot"));
-        }
-      }
-    }
+    absl::Status applied =
+        entry.has_snapshot()
+            ? ReceiveSnapshotPart(shard, request.from_server(), entry.snapshot(), slot, ring, in)
+            : ReceiveUpdate(shard, entry, slot, in);
+    if (!applied.ok()) return applied;
     ++slot.next_seq;
   }
-  if (request.caught_up()) {
-    {
-      absl::MutexLock lock(&mu_);
-      const bool was_complete = slot.complete;
-      slot.complete = true;
-      slot.synced = true;
-      if (!was_complete && ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
-    }
-    *became_complete = true;
-    LogEvent(Who(), absl::StrCat("shard ", shard, ": copy caught up to ",
-                                 replica->link->position().ToString()));
-  }
+  if (request.caught_up()) CaughtUp(shard, slot, in);
   response->set_applied_seq(slot.next_seq - 1);
   return absl::OkStatus();
+}
+
+void ShardHost::ReceiveProbe(const proto::ForwardRequest& request, Slot& slot, Receiving& in,
+                             proto::ForwardResponse* response) {
+  slot.mu.AssertHeld();
+  // A new stream: where this copy is decides what the sender sends.
+  slot.stream = request.stream_id();
+  slot.next_seq = 1;
+  slot.incoming.reset();
+  {
+    absl::MutexLock lock(&mu_);
+    slot.synced = false;
+  }
+  *response->mutable_position() = in.replica->link->position().ToProto();
+  response->set_has_copy(in.complete);
+}
+
+absl::Status ShardHost::ReceiveSnapshotPart(int shard, uint32_t from_server,
+                                            const proto::SnapshotPart& part, Slot& slot,
+                                            const ShardRing& ring, Receiving& in) {
+  slot.mu.AssertHeld();
+  const LogPosition at = LogPosition::From(part.position());
+  if (slot.incoming == nullptr) {
+    const LogPosition mine = in.replica->link->position();
+    if (in.complete && at < mine) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", shard, ": a snapshot at ", at.ToString(), " from server ", from_server,
+          " is behind this complete copy at ", mine.ToString(), "; refused"));
+    }
+    if (in.complete) {
+      // Filled beside the complete copy, which stays until the last part.
+      slot.incoming = NewReplica(shard, ring.replicas() > 1);
+    } else {
+      // An incomplete copy is worth nothing: its memory goes back to the
+      // budget now, and the snapshot fills a fresh core in its place.
+      std::shared_ptr<Replica> fresh = NewReplica(shard, ring.replicas() > 1);
+      Install(shard, slot, fresh, /*complete=*/false);
+      in.replica = fresh;
+      *in.core = CoreOf(in.replica);
+      slot.incoming = fresh;
+    }
+  }
+  if (absl::Status s = ShardReplica::ApplySnapshotPart(*slot.incoming->core, part); !s.ok()) {
+    slot.incoming.reset();
+    LogEvent(Who(), absl::StrCat("shard ", shard, ": snapshot part failed: ", s.ToString()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard, ": a snapshot part did not apply here: ", s.message()));
+  }
+  if (!part.last()) return absl::OkStatus();
+  // The copy is whole: it replaces the one held until now.
+  std::shared_ptr<Replica> fresh = std::move(slot.incoming);
+  fresh->link->ResetPosition(at);
+  Install(shard, slot, fresh, /*complete=*/true);
+  in.replica = fresh;
+  in.complete = true;
+  *in.core = CoreOf(in.replica);
+  *in.became_complete = true;
+  LogEvent(Who(),
+           absl::StrCat("shard ", shard, ": copy complete (snapshot at ", at.ToString(), ")"));
+  return absl::OkStatus();
+}
+
+absl::Status ShardHost::ReceiveUpdate(int shard, const proto::ForwardEntry& entry, Slot& slot,
+                                      Receiving& in) {
+  slot.mu.AssertHeld();
+  const LogPosition mine = in.replica->link->position();
+  if (entry.seq() > mine.seq + 1 || slot.incoming != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shard ", shard, ": entry at seq ", entry.seq(), " arrived after seq ", mine.seq,
+        slot.incoming != nullptr ? " during a snapshot" : " here: the stream skipped some"));
+  }
+  if (entry.seq() <= mine.seq) return absl::OkStatus();  // this copy has it
+  absl::Status s = (*in.core)->ApplyForwarded(entry);
+  if (s.ok()) return absl::OkStatus();
+  // The primary applied it, so this copy now differs: it is no longer a
+  // copy of the shard until a snapshot replaces it.
+  LogEvent(Who(), absl::StrCat("shard ", shard, ": forwarded update at seq ", entry.seq(),
+                               " did not apply here: ", s.ToString(),
+                               "; this copy is incomplete until a snapshot"));
+  absl::MutexLock lock(&mu_);
+  slot.complete = false;
+  if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+  return absl::FailedPreconditionError(absl::StrCat(
+      "shard ", shard, ": the update at seq ", entry.seq(), " did not apply on server ",
+      options_.server_id, ": ", s.message(), "; it needs a snapshot"));
+}
+
+void ShardHost::CaughtUp(int shard, Slot& slot, Receiving& in) {
+  {
+    absl::MutexLock lock(&mu_);
+    const bool was_complete = slot.complete;
+    slot.complete = true;
+    slot.synced = true;
+    if (!was_complete && ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
+  }
+  *in.became_complete = true;
+  LogEvent(Who(), absl::StrCat("shard ", shard, ": copy caught up to ",
+                               in.replica->link->position().ToString()));
 }
 
 }  // namespace ps

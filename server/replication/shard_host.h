@@ -166,6 +166,20 @@ class ShardHost {
                        const ShardRing& ring, std::shared_ptr<PsCore>* core,
                        proto::ForwardResponse* response, bool* became_complete)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Receive's parts, with the slot's mu held: a probe starts a stream; a
+  // snapshot part fills a fresh copy (installed at the last part); an
+  // update applies to the copy (one this copy already has is passed over);
+  // a caught-up stream makes the copy complete and synced. `in` is the
+  // copy being applied to, as they change it.
+  struct Receiving;
+  void ReceiveProbe(const proto::ForwardRequest& request, Slot& slot, Receiving& in,
+                    proto::ForwardResponse* response) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ReceiveSnapshotPart(int shard, uint32_t from_server, const proto::SnapshotPart& part,
+                                   Slot& slot, const ShardRing& ring, Receiving& in)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ReceiveUpdate(int shard, const proto::ForwardEntry& entry, Slot& slot, Receiving& in)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void CaughtUp(int shard, Slot& slot, Receiving& in) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes `fresh` the slot's copy (complete, and synced, or not yet), points
   // its link by the ring, and closes the link of the copy it replaces.
   void Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete)

@@ -132,9 +132,8 @@ TEST_F(ShardHostTest, JoiningServerCopiesTheShardThenFollowsTheStream) {
 }
 
 // Server 1 receiving on its own (no server 0 running): the requests are
-// built here.
-TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
-  Start(1);
+// built here. The probe that starts server 0's stream 77 of shard 0.
+proto::ForwardRequest Probe() {
   proto::ForwardRequest probe;
   probe.set_shard(0);
   probe.set_from_server(0);
@@ -143,6 +142,12 @@ TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
   probe.set_ring_version(1);
   probe.set_stream_id(77);
   probe.set_probe(true);
+  return probe;
+}
+
+TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessor) {
+  Start(1);
+  const proto::ForwardRequest probe = Probe();
   EXPECT_EQ(CallForward(host(1), probe).status().code(), absl::StatusCode::kUnavailable)
       << "no ring yet";
 
@@ -174,7 +179,13 @@ TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
   host(1).SetFenced(true);
   EXPECT_EQ(CallForward(host(1), probe).status().code(), absl::StatusCode::kUnavailable);
   host(1).SetFenced(false);
+  EXPECT_TRUE(CallForward(host(1), probe).ok());
+}
 
+TEST_F(ShardHostTest, ForwardsApplyInSequenceEachOnce) {
+  Start(1);
+  host(1).SetRing(Ring(1, {{{0, 1}}, {{2}}}));
+  const proto::ForwardRequest probe = Probe();
   proto::ForwardRequest request = probe;
   request.set_probe(false);
   request.set_first_seq(1);
@@ -236,7 +247,7 @@ TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessorInSequence) {
   EXPECT_EQ(where->position().seq(), 2u);
   proto::ForwardRequest empty = request;
   empty.mutable_entries(0)->mutable_snapshot()->clear_position();
-  refused = CallForward(host(1), empty);
+  absl::StatusOr<proto::ForwardResponse> refused = CallForward(host(1), empty);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(), HasSubstr("is behind this complete copy"));
   EXPECT_EQ(Values(*OnlyCore(1))[0], 1.0f) << "the copy is kept";

@@ -195,40 +195,39 @@ ABSL_ATTRIBUTE_NOINLINE LineError MixedFormError(const char* line, const char* t
   return error;
 }
 
-// Parses one line (without '\n') into *out, which the caller has cleared.
-LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError* error) {
-  const char* end = line + size;
-  if (end > line && end[-1] == '\r') --end;
-  if (const void* hash = std::memchr(line, '#', end - line)) end = static_cast<const char*>(hash);
-  const char* p = line;
-  while (p < end && IsBlank(*p)) ++p;
-  if (p == end) return LineKind::kBlank;
-
-  const char* tok_end = TokenEnd(p, end);
-  if (!ParseLabel(p, tok_end, &out->label)) {
-    error->offset = static_cast<size_t>(p - line);
-    const bool looks_like_feature = std::memchr(p, ':', tok_end - p) != nullptr;
+// The label and optional qid of a line, from *p (at the first non-blank
+// character; left after them). False with *error set when they are bad.
+bool ParseHead(const char* line, const char* end, const char** p, SparseExample* out,
+               LineError* error) {
+  const char* tok_end = TokenEnd(*p, end);
+  if (!ParseLabel(*p, tok_end, &out->label)) {
+    error->offset = static_cast<size_t>(*p - line);
+    const bool looks_like_feature = std::memchr(*p, ':', tok_end - *p) != nullptr;
     error->message =
         absl::StrCat(kLabelExpectation, looks_like_feature ? " first" : "", ", got ",
-                     Quote(p, tok_end), looks_like_feature ? "; is the label missing?" : "");
-    return LineKind::kBad;
+                     Quote(*p, tok_end), looks_like_feature ? "; is the label missing?" : "");
+    return false;
   }
-  p = tok_end;
-  while (p < end && IsBlank(*p)) ++p;
-
-  if (end - p >= 4 && std::memcmp(p, "qid:", 4) == 0) {
-    tok_end = TokenEnd(p, end);
+  *p = tok_end;
+  while (*p < end && IsBlank(**p)) ++*p;
+  if (end - *p >= 4 && std::memcmp(*p, "qid:", 4) == 0) {
+    tok_end = TokenEnd(*p, end);
     bool overflow;
-    if (!ParseUint64(p + 4, tok_end, &out->qid, &overflow)) {
-      error->offset = static_cast<size_t>(p - line);
-      error->message =
-          absl::StrCat("expected qid:N with N an unsigned 64-bit integer, got ", Quote(p, tok_end));
-      return LineKind::kBad;
+    if (!ParseUint64(*p + 4, tok_end, &out->qid, &overflow)) {
+      error->offset = static_cast<size_t>(*p - line);
+      error->message = absl::StrCat("expected qid:N with N an unsigned 64-bit integer, got ",
+                                    Quote(*p, tok_end));
+      return false;
     }
     out->has_qid = true;
-    p = tok_end;
+    *p = tok_end;
   }
+  return true;
+}
 
+// The features of a line from p to end (after its label and qid).
+LineKind ParseFeatures(const char* line, const char* p, const char* end, SparseExample* out,
+                       LineError* error) {
   // Whether the line's features are field:index:value, set by its first.
   bool line_has_fields = false;
   for (bool first_feature = true;; first_feature = false) {
@@ -291,6 +290,18 @@ LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError*
     out->values.push_back(value);
     if (has_field) out->fields.push_back(static_cast<uint16_t>(number));
   }
+}
+
+// Parses one line (without '\n') into *out, which the caller has cleared.
+LineKind ParseLine(const char* line, size_t size, SparseExample* out, LineError* error) {
+  const char* end = line + size;
+  if (end > line && end[-1] == '\r') --end;
+  if (const void* hash = std::memchr(line, '#', end - line)) end = static_cast<const char*>(hash);
+  const char* p = line;
+  while (p < end && IsBlank(*p)) ++p;
+  if (p == end) return LineKind::kBlank;
+  if (!ParseHead(line, end, &p, out, error)) return LineKind::kBad;
+  return ParseFeatures(line, p, end, out, error);
 }
 
 }  // namespace

@@ -221,12 +221,45 @@ class DownpourRun {
         epoch_end ? " (epoch end)" : "");
   }
 
+  // Run's steps. Start: the loop state and, with overlap, both buffers'
+  // first read. ReadIfDue: without overlap, the read every n_fetch steps
+  // (and before the first). Step: one minibatch's loss and gradient into
+  // the current buffer. EndRound: pushes the round (and, with overlap,
+  // reads for the round after next) and picks the next buffers; `last`: no
+  // step follows. ReportProgress: a progress line and point every
+  // progress_interval and at each epoch's end. Finish: the last partial
+  // round and the totals.
+  absl::Status Start();
+  absl::Status ReadIfDue(bool first_step);
+  float Step(absl::Span<const int64_t> rows);
+  absl::Status EndRound(bool last);
+  void ReportProgress(int epoch, float loss, int batch, bool epoch_end,
+                      const std::function<void(const std::string&)>& progress);
+  absl::StatusOr<TrainStats> Finish();
+
   ParamClient& client_;
   const Model& model_;
   const Dataset& shard_;
   const TrainerConfig& config_;
   Buffer buffers_[2];
   int64_t pushes_done_ = 0;  // touched by one thread at a time (FIFO comm queue)
+
+  // The training thread's loop state. With overlap, rounds are pushed and
+  // read on comm_ while the next round computes.
+  std::unique_ptr<BackgroundQueue> comm_;
+  int cur_ = 0;  // buffer whose params and grads the current round uses
+  int64_t pending_steps_ = 0;
+  bool fresh_params_ = false;  // buffers_[0] was just read (no overlap)
+  uint64_t clock_ = 0;
+  TrainStats totals_;  // steps, examples, last epoch's loss
+  absl::Time start_;
+  struct Window {  // since the last progress report
+    absl::Time start;
+    int64_t examples = 0, steps = 0;
+    double loss = 0;
+  } window_;
+  std::vector<float> xb_, grad_;
+  std::vector<int32_t> yb_;
 
   absl::Mutex stats_mu_;
   double staleness_sum_ ABSL_GUARDED_BY(stats_mu_) = 0;
@@ -239,59 +272,13 @@ class DownpourRun {
 
 absl::StatusOr<TrainStats> DownpourRun::Run(
     const std::function<void(const std::string&)>& progress) {
-  const int dim = shard_.dim;
-  const int64_t n_params = model_.num_params();
   std::vector<int64_t> order(shard_.num_examples);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(HashCombine(config_.seed, config_.worker_index));
-  std::vector<float> xb(static_cast<size_t>(config_.batch_size) * dim), grad(n_params);
-  std::vector<int32_t> yb(config_.batch_size);
-
-  std::unique_ptr<BackgroundQueue> comm;
-  int cur = 0;  // buffer whose params and grads the current round uses
-  if (config_.overlap) {
-    comm = std::make_unique<BackgroundQueue>();
-    // Both buffers start from the same parameters.
-    if (absl::Status s = PullInto(buffers_[0]); !s.ok()) return s;
-    buffers_[1].params = buffers_[0].params;
-    buffers_[1].pulled = buffers_[0].pulled;
-  }
-
-  TrainStats stats;
-  int64_t pending_steps = 0;
-  bool fresh_params = false;  // buffers_[0] was just read (no overlap)
-  uint64_t clock = config_.start_clock;
+  if (absl::Status s = Start(); !s.ok()) return s;
   // Steps done before the restored checkpoint: skipped, shuffles kept.
   int64_t skip = static_cast<int64_t>(config_.start_clock) * config_.n_push;
   bool first_step = true;  // the first step computed reads the parameters
-  const absl::Time start = absl::Now();
-  absl::Time window_start = start;
-  int64_t window_examples = 0, window_steps = 0;
-  double window_loss = 0;
-
-  // Ends a round: pushes what was accumulated (and, with overlap, reads the
-  // parameters for the round after next), then picks the next buffers.
-  // `last`: no step follows (its parameters would never be used).
-  auto end_round = [&](bool last) -> absl::Status {
-    pending_steps = 0;
-    if (!comm) {
-      if (!last && config_.n_fetch == config_.n_push &&
-          config_.consistency == Consistency::kAsync) {
-        // The push and the next round's read in one call (PushPull).
-        fresh_params = true;
-        return PushPullInto(buffers_[0], clock++);
-      }
-      return PushFrom(buffers_[0], buffers_[0], clock++);
-    }
-    Buffer& b = buffers_[cur];
-    const uint64_t round_clock = clock++;
-    comm->Submit(
-        [this, &b, round_clock]() -> absl::Status { return PushPullInto(b, round_clock); });
-    cur = 1 - cur;
-    // The previous round must be done: its buffers are the next ones.
-    return comm->WaitUntilPending(1);
-  };
-
   bool done = false;
   for (int epoch = 1; epoch <= config_.epochs && !done; ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
@@ -300,96 +287,150 @@ absl::StatusOr<TrainStats> DownpourRun::Run(
     for (int64_t first = 0; first < shard_.num_examples && !done; first += config_.batch_size) {
       if (skip > 0) {
         --skip;
-        ++stats.steps;
-        if (config_.max_steps > 0 && stats.steps >= config_.max_steps) done = true;
+        ++totals_.steps;
+        if (config_.max_steps > 0 && totals_.steps >= config_.max_steps) done = true;
         continue;
       }
-      if (!comm && (stats.steps % config_.n_fetch == 0 || first_step)) {
-        if (fresh_params) {
-          fresh_params = false;  // read by the round's PushPull
-        } else if (absl::Status s = PullInto(buffers_[0]); !s.ok()) {
+      if (absl::Status s = ReadIfDue(first_step); !s.ok()) return s;
+      if (first_step && config_.start_clock > 0 && progress) {
+        progress(absl::StrFormat("worker %d/%d resumed at epoch %d step %d (clock %d)",
+                                 config_.worker_index, config_.num_workers, epoch,
+                                 totals_.steps + 1, clock_));
+      }
+      first_step = false;
+      const int batch =
+          static_cast<int>(std::min<int64_t>(config_.batch_size, shard_.num_examples - first));
+      const float loss = Step(absl::MakeConstSpan(order).subspan(first, batch));
+      epoch_loss += loss;
+      ++epoch_steps;
+      if (config_.max_steps > 0 && totals_.steps >= config_.max_steps) done = true;
+      const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
+      if (pending_steps_ == config_.n_push) {
+        if (absl::Status s = EndRound(/*last=*/done || (epoch == config_.epochs && epoch_end));
+            !s.ok()) {
           return s;
         }
       }
-      if (first_step && config_.start_clock > 0 && progress) {
-        progress(absl::StrFormat("worker %d/%d resumed at epoch %d step %d (clock %d)",
-                                 config_.worker_index, config_.num_workers, epoch, stats.steps + 1,
-                                 clock));
-      }
-      first_step = false;
-      Buffer& b = buffers_[cur];
-      const int batch =
-          static_cast<int>(std::min<int64_t>(config_.batch_size, shard_.num_examples - first));
-      for (int r = 0; r < batch; ++r) {
-        const int64_t row = order[first + r];
-        std::copy_n(shard_.row(row), dim, xb.data() + static_cast<size_t>(r) * dim);
-        yb[r] = shard_.labels[row];
-      }
-      const absl::Time compute_start = absl::Now();
-      // The first step of a round writes the round's gradient; later steps
-      // add theirs to it.
-      const bool first_of_round = pending_steps == 0;
-      const float loss =
-          model_.LossAndGradient(b.params, xb.data(), yb.data(), batch,
-                                 first_of_round ? absl::MakeSpan(b.grads) : absl::MakeSpan(grad));
-      if (config_.slowdown > 1.0) {
-        absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
-      }
-      if (!first_of_round) {
-        for (int64_t i = 0; i < n_params; ++i) b.grads[i] += grad[i];
-      }
-      ++pending_steps;
-      ++stats.steps;
-      stats.examples += batch;
-      epoch_loss += loss;
-      ++epoch_steps;
-      window_loss += loss;
-      ++window_steps;
-      window_examples += batch;
-      if (config_.max_steps > 0 && stats.steps >= config_.max_steps) done = true;
-      if (pending_steps == config_.n_push) {
-        const bool last =
-            done || (epoch == config_.epochs && first + config_.batch_size >= shard_.num_examples);
-        if (absl::Status s = end_round(last); !s.ok()) return s;
-      }
-
-      const absl::Time now = absl::Now();
-      const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
-      if ((progress || config_.on_progress) &&
-          (now - window_start >= config_.progress_interval || epoch_end)) {
-        const double secs = absl::ToDoubleSeconds(now - window_start);
-        const double loss = window_loss / std::max<int64_t>(1, window_steps);
-        const double rate = secs > 0 ? window_examples / secs : 0.0;
-        if (progress)
-          progress(ProgressLine(epoch, stats.steps, loss, rate, now - start, epoch_end));
-        if (config_.on_progress) {
-          ProgressPoint point;
-          point.seconds = absl::ToDoubleSeconds(now - start);
-          point.epoch = epoch;
-          point.step = stats.steps;
-          point.examples = stats.examples;
-          point.loss = loss;
-          point.examples_per_second = rate;
-          point.mean_staleness = MeanStaleness();
-          point.epoch_end = epoch_end;
-          config_.on_progress(point);
-        }
-        window_start = now;
-        window_examples = 0;
-        window_loss = 0;
-        window_steps = 0;
-      }
+      ReportProgress(epoch, loss, batch, epoch_end, progress);
     }
-    stats.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_steps);
+    totals_.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_steps);
   }
-  if (comm) {
-    if (absl::Status s = comm->WaitUntilPending(0); !s.ok()) return s;
+  return Finish();
+}
+
+absl::Status DownpourRun::Start() {
+  xb_.resize(static_cast<size_t>(config_.batch_size) * shard_.dim);
+  yb_.resize(config_.batch_size);
+  grad_.resize(model_.num_params());
+  if (config_.overlap) {
+    comm_ = std::make_unique<BackgroundQueue>();
+    // Both buffers start from the same parameters.
+    if (absl::Status s = PullInto(buffers_[0]); !s.ok()) return s;
+    buffers_[1].params = buffers_[0].params;
+    buffers_[1].pulled = buffers_[0].pulled;
   }
-  if (pending_steps > 0) {
+  clock_ = config_.start_clock;
+  start_ = absl::Now();
+  window_ = Window{start_};
+  return absl::OkStatus();
+}
+
+absl::Status DownpourRun::ReadIfDue(bool first_step) {
+  // With overlap, rounds read on comm_ (EndRound).
+  if (comm_ || (totals_.steps % config_.n_fetch != 0 && !first_step)) return absl::OkStatus();
+  if (fresh_params_) {
+    fresh_params_ = false;  // read by the round's PushPull
+    return absl::OkStatus();
+  }
+  return PullInto(buffers_[0]);
+}
+
+float DownpourRun::Step(absl::Span<const int64_t> rows) {
+  const int dim = shard_.dim;
+  const int batch = static_cast<int>(rows.size());
+  for (int r = 0; r < batch; ++r) {
+    std::copy_n(shard_.row(rows[r]), dim, xb_.data() + static_cast<size_t>(r) * dim);
+    yb_[r] = shard_.labels[rows[r]];
+  }
+  Buffer& b = buffers_[cur_];
+  const absl::Time compute_start = absl::Now();
+  // The first step of a round writes the round's gradient; later steps add
+  // theirs to it.
+  const bool first_of_round = pending_steps_ == 0;
+  const float loss =
+      model_.LossAndGradient(b.params, xb_.data(), yb_.data(), batch,
+                             first_of_round ? absl::MakeSpan(b.grads) : absl::MakeSpan(grad_));
+  if (config_.slowdown > 1.0) {
+    absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
+  }
+  if (!first_of_round) {
+    for (size_t i = 0; i < grad_.size(); ++i) b.grads[i] += grad_[i];
+  }
+  ++pending_steps_;
+  ++totals_.steps;
+  totals_.examples += batch;
+  return loss;
+}
+
+absl::Status DownpourRun::EndRound(bool last) {
+  pending_steps_ = 0;
+  if (!comm_) {
+    if (!last && config_.n_fetch == config_.n_push && config_.consistency == Consistency::kAsync) {
+      // The push and the next round's read in one call (PushPull).
+      fresh_params_ = true;
+      return PushPullInto(buffers_[0], clock_++);
+    }
+    return PushFrom(buffers_[0], buffers_[0], clock_++);
+  }
+  Buffer& b = buffers_[cur_];
+  const uint64_t round_clock = clock_++;
+  comm_->Submit([this, &b, round_clock]() -> absl::Status { return PushPullInto(b, round_clock); });
+  cur_ = 1 - cur_;
+  // The previous round must be done: its buffers are the next ones.
+  return comm_->WaitUntilPending(1);
+}
+
+void DownpourRun::ReportProgress(int epoch, float loss, int batch, bool epoch_end,
+                                 const std::function<void(const std::string&)>& progress) {
+  window_.loss += loss;
+  ++window_.steps;
+  window_.examples += batch;
+  const absl::Time now = absl::Now();
+  if ((!progress && !config_.on_progress) ||
+      (now - window_.start < config_.progress_interval && !epoch_end)) {
+    return;
+  }
+  const double secs = absl::ToDoubleSeconds(now - window_.start);
+  const double mean_loss = window_.loss / std::max<int64_t>(1, window_.steps);
+  const double rate = secs > 0 ? window_.examples / secs : 0.0;
+  if (progress) {
+    progress(ProgressLine(epoch, totals_.steps, mean_loss, rate, now - start_, epoch_end));
+  }
+  if (config_.on_progress) {
+    ProgressPoint point;
+    point.seconds = absl::ToDoubleSeconds(now - start_);
+    point.epoch = epoch;
+    point.step = totals_.steps;
+    point.examples = totals_.examples;
+    point.loss = mean_loss;
+    point.examples_per_second = rate;
+    point.mean_staleness = MeanStaleness();
+    point.epoch_end = epoch_end;
+    config_.on_progress(point);
+  }
+  window_ = Window{now};
+}
+
+absl::StatusOr<TrainStats> DownpourRun::Finish() {
+  if (comm_) {
+    if (absl::Status s = comm_->WaitUntilPending(0); !s.ok()) return s;
+  }
+  if (pending_steps_ > 0) {
     // The last partial round, synchronously.
-    if (absl::Status s = PushFrom(buffers_[cur], buffers_[cur], clock++); !s.ok()) return s;
+    if (absl::Status s = PushFrom(buffers_[cur_], buffers_[cur_], clock_++); !s.ok()) return s;
   }
-  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  TrainStats stats = totals_;
+  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   stats.examples_per_second = stats.seconds > 0 ? stats.examples / stats.seconds : 0;
   absl::MutexLock lock(&stats_mu_);
   stats.pushes = pushes_;
