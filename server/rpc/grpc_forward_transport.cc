@@ -19,28 +19,13 @@ class GrpcForwardTransport final : public ForwardTransport {
   absl::StatusOr<proto::ForwardResponse> Forward(const std::string& address,
                                                  const proto::ForwardRequest& request,
                                                  absl::Duration timeout) override {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    proto::PsReplication::Stub* stub = Enter(address, &context);
-    if (stub == nullptr) return absl::CancelledError("this server is stopping");
-    proto::ForwardResponse response;
-    grpc::Status status = stub->Forward(&context, request, &response);
-    Leave(&context);
-    if (!status.ok()) return FromGrpcStatus(status);
-    return response;
+    return Call(address, timeout, &proto::PsReplication::Stub::Forward, request);
   }
 
   absl::StatusOr<proto::EtcdContactResponse> EtcdContact(const std::string& address,
                                                          absl::Duration timeout) override {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    proto::PsReplication::Stub* stub = Enter(address, &context);
-    if (stub == nullptr) return absl::CancelledError("this server is stopping");
-    proto::EtcdContactResponse response;
-    grpc::Status status = stub->EtcdContact(&context, {}, &response);
-    Leave(&context);
-    if (!status.ok()) return FromGrpcStatus(status);
-    return response;
+    return Call(address, timeout, &proto::PsReplication::Stub::EtcdContact,
+                proto::EtcdContactRequest());
   }
 
   void CancelAll() override {
@@ -50,6 +35,23 @@ class GrpcForwardTransport final : public ForwardTransport {
   }
 
  private:
+  // One blocking call of `method` to `address`, cancellable by CancelAll.
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(const std::string& address, absl::Duration timeout,
+                                grpc::Status (proto::PsReplication::Stub::*method)(
+                                    grpc::ClientContext*, const Request&, Response*),
+                                const Request& request) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    proto::PsReplication::Stub* stub = Enter(address, &context);
+    if (stub == nullptr) return absl::CancelledError("this server is stopping");
+    Response response;
+    grpc::Status status = (stub->*method)(&context, request, &response);
+    Leave(&context);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+
   // The stub for `address`, with `context` registered as in flight (null
   // once CancelAll ran).
   proto::PsReplication::Stub* Enter(const std::string& address, grpc::ClientContext* context) {

@@ -34,7 +34,10 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "server/store/memory_budget.h"
 
 namespace ps {
 
@@ -68,6 +71,15 @@ class CutState {
   void Fail(const absl::Status& status) {
     absl::MutexLock lock(&mu_);
     if (error_.ok()) error_ = status;
+  }
+  // Fail, for a slice of `table` whose copy (`bytes`) did not fit in
+  // `budget` on server `server_index`: the message names them and the flag.
+  void FailCopy(absl::string_view table, uint64_t bytes, int server_index,
+                const MemoryBudget& budget) {
+    Fail(absl::ResourceExhaustedError(absl::StrCat(
+        "checkpoint: copying a slice of table '", table, "' (", bytes,
+        " bytes) for the cut would exceed the memory budget on server ", server_index, " (",
+        budget.left(), " of ", budget.limit(), " bytes left; ps_server --memory_budget_mb)")));
   }
   absl::Status error() const {
     absl::MutexLock lock(&mu_);

@@ -187,11 +187,7 @@ DenseTable::Slice::Copy* DenseTable::PrepareChange(Slice& slice, uint64_t clock)
       slice.copy->state = slice.state;
       slice.copy->tag = slice.tag;
     } else {
-      cut_state_->Fail(absl::ResourceExhaustedError(
-          absl::StrCat("checkpoint: copying a slice of table '", def_.name(), "' (", bytes,
-                       " bytes) for the cut would exceed the memory budget on server ",
-                       server_index_, " (", budget_->left(), " of ", budget_->limit(),
-                       " bytes left; ps_server --memory_budget_mb)")));
+      cut_state_->FailCopy(def_.name(), bytes, server_index_, *budget_);
       slice.cut = 0;
     }
   }

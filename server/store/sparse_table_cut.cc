@@ -15,11 +15,7 @@ void SparseTable::CopyForCut(Slice& slice) {
   if (!budget_->TryCharge(bytes)) {
     // The cut cannot hold this slice as it was: it fails, training goes on.
     if (cut_state_ != nullptr) {
-      cut_state_->Fail(absl::ResourceExhaustedError(
-          absl::StrCat("checkpoint: copying a slice of table '", def_.name(), "' (", bytes,
-                       " bytes) for the cut would exceed the memory budget on server ",
-                       server_index_, " (", budget_->left(), " of ", budget_->limit(),
-                       " bytes left; ps_server --memory_budget_mb)")));
+      cut_state_->FailCopy(def_.name(), bytes, server_index_, *budget_);
     }
     slice.cut = 0;
     return;
