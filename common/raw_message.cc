@@ -236,11 +236,16 @@ std::string SerializedHeader(const google::protobuf::MessageLite& header, int fi
 
 }  // namespace
 
+uint64_t TotalSize(absl::Span<const absl::string_view> pieces) {
+  uint64_t total = 0;
+  for (absl::string_view p : pieces) total += p.size();
+  return total;
+}
+
 grpc::ByteBuffer BuildMessage(const google::protobuf::MessageLite& header, int field,
                               absl::Span<const absl::string_view> pieces, void (*on_release)(void*),
                               void* release_arg) {
-  uint64_t total = 0;
-  for (absl::string_view p : pieces) total += p.size();
+  const uint64_t total = TotalSize(pieces);
   std::vector<grpc::Slice> slices;
   slices.reserve(pieces.size() + 1);
   slices.emplace_back(SerializedHeader(header, field, total));

@@ -90,6 +90,9 @@ struct SplitFields {
 absl::Status SplitMessage(const std::vector<grpc::Slice>& slices, absl::Span<const int> raw_fields,
                           SplitFields* out);
 
+// The bytes of `pieces` together.
+uint64_t TotalSize(absl::Span<const absl::string_view> pieces);
+
 // Builds `header` serialized, followed by bytes field `field` holding the
 // concatenation of `pieces`. The pieces are referenced, not copied: each must
 // stay valid and unchanged until `on_release(release_arg)` has been called

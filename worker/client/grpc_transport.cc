@@ -8,6 +8,7 @@
 #include "common/grpc_channels.h"
 #include "common/grpc_status.h"
 #include "common/protocol.h"
+#include "common/raw_message.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -124,8 +125,7 @@ void GrpcTransport::StartPush(int server, const std::string& method,
   owned->context = NewContext(server, deadline);
   owned->decode = std::move(decode);
   owned->done = std::move(done);
-  size_t bytes = 0;
-  for (absl::string_view piece : value_pieces) bytes += piece.size();
+  const size_t bytes = TotalSize(value_pieces);
   PushState* state;
   if (bytes <= kCopiedPushBytes) {
     // Copied into one slice gRPC owns: done waits for the call only.

@@ -104,9 +104,7 @@ void BuildKeyPushRequests(absl::Span<const Part> parts, absl::Span<const uint64_
 }
 
 void AppendPushValues(absl::Span<const absl::string_view> pieces, std::string* values) {
-  uint64_t bytes = 0;
-  for (absl::string_view piece : pieces) bytes += piece.size();
-  values->reserve(values->size() + bytes);
+  values->reserve(values->size() + TotalSize(pieces));
   for (absl::string_view piece : pieces) values->append(piece.data(), piece.size());
 }
 
@@ -191,9 +189,7 @@ void BuildPushPullRequest(const PlannedCall& call, PushRequests* pushes,
   for (size_t i : call.parts) {
     proto::PushRequest* push = request->add_pushes();
     push->Swap(&pushes->headers[i]);  // a key list is ~8 bytes a key: not copied
-    uint64_t bytes = 0;
-    for (absl::string_view piece : pushes->pieces[i]) bytes += piece.size();
-    push->set_values_bytes(bytes);
+    push->set_values_bytes(TotalSize(pushes->pieces[i]));
     pieces->insert(pieces->end(), pushes->pieces[i].begin(), pushes->pieces[i].end());
   }
 }
