@@ -442,7 +442,6 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
 struct ShardHost::Receiving {
   std::shared_ptr<Replica> replica;  // the slot's copy
   bool complete;
-  std::shared_ptr<PsCore>* core;  // the core holding what was applied
   bool* became_complete;
 };
 
@@ -450,15 +449,15 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
                                 const ShardRing& ring, std::shared_ptr<PsCore>* core,
                                 proto::ForwardResponse* response, bool* became_complete) {
   absl::MutexLock slot_lock(&slot.mu);  // one Forward of the shard at a time
-  Receiving in{nullptr, false, core, became_complete};
+  Receiving in{nullptr, false, became_complete};
   {
     absl::ReaderMutexLock lock(&mu_);
     in.replica = slot.replica;
     in.complete = slot.complete;
   }
-  *core = CoreOf(in.replica);
   if (request.probe()) {
     ReceiveProbe(request, slot, in, response);
+    *core = CoreOf(in.replica);
     return absl::OkStatus();
   }
   if (request.stream_id() != slot.stream) {
@@ -483,6 +482,7 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
   }
   if (request.caught_up()) CaughtUp(shard, slot, in);
   response->set_applied_seq(slot.next_seq - 1);
+  *core = CoreOf(in.replica);  // the copy that holds what was applied
   return absl::OkStatus();
 }
 
@@ -522,7 +522,6 @@ absl::Status ShardHost::ReceiveSnapshotPart(int shard, uint32_t from_server,
       std::shared_ptr<Replica> fresh = NewReplica(shard, ring.replicas() > 1);
       Install(shard, slot, fresh, /*complete=*/false);
       in.replica = fresh;
-      *in.core = CoreOf(in.replica);
       slot.incoming = fresh;
     }
   }
@@ -539,7 +538,6 @@ absl::Status ShardHost::ReceiveSnapshotPart(int shard, uint32_t from_server,
   Install(shard, slot, fresh, /*complete=*/true);
   in.replica = fresh;
   in.complete = true;
-  *in.core = CoreOf(in.replica);
   *in.became_complete = true;
   LogEvent(Who(),
            absl::StrCat("shard ", shard, ": copy complete (snapshot at ", at.ToString(), ")"));
@@ -556,7 +554,7 @@ absl::Status ShardHost::ReceiveUpdate(int shard, const proto::ForwardEntry& entr
         slot.incoming != nullptr ? " during a snapshot" : " here: the stream skipped some"));
   }
   if (entry.seq() <= mine.seq) return absl::OkStatus();  // this copy has it
-  absl::Status s = (*in.core)->ApplyForwarded(entry);
+  absl::Status s = in.replica->core->ApplyForwarded(entry);
   if (s.ok()) return absl::OkStatus();
   // The primary applied it, so this copy now differs: it is no longer a
   // copy of the shard until a snapshot replaces it.

@@ -161,7 +161,8 @@ class ShardHost {
   void RetargetLocked(int shard, Slot& slot, const ShardRing& ring) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Forward's work on the slot (under its lock): applies the request, fills
-  // *response, sets *core to the core that holds what was applied.
+  // *response and, when it succeeds, sets *core to the core that holds
+  // what was applied.
   absl::Status Receive(int shard, const proto::ForwardRequest& request, Slot& slot,
                        const ShardRing& ring, std::shared_ptr<PsCore>* core,
                        proto::ForwardResponse* response, bool* became_complete)
