@@ -57,11 +57,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> ConnectAndCreate(
     const PsClientOptions& options, const std::vector<proto::TableDef>& tables) {
   absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Connect(options);
   if (!client.ok()) return client.status();
-  for (const proto::TableDef& table : tables) {
-    if (absl::Status s = (*client)->CreateTable(table); !s.ok()) {
-      return Prefixed(absl::StrCat("creating table '", table.name(), "': "), s);
-    }
-  }
+  if (absl::Status s = CreateModelTables(**client, tables); !s.ok()) return s;
   return client;
 }
 

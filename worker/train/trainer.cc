@@ -104,7 +104,10 @@ std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& 
 
 absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::TableDef>& tables) {
   for (const proto::TableDef& def : tables) {
-    if (absl::Status s = client.CreateTable(def); !s.ok()) return s;
+    if (absl::Status s = client.CreateTable(def); !s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("creating table '", def.name(), "': ", s.message()));
+    }
   }
   return absl::OkStatus();
 }

@@ -106,7 +106,8 @@ struct TrainStats {
 std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& prefix,
                                          const proto::TableDef& optimizer, uint64_t seed);
 
-// Creates the tables on every server (idempotent).
+// Creates the tables on every server (idempotent). An error names the table
+// ("creating table 'NAME': ...") and keeps the server's code.
 absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::TableDef>& tables);
 
 // Pulls all of the model's parameters into `params` (num_params floats), as
