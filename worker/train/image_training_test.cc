@@ -3,13 +3,13 @@
 // files on disk, ReadIdxDir and MakeModel as ps_worker does, and softmax
 // regression and an MLP trained on it in process classify the test set.
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
 #include "worker/train/dataset.h"
 #include "worker/train/idx_reader.h"
 #include "worker/train/idx_writer.h"
@@ -22,9 +22,7 @@ namespace {
 // Writes a train (1000) and test (200) set of 8x8 quadrant images to a
 // directory under TEST_TMPDIR, with the file names ps_worker expects.
 std::string WriteQuadrantDir() {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/quadrants8x8";
-  EXPECT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  const std::string dir = MakeTestDir("quadrants8x8");
   EXPECT_TRUE(WriteIdxDataset(MakeQuadrantImages(1000, 8, 8, /*seed=*/1), 8, 8,
                               IdxPathsIn(dir, /*train=*/true))
                   .ok());

@@ -7,6 +7,7 @@
 #include "common/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/test_util/temp_dir.h"
 
 namespace ps {
 namespace {
@@ -22,7 +23,7 @@ std::string ReadFile(const std::string& path) {
 }
 
 TEST(TrainingObserverTest, WritesTheCurveAndServesTheLatestPoint) {
-  const std::string path = std::string(getenv("TEST_TMPDIR")) + "/curve.csv";
+  const std::string path = MakeTestDir("observer") + "/curve.csv";
   MetricsRegistry metrics;
   auto observer = TrainingObserver::Create(path, &metrics);
   ASSERT_TRUE(observer.ok()) << observer.status();
