@@ -10,8 +10,9 @@
 #     Downpour step on 1K floats (p50), 1K-float pushes with 16 in flight,
 #     push+pull of 10,000 random keys, push+pull of 1M floats; and
 #     deploy/local_cluster.sh of each side with its defaults;
-#   - how cost grows: aggregate ops/s and keys/s of both sides with 1, 2 and
-#     4 clients against 1 and 2 servers;
+#   - how cost grows: aggregate ops/s and keys/s of both sides with 1, 2, 4
+#     and 8 clients against 1, 2 and 4 servers (ps_bench's CPU per operation
+#     of each side with them);
 #   - writes compare_report.md, compare_targets.png and compare_scaling.png
 #     (deploy/bench_compare_report.py).
 #
@@ -121,8 +122,8 @@ fi
 
 # --- how cost grows ------------------------------------------------------------------
 if [ "$scaling" = 1 ]; then
-  for servers in 1 2; do
-    for clients in 1 2 4; do
+  for servers in 1 2 4; do
+    for clients in 1 2 4 8; do
       for entry in "new $new_bin" "base $base_bin"; do
         set -- $entry
         log "scaling: $1, $servers server(s), $clients client(s)"

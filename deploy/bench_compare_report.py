@@ -164,28 +164,35 @@ def main():
         lines.append("")
 
     scale = [r for r in results if r.get("round") == "0"]
+    server_counts = sorted({int(r["servers"]) for r in scale})
+    client_counts = sorted({int(r["clients"]) for r in scale})
     if scale:
         lines.append("## How cost grows (aggregate over clients; each client one thread)")
         lines.append("")
+        lines.append("Both sides' CPU per Downpour step (client and server processes, "
+                     "microseconds) is the new side's, from ps_bench's client_cpu_us and "
+                     "server_cpu_us.")
+        lines.append("")
         lines.append("| servers | clients | 1K-float Downpour steps/s, new | baseline | "
-                     "keys/s of 10,000-key push+pull, new | baseline |")
-        lines.append("|---|---|---|---|---|---|")
-        data = {}
+                     "CPU per step, client + server | "
+                     "keys/s of 10,000-key push+pull (sparse table), new | baseline |")
+        lines.append("|---|---|---|---|---|---|---|")
+        data, cpu = {}, {}
         for r in scale:
             k = (int(r["servers"]), int(r["clients"]), r["side"], r["kind"])
             data[k] = float(r["ops_per_s"]) if r["kind"] == "dense" else float(r["values_per_s"])
-        combos = sorted({(k[0], k[1]) for k in data})
+            if r["side"] == "new" and r["kind"] == "dense" and "client_cpu_us" in r:
+                cpu[k[:2]] = "%s + %s" % (r["client_cpu_us"], r["server_cpu_us"])
         with open(os.path.join(out_dir, "compare_scaling.dat"), "w") as f:
-            for s in (1, 2):
+            for s in server_counts:
                 f.write("# servers=%d\n" % s)
-                for (ss, c) in combos:
-                    if ss != s:
-                        continue
+                for c in client_counts:
                     vals = [data.get((s, c, side, kind), 0) for side in ("new", "base")
-                            for kind in ("dense", "sparse")]
+                            for kind in ("dense", "hashed")]
                     f.write("%d %g %g %g %g\n" % (c, vals[0], vals[2], vals[1], vals[3]))
-                    lines.append("| %d | %d | %s | %s | %s | %s |" % (
-                        s, c, fmt(vals[0]), fmt(vals[2]), fmt(vals[1]), fmt(vals[3])))
+                    lines.append("| %d | %d | %s | %s | %s | %s | %s |" % (
+                        s, c, fmt(vals[0]), fmt(vals[2]), cpu.get((s, c), "-"), fmt(vals[1]),
+                        fmt(vals[3])))
                 f.write("\n\n")
         lines.append("")
         lines.append("![scaling](compare_scaling.png)")
@@ -215,29 +222,35 @@ plot '{out}/compare_targets.dat' using ($1-0.2):3:xtic(2) with boxes title 'meas
      '' using ($1+0.2):4 with boxes title 'target', 1 with lines dt 2 title 'baseline'
 """.format(out=out_dir)
     if scale:
+        def curves(column):
+            out = []
+            for i, n in enumerate(server_counts):
+                plural = "" if n == 1 else "s"
+                out.append("'{out}/compare_scaling.dat' index %d using 1:%d with linespoints lw 2 "
+                           "lc %d title 'new, %d server%s'" % (i, column, i + 1, n, plural))
+                out.append("'' index %d using 1:%d with linespoints dt 2 lc %d "
+                           "title 'baseline, %d server%s'" % (i, column + 1, i + 1, n, plural))
+            return ", \\\n     ".join(out)
         gp += """
-set terminal pngcairo size 1100,450 noenhanced
+set terminal pngcairo size 1100,560 noenhanced
 set output '{out}/compare_scaling.png'
 set ylabel ''
-set multiplot layout 1,2 title 'How cost grows: aggregate over 1, 2, 4 clients (one thread each), one run'
+set multiplot layout 1,2 title 'How cost grows: aggregate over clients (one thread each), one run'
+set key below maxrows 3
 set xtics rotate by 0
 set xlabel 'clients'
-set xrange [0.5:4.5]
-set xtics (1, 2, 4)
+set logscale x 2
+set xrange [0.8:%g]
+set xtics (%s)
 set yrange [0:*]
-set key top left
 set title '1K-float Downpour steps (push+pull) per second'
-plot '{out}/compare_scaling.dat' index 0 using 1:2 with linespoints lw 2 title 'new, 1 server', \\
-     '' index 1 using 1:2 with linespoints lw 2 title 'new, 2 servers', \\
-     '' index 0 using 1:3 with linespoints dt 2 title 'baseline, 1 server', \\
-     '' index 1 using 1:3 with linespoints dt 2 title 'baseline, 2 servers'
-set title 'keys/s of 10,000-key push+pull'
-plot '{out}/compare_scaling.dat' index 0 using 1:4 with linespoints lw 2 title 'new, 1 server', \\
-     '' index 1 using 1:4 with linespoints lw 2 title 'new, 2 servers', \\
-     '' index 0 using 1:5 with linespoints dt 2 title 'baseline, 1 server', \\
-     '' index 1 using 1:5 with linespoints dt 2 title 'baseline, 2 servers'
+plot %s
+set title 'keys/s of 10,000-key push+pull, sparse table'
+plot %s
 unset multiplot
-""".format(out=out_dir)
+""" % (max(client_counts) * 1.25, ", ".join(str(c) for c in client_counts),
+       curves(2), curves(4))
+        gp = gp.format(out=out_dir)
     subprocess.run(["gnuplot"], input=gp.encode(), check=True)
 
 

@@ -13,7 +13,10 @@
 //          ops_per_s=... values_per_s=... gbytes_per_s=... p50_us=... p99_us=...
 //
 // gbytes_per_s counts payload bytes (4 per value each way; a push+pull moves
-// the values twice).
+// the values twice). Against servers in their own processes (--servers or
+// --etcd) the line ends with client_cpu_us=... server_cpu_us=...: the CPU
+// time (user + system) this process and the servers together (their Stats'
+// process_cpu_seconds) used over the measured time, per operation.
 //
 // With --paired_blocks=N, each key-list case on the dense table's key path
 // and the same case on a sparse table run in turns (N of each, alternating
@@ -39,11 +42,13 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
+#include "common/process_cpu.h"
 #include "common/process_tuning.h"
 #include "server/ps_server.h"
 #include "worker/client/ps_client.h"
@@ -260,16 +265,46 @@ bool CreateCaseTable(PsClient* client, const std::string& table, const Case& c) 
 
 // Case c's RESULT line: `ops` operations a second, percentiles of
 // `latencies_us`.
+// CPU seconds used so far by this process (the clients) and by the server
+// processes (the sum of their Stats' process_cpu_seconds); servers < 0 when
+// they run in this process or did not answer.
+struct CpuUse {
+  double clients = 0;
+  double servers = -1;
+};
+
+CpuUse MeasureCpu(PsClient* client) {
+  CpuUse use;
+  use.clients = ProcessCpuSeconds();
+  if (absl::GetFlag(FLAGS_servers).empty() && absl::GetFlag(FLAGS_etcd).empty()) return use;
+  absl::StatusOr<std::vector<ServerStats>> stats = client->Stats();
+  if (!stats.ok()) return use;
+  use.servers = 0;
+  for (const ServerStats& s : *stats) use.servers += s.stats.process_cpu_seconds();
+  return use;
+}
+
+// `cpu`: the CPU used over the measured time (from MeasureCpu's difference),
+// printed per operation when known (null: not measured).
 void PrintResult(const Case& c, int servers, size_t clients, double ops,
-                 std::vector<double>& latencies_us) {
+                 std::vector<double>& latencies_us, const CpuUse* cpu = nullptr) {
   const double values = ops * c.keys * c.width;
   const double bytes = values * sizeof(float) * (c.op == "pushpull" ? 2 : 1);
   const double p50 = Percentile(latencies_us, 0.50), p99 = Percentile(latencies_us, 0.99);
+  std::string cpu_fields;
+  const double measured_ops = ops * absl::GetFlag(FLAGS_seconds);
+  if (cpu != nullptr && measured_ops > 0 && cpu->servers >= 0) {
+    // Only with servers in their own processes: in-process shards' CPU is
+    // the clients' too.
+    cpu_fields =
+        absl::StrFormat(" client_cpu_us=%.1f server_cpu_us=%.1f", cpu->clients * 1e6 / measured_ops,
+                        cpu->servers * 1e6 / measured_ops);
+  }
   std::printf(
       "RESULT kind=%s op=%s values=%llu width=%u servers=%d clients=%zu inflight=%d "
-      "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f\n",
+      "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f%s\n",
       c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys * c.width), c.width,
-      servers, clients, c.inflight, ops, values, bytes / 1e9, p50, p99);
+      servers, clients, c.inflight, ops, values, bytes / 1e9, p50, p99, cpu_fields.c_str());
   std::fflush(stdout);
 }
 
@@ -298,6 +333,12 @@ int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients
       }
     });
   }
+  // The CPU both sides use over the measured time (the runners count what
+  // completes inside it).
+  absl::SleepFor(measure_from - absl::Now());
+  const CpuUse cpu_from = MeasureCpu(clients[0].get());
+  absl::SleepFor(stop - absl::Now());
+  const CpuUse cpu_to = MeasureCpu(clients[0].get());
   for (auto& t : threads) t.join();
   std::vector<double> all;
   for (auto& r : runners) {
@@ -308,7 +349,10 @@ int RunCase(const Case& c, const std::vector<std::unique_ptr<PsClient>>& clients
     all.insert(all.end(), r->latencies_us().begin(), r->latencies_us().end());
   }
   const double ops = all.size() / absl::GetFlag(FLAGS_seconds);
-  PrintResult(c, clients[0]->num_servers(), clients.size(), ops, all);
+  CpuUse cpu;
+  cpu.clients = cpu_to.clients - cpu_from.clients;
+  if (cpu_from.servers >= 0 && cpu_to.servers >= 0) cpu.servers = cpu_to.servers - cpu_from.servers;
+  PrintResult(c, clients[0]->num_servers(), clients.size(), ops, all, &cpu);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/process_cpu.h"
 #include "common/table_def.h"
 #include "common/value_encoding.h"
 #include "server/core/encoded_read.h"
@@ -536,6 +537,7 @@ proto::StatsResponse PsCore::Stats() {
   reply.set_key_list_misses(key_lists.misses);
   reply.set_memory_bytes(store_.bytes_used());
   reply.set_memory_budget_bytes(options_.limits.memory_budget_bytes);
+  reply.set_process_cpu_seconds(ProcessCpuSeconds());
   absl::flat_hash_set<std::string> listed;
   for (proto::TableStats& t : stats_.Snapshot()) {
     t.set_server_clock(clocks_.ServerClock(t.table()));
