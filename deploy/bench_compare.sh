@@ -15,9 +15,13 @@
 #     of each side with them);
 #   - writes compare_report.md, compare_targets.png and compare_scaling.png
 #     (deploy/bench_compare_report.py).
+# --pin both|new|none (default none): the servers run pinned to the first half
+# of the CPUs and ps_bench to the rest (taskset), on both sides, on the new
+# side only (the project as docs/ops/tuning.md deploys it, against the
+# baseline as it ran before), or on neither.
 #
 #   deploy/bench_compare.sh --baseline REV [--rounds N] [--seconds S] [--out DIR]
-#                           [--no_cluster] [--no_scaling]
+#                           [--no_cluster] [--no_scaling] [--pin both|new|none]
 set -euo pipefail
 
 baseline=""
@@ -26,6 +30,7 @@ seconds=2
 out="${TMPDIR:-/tmp}/ps_bench_compare"
 cluster=1
 scaling=1
+pin=none
 while [ $# -gt 0 ]; do
   case "$1" in
     --baseline) baseline="$2"; shift 2 ;;
@@ -34,11 +39,16 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --no_cluster) cluster=0; shift ;;
     --no_scaling) scaling=0; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --pin) pin="$2"; shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench_compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -n "$baseline" ] || { echo "bench_compare.sh: --baseline REV is required" >&2; exit 2; }
+case "$pin" in
+  both|new|none) ;;
+  *) echo "bench_compare.sh: --pin $pin: want both, new or none" >&2; exit 2 ;;
+esac
 [ "$rounds" -ge 1 ] 2>/dev/null || { echo "bench_compare.sh: --rounds=$rounds must be >= 1" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."
@@ -76,7 +86,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/ps_bench_compare.XXXXXX")"
 stop_on_exit "$work"
 
 # --- machine limits ------------------------------------------------------------
-echo "MACHINE cores=$(nproc) mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo) cpu=$(lscpu | sed -n 's/^Model name: *//p' | tr ' ' '_') baseline=$short new=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)" | tee -a "$raw"
+echo "MACHINE pin=$pin cores=$(nproc) mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo) cpu=$(lscpu | sed -n 's/^Model name: *//p' | tr ' ' '_') baseline=$short new=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)" | tee -a "$raw"
 log "iperf3 loopback, single stream"
 echo "LIMIT iperf3_start_gbytes_per_s=$(iperf_gbps)" | tee -a "$raw"
 log "memory copy"
@@ -86,12 +96,24 @@ log "memory copy"
   tee -a "$raw"
 
 # --- the data path, alternating ----------------------------------------------------
+# The CPUs of each role when pinned: servers the first half, clients the rest.
+cpus=$(nproc)
+server_half="0-$(((cpus + 1) / 2 - 1))"
+client_half="$(((cpus + 1) / 2))-$((cpus - 1))"
+[ "$cpus" -ge 2 ] || { [ "$pin" = none ] || { echo "bench_compare.sh: --pin needs 2 CPUs or more" >&2; exit 2; }; }
 run_bench() {  # run_bench SIDE ROUND BIN_DIR SERVERS CLIENTS [ps_bench flags...]
-  local side=$1 round=$2 bin=$3 servers=$4 clients=$5
+  local side=$1 round=$2 bin=$3 servers=$4 clients=$5 client_pin=() pinned=no
   shift 5
+  server_cpus=""
+  if [ "$pin" = both ] || { [ "$pin" = new ] && [ "$side" = new ]; }; then
+    server_cpus=$server_half
+    client_pin=(taskset -c "$client_half")
+    pinned=yes
+  fi
   start_servers "$bin" "$work" "$servers"
-  "$bin/deploy/bench/ps_bench" --servers="$spec" --clients="$clients" --seconds="$seconds" "$@" |
-    sed -n "s/^RESULT /RESULT side=$side round=$round /p" | tee -a "$raw"
+  "${client_pin[@]}" "$bin/deploy/bench/ps_bench" --servers="$spec" --clients="$clients" \
+    --seconds="$seconds" "$@" |
+    sed -n "s/^RESULT /RESULT side=$side round=$round pinned=$pinned /p" | tee -a "$raw"
   stop_servers
 }
 cases=(--ops=pushpull "--dense_values=1024,1048576" --small_inflight=16 --sparse_widths=1)

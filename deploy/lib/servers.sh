@@ -6,6 +6,8 @@
 #   start_servers BIN_DIR WORK_DIR N [ps_server flags...]
 #     starts N servers (BIN_DIR/server/ps_server); server I logs to
 #     WORK_DIR/serverI.log and writes its port to WORK_DIR/serverI.port.
+#     With `server_cpus` set (a CPU list, "0" or "0-3"), they run pinned to
+#     those CPUs (taskset -c).
 #     Sets `spec` to host:port,..., `server_pids` to their pids, and appends
 #     these to the array `all_pids`. Calls `fail` when one exits during
 #     start-up or writes no port within 30 s.
@@ -30,6 +32,12 @@ fail() {
   exit 1
 }
 
+# Sets `_ps_pin` to the prefix that pins a server to `server_cpus`, or none.
+_ps_pin_prefix() {
+  _ps_pin=()
+  if [ -n "${server_cpus:-}" ]; then _ps_pin=(taskset -c "$server_cpus"); fi
+}
+
 # PORT_FILE PID: whether the port file is written, or the server is gone.
 _ps_port_or_exited() { [ -s "$1" ] || ! kill -0 "$2" 2>/dev/null; }
 
@@ -39,9 +47,10 @@ start_servers() {
   _ps_server_dirs=("$bin_dir" "$work_dir")
   _ps_server_flags=(--num_servers="$n" "$@")
   server_pids=()
+  _ps_pin_prefix
   for ((i = 0; i < n; i++)); do
     rm -f "$work_dir/server$i.port"
-    "$bin_dir/server/ps_server" --index="$i" --listen=127.0.0.1:0 \
+    "${_ps_pin[@]}" "$bin_dir/server/ps_server" --index="$i" --listen=127.0.0.1:0 \
       --port_file="$work_dir/server$i.port" "${_ps_server_flags[@]}" 2>"$work_dir/server$i.log" &
     server_pids+=("$!")
     all_pids+=("$!")
@@ -60,7 +69,8 @@ start_servers() {
 
 restart_server() {
   local i=$1 bin_dir=${_ps_server_dirs[0]} work_dir=${_ps_server_dirs[1]}
-  "$bin_dir/server/ps_server" --index="$i" --listen="127.0.0.1:$(cat "$work_dir/server$i.port")" \
+  _ps_pin_prefix
+  "${_ps_pin[@]}" "$bin_dir/server/ps_server" --index="$i" --listen="127.0.0.1:$(cat "$work_dir/server$i.port")" \
     "${_ps_server_flags[@]}" 2>>"$work_dir/server$i.log" &
   server_pids[i]=$!
   all_pids+=("$!")
