@@ -1,9 +1,12 @@
 #!/bin/bash
 # ps_bench's paired mode, briefly: both cases of a width print their RESULT
 # line and one PAIR line with positive ratios; bad flags exit 2 naming the
-# flag. (Speed itself is measured by running ps_bench, not asserted here.)
+# flag; against a ps_server process, RESULT lines end with each side's CPU
+# per operation. (Speed itself is measured by running ps_bench, not
+# asserted here.)
 set -u
 bench="$1"
+server_bin="$2"
 fail() { echo "FAIL: $*"; exit 1; }
 
 out="$("$bench" --dense_values= --small_inflight=0 --ops=pushpull --sparse_widths=1,4 \
@@ -35,4 +38,29 @@ out="$("$bench" --paired_blocks=-1 --dense_values= --sparse_keys=0 --small_infli
 [[ $? -eq 2 && "$out" == *"--paired_blocks=-1"* ]] || fail "--paired_blocks=-1: $out"
 out="$("$bench" --slice_size=0 --dense_values= --sparse_keys=0 --small_inflight=0 2>&1)"
 [[ $? -eq 2 && "$out" == *"--slice_size=0"* ]] || fail "--slice_size=0: $out"
+# Against a server process: the CPU each side used per operation, both
+# positive (the server's from its Stats). In process, no such fields.
+port_file="$TEST_TMPDIR/server.port"
+"$server_bin" --index=0 --num_servers=1 --listen=127.0.0.1:0 --port_file="$port_file" \
+  2>"$TEST_TMPDIR/server.log" &
+server=$!
+trap 'kill "$server" 2>/dev/null' EXIT
+for ((i = 0; i < 300; i++)); do
+  [ -s "$port_file" ] && break
+  kill -0 "$server" 2>/dev/null || fail "ps_server exited: $(cat "$TEST_TMPDIR/server.log")"
+  sleep 0.1
+done
+[ -s "$port_file" ] || fail "ps_server wrote no port in 30 s"
+out="$("$bench" --servers="127.0.0.1:$(cat "$port_file")" --dense_values=1024 --ops=pushpull \
+  --small_inflight=0 --sparse_keys=0 --seconds=0.5 --warmup_seconds=0.1 2>&1)" ||
+  fail "run against a server process exited $?: $out"
+line="$(grep "^RESULT kind=dense op=pushpull values=1024 " <<<"$out")" || fail "no RESULT: $out"
+for field in client_cpu_us server_cpu_us; do
+  value="$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")"
+  awk -v v="$value" 'BEGIN { exit !(v > 0) }' || fail "$field is '$value': $line"
+done
+out="$("$bench" --dense_values=1024 --ops=pushpull --small_inflight=0 --sparse_keys=0 \
+  --seconds=0.3 --warmup_seconds=0.05 2>&1)" || fail "in-process run exited $?: $out"
+[[ "$out" == *"RESULT kind=dense"* && "$out" != *"cpu_us="* ]] ||
+  fail "in-process run: want a RESULT line without CPU fields: $out"
 echo PASS
