@@ -303,7 +303,7 @@ void PrintResult(const Case& c, int servers, size_t clients, double ops,
   std::printf(
       "RESULT kind=%s op=%s values=%llu width=%u servers=%d clients=%zu inflight=%d "
       "ops_per_s=%.0f values_per_s=%.4g gbytes_per_s=%.3f p50_us=%.0f p99_us=%.0f%s\n",
-      c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys * c.width), c.width,
+      c.kind.c_str(), c.op.c_str(), static_cast<unsigned long long>(c.keys) * c.width, c.width,
       servers, clients, c.inflight, ops, values, bytes / 1e9, p50, p99, cpu_fields.c_str());
   std::fflush(stdout);
 }
