@@ -263,8 +263,6 @@ bool CreateCaseTable(PsClient* client, const std::string& table, const Case& c) 
   return s.ok();
 }
 
-// Case c's RESULT line: `ops` operations a second, percentiles of
-// `latencies_us`.
 // CPU seconds used so far by this process (the clients) and by the server
 // processes (the sum of their Stats' process_cpu_seconds); servers < 0 when
 // they run in this process or did not answer.
@@ -284,8 +282,9 @@ CpuUse MeasureCpu(PsClient* client) {
   return use;
 }
 
-// `cpu`: the CPU used over the measured time (from MeasureCpu's difference),
-// printed per operation when known (null: not measured).
+// Case c's RESULT line: `ops` operations a second, percentiles of
+// `latencies_us`, and `cpu`, the CPU used over the measured time (from
+// MeasureCpu's difference), per operation when known (null: not measured).
 void PrintResult(const Case& c, int servers, size_t clients, double ops,
                  std::vector<double>& latencies_us, const CpuUse* cpu = nullptr) {
   const double values = ops * c.keys * c.width;
