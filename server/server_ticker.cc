@@ -4,17 +4,17 @@
 #include <utility>
 
 #include "common/log.h"
+#include "grpcpp/health_check_service_interface.h"
 
 namespace ps {
 
 ServerTicker::ServerTicker(ServerTickerOptions options, ShardHost* host,
-                           ServerCheckpoints* checkpoints,
-                           std::function<void(bool serving)> set_serving,
+                           ServerCheckpoints* checkpoints, grpc::Server* grpc_server,
                            std::function<absl::Status()> readiness)
     : options_(std::move(options)),
       host_(host),
       checkpoints_(checkpoints),
-      set_serving_(std::move(set_serving)),
+      grpc_server_(grpc_server),
       readiness_(std::move(readiness)),
       thread_([this] { Loop(); }) {}
 
@@ -41,7 +41,9 @@ void ServerTicker::Loop() {
     checkpoints_->Sweep();
     const bool ready = readiness_().ok();
     if (serving != ready) {
-      set_serving_(ready);
+      if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
+        health->SetServingStatus(ready);
+      }
       serving = ready;
     }
   }

@@ -1,4 +1,4 @@
-// The PsAdmin service (proto/admin.proto) on the server's call queue: MARK, WRITE and
+// gRPC adapter for the PsAdmin service (proto/admin.proto): MARK, WRITE and
 // ABORT go to this server's part of checkpoints (its Checkpointer; a
 // replicated server's ShardCheckpointers); COORDINATE to the function the
 // server gives when it coordinates checkpoints (server 0 with a checkpoint
@@ -11,13 +11,12 @@
 #include <functional>
 #include <utility>
 
-#include "proto/admin.pb.h"
+#include "proto/admin.grpc.pb.h"
 #include "server/rpc/authorizer.h"
-#include "server/rpc/data_call_queue.h"
 
 namespace ps {
 
-class AdminService {
+class AdminService final : public proto::PsAdmin::CallbackService {
  public:
   using Done = std::function<void(absl::StatusOr<proto::CheckpointResponse>)>;
   using Handler = std::function<void(const proto::CheckpointRequest&, Done)>;
@@ -32,12 +31,11 @@ class AdminService {
         coordinate_(std::move(coordinate)),
         authorizer_(authorizer) {}
 
-  // Serves PsAdmin.Checkpoint from `queue` (before it starts).
-  void Register(DataCallQueue* queue);
+  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* ctx,
+                                       const proto::CheckpointRequest* req,
+                                       proto::CheckpointResponse* resp) override;
 
  private:
-  void Checkpoint(DataCall* call);
-
   const Handler part_;
   const int server_index_;
   const Handler coordinate_;
