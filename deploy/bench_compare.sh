@@ -100,7 +100,10 @@ log "memory copy"
 cpus=$(nproc)
 server_half="0-$(((cpus + 1) / 2 - 1))"
 client_half="$(((cpus + 1) / 2))-$((cpus - 1))"
-[ "$cpus" -ge 2 ] || { [ "$pin" = none ] || { echo "bench_compare.sh: --pin needs 2 CPUs or more" >&2; exit 2; }; }
+if [ "$pin" != none ] && [ "$cpus" -lt 2 ]; then
+  echo "bench_compare.sh: --pin $pin needs 2 CPUs or more" >&2
+  exit 2
+fi
 run_bench() {  # run_bench SIDE ROUND BIN_DIR SERVERS CLIENTS [ps_bench flags...]
   local side=$1 round=$2 bin=$3 servers=$4 clients=$5 client_pin=() pinned=no
   shift 5

@@ -18,8 +18,6 @@
 // stub's callback call) or queue (one completion queue and this thread).
 // deploy/bench/grpc_threads.sh runs the grid;
 // docs/experiments/2026-11-27-grpc-threads.md has the figures.
-#include <sys/resource.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +31,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/synchronization/mutex.h"
+#include "common/process_cpu.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -47,14 +46,10 @@ ABSL_FLAG(int, request_bytes, 16384, "client: bytes per request");
 
 namespace {
 
+using ps::ProcessCpuSeconds;
+
 constexpr char kMethod[] = "/bench.Threads/Call";
 constexpr int kReplyBytes = 64;
-
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
 
 grpc::ByteBuffer Bytes(size_t n) {
   grpc::Slice slice(std::string(n, 'x'));
@@ -156,11 +151,12 @@ int Server() {
   long served_start = 0;
   for (std::string line; std::getline(std::cin, line);) {
     if (line == "start") {
-      cpu_start = CpuSeconds();
+      cpu_start = ProcessCpuSeconds();
       served_start = served;
     } else if (line == "end") {
       const long calls = served - served_start;
-      std::printf("server_cpu_us=%.1f\n", calls ? (CpuSeconds() - cpu_start) * 1e6 / calls : 0.0);
+      std::printf("server_cpu_us=%.1f\n",
+                  calls ? (ProcessCpuSeconds() - cpu_start) * 1e6 / calls : 0.0);
       std::fflush(stdout);
     }
   }
@@ -191,7 +187,7 @@ int Client() {
   const grpc::ByteBuffer request = Bytes(absl::GetFlag(FLAGS_request_bytes));
   const auto start = std::chrono::steady_clock::now();
   const auto stop = start + std::chrono::duration<double>(absl::GetFlag(FLAGS_seconds));
-  const double cpu_start = CpuSeconds();
+  const double cpu_start = ProcessCpuSeconds();
   long calls = 0;
   bool failed = false;
   if (api == "callback") {
@@ -256,7 +252,7 @@ int Client() {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("calls_per_s=%.0f client_cpu_us=%.1f\n", calls / elapsed,
-              (CpuSeconds() - cpu_start) * 1e6 / calls);
+              (ProcessCpuSeconds() - cpu_start) * 1e6 / calls);
   return 0;
 }
 

@@ -6,7 +6,9 @@
 # asserted here.)
 set -u
 bench="$1"
-server_bin="$2"
+# ps_server from runfiles, started and stopped as the deploy scripts do.
+# shellcheck source=deploy/lib/servers.sh
+source "$TEST_SRCDIR/$TEST_WORKSPACE/deploy/lib/servers.sh"
 fail() { echo "FAIL: $*"; exit 1; }
 
 out="$("$bench" --dense_values= --small_inflight=0 --ops=pushpull --sparse_widths=1,4 \
@@ -40,18 +42,10 @@ out="$("$bench" --slice_size=0 --dense_values= --sparse_keys=0 --small_inflight=
 [[ $? -eq 2 && "$out" == *"--slice_size=0"* ]] || fail "--slice_size=0: $out"
 # Against a server process: the CPU each side used per operation, both
 # positive (the server's from its Stats). In process, no such fields.
-port_file="$TEST_TMPDIR/server.port"
-"$server_bin" --index=0 --num_servers=1 --listen=127.0.0.1:0 --port_file="$port_file" \
-  2>"$TEST_TMPDIR/server.log" &
-server=$!
-trap 'kill "$server" 2>/dev/null' EXIT
-for ((i = 0; i < 300; i++)); do
-  [ -s "$port_file" ] && break
-  kill -0 "$server" 2>/dev/null || fail "ps_server exited: $(cat "$TEST_TMPDIR/server.log")"
-  sleep 0.1
-done
-[ -s "$port_file" ] || fail "ps_server wrote no port in 30 s"
-out="$("$bench" --servers="127.0.0.1:$(cat "$port_file")" --dense_values=1024 --ops=pushpull \
+stop_on_exit "$TEST_TMPDIR/servers"
+mkdir -p "$TEST_TMPDIR/servers"
+start_servers "$TEST_SRCDIR/$TEST_WORKSPACE" "$TEST_TMPDIR/servers" 1
+out="$("$bench" --servers="$spec" --dense_values=1024 --ops=pushpull \
   --small_inflight=0 --sparse_keys=0 --seconds=0.5 --warmup_seconds=0.1 2>&1)" ||
   fail "run against a server process exited $?: $out"
 line="$(grep "^RESULT kind=dense op=pushpull values=1024 " <<<"$out")" || fail "no RESULT: $out"
@@ -59,6 +53,7 @@ for field in client_cpu_us server_cpu_us; do
   value="$(sed -n "s/.* $field=\([0-9.]*\).*/\1/p" <<<"$line")"
   awk -v v="$value" 'BEGIN { exit !(v > 0) }' || fail "$field is '$value': $line"
 done
+stop_servers
 out="$("$bench" --dense_values=1024 --ops=pushpull --small_inflight=0 --sparse_keys=0 \
   --seconds=0.3 --warmup_seconds=0.05 2>&1)" || fail "in-process run exited $?: $out"
 [[ "$out" == *"RESULT kind=dense"* && "$out" != *"cpu_us="* ]] ||

@@ -95,30 +95,26 @@ class ScalingModelTest(unittest.TestCase):
         self.assertLess(r["step_p50"], 0.75 * serial)
         self.assertGreater(r["step_p50"], nbytes / 2 / bandwidth)  # each way's wire time
 
-    def test_calibration_recovers_costs_from_cpu_per_side(self):
-        true = sm.Costs(30.0, 0.2, 60.0, 0.35)
+    def fit_synthetic(self, true, cpu_fields, method, delta, **grid):
+        """Fits costs to RESULT lines the model itself made from `true`: each within delta."""
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "raw.txt")
-            synthetic_raw(path, true, cpu_fields=True)
+            synthetic_raw(path, true, cpu_fields=cpu_fields, **grid)
             points, cores, bandwidth = sm.load_raw(path)
-        self.assertEqual(len(points), 36)
-        fitted, method = sm.fit(points, cores, bandwidth, sm.default_costs(), 0.5)
-        self.assertEqual(method, "cpu_per_side")
+        fitted, fit_method = sm.fit(points, cores, bandwidth, sm.default_costs(), 0.5)
+        self.assertEqual(fit_method, method)
         for name in ("client_call_us", "client_byte_ns", "server_call_us", "server_byte_ns"):
-            self.assertAlmostEqual(getattr(fitted, name) / getattr(true, name), 1.0, delta=0.02,
+            self.assertAlmostEqual(getattr(fitted, name) / getattr(true, name), 1.0, delta=delta,
                                    msg=name)
+        return points
+
+    def test_calibration_recovers_costs_from_cpu_per_side(self):
+        points = self.fit_synthetic(sm.Costs(30.0, 0.2, 60.0, 0.35), True, "cpu_per_side", 0.02)
+        self.assertEqual(len(points), 36)
 
     def test_calibration_recovers_costs_from_throughput(self):
-        true = sm.split(150.0, 0.8, 0.0, 0.5)
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "raw.txt")
-            synthetic_raw(path, true, cpu_fields=False, servers=(1, 2), clients=(1, 4))
-            points, cores, bandwidth = sm.load_raw(path)
-        fitted, method = sm.fit(points, cores, bandwidth, sm.default_costs(), 0.5)
-        self.assertEqual(method, "throughput")
-        for name in ("client_call_us", "client_byte_ns", "server_call_us", "server_byte_ns"):
-            self.assertAlmostEqual(getattr(fitted, name) / getattr(true, name), 1.0, delta=0.1,
-                                   msg=name)
+        self.fit_synthetic(sm.split(150.0, 0.8, 0.0, 0.5), False, "throughput", 0.1,
+                           servers=(1, 2), clients=(1, 4))
 
     def test_check_reads_the_layout_run(self):
         # The real raw format (two sides, rounds): five cases, each predicted within 2x.
