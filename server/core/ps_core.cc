@@ -61,6 +61,9 @@ absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
   absl::StatusOr<bool> created;
   {
     absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+    if (log_ != nullptr) {
+      if (absl::Status s = log_->CheckWritable(); !s.ok()) return s;
+    }
     created = store_.CreateTable(def);
     if (!created.ok()) return created.status();
     if (*created && log_ != nullptr) {
@@ -138,57 +141,66 @@ void PsCore::RunOrdered(const std::function<void()>& fn) {
   fn();
 }
 
-absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry) {
+absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry, bool* refused) {
+  *refused = false;
   if (log_ == nullptr) {
     return absl::FailedPreconditionError("forwarded entry on a core without replication");
   }
+  PushArgs args;
   if (entry.has_heartbeat()) {
     // The primary took it; a copy whose view of the worker differs (its
     // lease was counted from a little later) keeps what it has. Taken
     // before the order lock: taking it may run parked calls, which take the
     // order lock themselves.
     (void)TakeHeartbeat(entry.heartbeat());
-    absl::MutexLock order(&order_mu_);
-    log_->Append(entry);
-    return absl::OkStatus();
-  }
-  if (entry.has_create_table()) {
-    const proto::TableDef& def = entry.create_table().table();
-    absl::StatusOr<bool> created;
-    {
-      absl::MutexLock order(&order_mu_);
-      created = store_.CreateTable(def);
-      if (!created.ok()) return created.status();
-      log_->Append(entry);
-    }
-    if (*created) LogEvent(LogPrefix(), absl::StrCat("table created: ", TableDefSummary(def)));
-    return absl::OkStatus();
-  }
-  if (entry.has_epoch_start()) {
-    absl::MutexLock order(&order_mu_);
-    log_->Append(entry);
-    return absl::OkStatus();
-  }
-  if (entry.has_evict()) {
-    absl::MutexLock order(&order_mu_);
-    store_.EvictRows(entry.evict().table(),
-                     absl::MakeConstSpan(entry.evict().keys().data(), entry.evict().keys_size()));
-    log_->Append(entry);
-    return absl::OkStatus();
-  }
-  if (!entry.has_push()) {
+  } else if (entry.has_push()) {
+    if (absl::Status s = DecodePush(entry.push(), nullptr, &args); !s.ok()) return s;
+    if (absl::Status s = CheckPush(args); !s.ok()) return s;
+  } else if (!entry.has_create_table() && !entry.has_epoch_start() && !entry.has_evict()) {
     return absl::InvalidArgumentError(
-        "forwarded entry is neither a push, a table creation, a heartbeat nor an epoch start");
+        "forwarded entry is neither a push, a table creation, a heartbeat, an eviction nor an "
+        "epoch start");
   }
-  PushArgs args;
-  if (absl::Status s = DecodePush(entry.push(), nullptr, &args); !s.ok()) return s;
-  if (absl::Status s = CheckPush(args); !s.ok()) return s;
-  return Apply(args, &entry).status();
+  // Whether the entry belongs here, applying it and appending it: one hold
+  // of the order lock, under which the copy's role also changes.
+  bool created = false;
+  {
+    absl::MutexLock order(&order_mu_);
+    absl::StatusOr<bool> place = log_->Place(entry);
+    if (!place.ok()) {
+      *refused = true;
+      return place.status();
+    }
+    if (!*place) return absl::OkStatus();  // this copy holds it already
+    if (entry.has_create_table()) {
+      absl::StatusOr<bool> made = store_.CreateTable(entry.create_table().table());
+      if (!made.ok()) return made.status();
+      created = *made;
+    } else if (entry.has_evict()) {
+      store_.EvictRows(entry.evict().table(),
+                       absl::MakeConstSpan(entry.evict().keys().data(), entry.evict().keys_size()));
+    } else if (entry.has_push()) {
+      return ApplyLocked(args, &entry).status();  // appends the entry
+    }
+    log_->Append(entry);
+  }
+  if (created) {
+    LogEvent(LogPrefix(),
+             absl::StrCat("table created: ", TableDefSummary(entry.create_table().table())));
+  }
+  return absl::OkStatus();
 }
 
-absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args,
-                                                  const proto::ForwardEntry* forwarded) {
+absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
   absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+  if (log_ != nullptr) {
+    if (absl::Status s = log_->CheckWritable(); !s.ok()) return s;
+  }
+  return ApplyLocked(args, nullptr);
+}
+
+absl::StatusOr<proto::PushResponse> PsCore::ApplyLocked(const PushArgs& args,
+                                                        const proto::ForwardEntry* forwarded) {
   const proto::PushRequest& h = args.header;
   auto admit = [this, &h] { return dedup_.Admit(h.worker_id(), h.request_id(), h.clock()); };
   proto::PushResponse reply;
@@ -349,6 +361,12 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   absl::StatusOr<ShardStore::PushResult> pushed;
   {
     absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
+    if (log_ != nullptr) {
+      if (absl::Status s = log_->CheckWritable(); !s.ok()) {
+        done(s);
+        return;
+      }
+    }
     SparseTable::Decisions decisions;
     pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
       return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room,
@@ -462,6 +480,8 @@ absl::StatusOr<proto::HeartbeatResponse> PsCore::Heartbeat(const proto::Heartbea
     proto::ForwardEntry entry;
     *entry.mutable_heartbeat() = request;
     absl::MutexLock order(&order_mu_);
+    // Not the primary (any longer): the worker heartbeats the new one.
+    if (absl::Status s = log_->CheckWritable(); !s.ok()) return s;
     log_->Append(std::move(entry));
   }
   return reply;
@@ -574,12 +594,13 @@ std::vector<std::string> PsCore::Tick() {
   dedup_.Expire();
   if (log_ == nullptr) {
     store_.Sweep();
-  } else if (log_->Decides()) {
+  } else {
     // The primary evicts aged rows and sends its copies the keys; a copy
-    // evicts only what its primary did.
+    // evicts only what its primary did. Asked under the order lock, under
+    // which the copy's role changes.
     absl::MutexLock order(&order_mu_);
     std::vector<std::pair<std::string, std::vector<uint64_t>>> evicted;
-    store_.Sweep(&evicted);
+    if (log_->Decides()) store_.Sweep(&evicted);
     constexpr size_t kKeysPerEntry = 1 << 16;  // 512 KiB: far below any message limit
     for (auto& [table, keys] : evicted) {
       for (size_t b = 0; b < keys.size(); b += kKeysPerEntry) {

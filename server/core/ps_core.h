@@ -156,13 +156,17 @@ class PsCore {
   void AfterReplicated(ReplicationLog::Done done);
   // A replica applies an update its predecessor forwarded: a push as Apply
   // does (de-duplicated by request id, never parked), a table creation as
-  // CreateTable does, a heartbeat as taken, an epoch start as nothing; and
-  // appends the entry, as received, to its own log (whether or not it was
-  // new here), so that every copy's history is the primary's. Snapshot
-  // parts are not for the core (ShardHost). Errors: those of Apply and
+  // CreateTable does, a heartbeat as taken, an eviction, an epoch start as
+  // nothing; and appends the entry, as received, to its own log (whether or
+  // not a push was new here), so that every copy's history is the
+  // primary's. The log first places the entry (ReplicationLog::Place),
+  // under the same hold of the order lock: one this copy holds already is
+  // skipped (OK); one with no place here is refused (its error, with
+  // *refused set: nothing applied, the copy unchanged). Snapshot parts are
+  // not for the core (ShardHost). Other errors: those of Apply and
   // CreateTable (the entry is then not appended), INVALID_ARGUMENT for an
   // entry of no known kind, FAILED_PRECONDITION without replication.
-  absl::Status ApplyForwarded(const proto::ForwardEntry& entry);
+  absl::Status ApplyForwarded(const proto::ForwardEntry& entry, bool* refused);
   // Runs fn under the order lock: no update is applied meanwhile.
   void RunOrdered(const std::function<void()>& fn);
 
@@ -185,12 +189,16 @@ class PsCore {
   void FailWaiting(const absl::Status& why);
 
  private:
-  // Applies a decoded, admitted push. `forwarded`: the entry a replica
-  // applies, appended to its log as it is (null on the primary: the entry
-  // is built, and appended only when the push was new). Errors as for
+  // Applies a decoded push of this server's own (a worker's) under the
+  // order lock, once the log says this copy may write
+  // (ReplicationLog::CheckWritable: UNAVAILABLE otherwise). Errors as for
   // ShardStore::Push.
-  absl::StatusOr<proto::PushResponse> Apply(const PushArgs& args,
-                                            const proto::ForwardEntry* forwarded = nullptr);
+  absl::StatusOr<proto::PushResponse> Apply(const PushArgs& args);
+  // Apply's work, with the order lock held (when replicated). `forwarded`:
+  // the entry a replica applies, appended to its log as it is (null on the
+  // primary: the entry is built, and appended only when the push was new).
+  absl::StatusOr<proto::PushResponse> ApplyLocked(const PushArgs& args,
+                                                  const proto::ForwardEntry* forwarded);
   absl::Status CheckPush(const PushArgs& args) const;
   absl::Status CheckPull(const PullArgs& args) const;
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;

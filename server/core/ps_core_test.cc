@@ -210,7 +210,10 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
   CollectingLog copy_log;  // a copy appends what it applies, to forward it on
   copy.set_replication(&copy_log);
   auto forward = [&] {
-    for (const proto::ForwardEntry& e : log.entries) ASSERT_TRUE(copy.ApplyForwarded(e).ok());
+    for (const proto::ForwardEntry& e : log.entries) {
+      bool refused = false;
+      ASSERT_TRUE(copy.ApplyForwarded(e, &refused).ok());
+    }
     log.entries.clear();
   };
   ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
@@ -238,6 +241,72 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
   forward();
   EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), UINT64_MAX)
       << "worker 5 left on the copy too";
+}
+
+// A log whose answers the test sets: whether the copy may write, and where
+// a forwarded entry goes.
+class RoleLog final : public ReplicationLog {
+ public:
+  void Append(proto::ForwardEntry entry) override { entries.push_back(std::move(entry)); }
+  void Barrier(Done done) override { done(absl::OkStatus()); }
+  absl::Status CheckWritable() const override { return writable; }
+  absl::StatusOr<bool> Place(const proto::ForwardEntry&) const override { return place; }
+  absl::Status writable = absl::OkStatus();
+  absl::StatusOr<bool> place = true;
+  std::vector<proto::ForwardEntry> entries;
+};
+
+// What the log says is asked under the order lock before anything is
+// applied: a copy that is not the primary applies no worker's push (nor
+// records its id, so the retry at the new primary, or here once primary
+// again, applies it); a forwarded entry refused or already held changes
+// nothing and is not appended.
+TEST_F(PsCoreTest, TheLogsAnswerComesBeforeAnyChange) {
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
+  RoleLog log;
+  core_->set_replication(&log);
+  auto value = [&] {
+    std::string values;
+    EXPECT_TRUE(PsCoreTestPeer::store(*core_).Pull("w", KeySpec::Single(0, 1), &values).ok());
+    float v = 0;
+    std::memcpy(&v, values.data(), sizeof v);
+    return v;
+  };
+  log.writable = absl::UnavailableError("not the primary");
+  EXPECT_EQ(Push(OnePush("w", 0, -1, 42)).status().code(), absl::StatusCode::kUnavailable);
+  proto::HeartbeatRequest hb;
+  hb.set_worker_id(5);
+  hb.set_lease_ms(1000);
+  hb.set_incarnation(55);
+  EXPECT_EQ(core_->Heartbeat(hb).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(core_->CreateTable(CreateTableRequestFor(SumTable("v", 4, 1))).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(value(), 0.0f);
+  EXPECT_TRUE(log.entries.empty());
+  log.writable = absl::OkStatus();
+  absl::StatusOr<proto::PushResponse> retry = Push(OnePush("w", 0, -1, 42));
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_FALSE(retry->duplicate()) << "the refused push left no id behind";
+  EXPECT_EQ(value(), 1.0f);
+  ASSERT_EQ(log.entries.size(), 1u);
+
+  proto::ForwardEntry forwarded = log.entries[0];
+  forwarded.mutable_push()->set_request_id(43);
+  log.entries.clear();
+  bool refused = false;
+  log.place = absl::FailedPreconditionError("this copy is the shard's primary");
+  absl::Status s = core_->ApplyForwarded(forwarded, &refused);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(refused);
+  log.place = false;
+  EXPECT_TRUE(core_->ApplyForwarded(forwarded, &refused).ok());
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(value(), 1.0f) << "neither the refused nor the held entry applied";
+  EXPECT_TRUE(log.entries.empty()) << "nor appended";
+  log.place = true;
+  EXPECT_TRUE(core_->ApplyForwarded(forwarded, &refused).ok());
+  EXPECT_EQ(value(), 2.0f);
+  EXPECT_EQ(log.entries.size(), 1u);
 }
 
 TEST_F(PsCoreTest, ParkedPullIsReleasedAtOnceWhenCancelled) {

@@ -115,6 +115,38 @@ bool ReplicaLink::Decides() const {
   return primary_;
 }
 
+absl::Status ReplicaLink::CheckWritable() const {
+  absl::MutexLock lock(&mu_);
+  if (primary_) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      Who(), ": this server is not the shard's primary (any longer); retry at the new primary"));
+}
+
+absl::StatusOr<bool> ReplicaLink::Place(const proto::ForwardEntry& entry) const {
+  absl::MutexLock lock(&mu_);
+  const LogPosition p = LogPosition::Of(entry);
+  if (primary_) {
+    // Its predecessor's entry arrived after this copy became the primary
+    // and wrote its own at that place.
+    return absl::FailedPreconditionError(
+        absl::StrCat(Who(), ": a forwarded entry at ", p.ToString(),
+                     " refused: this copy is the shard's primary since epoch ", epoch_));
+  }
+  if (p.seq == position_.seq + 1 && p.epoch >= position_.epoch) return true;
+  // Held already: an entry of this copy's epoch (one primary wrote it, and
+  // this copy has that epoch's entries up to its position), or one still in
+  // its recent history.
+  if (p.seq <= position_.seq && (p.epoch == position_.epoch || InHistoryLocked(p))) return false;
+  if (p.seq > position_.seq + 1) {
+    return absl::FailedPreconditionError(absl::StrCat(Who(), ": entry at seq ", p.seq,
+                                                      " arrived after seq ", position_.seq,
+                                                      " here: the stream skipped some"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(Who(), ": a forwarded entry at ", p.ToString(),
+                                                    " does not follow this copy's history at ",
+                                                    position_.ToString()));
+}
+
 void ReplicaLink::NotPrimary() {
   absl::MutexLock lock(&mu_);
   primary_ = false;

@@ -118,6 +118,8 @@ class ReplicaLink final : public ReplicationLog {
   void Append(proto::ForwardEntry entry) override;
   void Barrier(Done done) override;
   bool Decides() const override;
+  absl::Status CheckWritable() const override;
+  absl::StatusOr<bool> Place(const proto::ForwardEntry& entry) const override;
 
   // The ring changed: `target` is the shard's successor from now on
   // (nullopt: this server is the tail, and everything pending is at the
@@ -127,7 +129,9 @@ class ReplicaLink final : public ReplicationLog {
   // This server is the shard's primary from ring `ring_version` on: unless
   // it already was (since an earlier ring), it starts its epoch, appending
   // an epoch_start entry that every copy downstream will apply. The core's
-  // own entries are stamped with this epoch.
+  // own entries are stamped with this epoch. Called under the core's order
+  // lock (PsCore::RunOrdered), as NotPrimary is: no update is being applied
+  // while the copy's role changes (CheckWritable, Place).
   void BecomePrimary(uint64_t ring_version);
   // Not the primary (any longer) in the current ring.
   void NotPrimary();

@@ -509,5 +509,76 @@ TEST(ReplicaLinkTest, DestructorFailsPendingWithUnavailable) {
   EXPECT_EQ(entry.runs(), 1);
 }
 
+// An entry forwarded by a predecessor, at the place its primary gave it.
+proto::ForwardEntry At(uint64_t epoch, uint64_t seq, uint64_t id) {
+  proto::ForwardEntry entry = Entry(id);
+  entry.set_epoch(epoch);
+  entry.set_seq(seq);
+  return entry;
+}
+
+// "apply", "held", or the code of the refusal: where the link places `entry`.
+std::string Where(const ReplicaLink& link, const proto::ForwardEntry& entry) {
+  absl::StatusOr<bool> place = link.Place(entry);
+  if (!place.ok()) return absl::StatusCodeToString(place.status().code());
+  return *place ? "apply" : "held";
+}
+
+// Where a copy places a forwarded entry: the next one of its history is
+// applied; one it holds (its epoch, or its recent history) is skipped; a
+// gap, or an entry of another history, is refused.
+TEST(ReplicaLinkTest, PlacesForwardedEntriesByTheirPositionInThisHistory) {
+  FakeTransport transport;
+  FakeSource source(1);
+  ReplicaLink::Options options = Opts();
+  options.history_bytes = 1 << 20;
+  ReplicaLink link(options, &transport, &source);
+  for (uint64_t seq = 1; seq <= 3; ++seq) {
+    ASSERT_EQ(Where(link, At(1, seq, seq)), "apply");
+    link.Append(At(1, seq, seq));
+  }
+  EXPECT_EQ(Where(link, At(1, 4, 4)), "apply") << "the next entry";
+  EXPECT_EQ(Where(link, At(2, 4, 4)), "apply") << "a new primary's first";
+  EXPECT_EQ(Where(link, At(1, 2, 2)), "held") << "held: this epoch";
+  absl::StatusOr<bool> gap = link.Place(At(1, 6, 6));
+  EXPECT_EQ(gap.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(gap.status().message(), ::testing::HasSubstr("entry at seq 6 arrived after seq 3"));
+  link.Append(At(2, 4, 4));  // a later epoch, as a new primary would forward it
+  EXPECT_EQ(Where(link, At(1, 3, 3)), "held") << "held: in the history";
+  absl::StatusOr<bool> other = link.Place(At(1, 4, 4));
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition)
+      << "seq 4 here is epoch 2's, not epoch 1's";
+  EXPECT_THAT(other.status().message(), ::testing::HasSubstr("does not follow this copy's"));
+  EXPECT_EQ(link.Place(At(1, 5, 5)).status().code(), absl::StatusCode::kFailedPrecondition)
+      << "an older epoch after a newer one";
+}
+
+// The race of docs/experiments/2026-11-27-forward-race.md: a copy made
+// primary wrote its epoch start at seq 4; its old predecessor's entry at
+// seq 4 (acknowledged by this copy, its sender would tell its worker the
+// push was at the tail) must be refused, not taken for the one it holds.
+// The role decides what the core may write, too.
+TEST(ReplicaLinkTest, APrimaryRefusesForwardedEntriesAndOnlyAPrimaryWrites) {
+  FakeTransport transport;
+  FakeSource source(1);
+  ReplicaLink link(Opts(), &transport, &source);
+  for (uint64_t seq = 1; seq <= 3; ++seq) link.Append(At(1, seq, seq));
+  absl::Status copy_writes = link.CheckWritable();
+  EXPECT_EQ(copy_writes.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(copy_writes.message(), ::testing::HasSubstr("not the shard's primary"));
+
+  link.BecomePrimary(2);
+  EXPECT_EQ(link.position().epoch, 2u);
+  EXPECT_EQ(link.position().seq, 4u);
+  EXPECT_TRUE(link.CheckWritable().ok());
+  absl::StatusOr<bool> late = link.Place(At(1, 4, 4));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(late.status().message(), ::testing::HasSubstr("this copy is the shard's primary"));
+  EXPECT_EQ(link.Place(At(1, 5, 5)).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  link.NotPrimary();
+  EXPECT_EQ(link.CheckWritable().code(), absl::StatusCode::kUnavailable);
+}
+
 }  // namespace
 }  // namespace ps

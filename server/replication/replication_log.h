@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "proto/replication.pb.h"
 
@@ -60,6 +61,21 @@ class ReplicationLog {
   // Whether this copy decides what is not deterministic (sparse eviction by
   // age): the shard's primary. A copy replays its primary's decisions.
   virtual bool Decides() const { return true; }
+  // The core asks, under its order lock, before it applies an update of its
+  // own (a push, a table creation, a heartbeat): OK when this copy is its
+  // shard's primary; UNAVAILABLE when it is not (any longer: the ring moved
+  // the primary), and then nothing is applied here and the writer retries
+  // at the new primary.
+  virtual absl::Status CheckWritable() const { return absl::OkStatus(); }
+  // The core asks, under its order lock, before it applies an entry its
+  // predecessor forwarded: true to apply it (the next entry of this copy's
+  // history), false when this copy holds it already, FAILED_PRECONDITION
+  // when it has no place here (this copy is its shard's primary, or the
+  // entry is of another history than this copy's), and then nothing is
+  // applied. A copy's role changes under the same lock, so an entry is
+  // never taken for one this copy has when the copy just wrote its own at
+  // that place (docs/experiments/2026-11-27-forward-race.md).
+  virtual absl::StatusOr<bool> Place(const proto::ForwardEntry& entry) const { return true; }
 };
 
 }  // namespace ps

@@ -170,11 +170,17 @@ bool ShardHost::NamesMeLocked(const ShardRing& ring) const {
 void ShardHost::RetargetLocked(int shard, Slot& slot, const ShardRing& ring) const {
   std::optional<ReplicaLink::Target> target;
   const bool serving = slot.complete && NamesMeLocked(ring);
-  if (serving && ring.IsPrimary(shard, options_.server_id)) {
-    slot.replica->link->BecomePrimary(ring.version());
-  } else {
-    slot.replica->link->NotPrimary();
-  }
+  const bool primary = serving && ring.IsPrimary(shard, options_.server_id);
+  // Under the core's order lock: no update is being applied while the copy's
+  // role changes (a forwarded entry is placed, or a worker's write allowed,
+  // under the same lock: ReplicationLog::Place, CheckWritable).
+  slot.replica->core->RunOrdered([&] {
+    if (primary) {
+      slot.replica->link->BecomePrimary(ring.version());
+    } else {
+      slot.replica->link->NotPrimary();
+    }
+  });
   if (serving) {
     if (std::optional<uint32_t> next = ring.Successor(shard, options_.server_id)) {
       target = ReplicaLink::Target{*next, ring.Address(*next), ring.Incarnation(*next)};
@@ -358,16 +364,25 @@ std::optional<ReplicaLink::Stats> ShardHost::LinkStats(int shard) const {
   return it->second->replica->link->stats();
 }
 
-void ShardHost::Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete) {
+absl::Status ShardHost::Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh,
+                                bool complete) {
   std::shared_ptr<Replica> old;
   {
     absl::MutexLock lock(&mu_);
+    // The ring may have made the copy being replaced the primary since the
+    // snapshot began (its role changes under this lock): it may have taken
+    // writes the snapshot lacks.
+    if (slot.replica != fresh && slot.complete && slot.replica->link->Decides()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", shard, ": this copy became the shard's primary during the snapshot; refused"));
+    }
     if (slot.replica != fresh) old = std::exchange(slot.replica, std::move(fresh));
     slot.complete = complete;
     slot.synced = complete;
     if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
   }
   if (old != nullptr) old->Retire(absl::UnavailableError("replaced by a snapshot"));
+  return absl::OkStatus();
 }
 
 void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) {
@@ -520,7 +535,7 @@ absl::Status ShardHost::ReceiveSnapshotPart(int shard, uint32_t from_server,
       // An incomplete copy is worth nothing: its memory goes back to the
       // budget now, and the snapshot fills a fresh core in its place.
       std::shared_ptr<Replica> fresh = NewReplica(shard, ring.replicas() > 1);
-      Install(shard, slot, fresh, /*complete=*/false);
+      if (absl::Status s = Install(shard, slot, fresh, /*complete=*/false); !s.ok()) return s;
       in.replica = fresh;
       slot.incoming = fresh;
     }
@@ -535,7 +550,10 @@ absl::Status ShardHost::ReceiveSnapshotPart(int shard, uint32_t from_server,
   // The copy is whole: it replaces the one held until now.
   std::shared_ptr<Replica> fresh = std::move(slot.incoming);
   fresh->link->ResetPosition(at);
-  Install(shard, slot, fresh, /*complete=*/true);
+  if (absl::Status s = Install(shard, slot, fresh, /*complete=*/true); !s.ok()) {
+    LogEvent(Who(), s.message());
+    return s;
+  }
   in.replica = fresh;
   in.complete = true;
   *in.became_complete = true;
@@ -547,15 +565,21 @@ absl::Status ShardHost::ReceiveSnapshotPart(int shard, uint32_t from_server,
 absl::Status ShardHost::ReceiveUpdate(int shard, const proto::ForwardEntry& entry, Slot& slot,
                                       Receiving& in) {
   slot.mu.AssertHeld();
-  const LogPosition mine = in.replica->link->position();
-  if (entry.seq() > mine.seq + 1 || slot.incoming != nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "shard ", shard, ": entry at seq ", entry.seq(), " arrived after seq ", mine.seq,
-        slot.incoming != nullptr ? " during a snapshot" : " here: the stream skipped some"));
+  if (slot.incoming != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", shard, ": entry at seq ",
+                                                      entry.seq(), " arrived during a snapshot"));
   }
-  if (entry.seq() <= mine.seq) return absl::OkStatus();  // this copy has it
-  absl::Status s = in.replica->core->ApplyForwarded(entry);
+  // Placed in this copy's history by its log, applied and appended under
+  // one hold of the core's order lock: a copy the ring just made primary
+  // refuses its old predecessor's entries rather than take them for ones
+  // it has (docs/experiments/2026-11-27-forward-race.md).
+  bool refused = false;
+  absl::Status s = in.replica->core->ApplyForwarded(entry, &refused);
   if (s.ok()) return absl::OkStatus();
+  if (refused) {
+    LogEvent(Who(), s.message());  // the link's message names the shard
+    return s;
+  }
   // The primary applied it, so this copy now differs: it is no longer a
   // copy of the shard until a snapshot replaces it.
   LogEvent(Who(), absl::StrCat("shard ", shard, ": forwarded update at seq ", entry.seq(),

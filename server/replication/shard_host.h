@@ -183,7 +183,9 @@ class ShardHost {
   void CaughtUp(int shard, Slot& slot, Receiving& in) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes `fresh` the slot's copy (complete, and synced, or not yet), points
   // its link by the ring, and closes the link of the copy it replaces.
-  void Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete)
+  // FAILED_PRECONDITION, nothing replaced, when the copy it would replace is
+  // complete and the shard's primary (it may hold writes `fresh` lacks).
+  absl::Status Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::string Who() const;
 

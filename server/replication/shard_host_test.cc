@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -180,6 +181,69 @@ TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessor) {
   EXPECT_EQ(CallForward(host(1), probe).status().code(), absl::StatusCode::kUnavailable);
   host(1).SetFenced(false);
   EXPECT_TRUE(CallForward(host(1), probe).ok());
+}
+
+// The race of docs/experiments/2026-11-27-forward-race.md: the ring makes
+// this copy the primary while its predecessor's batch is being applied. The
+// entries after the copy's epoch start must be refused, not taken for ones
+// it holds: an OK reply tells the sender the whole batch is at the tail.
+// Each try promotes the copy once the batch has begun to apply; the batch
+// is long, so the promotion lands inside it in nearly every try (asserted:
+// in at least one of them).
+TEST_F(ShardHostTest, ACopyPromotedDuringABatchRefusesTheRestOfIt) {
+  constexpr int kEntries = 2000;
+  constexpr int kTries = 5;
+  int promoted_inside = 0;
+  for (int t = 0; t < kTries; ++t) {
+    Start(1);
+    host(1).SetRing(Ring(1, {{{0, 1}}}));
+    const proto::ForwardRequest probe = Probe();
+    ASSERT_TRUE(CallForward(host(1), probe).ok());
+    proto::ForwardRequest snapshot = probe;
+    snapshot.set_probe(false);
+    snapshot.set_first_seq(1);
+    proto::SnapshotPart* last = snapshot.add_entries()->mutable_snapshot();
+    last->set_last(true);
+    last->mutable_position()->set_epoch(1);
+    last->mutable_position()->set_seq(1);
+    *last->add_tables() = SumTable().table();
+    ASSERT_TRUE(CallForward(host(1), snapshot).ok());
+    std::shared_ptr<PsCore> copy = OnlyCore(1);
+    ASSERT_NE(copy, nullptr);
+
+    proto::ForwardRequest batch = snapshot;
+    batch.clear_entries();
+    batch.set_first_seq(2);
+    const float grads[kWidth] = {-1.0f, -1.0f};
+    for (int i = 0; i < kEntries; ++i) {
+      proto::ForwardEntry* entry = batch.add_entries();
+      entry->set_epoch(1);
+      entry->set_seq(2 + i);
+      proto::PushRequest* p = entry->mutable_push();
+      p->set_table("w");
+      p->set_worker_id(1);
+      p->set_request_id(1000 + i);
+      p->add_ranges()->set_end(1);
+      p->set_values(std::string(reinterpret_cast<const char*>(grads), sizeof grads));
+    }
+    absl::StatusOr<proto::ForwardResponse> reply;
+    std::thread sender([&] { reply = CallForward(host(1), batch); });
+    // The batch has begun to apply (a bounded spin, not a sleep).
+    const absl::Time give_up = absl::Now() + kWait;
+    while (Values(*copy)[0] < 1.0f && absl::Now() < give_up) std::this_thread::yield();
+    host(1).SetRing(Ring(2, {{{1}}}));  // server 0 gone: this copy is the primary
+    sender.join();
+    const float applied = Values(*copy)[0];
+    if (reply.ok()) {
+      EXPECT_EQ(applied, kEntries) << "an OK reply: every entry of the batch is here";
+      continue;
+    }
+    ++promoted_inside;
+    EXPECT_EQ(reply.status().code(), absl::StatusCode::kFailedPrecondition) << reply.status();
+    EXPECT_THAT(reply.status().message(), HasSubstr("this copy is the shard's primary"));
+    EXPECT_LT(applied, kEntries);
+  }
+  EXPECT_GT(promoted_inside, 0) << "the promotion never landed inside the batch";
 }
 
 TEST_F(ShardHostTest, ForwardsApplyInSequenceEachOnce) {
