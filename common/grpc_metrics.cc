@@ -26,16 +26,17 @@ std::string MethodLabel(const char* method) {
   return std::string(absl::StripPrefix(m, "/"));
 }
 
-// Size of a received message, known for this project's services only:
-// Push, Pull and PushPull travel as raw bytes (common/raw_message.h), every
-// other method of ours as a protobuf message. Other services (health,
-// reflection) may use either: not counted.
-int64_t ReceivedBytes(const char* method, void* message) {
+// Size of a received message, known for this project's services only. A
+// server serves every call through gRPC's generic API (server/rpc/
+// data_call_queue.h): its messages are raw bytes. A client calls
+// ParameterServer through the generic stub (worker/client/grpc_transport.h),
+// raw bytes too, and the other services through generated stubs, protobuf
+// messages. Other services (health, reflection) are not counted.
+int64_t ReceivedBytes(const char* method, void* message, bool server) {
   if (message == nullptr || method == nullptr) return -1;
   absl::string_view m = method;
   if (!absl::StartsWith(m, kOwnPrefix)) return -1;
-  if (m == "/ps.proto.ParameterServer/Push" || m == "/ps.proto.ParameterServer/Pull" ||
-      m == "/ps.proto.ParameterServer/PushPull") {
+  if (server || absl::StartsWith(m, "/ps.proto.ParameterServer/")) {
     return static_cast<int64_t>(static_cast<grpc::ByteBuffer*>(message)->Length());
   }
   return static_cast<int64_t>(static_cast<google::protobuf::MessageLite*>(message)->ByteSizeLong());
@@ -71,6 +72,7 @@ std::string CodeLabel(grpc::StatusCode code) {
 
 // One call, either side. Names differ by side.
 struct Names {
+  bool server;  // the server's side of calls (every message raw bytes)
   const char* handled;
   const char* handled_help;
   const char* received;
@@ -81,7 +83,8 @@ struct Names {
   const char* seconds_help;
 };
 
-constexpr Names kServerNames = {"ps_grpc_server_handled_total",
+constexpr Names kServerNames = {true,
+                                "ps_grpc_server_handled_total",
                                 "gRPC calls this process answered, by method and status code",
                                 "ps_grpc_server_received_bytes_total",
                                 "Request bytes received, by method",
@@ -89,7 +92,8 @@ constexpr Names kServerNames = {"ps_grpc_server_handled_total",
                                 "Response bytes sent, by method",
                                 "ps_grpc_server_handling_seconds",
                                 "Time from a call's start to its status, by method"};
-constexpr Names kClientNames = {"ps_grpc_client_handled_total",
+constexpr Names kClientNames = {false,
+                                "ps_grpc_client_handled_total",
                                 "gRPC calls this process made, by method and status code",
                                 "ps_grpc_client_received_bytes_total",
                                 "Response bytes received, by method",
@@ -108,7 +112,7 @@ class CallRecorder {
         start_(absl::Now()) {}
 
   void Received(void* message) {
-    const int64_t bytes = ReceivedBytes(method_, message);
+    const int64_t bytes = ReceivedBytes(method_, message, names_.server);
     if (bytes >= 0) {
       registry_->GetCounter(names_.received, names_.received_help, {{"method", label_}})
           .Add(static_cast<uint64_t>(bytes));

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -14,6 +15,8 @@
 #include "common/grpc_metrics.h"
 #include "common/metrics_http.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
@@ -101,48 +104,111 @@ TEST(MetricsHttpTest, ServesMetricsHealthAndReadiness) {
   EXPECT_THAT(second.status().message(), HasSubstr(absl::StrCat(":", (*server)->port())));
 }
 
-// Answers Info only; the rest of ParameterServer is UNIMPLEMENTED.
-class InfoOnly final : public proto::ParameterServer::CallbackService {
-  grpc::ServerUnaryReactor* Info(grpc::CallbackServerContext* ctx, const proto::InfoRequest*,
-                                 proto::InfoResponse* reply) override {
-    reply->set_address("a reply of some bytes");
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+// A server as ps_server serves (server/rpc/data_call_queue.h): gRPC's async
+// generic API on one completion queue. Answers ParameterServer.Info only;
+// every other method is UNIMPLEMENTED.
+class InfoOnlyServer {
+ public:
+  explicit InfoOnlyServer(MetricsRegistry* metrics) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterAsyncGenericService(&generic_);
+    cq_ = builder.AddCompletionQueue();
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(NewServerMetricsInterceptors(metrics));
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+    server_ = builder.BuildAndStart();
+    Offer();
+    thread_ = std::thread([this] { Serve(); });
   }
+  ~InfoOnlyServer() {
+    server_->Shutdown();
+    cq_->Shutdown();
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  struct Call {
+    grpc::GenericServerContext ctx;
+    grpc::GenericServerAsyncReaderWriter stream{&ctx};
+    grpc::ByteBuffer request, reply;
+    int step = 0;  // 0 matched, 1 read, 2 finished
+  };
+  void Offer() {
+    auto* call = new Call;
+    generic_.RequestCall(&call->ctx, &call->stream, cq_.get(), cq_.get(), call);
+  }
+  void Serve() {
+    void* tag = nullptr;
+    bool ok = false;
+    while (cq_->Next(&tag, &ok)) {
+      auto* call = static_cast<Call*>(tag);
+      if (call->step == 0 && ok) {
+        Offer();
+        call->step = 1;
+        call->stream.Read(&call->request, call);
+      } else if (call->step == 1) {
+        call->step = 2;
+        if (ok && call->ctx.method() == "/ps.proto.ParameterServer/Info") {
+          proto::InfoResponse reply;
+          reply.set_address("a reply of some bytes");
+          grpc::Slice slice(reply.SerializeAsString());
+          call->reply = grpc::ByteBuffer(&slice, 1);
+          call->stream.WriteAndFinish(call->reply, grpc::WriteOptions(), grpc::Status::OK, call);
+        } else {
+          call->stream.Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, ""), call);
+        }
+      } else {
+        delete call;
+      }
+    }
+  }
+
+  int port_ = 0;
+  grpc::AsyncGenericService generic_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread thread_;
 };
+
+// A call as GrpcTransport makes it: the generic stub, raw bytes.
+grpc::Status GenericCall(grpc::GenericStub* stub, const std::string& method,
+                         const google::protobuf::MessageLite& request) {
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  grpc::Slice slice(request.SerializeAsString());
+  grpc::ByteBuffer bytes(&slice, 1), reply;
+  grpc::Status status;
+  auto reader = stub->PrepareUnaryCall(&ctx, method, bytes, &cq);
+  reader->StartCall();
+  reader->Finish(&reply, &status, nullptr);
+  void* tag = nullptr;
+  bool ok = false;
+  cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return status;
+}
 
 TEST(GrpcMetricsTest, CallsAreCountedOnBothSidesByMethodAndCode) {
   MetricsRegistry server_metrics;
   MetricsRegistry client_metrics;
-  InfoOnly service;
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-  creators.push_back(NewServerMetricsInterceptors(&server_metrics));
-  builder.experimental().SetInterceptorCreators(std::move(creators));
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-
-  RecordPeerCallsIn(&client_metrics);
-  auto stub = proto::ParameterServer::NewStub(NewPeerChannel(absl::StrCat("127.0.0.1:", port)));
-  RecordPeerCallsIn(nullptr);
   proto::InfoRequest request;
   request.set_table("weights");
-  for (int i = 0; i < 3; ++i) {
-    grpc::ClientContext ctx;
-    proto::InfoResponse reply;
-    ASSERT_TRUE(stub->Info(&ctx, request, &reply).ok());
-  }
   {
-    grpc::ClientContext ctx;
-    proto::StatsResponse reply;
-    EXPECT_EQ(stub->Stats(&ctx, proto::StatsRequest(), &reply).error_code(),
-              grpc::StatusCode::UNIMPLEMENTED);
+    InfoOnlyServer server(&server_metrics);
+    RecordPeerCallsIn(&client_metrics);
+    grpc::GenericStub stub(NewPeerChannel(absl::StrCat("127.0.0.1:", server.port())));
+    RecordPeerCallsIn(nullptr);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(GenericCall(&stub, "/ps.proto.ParameterServer/Info", request).ok());
+    }
+    EXPECT_EQ(
+        GenericCall(&stub, "/ps.proto.ParameterServer/Stats", proto::StatsRequest()).error_code(),
+        grpc::StatusCode::UNIMPLEMENTED);
   }
-  server->Shutdown();
 
   const std::string served = server_metrics.Render();
   EXPECT_THAT(

@@ -34,7 +34,6 @@
 #include "common/checkpoint_request.h"
 #include "common/cluster_spec.h"
 #include "common/etcd_kv_store.h"
-#include "common/grpc_lifetime.h"
 #include "common/peer_security.h"
 #include "common/process_tuning.h"
 #include "common/table_def.h"
@@ -505,9 +504,6 @@ py::dict Checkpoint(const std::string& servers, const std::string& etcd, const s
 
 PYBIND11_MODULE(_paramserver, m) {
   using ps::python::Client;
-  // Any process that makes gRPC callback calls, the interpreter included
-  // (common/grpc_lifetime.h).
-  ps::KeepGrpcUntilExit();
   m.doc() = "The compiled half of paramserver; use the paramserver package.";
 
   py::class_<Client>(m, "Client")

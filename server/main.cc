@@ -31,7 +31,6 @@
 #include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_channels.h"
-#include "common/grpc_lifetime.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/metrics_flags.h"
@@ -104,6 +103,9 @@ ABSL_FLAG(uint64_t, checkpoint_every_clocks, 0,
 ABSL_FLAG(bool, checkpoint_on_exit, true,
           "with --checkpoint_dir: a last checkpoint on SIGTERM or SIGINT (server 0 takes it, "
           "the others ask server 0)");
+ABSL_FLAG(bool, grpc_reflection, false,
+          "serve gRPC server reflection (grpcurl, grpc_cli); its threads poll beside the call "
+          "queue's and cost small calls about a third of their speed (docs/ops/tuning.md)");
 ABSL_FLAG(int, checkpoint_keep, 3, "server 0: complete checkpoints kept (with their bases)");
 ABSL_FLAG(int, checkpoint_incremental, 0,
           "server 0: up to this many incremental checkpoints (what changed since the previous "
@@ -292,6 +294,7 @@ absl::Status OptionsFromFlags(const ps::ConnectionFlags& connection, ps::ServerO
   if (absl::Status s = LimitsFromFlags(options, budget_source); !s.ok()) return s;
   if (absl::Status s = ClusterFromFlags(connection, options); !s.ok()) return s;
   if (absl::Status s = CheckpointFromFlags(&options->checkpoint); !s.ok()) return s;
+  options->grpc_reflection = absl::GetFlag(FLAGS_grpc_reflection);
   if (connection.etcd.empty()) return absl::OkStatus();
   *kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{connection.etcd});
   return ReplicationFromFlags(connection, kv->get(), options);
@@ -321,9 +324,6 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  // After the mask: gRPC's threads inherit it, so the signals reach sigwait.
-  ps::KeepGrpcUntilExit();
-
   std::unique_ptr<ps::Authorizer> authorizer;
   if (absl::Status s = SecurityFromFlags(connection, &options, &authorizer); !s.ok()) {
     return Fail(std::string(s.message()));

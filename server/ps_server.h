@@ -30,7 +30,9 @@
 #include "server/replication/shard_host.h"
 #include "server/rpc/admin_service.h"
 #include "server/rpc/authorizer.h"
+#include "server/rpc/data_call_queue.h"
 #include "server/rpc/grpc_forward_transport.h"
+#include "server/rpc/health_service.h"
 #include "server/rpc/ps_service.h"
 #include "server/rpc/replication_service.h"
 #include "server/server_checkpoints.h"
@@ -78,6 +80,10 @@ struct ServerOptions {
   // outlive the server. The server's own calls to its peers use the
   // process's default peer security (common/grpc_channels.h).
   const Authorizer* authorizer = nullptr;
+  // Serve gRPC server reflection (grpcurl, grpc_cli). Its threads poll the
+  // server's sockets beside the call queue's: small calls lose about a
+  // third of their speed (docs/ops/tuning.md).
+  bool grpc_reflection = false;
 };
 
 class PsServer {
@@ -149,6 +155,10 @@ class PsServer {
   // Before the host serves: its restore callback (replicated) calls it.
   std::unique_ptr<ServerCheckpoints> checkpoints_;
   std::unique_ptr<AdminService> admin_;
+  // Every call is served from this queue's thread; declared before server_
+  // so that it outlives it.
+  DataCallQueue calls_;
+  HealthService health_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<ServerTicker> ticker_;
 

@@ -4,17 +4,17 @@
 #include <utility>
 
 #include "common/log.h"
-#include "grpcpp/health_check_service_interface.h"
 
 namespace ps {
 
 ServerTicker::ServerTicker(ServerTickerOptions options, ShardHost* host,
-                           ServerCheckpoints* checkpoints, grpc::Server* grpc_server,
+                           ServerCheckpoints* checkpoints,
+                           std::function<void(bool serving)> set_serving,
                            std::function<absl::Status()> readiness)
     : options_(std::move(options)),
       host_(host),
       checkpoints_(checkpoints),
-      grpc_server_(grpc_server),
+      set_serving_(std::move(set_serving)),
       readiness_(std::move(readiness)),
       thread_([this] { Loop(); }) {}
 
@@ -41,9 +41,7 @@ void ServerTicker::Loop() {
     checkpoints_->Sweep();
     const bool ready = readiness_().ok();
     if (serving != ready) {
-      if (grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService()) {
-        health->SetServingStatus(ready);
-      }
+      set_serving_(ready);
       serving = ready;
     }
   }

@@ -26,10 +26,12 @@ struct ServerTickerOptions {
 class ServerTicker {
  public:
   // Starts the thread; the first tick comes one interval from now.
-  // `readiness` (PsServer::Readiness) runs on the ticker's thread. `host`,
-  // `checkpoints` and `grpc_server` (running) must outlive this.
+  // `readiness` (PsServer::Readiness) and `set_serving` (the health
+  // service's status, told when readiness changes) run on the ticker's
+  // thread. `host` and `checkpoints` must outlive this.
   ServerTicker(ServerTickerOptions options, ShardHost* host, ServerCheckpoints* checkpoints,
-               grpc::Server* grpc_server, std::function<absl::Status()> readiness);
+               std::function<void(bool serving)> set_serving,
+               std::function<absl::Status()> readiness);
   // Stop().
   ~ServerTicker();
 
@@ -43,7 +45,7 @@ class ServerTicker {
   const ServerTickerOptions options_;
   ShardHost* const host_;
   ServerCheckpoints* const checkpoints_;
-  grpc::Server* const grpc_server_;
+  const std::function<void(bool serving)> set_serving_;
   const std::function<absl::Status()> readiness_;
 
   absl::Mutex mu_;

@@ -32,7 +32,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/etcd_kv_store.h"
-#include "common/grpc_lifetime.h"
 #include "tests/test_util/table_defs.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
@@ -399,7 +398,6 @@ class ExactSumRun {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
   absl::ParseCommandLine(argc, argv);
   ps::EtcdKvStore etcd(ps::EtcdOptions{absl::GetFlag(FLAGS_etcd)});
   auto directory =

@@ -23,7 +23,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/cluster_spec.h"
-#include "common/grpc_lifetime.h"
 #include "tests/test_util/table_defs.h"
 #include "worker/client/ps_client.h"
 
@@ -231,7 +230,6 @@ class Soak {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
   absl::ParseCommandLine(argc, argv);
   auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
   if (!spec.ok()) return Fail(std::string(spec.status().message()));

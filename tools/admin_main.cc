@@ -45,7 +45,6 @@
 #include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_channels.h"
-#include "common/grpc_lifetime.h"
 #include "common/peer_security.h"
 #include "server/checkpoint/checkpoint_coordinator.h"
 #include "server/checkpoint/checkpoint_files.h"
@@ -289,7 +288,6 @@ int Checkpoint(const ps::ConnectionFlags& connection) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Administers a parameter-server cluster. See docs/guide/tools.md.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   const ps::ConnectionFlags connection = ps::GetConnectionFlags();

@@ -25,7 +25,6 @@
 #include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_channels.h"
-#include "common/grpc_lifetime.h"
 #include "common/metrics.h"
 #include "common/metrics_flags.h"
 #include "common/process_tuning.h"
@@ -313,7 +312,6 @@ absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& conn
 }  // namespace
 
 int main(int argc, char** argv) {
-  ps::KeepGrpcUntilExit();
   absl::SetProgramUsageMessage("Downpour SGD worker. See docs/guide/training.md.");
   absl::ParseCommandLine(argc, argv);
   ps::TuneProcessForDataPath();

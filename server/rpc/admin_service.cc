@@ -3,27 +3,30 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "proto/admin.grpc.pb.h"
 
 namespace ps {
 
-grpc::ServerUnaryReactor* AdminService::Checkpoint(grpc::CallbackServerContext* ctx,
-                                                   const proto::CheckpointRequest* req,
-                                                   proto::CheckpointResponse* resp) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kAdmin, "Checkpoint"); !s.ok()) {
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
+void AdminService::Register(DataCallQueue* queue) {
+  queue->Handle(absl::StrCat("/", proto::PsAdmin::service_full_name(), "/Checkpoint"),
+                [this](DataCall* call) { Checkpoint(call); });
+}
+
+void AdminService::Checkpoint(DataCall* call) {
+  proto::CheckpointRequest request;
+  if (!call->ParseRequest(&request)) return;
+  if (absl::Status s = Authorize(authorizer_, call->context(), Role::kAdmin, "Checkpoint");
+      !s.ok()) {
+    return call->Finish(s);
   }
-  // gRPC keeps resp alive until Finish.
-  Done done = [reactor, resp](absl::StatusOr<proto::CheckpointResponse> reply) {
-    if (reply.ok()) *resp = std::move(*reply);
-    reactor->Finish(ToGrpcStatus(reply.status()));
+  Done done = [call](absl::StatusOr<proto::CheckpointResponse> reply) {
+    if (!reply.ok()) return call->Finish(reply.status());
+    call->Reply(absl::OkStatus(), *reply);
   };
-  if (req->action() != proto::CHECKPOINT_COORDINATE) {
-    part_(*req, std::move(done));
+  if (request.action() != proto::CHECKPOINT_COORDINATE) {
+    part_(request, std::move(done));
   } else if (coordinate_) {
-    coordinate_(*req, std::move(done));
+    coordinate_(request, std::move(done));
   } else {
     done(absl::FailedPreconditionError(absl::StrCat(
         "server ", server_index_,
@@ -31,7 +34,6 @@ grpc::ServerUnaryReactor* AdminService::Checkpoint(grpc::CallbackServerContext* 
         "--checkpoint_dir and --servers) or the primary of shard 0 (replicated cluster, "
         "--checkpoint_dir)")));
   }
-  return reactor;
 }
 
 }  // namespace ps

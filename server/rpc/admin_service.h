@@ -1,4 +1,4 @@
-// gRPC adapter for the PsAdmin service (proto/admin.proto): MARK, WRITE and
+// The PsAdmin service (proto/admin.proto) on the server's call queue: MARK, WRITE and
 // ABORT go to this server's part of checkpoints (its Checkpointer; a
 // replicated server's ShardCheckpointers); COORDINATE to the function the
 // server gives when it coordinates checkpoints (server 0 with a checkpoint
@@ -11,12 +11,13 @@
 #include <functional>
 #include <utility>
 
-#include "proto/admin.grpc.pb.h"
+#include "proto/admin.pb.h"
 #include "server/rpc/authorizer.h"
+#include "server/rpc/data_call_queue.h"
 
 namespace ps {
 
-class AdminService final : public proto::PsAdmin::CallbackService {
+class AdminService {
  public:
   using Done = std::function<void(absl::StatusOr<proto::CheckpointResponse>)>;
   using Handler = std::function<void(const proto::CheckpointRequest&, Done)>;
@@ -31,11 +32,12 @@ class AdminService final : public proto::PsAdmin::CallbackService {
         coordinate_(std::move(coordinate)),
         authorizer_(authorizer) {}
 
-  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* ctx,
-                                       const proto::CheckpointRequest* req,
-                                       proto::CheckpointResponse* resp) override;
+  // Serves PsAdmin.Checkpoint from `queue` (before it starts).
+  void Register(DataCallQueue* queue);
 
  private:
+  void Checkpoint(DataCall* call);
+
   const Handler part_;
   const int server_index_;
   const Handler coordinate_;

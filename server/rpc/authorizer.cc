@@ -101,7 +101,7 @@ absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::FromFile(const std::stri
   return Parse(text.str(), path);
 }
 
-absl::Status Authorizer::Check(const grpc::CallbackServerContext& ctx, Role needed,
+absl::Status Authorizer::Check(const grpc::ServerContextBase& ctx, Role needed,
                                absl::string_view what) const {
   const auto& metadata = ctx.client_metadata();
   auto it = metadata.find("authorization");
@@ -143,7 +143,7 @@ absl::StatusOr<Caller> Authorizer::Identify(absl::string_view authorization, Rol
   return *caller;
 }
 
-absl::Status AuthorizeServer(const Authorizer* auth, const grpc::CallbackServerContext& ctx,
+absl::Status AuthorizeServer(const Authorizer* auth, const grpc::ServerContextBase& ctx,
                              uint32_t from_server, absl::string_view what) {
   if (auth != nullptr) {
     const auto& metadata = ctx.client_metadata();

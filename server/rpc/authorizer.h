@@ -56,8 +56,7 @@ class Authorizer {
 
   // OK when the call's token has at least `needed`; `what` names the call
   // in errors ("Push", "Checkpoint").
-  absl::Status Check(const grpc::CallbackServerContext& ctx, Role needed,
-                     absl::string_view what) const;
+  absl::Status Check(const grpc::ServerContextBase& ctx, Role needed, absl::string_view what) const;
   // The same, from the metadata value ("" when absent).
   absl::Status CheckAuthorization(absl::string_view authorization, Role needed,
                                   absl::string_view what) const;
@@ -77,11 +76,11 @@ class Authorizer {
 // if its common name is "ps-server-<id>", names that server. Errors:
 // UNAUTHENTICATED, PERMISSION_DENIED (an admin's or worker's token; another
 // server's token or certificate), naming what was found.
-absl::Status AuthorizeServer(const Authorizer* auth, const grpc::CallbackServerContext& ctx,
+absl::Status AuthorizeServer(const Authorizer* auth, const grpc::ServerContextBase& ctx,
                              uint32_t from_server, absl::string_view what);
 
 // Check with a null authorizer allowing everything.
-inline absl::Status Authorize(const Authorizer* auth, const grpc::CallbackServerContext& ctx,
+inline absl::Status Authorize(const Authorizer* auth, const grpc::ServerContextBase& ctx,
                               Role needed, absl::string_view what) {
   return auth == nullptr ? absl::OkStatus() : auth->Check(ctx, needed, what);
 }

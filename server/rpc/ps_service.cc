@@ -10,15 +10,10 @@
 #include "common/grpc_status.h"
 #include "common/protocol.h"
 #include "common/raw_message.h"
+#include "proto/ps.grpc.pb.h"
 
 namespace ps {
 namespace {
-
-grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
 
 // Splits a raw request into its parsed small fields and its raw fields.
 template <typename Request>
@@ -39,8 +34,8 @@ grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message)
 
 // When a parked call gives up: a little before the client's deadline, so
 // that our DEADLINE_EXCEEDED (which names the slowest worker) reaches it.
-absl::Time WaitDeadline(grpc::CallbackServerContext* ctx) {
-  const absl::Time client = absl::FromChrono(ctx->deadline());
+absl::Time WaitDeadline(const grpc::ServerContextBase& ctx) {
+  const absl::Time client = absl::FromChrono(ctx.deadline());
   const absl::Time now = absl::Now();
   if (client == absl::InfiniteFuture() || client - now > absl::Hours(24)) {
     return now + absl::Hours(24);
@@ -48,66 +43,50 @@ absl::Time WaitDeadline(grpc::CallbackServerContext* ctx) {
   return client - std::min(absl::Seconds(1), (client - now) / 10);
 }
 
-// A data call's state, shared by its reactor and its completion callback.
+// A data call's parsed request, shared by its handler and its completion
+// callbacks (the core's args view the request's slices).
 struct CallState {
   std::vector<grpc::Slice> slices;  // the request's bytes; args views point here
   SplitFields fields;
   PushArgs push;
   PullArgs pull;
   grpc::Slice payload;  // a pull's values
-  absl::Mutex mu;
-  PsCore::CallId parked ABSL_GUARDED_BY(mu) = 0;
-  bool cancelled ABSL_GUARDED_BY(mu) = false;
 };
+
+// A call the core parked (id != 0) is released in the core when the client
+// cancels it or goes away.
+void CancelParkedOnCancel(DataCall* call, const std::shared_ptr<PsCore>& core, PsCore::CallId id) {
+  if (id != 0) call->OnCancel([core, id] { core->Cancel(id); });
+}
 
 }  // namespace
-
-// A unary reactor for calls the core may park. OnCancel releases the parked
-// call in the core (its callback then finishes the call with CANCELLED);
-// OnDone deletes the reactor, which gRPC calls once after Finish.
-class PsService::Reactor final : public grpc::ServerUnaryReactor {
- public:
-  Reactor(std::shared_ptr<PsCore> core, std::shared_ptr<CallState> state)
-      : core_(std::move(core)), state_(std::move(state)) {}
-
-  // Records the core's id of the parked call, or releases it at once when
-  // the client already went away.
-  static void Park(PsCore* core, CallState& state, PsCore::CallId id) {
-    if (id == 0) return;
-    bool cancelled;
-    {
-      absl::MutexLock lock(&state.mu);
-      state.parked = id;
-      cancelled = state.cancelled;
-    }
-    if (cancelled) core->Cancel(id);
-  }
-
-  void OnCancel() override {
-    PsCore::CallId id;
-    {
-      absl::MutexLock lock(&state_->mu);
-      state_->cancelled = true;
-      id = state_->parked;
-    }
-    if (id != 0) core_->Cancel(id);
-  }
-  void OnDone() override { delete this; }
-
- private:
-  const std::shared_ptr<PsCore> core_;
-  const std::shared_ptr<CallState> state_;
-};
 
 PsService::PsService(ShardHost* host, const Authorizer* authorizer)
     : host_(host), authorizer_(authorizer), admin_thread_([this] { AdminLoop(); }) {}
 
-absl::StatusOr<std::shared_ptr<PsCore>> PsService::CoreFor(grpc::CallbackServerContext* ctx,
+void PsService::Register(DataCallQueue* queue) {
+  const std::string prefix = absl::StrCat("/", proto::ParameterServer::service_full_name(), "/");
+  const std::pair<const char*, void (PsService::*)(DataCall*)> methods[] = {
+      {"CreateTable", &PsService::CreateTable},
+      {"Push", &PsService::Push},
+      {"Pull", &PsService::Pull},
+      {"PushPull", &PsService::PushPull},
+      {"PushBatch", &PsService::PushBatch},
+      {"Info", &PsService::Info},
+      {"Heartbeat", &PsService::Heartbeat},
+      {"Stats", &PsService::Stats}};
+  for (const auto& [name, method] : methods) {
+    queue->Handle(prefix + name,
+                  [this, method = method](DataCall* call) { (this->*method)(call); });
+  }
+}
+
+absl::StatusOr<std::shared_ptr<PsCore>> PsService::CoreFor(const grpc::ServerContextBase& ctx,
                                                            absl::string_view what,
                                                            int* shard_out) const {
-  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kWorker, what); !s.ok()) return s;
+  if (absl::Status s = Authorize(authorizer_, ctx, Role::kWorker, what); !s.ok()) return s;
   int shard = -1;
-  const auto& metadata = ctx->client_metadata();
+  const auto& metadata = ctx.client_metadata();
   auto it = metadata.find(kShardMetadataKey);
   if (it != metadata.end()) {
     const std::string value(it->second.data(), it->second.size());
@@ -145,24 +124,19 @@ void PsService::AdminLoop() {
   }
 }
 
-grpc::ServerUnaryReactor* PsService::CreateTable(grpc::CallbackServerContext* ctx,
-                                                 const proto::CreateTableRequest* req,
-                                                 proto::CreateTableResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "CreateTable");
-  if (!core.ok()) return Finish(ctx, core.status());
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  // Initializing a large table takes seconds: never on a gRPC thread.
+void PsService::CreateTable(DataCall* call) {
+  auto request = std::make_shared<proto::CreateTableRequest>();
+  if (!call->ParseRequest(request.get())) return;
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "CreateTable");
+  if (!core.ok()) return call->Finish(core.status());
+  // Initializing a large table takes seconds: never on the queue's thread.
   absl::MutexLock lock(&admin_mu_);
-  admin_tasks_.push_back([core = *std::move(core), reactor, req, resp] {
-    absl::StatusOr<proto::CreateTableResponse> reply = core->CreateTable(*req);
-    if (!reply.ok()) {
-      reactor->Finish(ToGrpcStatus(reply.status()));
-      return;
-    }
-    *resp = *std::move(reply);
-    core->AfterReplicated([reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  admin_tasks_.push_back([core = *std::move(core), call, request] {
+    absl::StatusOr<proto::CreateTableResponse> reply = core->CreateTable(*request);
+    if (!reply.ok()) return call->Finish(reply.status());
+    core->AfterReplicated(
+        [call, reply = *std::move(reply)](absl::Status s) { call->Reply(s, reply); });
   });
-  return reactor;
 }
 
 namespace {
@@ -187,129 +161,105 @@ PsCore::Allocate AllocatePayload(CallState* s) {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* PsService::Push(grpc::CallbackServerContext* ctx,
-                                          const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx, "Push");
-  if (!found.ok()) return Finish(ctx, found.status());
+void PsService::Push(DataCall* call) {
+  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(call->context(), "Push");
+  if (!found.ok()) return call->Finish(found.status());
   std::shared_ptr<PsCore> core = *std::move(found);
   auto state = std::make_shared<CallState>();
-  auto* reactor = new Reactor(core, state);
-  absl::Status parsed = ParsePush(*req, &core->key_lists(), state.get());
-  if (!parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
-    return reactor;
-  }
+  absl::Status parsed = ParsePush(call->request(), &core->key_lists(), state.get());
+  if (!parsed.ok()) return call->Finish(parsed);
   PsCore::CallId id =
-      core->Push(&state->push, WaitDeadline(ctx),
-                 [reactor, resp, state, core](absl::StatusOr<proto::PushResponse> reply) {
-                   if (!reply.ok()) {
-                     reactor->Finish(ToGrpcStatus(reply.status()));
-                     return;
-                   }
-                   *resp = SerializeToBuffer(*reply);
+      core->Push(&state->push, WaitDeadline(call->context()),
+                 [call, state, core](absl::StatusOr<proto::PushResponse> reply) {
+                   if (!reply.ok()) return call->Finish(reply.status());
                    // Acknowledged once the chain's tail has it (and the state, whose
                    // views the forwarded entry was built from, is no longer needed).
-                   core->AfterReplicated(
-                       [reactor, state](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+                   core->AfterReplicated([call, state, out = SerializeToBuffer(*reply)](
+                                             absl::Status s) { call->Finish(s, out); });
                  });
-  Reactor::Park(core.get(), *state, id);
-  return reactor;
+  CancelParkedOnCancel(call, core, id);
 }
 
-grpc::ServerUnaryReactor* PsService::Pull(grpc::CallbackServerContext* ctx,
-                                          const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(ctx, "Pull");
-  if (!found.ok()) return Finish(ctx, found.status());
+void PsService::Pull(DataCall* call) {
+  absl::StatusOr<std::shared_ptr<PsCore>> found = CoreFor(call->context(), "Pull");
+  if (!found.ok()) return call->Finish(found.status());
   std::shared_ptr<PsCore> core = *std::move(found);
   auto state = std::make_shared<CallState>();
-  auto* reactor = new Reactor(core, state);
   proto::PullRequest header;
   absl::Status parsed =
-      ParseRaw(*req, {kPullKeyListField}, &state->slices, &header, &state->fields);
+      ParseRaw(call->request(), {kPullKeyListField}, &state->slices, &header, &state->fields);
   if (parsed.ok()) {
     parsed =
         DecodePull(header, state->fields.Raw(kPullKeyListField), &core->key_lists(), &state->pull);
   }
-  if (!parsed.ok()) {
-    reactor->Finish(ToGrpcStatus(parsed));
-    return reactor;
-  }
-  PsCore::CallId id =
-      core->Pull(&state->pull, WaitDeadline(ctx),
-                 // The values are copied from the store straight into the reply's slice.
-                 AllocatePayload(state.get()),
-                 [reactor, resp, state](absl::StatusOr<proto::PullResponse> reply) {
-                   if (reply.ok()) {
-                     *resp = BuildMessage(*reply, kPullReplyValuesField, std::move(state->payload));
-                   }
-                   reactor->Finish(ToGrpcStatus(reply.status()));
-                 });
-  Reactor::Park(core.get(), *state, id);
-  return reactor;
+  if (!parsed.ok()) return call->Finish(parsed);
+  PsCore::CallId id = core->Pull(
+      &state->pull, WaitDeadline(call->context()),
+      // The values are copied from the store straight into the reply's slice.
+      AllocatePayload(state.get()), [call, state](absl::StatusOr<proto::PullResponse> reply) {
+        if (!reply.ok()) return call->Finish(reply.status());
+        call->Finish(absl::OkStatus(),
+                     BuildMessage(*reply, kPullReplyValuesField, std::move(state->payload)));
+      });
+  CancelParkedOnCancel(call, core, id);
 }
 
-grpc::ServerUnaryReactor* PsService::PushPull(grpc::CallbackServerContext* ctx,
-                                              const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
+void PsService::PushPull(DataCall* call) {
   // Never parks; with replication, answered once the chain's tail has it.
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "PushPull");
-  if (!core.ok()) return Finish(ctx, core.status());
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "PushPull");
+  if (!core.ok()) return call->Finish(core.status());
   auto state = std::make_shared<CallState>();
   proto::PushPullRequest header;
   absl::Status status =
-      ParseRaw(*req, {kPushPullValuesField}, &state->slices, &header, &state->fields);
-  if (status.ok()) {
-    absl::StatusOr<proto::PushPullResponse> reply = (*core)->PushPullMany(
-        header, state->fields.Raw(kPushPullValuesField), AllocatePayload(state.get()));
-    status = reply.status();
-    if (reply.ok()) {
-      *resp = BuildMessage(*reply, kPushPullReplyValuesField, std::move(state->payload));
-    }
-  }
-  if (!status.ok()) return Finish(ctx, status);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  (*core)->AfterReplicated([reactor, state](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
-  return reactor;
+      ParseRaw(call->request(), {kPushPullValuesField}, &state->slices, &header, &state->fields);
+  if (!status.ok()) return call->Finish(status);
+  absl::StatusOr<proto::PushPullResponse> reply = (*core)->PushPullMany(
+      header, state->fields.Raw(kPushPullValuesField), AllocatePayload(state.get()));
+  if (!reply.ok()) return call->Finish(reply.status());
+  (*core)->AfterReplicated(
+      [call, state,
+       out = BuildMessage(*reply, kPushPullReplyValuesField, std::move(state->payload))](
+          absl::Status s) { call->Finish(s, out); });
 }
 
-grpc::ServerUnaryReactor* PsService::PushBatch(grpc::CallbackServerContext* ctx,
-                                               const proto::PushBatchRequest* req,
-                                               proto::PushBatchResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "PushBatch");
-  if (!core.ok()) return Finish(ctx, core.status());
-  *resp = (*core)->PushBatch(*req);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  (*core)->AfterReplicated([reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
-  return reactor;
+void PsService::PushBatch(DataCall* call) {
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "PushBatch");
+  if (!core.ok()) return call->Finish(core.status());
+  proto::PushBatchRequest request;
+  if (!call->ParseRequest(&request)) return;
+  (*core)->AfterReplicated([call, out = SerializeToBuffer((*core)->PushBatch(request))](
+                               absl::Status s) { call->Finish(s, out); });
 }
 
-grpc::ServerUnaryReactor* PsService::Info(grpc::CallbackServerContext* ctx,
-                                          const proto::InfoRequest* req,
-                                          proto::InfoResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Info");
-  if (!core.ok()) return Finish(ctx, core.status());
-  absl::StatusOr<proto::InfoResponse> reply = (*core)->Info(*req);
-  if (reply.ok()) *resp = std::move(*reply);
-  return Finish(ctx, reply.status());
+void PsService::Info(DataCall* call) {
+  proto::InfoRequest request;
+  if (!call->ParseRequest(&request)) return;
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "Info");
+  if (!core.ok()) return call->Finish(core.status());
+  absl::StatusOr<proto::InfoResponse> reply = (*core)->Info(request);
+  if (!reply.ok()) return call->Finish(reply.status());
+  call->Reply(absl::OkStatus(), *reply);
 }
 
-grpc::ServerUnaryReactor* PsService::Heartbeat(grpc::CallbackServerContext* ctx,
-                                               const proto::HeartbeatRequest* req,
-                                               proto::HeartbeatResponse* resp) {
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Heartbeat");
-  if (!core.ok()) return Finish(ctx, core.status());
-  absl::StatusOr<proto::HeartbeatResponse> reply = (*core)->Heartbeat(*req);
-  if (reply.ok()) *resp = std::move(*reply);
-  return Finish(ctx, reply.status());
+void PsService::Heartbeat(DataCall* call) {
+  proto::HeartbeatRequest request;
+  if (!call->ParseRequest(&request)) return;
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "Heartbeat");
+  if (!core.ok()) return call->Finish(core.status());
+  absl::StatusOr<proto::HeartbeatResponse> reply = (*core)->Heartbeat(request);
+  if (!reply.ok()) return call->Finish(reply.status());
+  call->Reply(absl::OkStatus(), *reply);
 }
 
-grpc::ServerUnaryReactor* PsService::Stats(grpc::CallbackServerContext* ctx,
-                                           const proto::StatsRequest*, proto::StatsResponse* resp) {
+void PsService::Stats(DataCall* call) {
+  proto::StatsRequest request;
+  if (!call->ParseRequest(&request)) return;
   int shard = -1;
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(ctx, "Stats", &shard);
-  if (!core.ok()) return Finish(ctx, core.status());
-  *resp = (*core)->Stats();
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "Stats", &shard);
+  if (!core.ok()) return call->Finish(core.status());
+  proto::StatsResponse reply = (*core)->Stats();
   if (std::optional<ReplicaLink::Stats> link = host_->LinkStats(shard)) {
-    proto::ReplicationStats* r = resp->mutable_replication();
+    proto::ReplicationStats* r = reply.mutable_replication();
     r->set_entries_forwarded(link->entries_sent);
     r->set_batches(link->batches);
     r->set_batches_resent(link->batches_resent);
@@ -320,7 +270,7 @@ grpc::ServerUnaryReactor* PsService::Stats(grpc::CallbackServerContext* ctx,
     r->set_catch_up_entries(link->catch_up_entries);
     r->set_pending(link->pending);
   }
-  return Finish(ctx, absl::OkStatus());
+  call->Reply(absl::OkStatus(), reply);
 }
 
 }  // namespace ps

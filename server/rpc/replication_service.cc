@@ -1,41 +1,47 @@
 #include "server/rpc/replication_service.h"
 
-#include "common/grpc_status.h"
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "proto/replication.grpc.pb.h"
 
 namespace ps {
 
-grpc::ServerUnaryReactor* ReplicationService::Forward(grpc::CallbackServerContext* ctx,
-                                                      const proto::ForwardRequest* request,
-                                                      proto::ForwardResponse* response) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  if (absl::Status s = AuthorizeServer(authorizer_, *ctx, request->from_server(), "Forward");
-      !s.ok()) {
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
-  }
-  host_->Forward(*request, [reactor, response](absl::Status status, proto::ForwardResponse r) {
-    if (status.ok()) *response = std::move(r);
-    reactor->Finish(ToGrpcStatus(status));
-  });
-  return reactor;
+void ReplicationService::Register(DataCallQueue* queue) {
+  const std::string prefix = absl::StrCat("/", proto::PsReplication::service_full_name(), "/");
+  queue->Handle(prefix + "Forward", [this](DataCall* call) { Forward(call); });
+  queue->Handle(prefix + "EtcdContact", [this](DataCall* call) { EtcdContact(call); });
 }
 
-grpc::ServerUnaryReactor* ReplicationService::EtcdContact(grpc::CallbackServerContext* ctx,
-                                                          const proto::EtcdContactRequest*,
-                                                          proto::EtcdContactResponse* response) {
-  if (absl::Status s = Authorize(authorizer_, *ctx, Role::kServer, "EtcdContact"); !s.ok()) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
+void ReplicationService::Forward(DataCall* call) {
+  // Kept until the host answers, as gRPC kept the request of a callback call.
+  auto request = std::make_shared<proto::ForwardRequest>();
+  if (!call->ParseRequest(request.get())) return;
+  if (absl::Status s =
+          AuthorizeServer(authorizer_, call->context(), request->from_server(), "Forward");
+      !s.ok()) {
+    return call->Finish(s);
+  }
+  host_->Forward(*request, [call, request](absl::Status status, proto::ForwardResponse reply) {
+    call->Reply(status, reply);
+  });
+}
+
+void ReplicationService::EtcdContact(DataCall* call) {
+  proto::EtcdContactRequest request;
+  if (!call->ParseRequest(&request)) return;
+  if (absl::Status s = Authorize(authorizer_, call->context(), Role::kServer, "EtcdContact");
+      !s.ok()) {
+    return call->Finish(s);
   }
   const absl::Duration age =
       contact_ == nullptr ? absl::InfiniteDuration() : contact_->SinceAnswer();
-  response->set_last_call_answered(contact_ != nullptr && contact_->LastCallAnswered());
-  response->set_millis_since_answer(
-      age == absl::InfiniteDuration() ? -1 : absl::ToInt64Milliseconds(age));
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  proto::EtcdContactResponse reply;
+  reply.set_last_call_answered(contact_ != nullptr && contact_->LastCallAnswered());
+  reply.set_millis_since_answer(age == absl::InfiniteDuration() ? -1
+                                                                : absl::ToInt64Milliseconds(age));
+  call->Reply(absl::OkStatus(), reply);
 }
 
 }  // namespace ps

@@ -54,14 +54,17 @@ class ReplicationServiceTest : public ::testing::Test {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
+    calls_.Register(&builder);
+    service_->Register(&calls_);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
+    calls_.Start();
     stub_ = proto::PsReplication::NewStub(
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     if (server_ != nullptr) server_->Shutdown();
+    calls_.Stop();
   }
 
   // Forward from `from_server` with `token` ("" for none).
@@ -80,6 +83,7 @@ class ReplicationServiceTest : public ::testing::Test {
   std::unique_ptr<Authorizer> auth_;
   std::unique_ptr<ShardHost> host_;
   std::unique_ptr<ReplicationService> service_;
+  DataCallQueue calls_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<proto::PsReplication::Stub> stub_;
 };

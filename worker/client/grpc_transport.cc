@@ -35,23 +35,94 @@ grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message)
 
 // Calls `start(context, callback)` for one generated-stub RPC; the context
 // lives in the completion callback's capture until gRPC drops it.
-template <typename Start>
-void TypedCall(std::shared_ptr<grpc::ClientContext> context, Transport::Done done, Start start) {
-  grpc::ClientContext* ctx = context.get();
-  start(ctx, [context = std::move(context), done = std::move(done)](grpc::Status s) {
-    done(FromGrpcStatus(s));
-  });
-}
-
 }  // namespace
 
 GrpcTransport::GrpcTransport(std::vector<std::string> addresses, Clock* clock,
                              std::shared_ptr<const PeerSecurity> security)
-    : addresses_(std::move(addresses)), clock_(clock), security_(std::move(security)) {}
+    : addresses_(std::move(addresses)), clock_(clock), security_(std::move(security)) {
+  queue_thread_ = std::thread([this] { RunQueue(); });
+}
 
 GrpcTransport::GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock,
                              std::shared_ptr<const PeerSecurity> security)
-    : directory_(std::move(directory)), clock_(clock), security_(std::move(security)) {}
+    : directory_(std::move(directory)), clock_(clock), security_(std::move(security)) {
+  queue_thread_ = std::thread([this] { RunQueue(); });
+}
+
+GrpcTransport::~GrpcTransport() {
+  {
+    // Calls still in flight end now (CANCELLED) instead of at their
+    // deadline, which may be none.
+    absl::MutexLock lock(&live_mu_);
+    for (grpc::ClientContext* context : live_) context->TryCancel();
+  }
+  queue_.Shutdown();
+  queue_thread_.join();
+}
+
+struct GrpcTransport::QueuedCall {
+  std::shared_ptr<grpc::ClientContext> context;
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> reader;
+  std::function<void(const grpc::Status&, const grpc::ByteBuffer&)> on_done;
+};
+
+void GrpcTransport::StartQueued(
+    Stubs* stubs, std::shared_ptr<grpc::ClientContext> context, const std::string& method,
+    const grpc::ByteBuffer& request,
+    std::function<void(const grpc::Status&, const grpc::ByteBuffer&)> on_done) {
+  auto* call = new QueuedCall;
+  call->context = std::move(context);
+  call->on_done = std::move(on_done);
+  {
+    absl::MutexLock lock(&live_mu_);
+    live_.insert(call->context.get());
+  }
+  call->reader = stubs->generic->PrepareUnaryCall(call->context.get(), method, request, &queue_);
+  call->reader->StartCall();
+  call->reader->Finish(&call->response, &call->status, call);
+}
+
+void GrpcTransport::RunQueue() {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue_.Next(&tag, &ok)) {
+    std::unique_ptr<QueuedCall> call(static_cast<QueuedCall*>(tag));
+    {
+      absl::MutexLock lock(&live_mu_);
+      live_.erase(call->context.get());
+    }
+    call->on_done(call->status, call->response);
+  }
+}
+
+namespace {
+std::string MethodPath(const char* name) {
+  return absl::StrCat("/", proto::ParameterServer::service_full_name(), "/", name);
+}
+}  // namespace
+
+template <typename Reply>
+void GrpcTransport::TypedQueued(int server, std::shared_ptr<grpc::ClientContext> context,
+                                const char* method, const google::protobuf::MessageLite& request,
+                                Reply* reply, Done done) {
+  Stubs* stubs = StubsFor(server);
+  if (stubs == nullptr) return NoPrimary(server, done);
+  StartQueued(stubs, std::move(context), MethodPath(method), SerializeToBuffer(request),
+              [reply, done = std::move(done)](const grpc::Status& s, const grpc::ByteBuffer& r) {
+                absl::Status status = FromGrpcStatus(s);
+                if (status.ok()) {
+                  grpc::Slice flat;
+                  if (!r.DumpToSingleSlice(&flat).ok() ||
+                      !reply->ParseFromArray(flat.begin(), static_cast<int>(flat.size()))) {
+                    status = absl::InternalError(
+                        absl::StrCat("reply of ", reply->GetTypeName(), " does not parse"));
+                  }
+                }
+                done(std::move(status));
+              });
+}
 
 GrpcTransport::Stubs* GrpcTransport::StubsFor(int server) const {
   const std::string address = directory_ ? directory_->PrimaryAddress(server) : addresses_[server];
@@ -61,7 +132,6 @@ GrpcTransport::Stubs* GrpcTransport::StubsFor(int server) const {
   if (stubs == nullptr) {
     std::shared_ptr<grpc::Channel> channel = NewPeerChannel(address, security_.get());
     stubs = std::make_unique<Stubs>();
-    stubs->stub = proto::ParameterServer::NewStub(channel);
     stubs->generic = std::make_unique<grpc::GenericStub>(channel);
   }
   return stubs.get();
@@ -144,15 +214,14 @@ void GrpcTransport::StartPush(int server, const std::string& method,
     state = owned.release();  // owned by `pending` from here on
     state->request = BuildMessage(header, field, value_pieces, &ReleasePushPiece, state);
   }
-  stubs->generic->UnaryCall(state->context.get(), method, grpc::StubOptions(), &state->request,
-                            &state->response, [state](grpc::Status s) {
-                              state->status = FromGrpcStatus(s);
-                              if (state->status.ok())
-                                state->status = state->decode(state->response);
-                              // Our own references to the pieces; gRPC drops its own when done.
-                              state->request.Clear();
-                              FinishPush(state);
-                            });
+  StartQueued(stubs, state->context, method, state->request,
+              [state](const grpc::Status& s, const grpc::ByteBuffer& response) {
+                state->status = FromGrpcStatus(s);
+                if (state->status.ok()) state->status = state->decode(response);
+                // Our own references to the pieces; gRPC drops its own when done.
+                state->request.Clear();
+                FinishPush(state);
+              });
 }
 
 namespace {
@@ -216,13 +285,13 @@ void GrpcTransport::Pull(int server, const proto::PullRequest& request, absl::Ti
   state->context = NewContext(server, deadline);
   state->request = SerializeToBuffer(request);
   PullState* s = state.get();
-  stubs->generic->UnaryCall(
-      s->context.get(), PullMethodPath(), grpc::StubOptions(), &s->request, &s->response,
+  StartQueued(
+      stubs, s->context, PullMethodPath(), s->request,
       [state = std::move(state), reply_header, consume = std::move(consume_values),
-       done = std::move(done)](grpc::Status grpc_status) {
+       done = std::move(done)](const grpc::Status& grpc_status, const grpc::ByteBuffer& response) {
         absl::Status status = FromGrpcStatus(grpc_status);
         if (status.ok()) {
-          status = DecodeValuesReply(state->response, kPullReplyValuesField, reply_header, consume);
+          status = DecodeValuesReply(response, kPullReplyValuesField, reply_header, consume);
         }
         done(std::move(status));
       });
@@ -230,53 +299,29 @@ void GrpcTransport::Pull(int server, const proto::PullRequest& request, absl::Ti
 
 void GrpcTransport::PushBatch(int server, const proto::PushBatchRequest& request,
                               absl::Time deadline, proto::PushBatchResponse* reply, Done done) {
-  Stubs* stubs = StubsFor(server);
-  if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done),
-            [&](grpc::ClientContext* ctx, auto callback) {
-              stubs->stub->async()->PushBatch(ctx, &request, reply, std::move(callback));
-            });
+  TypedQueued(server, NewContext(server, deadline), "PushBatch", request, reply, std::move(done));
 }
 
 void GrpcTransport::CreateTable(int server, const proto::CreateTableRequest& request,
                                 absl::Time deadline, proto::CreateTableResponse* reply, Done done) {
-  Stubs* stubs = StubsFor(server);
-  if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done),
-            [&](grpc::ClientContext* ctx, auto callback) {
-              stubs->stub->async()->CreateTable(ctx, &request, reply, std::move(callback));
-            });
+  TypedQueued(server, NewContext(server, deadline), "CreateTable", request, reply, std::move(done));
 }
 
 void GrpcTransport::Info(int server, const proto::InfoRequest& request, absl::Time deadline,
                          bool wait_for_ready, proto::InfoResponse* reply, Done done) {
-  Stubs* stubs = StubsFor(server);
-  if (stubs == nullptr) return NoPrimary(server, done);
   std::shared_ptr<grpc::ClientContext> context = NewContext(server, deadline);
   context->set_wait_for_ready(wait_for_ready);
-  TypedCall(std::move(context), std::move(done), [&](grpc::ClientContext* ctx, auto callback) {
-    stubs->stub->async()->Info(ctx, &request, reply, std::move(callback));
-  });
+  TypedQueued(server, std::move(context), "Info", request, reply, std::move(done));
 }
 
 void GrpcTransport::Heartbeat(int server, const proto::HeartbeatRequest& request,
                               absl::Time deadline, proto::HeartbeatResponse* reply, Done done) {
-  Stubs* stubs = StubsFor(server);
-  if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done),
-            [&](grpc::ClientContext* ctx, auto callback) {
-              stubs->stub->async()->Heartbeat(ctx, &request, reply, std::move(callback));
-            });
+  TypedQueued(server, NewContext(server, deadline), "Heartbeat", request, reply, std::move(done));
 }
 
 void GrpcTransport::Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
                           proto::StatsResponse* reply, Done done) {
-  Stubs* stubs = StubsFor(server);
-  if (stubs == nullptr) return NoPrimary(server, done);
-  TypedCall(NewContext(server, deadline), std::move(done),
-            [&](grpc::ClientContext* ctx, auto callback) {
-              stubs->stub->async()->Stats(ctx, &request, reply, std::move(callback));
-            });
+  TypedQueued(server, NewContext(server, deadline), "Stats", request, reply, std::move(done));
 }
 
 }  // namespace ps

@@ -1,5 +1,8 @@
-// GrpcTransport: the Transport over gRPC, one channel per server, with
-// gRPC's asynchronous callback API (done runs on a gRPC callback thread).
+// GrpcTransport: the Transport over gRPC, one channel per server; every call
+// completes on the transport's completion queue, and done runs on the one
+// thread that serves it (gRPC's callback API hands each event between two
+// threads: docs/experiments/2026-11-27-grpc-threads.md). A done must not
+// block.
 //
 // Push and Pull use the raw wire path (common/raw_message.h): pushed values
 // of more than 1 MiB are sent straight from the caller's memory (zero-copy;
@@ -8,8 +11,9 @@
 // connection, common/grpc_channels.h); smaller ones are copied once into
 // a buffer gRPC owns (see kCopiedPushBytes for why), and pulled
 // values are handed to consume_values as views into gRPC's receive buffers
-// (so the caller copies them once, into its own). The other methods use the
-// generated stubs. gRPC's own retries are off: PsClient retries with the
+// (so the caller copies them once, into its own). The other methods send
+// their serialized message through the same generic stub. gRPC's own
+// retries are off: PsClient retries with the
 // same request id. Statuses are converted from gRPC here and nowhere else in
 // the client (common/grpc_status.h).
 //
@@ -21,9 +25,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/peer_security.h"
@@ -46,6 +52,7 @@ class GrpcTransport final : public Transport {
   // shard's primary as the directory says when the call starts.
   GrpcTransport(std::shared_ptr<const ShardDirectory> directory, Clock* clock = Clock::Real(),
                 std::shared_ptr<const PeerSecurity> security = nullptr);
+  ~GrpcTransport() override;
 
   int num_servers() const override {
     return directory_ ? directory_->num_shards() : static_cast<int>(addresses_.size());
@@ -75,9 +82,18 @@ class GrpcTransport final : public Transport {
  private:
   struct PushState;
   struct Stubs {
-    std::unique_ptr<proto::ParameterServer::Stub> stub;
     std::unique_ptr<grpc::GenericStub> generic;
   };
+  struct QueuedCall;
+  // Starts a unary call of `method` on the transport's completion queue;
+  // on_done runs on the queue's thread with the call's status and reply.
+  void StartQueued(Stubs* stubs, std::shared_ptr<grpc::ClientContext> context,
+                   const std::string& method, const grpc::ByteBuffer& request,
+                   std::function<void(const grpc::Status&, const grpc::ByteBuffer&)> on_done);
+  template <typename Reply>
+  void TypedQueued(int server, std::shared_ptr<grpc::ClientContext> context, const char* method,
+                   const google::protobuf::MessageLite& request, Reply* reply, Done done);
+  void RunQueue();
   // The stubs of the server (or shard's primary) now; null when the shard
   // has no primary.
   Stubs* StubsFor(int server) const;
@@ -100,6 +116,13 @@ class GrpcTransport final : public Transport {
   const std::shared_ptr<const PeerSecurity> security_;
   mutable absl::Mutex mu_;
   mutable absl::flat_hash_map<std::string, std::unique_ptr<Stubs>> stubs_ ABSL_GUARDED_BY(mu_);
+  // Every call completes on queue_, served by queue_thread_ (one thread: no
+  // hand-off between gRPC's threads per call). The contexts of the calls in
+  // flight, cancelled when the transport is destroyed.
+  grpc::CompletionQueue queue_;
+  absl::Mutex live_mu_;
+  absl::flat_hash_set<grpc::ClientContext*> live_ ABSL_GUARDED_BY(live_mu_);
+  std::thread queue_thread_;
 };
 
 }  // namespace ps
