@@ -361,17 +361,17 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   absl::StatusOr<ShardStore::PushResult> pushed;
   {
     absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
-    if (log_ != nullptr) {
-      if (absl::Status s = log_->CheckWritable(); !s.ok()) {
-        done(s);
-        return;
-      }
-    }
     SparseTable::Decisions decisions;
-    pushed = ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
-      return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room,
-                                log_ != nullptr ? &decisions : nullptr);
-    });
+    if (absl::Status writable = log_ != nullptr ? log_->CheckWritable() : absl::OkStatus();
+        !writable.ok()) {
+      pushed = writable;  // answered below, outside the lock
+    } else {
+      pushed =
+          ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
+            return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room,
+                                      log_ != nullptr ? &decisions : nullptr);
+          });
+    }
     if (pushed.ok() && !pushed->duplicate) {
       clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
       if (log_ != nullptr) log_->Append(ForwardEntryOf(*args, decisions));
