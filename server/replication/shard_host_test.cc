@@ -146,6 +146,20 @@ proto::ForwardRequest Probe() {
   return probe;
 }
 
+// The first request of Probe()'s stream: a snapshot of one part, the last,
+// at (epoch 1, seq 1), holding table "w" (no rows: all zeros).
+proto::ForwardRequest SnapshotOfTheTable() {
+  proto::ForwardRequest request = Probe();
+  request.set_probe(false);
+  request.set_first_seq(1);
+  proto::SnapshotPart* last = request.add_entries()->mutable_snapshot();
+  last->set_last(true);
+  last->mutable_position()->set_epoch(1);
+  last->mutable_position()->set_seq(1);
+  *last->add_tables() = SumTable().table();
+  return request;
+}
+
 TEST_F(ShardHostTest, ForwardsAreTakenOnlyFromThePredecessor) {
   Start(1);
   const proto::ForwardRequest probe = Probe();
@@ -197,16 +211,8 @@ TEST_F(ShardHostTest, ACopyPromotedDuringABatchRefusesTheRestOfIt) {
   for (int t = 0; t < kTries; ++t) {
     Start(1);
     host(1).SetRing(Ring(1, {{{0, 1}}}));
-    const proto::ForwardRequest probe = Probe();
-    ASSERT_TRUE(CallForward(host(1), probe).ok());
-    proto::ForwardRequest snapshot = probe;
-    snapshot.set_probe(false);
-    snapshot.set_first_seq(1);
-    proto::SnapshotPart* last = snapshot.add_entries()->mutable_snapshot();
-    last->set_last(true);
-    last->mutable_position()->set_epoch(1);
-    last->mutable_position()->set_seq(1);
-    *last->add_tables() = SumTable().table();
+    ASSERT_TRUE(CallForward(host(1), Probe()).ok());
+    const proto::ForwardRequest snapshot = SnapshotOfTheTable();
     ASSERT_TRUE(CallForward(host(1), snapshot).ok());
     std::shared_ptr<PsCore> copy = OnlyCore(1);
     ASSERT_NE(copy, nullptr);
@@ -250,14 +256,7 @@ TEST_F(ShardHostTest, ForwardsApplyInSequenceEachOnce) {
   Start(1);
   host(1).SetRing(Ring(1, {{{0, 1}}, {{2}}}));
   const proto::ForwardRequest probe = Probe();
-  proto::ForwardRequest request = probe;
-  request.set_probe(false);
-  request.set_first_seq(1);
-  proto::SnapshotPart* last = request.add_entries()->mutable_snapshot();
-  last->set_last(true);
-  last->mutable_position()->set_epoch(1);
-  last->mutable_position()->set_seq(1);
-  *last->add_tables() = SumTable().table();
+  proto::ForwardRequest request = SnapshotOfTheTable();
   absl::StatusOr<proto::ForwardResponse> unprobed = CallForward(host(1), request);
   EXPECT_EQ(unprobed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(unprobed.status().message(), HasSubstr("starts with a probe"));
