@@ -14,9 +14,8 @@ start_servers "$root" "$dir" 1 --grpc_reflection
 "$probe" "$spec" ps.proto.ParameterServer >"$dir/probe.out" 2>"$dir/probe.log" ||
   fail "reflection_probe failed: $(cat "$dir/probe.log")"
 cat "$dir/probe.out"
-for service in grpc.reflection.v1alpha.ServerReflection; do
-  grep -qx "service $service" "$dir/probe.out" || fail "service $service is not listed"
-done
+service=grpc.reflection.v1alpha.ServerReflection
+grep -qx "service $service" "$dir/probe.out" || fail "service $service is not listed"
 for method in CreateTable Push Pull PushPull Info Heartbeat; do
   grep -qx "method ps.proto.ParameterServer.$method" "$dir/probe.out" ||
     fail "method ParameterServer.$method is not described"

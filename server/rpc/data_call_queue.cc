@@ -1,7 +1,5 @@
 #include "server/rpc/data_call_queue.h"
 
-#include <utility>
-
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "grpcpp/support/proto_buffer_reader.h"
@@ -17,7 +15,7 @@ constexpr int kCallsOffered = 64;
 
 void DataCall::Finish(const absl::Status& status, grpc::ByteBuffer reply) {
   if (status.ok()) {
-    reply_ = std::move(reply);
+    reply_.Swap(&reply);  // takes the slices without copying them
     stream_.WriteAndFinish(reply_, grpc::WriteOptions(), grpc::Status::OK, &finished_tag_);
   } else {
     stream_.Finish(ToGrpcStatus(status), &finished_tag_);
