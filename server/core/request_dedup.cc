@@ -1,17 +1,32 @@
 #include "server/core/request_dedup.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace ps {
 
+bool RequestDedup::Ids::Holds(uint64_t id) const {
+  auto it = bits.find(id / 64);
+  return it != bits.end() && (it->second >> (id % 64) & 1) != 0;
+}
+
+void RequestDedup::Ids::Remember(uint64_t id) { bits[id / 64] |= uint64_t{1} << (id % 64); }
+
+void RequestDedup::Ids::Forget(uint64_t id) {
+  auto it = bits.find(id / 64);
+  if (it == bits.end()) return;
+  it->second &= ~(uint64_t{1} << (id % 64));
+  if (it->second == 0) bits.erase(it);
+}
+
 void RequestDedup::ExpireLocked(Ids& w, absl::Time now) {
-  while (!w.order.empty() && now - w.order.front().first > retention_) {
-    const uint64_t id = w.order.front().second;
+  while (!w.order.empty() && now - w.order.front().at > retention_) {
+    const uint64_t id = w.order.front().id;
     w.forgotten_max = std::max(w.forgotten_max, id);
-    w.ids.erase(id);
+    w.Forget(id);
     w.order.pop_front();
   }
 }
@@ -22,7 +37,7 @@ absl::StatusOr<bool> RequestDedup::Admit(uint32_t worker_id, uint64_t request_id
   absl::MutexLock lock(&mu_);
   Ids& w = workers_[worker_id];
   ExpireLocked(w, now);
-  if (w.ids.contains(request_id)) return false;
+  if (w.Holds(request_id)) return false;
   if (request_id <= w.forgotten_max) {
     return absl::AbortedError(absl::StrCat(
         "push request ", request_id, " of worker ", worker_id,
@@ -30,8 +45,8 @@ absl::StatusOr<bool> RequestDedup::Admit(uint32_t worker_id, uint64_t request_id
         absl::FormatDuration(retention_), ", see --dedup_retention_seconds; newest forgotten id ",
         w.forgotten_max, "); cannot tell whether it was applied"));
   }
-  w.ids.emplace(request_id, clock);
-  w.order.emplace_back(now, request_id);
+  w.Remember(request_id);
+  w.order.push_back({now, request_id, clock});
   return true;
 }
 
@@ -46,8 +61,8 @@ std::vector<RequestDedup::Window> RequestDedup::Export(uint64_t cut) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [worker, w] : workers_) {
     Window out{worker, {}, w.forgotten_max};
-    for (const auto& [id, clock] : w.ids) {
-      if (clock < cut) out.request_ids.push_back(id);
+    for (const Remembered& r : w.order) {
+      if (r.clock < cut) out.request_ids.push_back(r.id);
     }
     std::sort(out.request_ids.begin(), out.request_ids.end());
     windows.push_back(std::move(out));
@@ -63,14 +78,16 @@ void RequestDedup::Import(const Window& window) {
   Ids& w = workers_[window.worker_id];
   w.forgotten_max = std::max(w.forgotten_max, window.forgotten_max);
   for (uint64_t id : window.request_ids) {
-    if (w.ids.emplace(id, 0).second) w.order.emplace_back(now, id);
+    if (w.Holds(id)) continue;
+    w.Remember(id);
+    w.order.push_back({now, id, 0});
   }
 }
 
 size_t RequestDedup::size() const {
   absl::MutexLock lock(&mu_);
   size_t n = 0;
-  for (const auto& [id, w] : workers_) n += w.ids.size();
+  for (const auto& [id, w] : workers_) n += w.order.size();
   return n;
 }
 

@@ -1,5 +1,8 @@
 #include "server/core/request_dedup.h"
 
+#include <cstdint>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace ps {
@@ -55,6 +58,52 @@ TEST(RequestDedupTest, ExpireForgetsIdleWorkers) {
   clock.Advance(absl::Seconds(11));
   d.Expire();
   EXPECT_EQ(d.size(), 0u);
+}
+
+// Ids are remembered a bit each, 64 consecutive ids to a word: ids at a
+// word's edges, far apart (two clients under one worker id), and forgotten
+// one by one as each one's time passes, are each told apart.
+TEST(RequestDedupTest, IdsAcrossWordsAndFarApartAreEachRememberedAndForgotten) {
+  FakeClock clock;
+  RequestDedup d(&clock, absl::Seconds(10));
+  const uint64_t far = uint64_t{1} << 40;
+  for (uint64_t id : {uint64_t{63}, uint64_t{64}, uint64_t{127}, far, far + 1}) {
+    ASSERT_TRUE(*d.Admit(3, id)) << id;
+  }
+  clock.Advance(absl::Seconds(5));
+  ASSERT_TRUE(*d.Admit(3, 65));
+  for (uint64_t id : {uint64_t{63}, uint64_t{64}, uint64_t{65}, uint64_t{127}, far, far + 1}) {
+    EXPECT_FALSE(*d.Admit(3, id)) << id << " is remembered";
+  }
+  EXPECT_TRUE(*d.Admit(3, 66)) << "a neighbour in the same word is new";
+  clock.Advance(absl::Seconds(6));  // the first five are past the retention, 65 and 66 not
+  EXPECT_FALSE(*d.Admit(3, 65));
+  EXPECT_FALSE(*d.Admit(3, 66));
+  EXPECT_EQ(d.Admit(3, 64).status().code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(*d.Admit(3, far + 2));
+  EXPECT_EQ(d.size(), 3u);
+}
+
+// Export keeps the ids whose push is below the cut, whatever the order
+// they came in.
+TEST(RequestDedupTest, ExportKeepsTheIdsOfPushesBelowTheCut) {
+  FakeClock clock;
+  RequestDedup d(&clock, absl::Seconds(60));
+  ASSERT_TRUE(*d.Admit(1, 12, /*clock=*/5));
+  ASSERT_TRUE(*d.Admit(1, 10, /*clock=*/3));
+  ASSERT_TRUE(*d.Admit(1, 11, /*clock=*/4));
+  ASSERT_TRUE(*d.Admit(2, 7, /*clock=*/9));
+  std::vector<RequestDedup::Window> windows = d.Export(/*cut=*/5);
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_EQ(windows[0].worker_id, 1u);
+  EXPECT_EQ(windows[0].request_ids, (std::vector<uint64_t>{10, 11}));
+  EXPECT_TRUE(windows[1].request_ids.empty());
+  RequestDedup restored(&clock, absl::Seconds(60));
+  restored.Import(windows[0]);
+  restored.Import(windows[0]);  // twice: each id once
+  EXPECT_EQ(restored.size(), 2u);
+  EXPECT_FALSE(*restored.Admit(1, 10));
+  EXPECT_TRUE(*restored.Admit(1, 12)) << "its push was after the cut: not in the checkpoint";
 }
 
 }  // namespace
