@@ -61,9 +61,7 @@ absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
   absl::StatusOr<bool> created;
   {
     absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
-    if (log_ != nullptr) {
-      if (absl::Status s = log_->CheckWritable(); !s.ok()) return s;
-    }
+    if (absl::Status s = CheckWritable(); !s.ok()) return s;
     created = store_.CreateTable(def);
     if (!created.ok()) return created.status();
     if (*created && log_ != nullptr) {
@@ -141,6 +139,10 @@ void PsCore::RunOrdered(const std::function<void()>& fn) {
   fn();
 }
 
+absl::Status PsCore::CheckWritable() const {
+  return log_ == nullptr ? absl::OkStatus() : log_->CheckWritable();
+}
+
 absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry, bool* refused) {
   *refused = false;
   if (log_ == nullptr) {
@@ -193,9 +195,7 @@ absl::Status PsCore::ApplyForwarded(const proto::ForwardEntry& entry, bool* refu
 
 absl::StatusOr<proto::PushResponse> PsCore::Apply(const PushArgs& args) {
   absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
-  if (log_ != nullptr) {
-    if (absl::Status s = log_->CheckWritable(); !s.ok()) return s;
-  }
+  if (absl::Status s = CheckWritable(); !s.ok()) return s;
   return ApplyLocked(args, nullptr);
 }
 
@@ -362,8 +362,7 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
   {
     absl::MutexLockMaybe order(log_ != nullptr ? &order_mu_ : nullptr);
     SparseTable::Decisions decisions;
-    if (absl::Status writable = log_ != nullptr ? log_->CheckWritable() : absl::OkStatus();
-        !writable.ok()) {
+    if (absl::Status writable = CheckWritable(); !writable.ok()) {
       pushed = writable;  // answered below, outside the lock
     } else {
       pushed =
@@ -481,7 +480,7 @@ absl::StatusOr<proto::HeartbeatResponse> PsCore::Heartbeat(const proto::Heartbea
     *entry.mutable_heartbeat() = request;
     absl::MutexLock order(&order_mu_);
     // Not the primary (any longer): the worker heartbeats the new one.
-    if (absl::Status s = log_->CheckWritable(); !s.ok()) return s;
+    if (absl::Status s = CheckWritable(); !s.ok()) return s;
     log_->Append(std::move(entry));
   }
   return reply;

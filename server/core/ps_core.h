@@ -199,6 +199,10 @@ class PsCore {
   // primary: the entry is built, and appended only when the push was new).
   absl::StatusOr<proto::PushResponse> ApplyLocked(const PushArgs& args,
                                                   const proto::ForwardEntry* forwarded);
+  // Whether this copy may apply an update of its own, with the order lock
+  // held: OK without replication, else the log's answer
+  // (ReplicationLog::CheckWritable).
+  absl::Status CheckWritable() const;
   absl::Status CheckPush(const PushArgs& args) const;
   absl::Status CheckPull(const PullArgs& args) const;
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;
