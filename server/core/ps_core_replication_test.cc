@@ -1,0 +1,135 @@
+// The core under replication, driven directly: what a copy learns from the
+// chain, and what the log's answers (may this copy write? where does a
+// forwarded entry go?) change, asked before anything is applied.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "server/core/ps_core_fixture.h"
+#include "server/replication/replication_log.h"
+
+namespace ps {
+namespace {
+
+// Collects what a replicated core appends, as the chain would carry it.
+class CollectingLog final : public ReplicationLog {
+ public:
+  void Append(proto::ForwardEntry entry) override { entries.push_back(std::move(entry)); }
+  void Barrier(Done done) override { done(absl::OkStatus()); }
+  std::vector<proto::ForwardEntry> entries;
+};
+
+// A copy learns the workers' leases from the chain: promoted, it counts
+// every live worker in its waits before any of them has called it.
+TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
+  CollectingLog log;
+  core_->set_replication(&log);
+  PsCoreOptions options;
+  options.clock = &clock_;
+  options.address = "copy:0";
+  PsCore copy(options);
+  CollectingLog copy_log;  // a copy appends what it applies, to forward it on
+  copy.set_replication(&copy_log);
+  auto forward = [&] {
+    for (const proto::ForwardEntry& e : log.entries) {
+      bool refused = false;
+      ASSERT_TRUE(copy.ApplyForwarded(e, &refused).ok());
+    }
+    log.entries.clear();
+  };
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
+  log.entries.clear();  // table creation is forwarded by the service, not tested here
+  proto::HeartbeatRequest hb;
+  hb.set_worker_id(5);
+  hb.set_clock(7);
+  hb.set_lease_ms(1000);
+  hb.set_incarnation(55);
+  ASSERT_TRUE(core_->Heartbeat(hb).ok());
+  ASSERT_EQ(log.entries.size(), 1u);
+  EXPECT_TRUE(log.entries[0].has_heartbeat());
+  EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), UINT64_MAX) << "no worker known yet";
+  forward();
+  EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), 7u)
+      << "worker 5 live at clock 7 on the copy";
+  // A refused heartbeat (another process, same id) is not forwarded.
+  hb.set_incarnation(66);
+  EXPECT_EQ(core_->Heartbeat(hb).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(log.entries.empty());
+  // Leaving is forwarded too.
+  hb.set_incarnation(55);
+  hb.set_leaving(true);
+  ASSERT_TRUE(core_->Heartbeat(hb).ok());
+  forward();
+  EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), UINT64_MAX)
+      << "worker 5 left on the copy too";
+}
+
+// A log whose answers the test sets: whether the copy may write, and where
+// a forwarded entry goes.
+class RoleLog final : public ReplicationLog {
+ public:
+  void Append(proto::ForwardEntry entry) override { entries.push_back(std::move(entry)); }
+  void Barrier(Done done) override { done(absl::OkStatus()); }
+  absl::Status CheckWritable() const override { return writable; }
+  absl::StatusOr<bool> Place(const proto::ForwardEntry&) const override { return place; }
+  absl::Status writable = absl::OkStatus();
+  absl::StatusOr<bool> place = true;
+  std::vector<proto::ForwardEntry> entries;
+};
+
+// What the log says is asked under the order lock before anything is
+// applied: a copy that is not the primary applies no worker's push (nor
+// records its id, so the retry at the new primary, or here once primary
+// again, applies it); a forwarded entry refused or already held changes
+// nothing and is not appended.
+TEST_F(PsCoreTest, TheLogsAnswerComesBeforeAnyChange) {
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
+  RoleLog log;
+  core_->set_replication(&log);
+  auto value = [&] {
+    std::string values;
+    EXPECT_TRUE(PsCoreTestPeer::store(*core_).Pull("w", KeySpec::Single(0, 1), &values).ok());
+    float v = 0;
+    std::memcpy(&v, values.data(), sizeof v);
+    return v;
+  };
+  log.writable = absl::UnavailableError("not the primary");
+  EXPECT_EQ(Push(OnePush("w", 0, -1, 42)).status().code(), absl::StatusCode::kUnavailable);
+  proto::HeartbeatRequest hb;
+  hb.set_worker_id(5);
+  hb.set_lease_ms(1000);
+  hb.set_incarnation(55);
+  EXPECT_EQ(core_->Heartbeat(hb).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(core_->CreateTable(CreateTableRequestFor(SumTable("v", 4, 1))).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(value(), 0.0f);
+  EXPECT_TRUE(log.entries.empty());
+  log.writable = absl::OkStatus();
+  absl::StatusOr<proto::PushResponse> retry = Push(OnePush("w", 0, -1, 42));
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_FALSE(retry->duplicate()) << "the refused push left no id behind";
+  EXPECT_EQ(value(), 1.0f);
+  ASSERT_EQ(log.entries.size(), 1u);
+
+  proto::ForwardEntry forwarded = log.entries[0];
+  forwarded.mutable_push()->set_request_id(43);
+  log.entries.clear();
+  bool refused = false;
+  log.place = absl::FailedPreconditionError("this copy is the shard's primary");
+  absl::Status s = core_->ApplyForwarded(forwarded, &refused);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(refused);
+  log.place = false;
+  EXPECT_TRUE(core_->ApplyForwarded(forwarded, &refused).ok());
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(value(), 1.0f) << "neither the refused nor the held entry applied";
+  EXPECT_TRUE(log.entries.empty()) << "nor appended";
+  log.place = true;
+  EXPECT_TRUE(core_->ApplyForwarded(forwarded, &refused).ok());
+  EXPECT_EQ(value(), 2.0f);
+  EXPECT_EQ(log.entries.size(), 1u);
+}
+
+}  // namespace
+}  // namespace ps
