@@ -231,25 +231,21 @@ void PsService::PushBatch(DataCall* call) {
                                absl::Status s) { call->Finish(s, out); });
 }
 
-void PsService::Info(DataCall* call) {
-  proto::InfoRequest request;
+template <typename Request, typename Reply>
+void PsService::AnswerFromCore(DataCall* call, const char* what,
+                               absl::StatusOr<Reply> (PsCore::*method)(const Request&)) {
+  Request request;
   if (!call->ParseRequest(&request)) return;
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "Info");
+  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), what);
   if (!core.ok()) return call->Finish(core.status());
-  absl::StatusOr<proto::InfoResponse> reply = (*core)->Info(request);
+  absl::StatusOr<Reply> reply = ((**core).*method)(request);
   if (!reply.ok()) return call->Finish(reply.status());
   call->Reply(absl::OkStatus(), *reply);
 }
 
-void PsService::Heartbeat(DataCall* call) {
-  proto::HeartbeatRequest request;
-  if (!call->ParseRequest(&request)) return;
-  absl::StatusOr<std::shared_ptr<PsCore>> core = CoreFor(call->context(), "Heartbeat");
-  if (!core.ok()) return call->Finish(core.status());
-  absl::StatusOr<proto::HeartbeatResponse> reply = (*core)->Heartbeat(request);
-  if (!reply.ok()) return call->Finish(reply.status());
-  call->Reply(absl::OkStatus(), *reply);
-}
+void PsService::Info(DataCall* call) { AnswerFromCore(call, "Info", &PsCore::Info); }
+
+void PsService::Heartbeat(DataCall* call) { AnswerFromCore(call, "Heartbeat", &PsCore::Heartbeat); }
 
 void PsService::Stats(DataCall* call) {
   proto::StatsRequest request;

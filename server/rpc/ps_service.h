@@ -55,6 +55,12 @@ class PsService {
   void PushBatch(DataCall* call);
   void Info(DataCall* call);
   void Heartbeat(DataCall* call);
+  // A call answered at once by one method of its shard's core (Info,
+  // Heartbeat): the request parsed, the caller authorized for `what`, the
+  // core's reply or error returned.
+  template <typename Request, typename Reply>
+  void AnswerFromCore(DataCall* call, const char* what,
+                      absl::StatusOr<Reply> (PsCore::*method)(const Request&));
   void Stats(DataCall* call);
   // The core the call's shard metadata names (and the shard, when asked),
   // after the token check; `what` names the call in errors.
