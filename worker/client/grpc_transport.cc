@@ -33,8 +33,6 @@ grpc::ByteBuffer SerializeToBuffer(const google::protobuf::MessageLite& message)
   return grpc::ByteBuffer(&slice, 1);
 }
 
-// Calls `start(context, callback)` for one generated-stub RPC; the context
-// lives in the completion callback's capture until gRPC drops it.
 }  // namespace
 
 GrpcTransport::GrpcTransport(std::vector<std::string> addresses, Clock* clock,
