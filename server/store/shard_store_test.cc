@@ -106,6 +106,43 @@ TEST(ShardStoreTest, InvalidPushesAreRejectedAndChangeNothing) {
   EXPECT_EQ(PullAll(store, "w", KeySpec::Single(0, 8)), before);
 }
 
+// Long pushes go through the finiteness check's vectorized lanes (16
+// floats at a time, blocks of 4096) as well as its scalar tail: a NaN or Inf
+// anywhere is found and named by its key, and every finite value, the
+// extremes included, passes.
+TEST(ShardStoreTest, TheFiniteCheckFindsEveryBadValueOfALongPush) {
+  constexpr uint64_t kKeys = 4096 * 2 + 37;  // two blocks and a tail of lanes and floats
+  ShardStore store(0, Placement(1, {/*slice_size=*/1024, 64}));
+  ASSERT_TRUE(store.CreateTable(Def("w", kKeys)).ok());
+  const float kExtremes[] = {std::numeric_limits<float>::max(),
+                             -std::numeric_limits<float>::max(),
+                             std::numeric_limits<float>::denorm_min(), -0.0f,
+                             std::numeric_limits<float>::min()};
+  std::vector<float> grads(kKeys, 0.0f);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i] = kExtremes[i % 5] * 1e-30f;
+  grads[0] = std::numeric_limits<float>::max();
+  grads[kKeys - 1] = -std::numeric_limits<float>::max();
+  const std::vector<float> before = PullAll(store, "w", KeySpec::Single(0, kKeys));
+  const float kBad[] = {std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::infinity(),
+                        -std::numeric_limits<float>::infinity(),
+                        -std::numeric_limits<float>::quiet_NaN()};
+  // In the first lane, a middle lane, the last lane of a block, the second
+  // block, and the scalar tail.
+  for (const size_t at : {size_t{0}, size_t{21}, size_t{4095}, size_t{4096 + 300},
+                          size_t{kKeys - 30}, size_t{kKeys - 1}}) {
+    for (const float bad : kBad) {
+      std::vector<float> with_bad = grads;
+      with_bad[at] = bad;
+      auto pushed = store.Push("w", KeySpec::Single(0, kKeys), with_bad);
+      ASSERT_EQ(pushed.status().code(), absl::StatusCode::kInvalidArgument) << at << " " << bad;
+      EXPECT_THAT(pushed.status().message(), HasSubstr("key " + std::to_string(at) + " "));
+    }
+  }
+  EXPECT_EQ(PullAll(store, "w", KeySpec::Single(0, kKeys)), before);
+  EXPECT_TRUE(store.Push("w", KeySpec::Single(0, kKeys), grads).ok());
+}
+
 TEST(ShardStoreTest, KeysOfOtherServersAreRefusedNamingTheOwner) {
   Placement placement(3, {/*slice_size=*/2, 64});
   ShardStore store(0, placement);
