@@ -17,6 +17,9 @@
 //
 // Thread-safe. Completion callbacks run exactly once, never under a lock of
 // the core, and may run before the method that took them returns.
+//
+// The methods of replication (ApplyForwarded and what a primary forwards)
+// are in ps_core_replicated.cc, the rest in ps_core.cc.
 #ifndef PS_SERVER_CORE_PS_CORE_H_
 #define PS_SERVER_CORE_PS_CORE_H_
 

@@ -26,6 +26,9 @@
 //
 // Thread-safe. Cores are shared_ptrs: a call that holds one finishes on it
 // even if the ring moves the shard away meanwhile.
+//
+// Forward and the receiving side are in shard_host_receive.cc, the rest in
+// shard_host.cc.
 #ifndef PS_SERVER_REPLICATION_SHARD_HOST_H_
 #define PS_SERVER_REPLICATION_SHARD_HOST_H_
 
@@ -142,7 +145,21 @@ class ShardHost {
   using Replica = ShardReplica;
   // A shard's slot: the replica (replaced by a new stream's snapshot) and
   // the receiving state.
-  struct Slot;
+  struct Slot {
+    std::shared_ptr<Replica> replica;  // guarded by the host's mu_
+    bool complete = false;             // guarded by the host's mu_
+    // The current stream brought the copy up to its sender's (a snapshot's
+    // last part, or a catch-up): what a joining copy reports. A copy kept
+    // from before (complete, but maybe behind) is not synced until then.
+    bool synced = false;  // guarded by the host's mu_
+    // Made while the ring named this server's previous process (constant).
+    bool unnamed = false;
+    absl::Mutex mu;  // serializes the shard's Forward calls
+    uint64_t stream ABSL_GUARDED_BY(mu) = 0;
+    uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
+    // A snapshot being received: swapped in for `replica` at its last part.
+    std::shared_ptr<Replica> incoming ABSL_GUARDED_BY(mu);
+  };
   // `history`: whether the copy keeps recent entries (r > 1).
   std::unique_ptr<Replica> NewReplica(int shard, bool history) const;
   // The copies `ring` (if newer) makes this server hold as the primary of a
