@@ -114,8 +114,7 @@ TEST(ShardStoreTest, TheFiniteCheckFindsEveryBadValueOfALongPush) {
   constexpr uint64_t kKeys = 4096 * 2 + 37;  // two blocks and a tail of lanes and floats
   ShardStore store(0, Placement(1, {/*slice_size=*/1024, 64}));
   ASSERT_TRUE(store.CreateTable(Def("w", kKeys)).ok());
-  const float kExtremes[] = {std::numeric_limits<float>::max(),
-                             -std::numeric_limits<float>::max(),
+  const float kExtremes[] = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
                              std::numeric_limits<float>::denorm_min(), -0.0f,
                              std::numeric_limits<float>::min()};
   std::vector<float> grads(kKeys, 0.0f);
@@ -123,10 +122,9 @@ TEST(ShardStoreTest, TheFiniteCheckFindsEveryBadValueOfALongPush) {
   grads[0] = std::numeric_limits<float>::max();
   grads[kKeys - 1] = -std::numeric_limits<float>::max();
   const std::vector<float> before = PullAll(store, "w", KeySpec::Single(0, kKeys));
-  const float kBad[] = {std::numeric_limits<float>::quiet_NaN(),
-                        std::numeric_limits<float>::infinity(),
-                        -std::numeric_limits<float>::infinity(),
-                        -std::numeric_limits<float>::quiet_NaN()};
+  const float kBad[] = {
+      std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+      -std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::quiet_NaN()};
   // In the first lane, a middle lane, the last lane of a block, the second
   // block, and the scalar tail.
   for (const size_t at : {size_t{0}, size_t{21}, size_t{4095}, size_t{4096 + 300},
