@@ -22,12 +22,24 @@ void RequestDedup::Ids::Forget(uint64_t id) {
   if (it->second == 0) bits.erase(it);
 }
 
+void RequestDedup::Ids::DropOldest() {
+  ++head;
+  if (head == order.size()) {
+    order.clear();
+    head = 0;
+  } else if (head >= 64 && head * 2 >= order.size()) {
+    // Moves at most as many entries as were dropped since the last move.
+    order.erase(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(head));
+    head = 0;
+  }
+}
+
 void RequestDedup::ExpireLocked(Ids& w, absl::Time now) {
-  while (!w.order.empty() && now - w.order.front().at > retention_) {
-    const uint64_t id = w.order.front().id;
+  while (w.Count() > 0 && now - w.Oldest().at > retention_) {
+    const uint64_t id = w.Oldest().id;
     w.forgotten_max = std::max(w.forgotten_max, id);
     w.Forget(id);
-    w.order.pop_front();
+    w.DropOldest();
   }
 }
 
@@ -61,8 +73,8 @@ std::vector<RequestDedup::Window> RequestDedup::Export(uint64_t cut) const {
   absl::MutexLock lock(&mu_);
   for (const auto& [worker, w] : workers_) {
     Window out{worker, {}, w.forgotten_max};
-    for (const Remembered& r : w.order) {
-      if (r.clock < cut) out.request_ids.push_back(r.id);
+    for (size_t i = w.head; i < w.order.size(); ++i) {
+      if (w.order[i].clock < cut) out.request_ids.push_back(w.order[i].id);
     }
     std::sort(out.request_ids.begin(), out.request_ids.end());
     windows.push_back(std::move(out));
@@ -87,7 +99,7 @@ void RequestDedup::Import(const Window& window) {
 size_t RequestDedup::size() const {
   absl::MutexLock lock(&mu_);
   size_t n = 0;
-  for (const auto& [id, w] : workers_) n += w.order.size();
+  for (const auto& [id, w] : workers_) n += w.Count();
   return n;
 }
 

@@ -84,6 +84,37 @@ TEST(RequestDedupTest, IdsAcrossWordsAndFarApartAreEachRememberedAndForgotten) {
   EXPECT_EQ(d.size(), 3u);
 }
 
+// The arrival order is one vector whose dropped front is moved out as it
+// grows: through many such moves, one second of ids at a time expiring,
+// exactly the ids within the retention stay remembered, in arrival order
+// for Export.
+TEST(RequestDedupTest, ExpiryInStepsKeepsExactlyTheIdsWithinTheRetention) {
+  FakeClock clock;
+  RequestDedup d(&clock, absl::Seconds(10));
+  constexpr uint64_t kPerSecond = 100;
+  uint64_t next = 1;
+  for (int second = 0; second < 40; ++second) {
+    for (uint64_t i = 0; i < kPerSecond; ++i, ++next) {
+      ASSERT_TRUE(*d.Admit(4, next, /*clock=*/next)) << next;
+    }
+    clock.Advance(absl::Seconds(1));
+  }
+  // Admitted at seconds 0-39, now 40: those of seconds 30-39 are within
+  // the retention (10 s or less old), the rest forgotten.
+  d.Expire();
+  EXPECT_EQ(d.size(), 10 * kPerSecond);
+  const uint64_t first_kept = 30 * kPerSecond + 1;
+  std::vector<RequestDedup::Window> windows = d.Export(/*cut=*/next);
+  ASSERT_EQ(windows.size(), 1u);
+  ASSERT_EQ(windows[0].request_ids.size(), 10 * kPerSecond);
+  EXPECT_EQ(windows[0].request_ids.front(), first_kept);
+  EXPECT_EQ(windows[0].request_ids.back(), next - 1);
+  EXPECT_EQ(windows[0].forgotten_max, first_kept - 1);
+  EXPECT_EQ(d.Admit(4, first_kept - 1).status().code(), absl::StatusCode::kAborted);
+  for (uint64_t id = first_kept; id < next; id += 37) EXPECT_FALSE(*d.Admit(4, id)) << id;
+  EXPECT_TRUE(*d.Admit(4, next));
+}
+
 // Export keeps the ids whose push is below the cut, whatever the order
 // they came in.
 TEST(RequestDedupTest, ExportKeepsTheIdsOfPushesBelowTheCut) {
