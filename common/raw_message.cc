@@ -226,12 +226,19 @@ void AppendBytesFieldPrefix(int field, uint64_t length, std::string* out) {
 
 namespace {
 
-std::string SerializedHeader(const google::protobuf::MessageLite& header, int field,
+// The header and the payload field's tag and length, serialized straight
+// into one slice gRPC owns (a key list in the header is copied once, not
+// through a string first).
+grpc::Slice SerializedHeader(const google::protobuf::MessageLite& header, int field,
                              uint64_t payload_size) {
-  std::string head;
-  header.SerializeToString(&head);
-  AppendBytesFieldPrefix(field, payload_size, &head);
-  return head;
+  std::string prefix;
+  AppendBytesFieldPrefix(field, payload_size, &prefix);
+  const size_t header_bytes = header.ByteSizeLong();
+  grpc::Slice slice(header_bytes + prefix.size());
+  uint8_t* out = const_cast<uint8_t*>(slice.begin());
+  header.SerializeWithCachedSizesToArray(out);
+  std::memcpy(out + header_bytes, prefix.data(), prefix.size());
+  return slice;
 }
 
 }  // namespace
@@ -261,8 +268,7 @@ grpc::ByteBuffer BuildMessage(const google::protobuf::MessageLite& header, int f
 
 grpc::ByteBuffer BuildMessage(const google::protobuf::MessageLite& header, int field,
                               grpc::Slice payload) {
-  grpc::Slice slices[2] = {grpc::Slice(SerializedHeader(header, field, payload.size())),
-                           std::move(payload)};
+  grpc::Slice slices[2] = {SerializedHeader(header, field, payload.size()), std::move(payload)};
   return grpc::ByteBuffer(slices, slices[1].size() > 0 ? 2 : 1);
 }
 

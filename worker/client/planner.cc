@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -161,10 +162,10 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const Tab
   } else {
     for (size_t i = 0; i < keys.size(); ++i) slices[i] = placement.SliceOf(keys[i]);
   }
-  const std::vector<size_t> order = GroupBySlice(slices);
+  std::vector<size_t> order = GroupBySlice(slices);
   std::vector<std::vector<size_t>> by_server(placement.num_servers());
   if (placement.num_servers() == 1) {
-    by_server[0] = order;
+    by_server[0] = std::move(order);
   } else {
     // The table is hashed once; a key in the slice of the key before it
     // reuses that key's owner.
@@ -182,7 +183,7 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const Tab
   }
   std::vector<Part> parts;
   for (int s = 0; s < placement.num_servers(); ++s) {
-    const std::vector<size_t>& idx = by_server[s];
+    std::vector<size_t>& idx = by_server[s];
     for (size_t b = 0; b < idx.size(); b += max_keys) {
       const size_t e = std::min<size_t>(idx.size(), b + max_keys);
       Part& part = parts.emplace_back();
@@ -190,6 +191,10 @@ absl::StatusOr<std::vector<Part>> PlanKeys(const Placement& placement, const Tab
       part.op = 0;
       part.table = std::string(table);
       part.width = width;
+      if (b == 0 && e == idx.size()) {
+        part.positions = std::move(idx);  // the server's keys in one part: not copied
+        break;
+      }
       part.positions.assign(idx.begin() + b, idx.begin() + e);
     }
   }
@@ -222,10 +227,12 @@ std::vector<PlannedCall> GroupIntoCalls(absl::Span<const Part> parts, int num_se
 }
 
 std::string PackKeys(absl::Span<const uint64_t> keys, absl::Span<const size_t> positions) {
-  std::vector<uint64_t> gathered(positions.size());
-  for (size_t j = 0; j < positions.size(); ++j) gathered[j] = keys[positions[j]];
-  return std::string(reinterpret_cast<const char*>(gathered.data()),
-                     gathered.size() * sizeof(uint64_t));
+  std::string packed(positions.size() * sizeof(uint64_t), '\0');
+  char* out = packed.data();
+  for (size_t j = 0; j < positions.size(); ++j) {
+    std::memcpy(out + j * sizeof(uint64_t), &keys[positions[j]], sizeof(uint64_t));
+  }
+  return packed;
 }
 
 std::string DescribeKeys(const Part& part) {
