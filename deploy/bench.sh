@@ -38,7 +38,7 @@ source deploy/lib/servers.sh
 source deploy/lib/limits.sh
 deploy/setup.sh --bench
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker \
-  //server/store:optimizer_bench //deploy/bench:ps_bench //deploy/bench:train_bench
+  //common/optimizer:optimizer_bench //deploy/bench:ps_bench //deploy/bench:train_bench
 bin="$(bazel info bazel-bin 2>/dev/null)"
 bench_dirs "$out" ps_bench
 log() { echo "bench.sh: $*" >&2; }
@@ -49,7 +49,7 @@ iperf_start=$(iperf_gbps)
 echo "LIMIT iperf3_start_gbytes_per_s=$iperf_start" | tee -a "$raw"
 
 log "memory bandwidth and server apply (Google Benchmark)"
-"$bin/server/store/optimizer_bench" --benchmark_min_time=0.5 --benchmark_format=json 2>/dev/null |
+"$bin/common/optimizer/optimizer_bench" --benchmark_min_time=0.5 --benchmark_format=json 2>/dev/null |
   awk -F'"' '/"name":/ { name = $4 }
              /"bytes_per_second":/ { split($3, v, /[:,]/); printf "APPLY name=%s bytes_per_s=%s\n", name, v[2] + 0 }' |
   tee -a "$raw"

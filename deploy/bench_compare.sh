@@ -65,7 +65,7 @@ short=${rev:0:7}
 # --- the two builds ------------------------------------------------------------
 targets=(//server:ps_server //worker:ps_worker //deploy/bench:ps_bench)
 log "building this tree"
-bazel build --ui_event_filters=-info --noshow_progress "${targets[@]}" //server/store:optimizer_bench
+bazel build --ui_event_filters=-info --noshow_progress "${targets[@]}" //common/optimizer:optimizer_bench
 new_bin="$(bazel info bazel-bin 2>/dev/null)"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/paramserver-bench"
 base_tree="$cache/$short"
@@ -90,7 +90,7 @@ echo "MACHINE pin=$pin cores=$(nproc) mem_gib=$(awk '/MemTotal/ {printf "%.0f", 
 log "iperf3 loopback, single stream"
 echo "LIMIT iperf3_start_gbytes_per_s=$(iperf_gbps)" | tee -a "$raw"
 log "memory copy"
-"$new_bin/server/store/optimizer_bench" --benchmark_filter=BM_MemoryCopy --benchmark_min_time=0.5 \
+"$new_bin/common/optimizer/optimizer_bench" --benchmark_filter=BM_MemoryCopy --benchmark_min_time=0.5 \
   --benchmark_format=json 2>/dev/null |
   awk -F'"' '/"bytes_per_second":/ { split($3, v, /[:,]/); printf "LIMIT memcopy_gbytes_per_s=%.2f\n", v[2] / 1e9; exit }' |
   tee -a "$raw"

@@ -47,7 +47,7 @@ cd "$(dirname "$0")/../.."
 source deploy/lib/servers.sh
 deploy/setup.sh
 bazel build --ui_event_filters=-info --noshow_progress //server:ps_server \
-  //server/store:optimizer_bench //python/bench:cpp_pushpull //python:paramserver
+  //common/optimizer:optimizer_bench //python/bench:cpp_pushpull //python:paramserver
 bin="$(bazel info bazel-bin 2>/dev/null)"
 python=/usr/bin/python3  # Debian's, which sees python3-numpy
 work="$(mktemp -d "${TMPDIR:-/tmp}/pushpull_bench.XXXXXX")"
@@ -57,7 +57,7 @@ raw="${out:-$work/raw.txt}"
 log() { echo "pushpull_bench.sh: $*" >&2; }
 
 log "memory bandwidth (optimizer_bench BM_MemoryCopy: 256 MiB arrays, bytes read + written)"
-membw=$("$bin/server/store/optimizer_bench" --benchmark_filter='^BM_MemoryCopy$' \
+membw=$("$bin/common/optimizer/optimizer_bench" --benchmark_filter='^BM_MemoryCopy$' \
     --benchmark_min_time=0.5 --benchmark_format=json 2>/dev/null |
   awk -F'"' '/"bytes_per_second":/ { split($3, v, /[:,]/); printf "%.2f", v[2] / 1e9; exit }')
 echo "LIMIT memcpy_gbytes_per_s=$membw" | tee -a "$raw"

@@ -16,7 +16,7 @@
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
 #include "server/store/memory_budget.h"
-#include "server/store/optimizer.h"
+#include "common/optimizer/optimizer.h"
 #include "server/store/shard_store.h"
 #include "server/store/sparse_table.h"
 #include "tests/test_util/table_defs.h"

@@ -50,7 +50,7 @@
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
 #include "server/store/memory_budget.h"
-#include "server/store/optimizer.h"
+#include "common/optimizer/optimizer.h"
 #include "server/store/sparse_rows.h"
 
 namespace ps {

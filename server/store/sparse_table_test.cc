@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/store/memory_budget.h"
-#include "server/store/optimizer.h"
+#include "common/optimizer/optimizer.h"
 #include "tests/test_util/table_defs.h"
 
 namespace ps {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "server/store/optimizer.h"
+#include "common/optimizer/optimizer.h"
 
 namespace ps {
 namespace {

@@ -43,8 +43,8 @@
 // Eigen's fast one (within a few ulps), and a scalar loop for what is left
 // (all of a row shorter than 16, a long run's head up to a 64-byte boundary
 // and its tail): the last bits of a result may depend on which one it took.
-#ifndef PS_SERVER_STORE_OPTIMIZER_H_
-#define PS_SERVER_STORE_OPTIMIZER_H_
+#ifndef PS_COMMON_OPTIMIZER_OPTIMIZER_H_
+#define PS_COMMON_OPTIMIZER_OPTIMIZER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -100,4 +100,4 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const proto::TableDef& 
 
 }  // namespace ps
 
-#endif  // PS_SERVER_STORE_OPTIMIZER_H_
+#endif  // PS_COMMON_OPTIMIZER_OPTIMIZER_H_

@@ -1,7 +1,7 @@
 // Helpers shared by the optimizer's tests (optimizer_test.cc,
 // optimizer_rows_test.cc): table definitions, and values with their state.
-#ifndef PS_SERVER_STORE_OPTIMIZER_TEST_UTIL_H_
-#define PS_SERVER_STORE_OPTIMIZER_TEST_UTIL_H_
+#ifndef PS_COMMON_OPTIMIZER_OPTIMIZER_TEST_UTIL_H_
+#define PS_COMMON_OPTIMIZER_OPTIMIZER_TEST_UTIL_H_
 
 #include <cstdint>
 #include <memory>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/store/optimizer.h"
+#include "common/optimizer/optimizer.h"
 
 namespace ps {
 
@@ -63,4 +63,4 @@ struct Params {
 
 }  // namespace ps
 
-#endif  // PS_SERVER_STORE_OPTIMIZER_TEST_UTIL_H_
+#endif  // PS_COMMON_OPTIMIZER_OPTIMIZER_TEST_UTIL_H_

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/store/optimizer.h"
-#include "server/store/optimizer_test_util.h"
+#include "common/optimizer/optimizer.h"
+#include "common/optimizer/optimizer_test_util.h"
 
 namespace ps {
 namespace {

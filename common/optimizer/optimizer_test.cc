@@ -1,4 +1,4 @@
-#include "server/store/optimizer.h"
+#include "common/optimizer/optimizer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/store/optimizer_test_util.h"
+#include "common/optimizer/optimizer_test_util.h"
 
 namespace ps {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/store/optimizer.h"
+#include "common/optimizer/optimizer.h"
 
 #include <algorithm>
 #include <cmath>
