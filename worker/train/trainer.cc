@@ -11,32 +11,9 @@
 #include "absl/time/clock.h"
 #include "common/hash.h"
 #include "worker/train/background_queue.h"
+#include "worker/train/model_ops.h"
 
 namespace ps {
-namespace {
-
-// The pull/push ops of a model's blocks over one flat vector.
-template <typename Op, typename SpanT>
-std::vector<Op> BlockOps(const Model& model, const std::string& prefix, SpanT flat) {
-  std::vector<Op> ops;
-  int64_t offset = 0;
-  for (const ParamBlock& block : model.blocks()) {
-    Op op;
-    op.table = absl::StrCat(prefix, "/", block.name);
-    op.begin = 0;
-    op.end = static_cast<uint64_t>(block.size);
-    if constexpr (std::is_same_v<Op, PullRange>) {
-      op.out = flat.subspan(offset, block.size);
-    } else {
-      op.grads = flat.subspan(offset, block.size);
-    }
-    ops.push_back(std::move(op));
-    offset += block.size;
-  }
-  return ops;
-}
-
-}  // namespace
 
 absl::Status ValidateTrainerConfig(const TrainerConfig& c) {
   auto bad = [](const char* field, int64_t value, const char* want) {
@@ -114,7 +91,7 @@ absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::Tab
 
 absl::Status PullParams(ParamClient& client, const Model& model, const std::string& prefix,
                         absl::Span<float> params, uint64_t clock, PullInfo* info) {
-  return client.Pull(BlockOps<PullRange>(model, prefix, params), clock, info);
+  return client.Pull(ModelPullOps(model, prefix, params), clock, info);
 }
 
 namespace {
@@ -131,8 +108,8 @@ class DownpourRun {
     for (Buffer& b : buffers_) {
       b.params.assign(model.num_params(), 0.0f);
       b.grads.assign(model.num_params(), 0.0f);
-      b.pull_ops = BlockOps<PullRange>(model, config.table_prefix, absl::MakeSpan(b.params));
-      b.push_ops = BlockOps<PushRange>(model, config.table_prefix, absl::MakeConstSpan(b.grads));
+      b.pull_ops = ModelPullOps(model, config.table_prefix, absl::MakeSpan(b.params));
+      b.push_ops = ModelPushOps(model, config.table_prefix, absl::MakeConstSpan(b.grads));
     }
   }
 
@@ -202,6 +179,7 @@ class DownpourRun {
     b.pulled = std::move(info.versions);
     const uint64_t lag = clock > info.params_clock ? clock - info.params_clock : 0;
     absl::MutexLock lock(&stats_mu_);
+    ++pulls_;
     ++lag_histogram_[std::min<uint64_t>(lag, lag_histogram_.size() - 1)];
     max_clock_lag_ = std::max(max_clock_lag_, lag);
     wait_ += info.waited;
@@ -268,6 +246,7 @@ class DownpourRun {
   double staleness_sum_ ABSL_GUARDED_BY(stats_mu_) = 0;
   uint64_t max_staleness_ ABSL_GUARDED_BY(stats_mu_) = 0;
   int64_t pushes_ ABSL_GUARDED_BY(stats_mu_) = 0;
+  int64_t pulls_ ABSL_GUARDED_BY(stats_mu_) = 0;
   std::vector<uint64_t> lag_histogram_ ABSL_GUARDED_BY(stats_mu_) = std::vector<uint64_t>(17, 0);
   uint64_t max_clock_lag_ ABSL_GUARDED_BY(stats_mu_) = 0;
   absl::Duration wait_ ABSL_GUARDED_BY(stats_mu_);
@@ -437,6 +416,9 @@ absl::StatusOr<TrainStats> DownpourRun::Finish() {
   stats.examples_per_second = stats.seconds > 0 ? stats.examples / stats.seconds : 0;
   absl::MutexLock lock(&stats_mu_);
   stats.pushes = pushes_;
+  stats.pulls = pulls_;
+  stats.values_pushed = pushes_ * model_.num_params();
+  stats.values_pulled = pulls_ * model_.num_params();
   stats.mean_staleness = pushes_ ? staleness_sum_ / pushes_ : 0;
   stats.max_staleness = max_staleness_;
   stats.clock_lag_histogram = lag_histogram_;

@@ -84,6 +84,12 @@ struct TrainStats {
   int64_t steps = 0;
   int64_t examples = 0;
   int64_t pushes = 0;
+  int64_t pulls = 0;
+  // Parameter values sent to the servers (gradients, deltas) and read from
+  // them: the payload of the pushes and pulls, 4 bytes each on the wire
+  // as f32.
+  int64_t values_pushed = 0;
+  int64_t values_pulled = 0;
   double seconds = 0;
   double examples_per_second = 0;
   double mean_loss_last_epoch = 0;

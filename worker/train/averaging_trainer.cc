@@ -1,0 +1,322 @@
+#include "worker/train/averaging_trainer.h"
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/hash.h"
+#include "common/optimizer/optimizer.h"
+#include "worker/train/model_ops.h"
+
+namespace ps {
+
+absl::StatusOr<Algorithm> ParseAlgorithm(const std::string& name) {
+  for (Algorithm a : {Algorithm::kDownpour, Algorithm::kAverage, Algorithm::kEasgd}) {
+    if (name == AlgorithmName(a)) return a;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--algorithm=", name, ": expected downpour, average or easgd"));
+}
+
+const char* AlgorithmName(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kDownpour:
+      return "downpour";
+    case Algorithm::kAverage:
+      return "average";
+    case Algorithm::kEasgd:
+      return "easgd";
+  }
+  return "?";
+}
+
+proto::TableDef AveragingTableOptimizer() {
+  proto::TableDef def;
+  def.set_optimizer(proto::OPT_SGD);
+  def.set_learning_rate(1.0f);
+  return def;
+}
+
+absl::Status ValidateAveragingConfig(const AveragingConfig& a, const TrainerConfig& t) {
+  const std::string name = AlgorithmName(a.algorithm);
+  if (a.algorithm == Algorithm::kDownpour) {
+    return absl::InvalidArgumentError("averaging config: algorithm must be average or easgd");
+  }
+  if (a.every < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--average_every=", a.every, ": must be >= 1 (local steps per round)"));
+  }
+  if (a.algorithm == Algorithm::kEasgd && !(a.easgd_alpha > 0 && a.easgd_alpha <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--easgd_alpha=", a.easgd_alpha, ": must be in (0, 1]"));
+  }
+  if (t.n_fetch != 1 || t.n_push != 1 || t.overlap) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--algorithm=", name, " talks to the servers once per --average_every steps; --n_fetch (",
+        t.n_fetch, "), --n_push (", t.n_push, ") and --overlap (", t.overlap ? "true" : "false",
+        ") are Downpour's and must stay 1, 1 and false"));
+  }
+  if (absl::Status s = ValidateTrainerConfig(t); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Optimizer>> local = MakeOptimizer(a.local_optimizer);
+  if (!local.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--algorithm=", name, ": the local optimizer: ", local.status().message()));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// One worker's run: the local copy and its optimizer state, the center as
+// last read, and the round's bookkeeping.
+class AveragingRun {
+ public:
+  AveragingRun(ParamClient& client, const Model& model, const Dataset& shard,
+               const TrainerConfig& config, const AveragingConfig& averaging,
+               std::unique_ptr<Optimizer> local_optimizer)
+      : client_(client),
+        model_(model),
+        shard_(shard),
+        config_(config),
+        averaging_(averaging),
+        optimizer_(std::move(local_optimizer)),
+        bsp_(config.consistency == Consistency::kBsp ||
+             (config.consistency == Consistency::kBounded && config.staleness == 0)) {
+    const size_t n = static_cast<size_t>(model.num_params());
+    local_.assign(n, 0.0f);
+    center_.assign(n, 0.0f);
+    step_.assign(n, 0.0f);
+    grad_.assign(n, 0.0f);
+    state_.assign(n * optimizer_->state_per_value(), 0.0f);
+    optimizer_->InitState(state_.data(), state_.size());
+    pull_ops_ = ModelPullOps(model, config.table_prefix, absl::MakeSpan(center_));
+    push_ops_ = ModelPushOps(model, config.table_prefix, absl::MakeConstSpan(step_));
+  }
+
+  absl::StatusOr<TrainStats> Run(const std::function<void(const std::string&)>& progress);
+
+ private:
+  bool ReadsAtRoundStart() const {
+    return averaging_.algorithm == Algorithm::kAverage || bsp_;
+  }
+  // The center at the round's clock into center_.
+  absl::Status ReadCenter() {
+    PullInfo info;
+    if (absl::Status s = client_.Pull(pull_ops_, round_, &info); !s.ok()) return s;
+    ++totals_.pulls;
+    wait_ += info.waited;
+    return absl::OkStatus();
+  }
+  // The start of a round: what the algorithm reads there.
+  absl::Status StartRound();
+  // One local step on the minibatch `rows`; returns its loss.
+  float LocalStep(absl::Span<const int64_t> rows);
+  // The end of a round (steps_in_round_ > 0): the push, and what it reads.
+  absl::Status EndRound();
+  void ReportProgress(int epoch, float loss, int batch, bool epoch_end,
+                      const std::function<void(const std::string&)>& progress);
+
+  ParamClient& client_;
+  const Model& model_;
+  const Dataset& shard_;
+  const TrainerConfig& config_;
+  const AveragingConfig& averaging_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  const bool bsp_;
+  std::vector<float> local_, center_, step_, grad_, state_;
+  std::vector<PullRange> pull_ops_;
+  std::vector<PushRange> push_ops_;
+  uint64_t round_ = 0;  // the current round: its clock
+  int steps_in_round_ = 0;
+  TrainStats totals_;
+  absl::Duration wait_;
+  absl::Time start_;
+  struct Window {  // since the last progress report
+    absl::Time start;
+    int64_t examples = 0, steps = 0;
+    double loss = 0;
+  } window_;
+  std::vector<float> xb_;
+  std::vector<int32_t> yb_;
+};
+
+absl::Status AveragingRun::StartRound() {
+  if (!ReadsAtRoundStart()) return absl::OkStatus();
+  if (absl::Status s = ReadCenter(); !s.ok()) return s;
+  // Averaging starts every round from the center; EASGD only its first.
+  if (averaging_.algorithm == Algorithm::kAverage || totals_.pulls == 1) local_ = center_;
+  return absl::OkStatus();
+}
+
+float AveragingRun::LocalStep(absl::Span<const int64_t> rows) {
+  const int dim = shard_.dim;
+  const int batch = static_cast<int>(rows.size());
+  for (int r = 0; r < batch; ++r) {
+    std::copy_n(shard_.row(rows[r]), dim, xb_.data() + static_cast<size_t>(r) * dim);
+    yb_[r] = shard_.labels[rows[r]];
+  }
+  const absl::Time compute_start = absl::Now();
+  const float loss =
+      model_.LossAndGradient(local_, xb_.data(), yb_.data(), batch, absl::MakeSpan(grad_));
+  // Tables of width 1, as the servers would apply it; the step count is the
+  // schedule's clock.
+  optimizer_->Apply(local_.data(), state_.empty() ? nullptr : state_.data(), grad_.data(),
+                    local_.size(), 1, static_cast<uint64_t>(totals_.steps));
+  if (config_.slowdown > 1.0) {
+    absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
+  }
+  ++steps_in_round_;
+  ++totals_.steps;
+  totals_.examples += batch;
+  return loss;
+}
+
+absl::Status AveragingRun::EndRound() {
+  if (averaging_.algorithm == Algorithm::kAverage) {
+    // The center moves by (local - c) / N: the mean of the copies under BSP.
+    const float scale = 1.0f / static_cast<float>(config_.num_workers);
+    for (size_t i = 0; i < local_.size(); ++i) step_[i] = (center_[i] - local_[i]) * scale;
+  } else {
+    if (!ReadsAtRoundStart()) {
+      if (absl::Status s = ReadCenter(); !s.ok()) return s;
+      // The first round of an async run starts from the center it reads
+      // before training (Run).
+    }
+    const float alpha = static_cast<float>(averaging_.easgd_alpha);
+    for (size_t i = 0; i < local_.size(); ++i) {
+      const float e = alpha * (local_[i] - center_[i]);
+      local_[i] -= e;
+      step_[i] = -e;  // the center moves by e
+    }
+  }
+  if (absl::Status s = client_.Push(push_ops_, round_, nullptr); !s.ok()) return s;
+  ++totals_.pushes;
+  ++round_;
+  steps_in_round_ = 0;
+  return absl::OkStatus();
+}
+
+void AveragingRun::ReportProgress(int epoch, float loss, int batch, bool epoch_end,
+                                  const std::function<void(const std::string&)>& progress) {
+  window_.loss += loss;
+  ++window_.steps;
+  window_.examples += batch;
+  const absl::Time now = absl::Now();
+  if ((!progress && !config_.on_progress) ||
+      (now - window_.start < config_.progress_interval && !epoch_end)) {
+    return;
+  }
+  const double secs = absl::ToDoubleSeconds(now - window_.start);
+  const double mean_loss = window_.loss / std::max<int64_t>(1, window_.steps);
+  const double rate = secs > 0 ? window_.examples / secs : 0.0;
+  if (progress) {
+    progress(absl::StrFormat(
+        "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f %s round %d (every %d steps) "
+        "waited %.2fs of %.2fs%s",
+        config_.worker_index, config_.num_workers, epoch, totals_.steps, mean_loss, rate,
+        AlgorithmName(averaging_.algorithm), round_, averaging_.every,
+        absl::ToDoubleSeconds(wait_), absl::ToDoubleSeconds(now - start_),
+        epoch_end ? " (epoch end)" : ""));
+  }
+  if (config_.on_progress) {
+    ProgressPoint point;
+    point.seconds = absl::ToDoubleSeconds(now - start_);
+    point.epoch = epoch;
+    point.step = totals_.steps;
+    point.examples = totals_.examples;
+    point.loss = mean_loss;
+    point.examples_per_second = rate;
+    point.epoch_end = epoch_end;
+    config_.on_progress(point);
+  }
+  window_ = Window{now};
+}
+
+absl::StatusOr<TrainStats> AveragingRun::Run(
+    const std::function<void(const std::string&)>& progress) {
+  xb_.resize(static_cast<size_t>(config_.batch_size) * shard_.dim);
+  yb_.resize(config_.batch_size);
+  std::vector<int64_t> order(shard_.num_examples);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(HashCombine(config_.seed, config_.worker_index));
+  round_ = config_.start_clock;
+  start_ = absl::Now();
+  window_ = Window{start_};
+  if (!ReadsAtRoundStart()) {
+    // Async EASGD: the local copy starts from the center.
+    if (absl::Status s = ReadCenter(); !s.ok()) return s;
+    local_ = center_;
+  }
+  // Steps of the rounds before a restored checkpoint: skipped, shuffles kept.
+  int64_t skip = static_cast<int64_t>(config_.start_clock) * averaging_.every;
+  bool done = false;
+  for (int epoch = 1; epoch <= config_.epochs && !done; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    for (int64_t first = 0; first < shard_.num_examples && !done; first += config_.batch_size) {
+      if (skip > 0) {
+        --skip;
+        ++totals_.steps;
+        done = config_.max_steps > 0 && totals_.steps >= config_.max_steps;
+        continue;
+      }
+      if (steps_in_round_ == 0) {
+        if (absl::Status s = StartRound(); !s.ok()) return s;
+      }
+      const int batch =
+          static_cast<int>(std::min<int64_t>(config_.batch_size, shard_.num_examples - first));
+      const float loss = LocalStep(absl::MakeConstSpan(order).subspan(first, batch));
+      epoch_loss += loss;
+      ++epoch_steps;
+      done = config_.max_steps > 0 && totals_.steps >= config_.max_steps;
+      const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
+      if (steps_in_round_ == averaging_.every) {
+        if (absl::Status s = EndRound(); !s.ok()) return s;
+      }
+      ReportProgress(epoch, loss, batch, epoch_end, progress);
+    }
+    totals_.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_steps);
+  }
+  if (steps_in_round_ > 0) {
+    // The last, partial round.
+    if (absl::Status s = EndRound(); !s.ok()) return s;
+  }
+  TrainStats stats = totals_;
+  stats.seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  stats.examples_per_second = stats.seconds > 0 ? stats.examples / stats.seconds : 0;
+  stats.values_pushed = stats.pushes * model_.num_params();
+  stats.values_pulled = stats.pulls * model_.num_params();
+  stats.wait_seconds = absl::ToDoubleSeconds(wait_);
+  return stats;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainStats> TrainAveraging(ParamClient& client, const Model& model,
+                                          const Dataset& shard, const TrainerConfig& trainer,
+                                          const AveragingConfig& averaging,
+                                          const std::function<void(const std::string&)>& progress) {
+  if (absl::Status s = ValidateAveragingConfig(averaging, trainer); !s.ok()) return s;
+  if (shard.num_examples == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", trainer.worker_index, " has no training examples in its shard"));
+  }
+  if (shard.dim != model.input_dim()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data dim ", shard.dim, " != model input dim ", model.input_dim()));
+  }
+  absl::StatusOr<std::unique_ptr<Optimizer>> local = MakeOptimizer(averaging.local_optimizer);
+  if (!local.ok()) return local.status();
+  AveragingRun run(client, model, shard, trainer, averaging, *std::move(local));
+  return run.Run(progress);
+}
+
+}  // namespace ps
