@@ -138,6 +138,12 @@ ABSL_FLAG(double, lease_seconds, 3,
           "worker lease: dropped from the clock minimum after this "
           "long without a heartbeat");
 ABSL_FLAG(double, slowdown, 1.0, "straggler injection: compute this many times slower");
+ABSL_FLAG(std::string, algorithm, "downpour",
+          "downpour (push gradients, the servers' optimizer applies them), average (model "
+          "averaging: --average_every local steps with the --optimizer flags, then the servers "
+          "average the copies) or easgd (elastic averaging, --easgd_alpha); dense models");
+ABSL_FLAG(int, average_every, 50, "average, easgd: local steps between talks to the servers (tau)");
+ABSL_FLAG(double, easgd_alpha, 0.1, "easgd: the moving rate alpha, in (0, 1]");
 ABSL_FLAG(double, wait_for_workers_seconds, 60,
           "with bsp/bounded, wait this long for all --num_workers to register before training");
 
@@ -288,6 +294,28 @@ absl::Status ModelFromFlags(ps::WorkerConfig* config) {
   return absl::OkStatus();
 }
 
+// --algorithm and its settings; the optimizer flags then describe the local
+// steps, and the tables get AveragingTableOptimizer().
+absl::Status AlgorithmFromFlags(ps::WorkerConfig* config) {
+  absl::StatusOr<ps::Algorithm> algorithm = ps::ParseAlgorithm(absl::GetFlag(FLAGS_algorithm));
+  if (!algorithm.ok()) return algorithm.status();
+  ps::AveragingConfig& averaging = config->averaging;
+  averaging.algorithm = *algorithm;
+  if (averaging.algorithm == ps::Algorithm::kDownpour) return absl::OkStatus();
+  if (config->sparse_model()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--algorithm=", absl::GetFlag(FLAGS_algorithm), " trains the dense models (mlp, softmax); --model=",
+        config->model, " trains by downpour"));
+  }
+  averaging.every = absl::GetFlag(FLAGS_average_every);
+  averaging.easgd_alpha = absl::GetFlag(FLAGS_easgd_alpha);
+  averaging.local_optimizer = config->optimizer;
+  if (absl::Status s = ps::ValidateAveragingConfig(averaging, config->trainer); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("flags: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
 // Every flag of the run; errors name the flag and its value.
 absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& connection) {
   ps::WorkerConfig config;
@@ -306,13 +334,15 @@ absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& conn
   absl::StatusOr<ps::proto::TableDef> optimizer = OptimizerFromFlags();
   if (!optimizer.ok()) return optimizer.status();
   config.optimizer = *std::move(optimizer);
+  if (absl::Status s = AlgorithmFromFlags(&config); !s.ok()) return s;
   return config;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("Downpour SGD worker. See docs/guide/training.md.");
+  absl::SetProgramUsageMessage(
+      "Training worker (Downpour SGD, model averaging, EASGD). See docs/guide/training.md.");
   absl::ParseCommandLine(argc, argv);
   ps::TuneProcessForDataPath();
   const ps::ConnectionFlags connection = ps::GetConnectionFlags();

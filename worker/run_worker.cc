@@ -208,7 +208,9 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
   std::fflush(stdout);
   TrainerConfig run = trainer;
   run.on_progress = env.observer->Sink();
-  auto stats = TrainDownpour(client, model, shard, run, PrintLine);
+  const bool averaging = config.averaging.algorithm != Algorithm::kDownpour;
+  auto stats = averaging ? TrainAveraging(client, model, shard, run, config.averaging, PrintLine)
+                         : TrainDownpour(client, model, shard, run, PrintLine);
   if (!stats.ok()) return Prefixed(who + ": training failed: ", stats.status());
   client.Leave();  // done: stop holding back the others
   std::printf(
@@ -221,9 +223,14 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
       stats->seconds > 0 ? 100.0 * stats->wait_seconds / stats->seconds : 0.0);
   std::printf("%s: clock lag histogram of its pulls (0..16+): %s\n", who.c_str(),
               absl::StrJoin(stats->clock_lag_histogram, " ").c_str());
-  std::printf("RESULT worker=%d seconds=%.3f wait_seconds=%.3f examples=%lld\n",
-              trainer.worker_index, stats->seconds, stats->wait_seconds,
-              static_cast<long long>(stats->examples));
+  std::printf(
+      "RESULT worker=%d seconds=%.3f wait_seconds=%.3f examples=%lld algorithm=%s pushes=%lld "
+      "pulls=%lld value_bytes_pushed=%lld value_bytes_pulled=%lld\n",
+      trainer.worker_index, stats->seconds, stats->wait_seconds,
+      static_cast<long long>(stats->examples), AlgorithmName(config.averaging.algorithm),
+      static_cast<long long>(stats->pushes), static_cast<long long>(stats->pulls),
+      static_cast<long long>(stats->values_pushed * sizeof(float)),
+      static_cast<long long>(stats->values_pulled * sizeof(float)));
   if (trainer.worker_index == 0) PrintServerStats(client, trainer.table_prefix);
   return absl::OkStatus();
 }
@@ -280,8 +287,13 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
   }
   config.trainer.table_prefix =
       config.table_prefix.empty() ? (*model)->name() : config.table_prefix;
-  const auto tables =
-      ModelTables(**model, config.trainer.table_prefix, config.optimizer, config.trainer.seed);
+  // Averaging keeps the center in tables that add what is pushed (SGD at
+  // rate 1); the optimizer flags then drive the workers' local steps.
+  const auto tables = ModelTables(**model, config.trainer.table_prefix,
+                                  config.averaging.algorithm == Algorithm::kDownpour
+                                      ? config.optimizer
+                                      : AveragingTableOptimizer(),
+                                  config.trainer.seed);
   auto client = ConnectAndCreate(ClientOptions(config, env, config.client), tables);
   if (!client.ok()) return client.status();
   if (!config.eval_only && config.resume) {

@@ -11,6 +11,7 @@
 
 #include "proto/ps.pb.h"
 #include "worker/client/ps_client.h"
+#include "worker/train/averaging_trainer.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/sparse_trainer.h"
 #include "worker/train/trainer.h"
@@ -41,6 +42,10 @@ struct WorkerConfig {
   int64_t max_train_examples = 0;  // 0: all
 
   TrainerConfig trainer;   // worker index and count, epochs, batch, consistency...
+  // The algorithm (Downpour by default); for average and easgd, tau, alpha
+  // and the local optimizer (`optimizer` then describes the local steps,
+  // and the tables get AveragingTableOptimizer()).
+  AveragingConfig averaging{Algorithm::kDownpour};
   PsClientOptions client;  // consistency, lease, timeout, placement, encoding
   bool eval_only = false;
   bool resume = false;

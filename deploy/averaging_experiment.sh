@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Downpour SGD against model averaging (SparkNet) and elastic averaging
+# (EASGD) on the Fashion-MNIST MLP: 2 servers and 4 workers, the same epochs
+# and optimizer flags for every setting (Downpour: the servers' optimizer;
+# averaging: the workers' local steps). For each setting it records the test
+# accuracy of the servers' parameters at the end, the wall time, and the
+# parameter bytes the workers pushed and pulled; worker 0's training loss is
+# plotted against wall time and against the bytes it had moved.
+# Writes a Markdown table, the raw lines and a gnuplot PNG to the output
+# directory.
+#
+#   deploy/averaging_experiment.sh [--out DIR] [--epochs 3] [--settings "NAME ..."]
+#
+# Settings: downpour_async downpour_bsp average1_bsp average10_bsp
+# average50_bsp average50_async easgd10_async easgd10_bsp (average50_bsp: tau
+# = 50, synchronous).
+set -euo pipefail
+
+out="${TMPDIR:-/tmp}/ps_averaging"
+epochs=3
+settings="downpour_async downpour_bsp average1_bsp average10_bsp average50_bsp average50_async easgd10_async easgd10_bsp"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --epochs) epochs="$2"; shift 2 ;;
+    --settings) settings="$2"; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "averaging_experiment.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+cd "$(dirname "$0")/.."
+source deploy/lib/servers.sh
+deploy/setup.sh --bench
+bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
+bin="$(bazel info bazel-bin 2>/dev/null)"
+mkdir -p "$out"
+work="$(mktemp -d "${TMPDIR:-/tmp}/ps_averaging.XXXXXX")"
+stop_on_exit "$work"
+log() { echo "averaging_experiment.sh: $*" >&2; }
+
+flags_of() {  # flags_of SETTING -> the ps_worker flags of the setting
+  local s=$1 algorithm tau consistency
+  consistency=${s##*_}
+  case "$s" in
+    downpour_*) echo "--algorithm=downpour --consistency=$consistency" ;;
+    average*|easgd*)
+      algorithm=${s%%[0-9]*}
+      tau=${s#"$algorithm"}; tau=${tau%%_*}
+      echo "--algorithm=$algorithm --average_every=$tau --easgd_alpha=0.1 --consistency=$consistency" ;;
+    *) echo "averaging_experiment.sh: unknown setting '$s'" >&2; return 1 ;;
+  esac
+}
+
+raw="$out/averaging_raw.txt"
+: > "$raw"
+echo "MACHINE cores=$(nproc) mem_gib=$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo) commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes) date=$(date -u +%Y-%m-%d)" | tee -a "$raw"
+for setting in $settings; do
+  read -r -a flags <<< "$(flags_of "$setting")"
+  log "$setting: ${flags[*]}"
+  start_servers "$bin" "$work" 2
+  start=$(date +%s.%N)
+  pids=()
+  for w in 0 1 2 3; do
+    "$bin/worker/ps_worker" --servers="$spec" --worker_index=$w --num_workers=4 --model=mlp \
+      --epochs="$epochs" --progress_seconds=0.5 --curve_csv="$work/curve$w.csv" \
+      --evaluate=false "${flags[@]}" >"$work/worker$w.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  # The evaluator names the algorithm too: the tables' definition follows it.
+  acc=$("$bin/worker/ps_worker" --servers="$spec" --model=mlp --eval_only "${flags[@]}" 2>/dev/null |
+        sed -n 's/^RESULT test_accuracy=//p')
+  stop_servers
+  # Bytes over the four workers, and worker 0's per step (for the plot).
+  bytes=$(cat "$work"/worker?.log | sed -n 's/^RESULT worker=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' |
+          awk '{ s += $1 + $2 } END { printf "%.0f", s }')
+  steps0=$(tail -1 "$work/curve0.csv" | cut -d, -f3)
+  bytes0=$(sed -n 's/^RESULT worker=0 .*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' "$work/worker0.log" |
+           awk '{ print $1 + $2 }')
+  awk -F, -v per_step="$(awk -v b="$bytes0" -v s="$steps0" 'BEGIN { print b / s }')" \
+    '{ printf "%s %s %.0f\n", $1, $5, $3 * per_step }' "$work/curve0.csv" > "$out/curve_$setting.dat"
+  echo "RESULT setting=$setting test_accuracy=$acc wall_seconds=$seconds value_bytes=$bytes epochs=$epochs" | tee -a "$raw"
+done
+
+# --- report -------------------------------------------------------------------
+report="$out/averaging_report.md"
+base=$(sed -n 's/^RESULT setting=downpour_async .*value_bytes=\([0-9]*\).*/\1/p' "$raw")
+{
+  echo "# Downpour, model averaging and EASGD on the Fashion-MNIST MLP"
+  echo
+  echo "2 servers, 4 workers, $epochs epochs, batch 32, AdaGrad (lr 0.05) on the servers (Downpour) or in the local steps (averaging). $(sed -n 's/^MACHINE //p' "$raw")."
+  echo
+  echo "| setting | flags | test accuracy | wall time (s) | parameter bytes moved | vs Downpour async |"
+  echo "|---|---|---|---|---|---|"
+  while read -r line; do
+    v() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+    s=$(v setting)
+    ratio=$(awk -v b="$(v value_bytes)" -v d="${base:-0}" 'BEGIN { if (d > 0) printf "%.3f", b / d; else print "n/a" }')
+    echo "| $s | \`$(flags_of "$s")\` | $(v test_accuracy) | $(v wall_seconds) | $(awk -v b="$(v value_bytes)" 'BEGIN { printf "%.1f MB", b / 1e6 }') | $ratio |"
+  done < <(grep '^RESULT setting=' "$raw")
+} > "$report"
+if command -v gnuplot >/dev/null; then
+  plots_time="" plots_bytes=""
+  for setting in $settings; do
+    plots_time+="\"$out/curve_$setting.dat\" using 1:2 with lines title \"$setting\", "
+    plots_bytes+="\"$out/curve_$setting.dat\" using (\$3/1e6):2 with lines title \"$setting\", "
+  done
+  gnuplot <<GP
+set terminal pngcairo size 1200,480 noenhanced
+set output "$out/averaging.png"
+set multiplot layout 1,2 title "MLP on Fashion-MNIST, 2 servers, 4 workers: worker 0's training loss"
+set grid
+set key top right
+set xlabel "wall time (s)"
+set ylabel "training loss"
+plot ${plots_time%, }
+set xlabel "parameter bytes worker 0 pushed and pulled (MB, log scale)"
+set logscale x
+plot ${plots_bytes%, }
+unset multiplot
+GP
+fi
+cat "$report"
+log "wrote $report, $raw and $out/averaging.png"
