@@ -37,8 +37,8 @@ class AveragingOnServersTest : public ::testing::Test {
 
   // Runs the workers in threads (worker 1 three times slower); returns
   // the center the servers end with.
-  std::vector<float> Train(const AveragingConfig& averaging, Consistency consistency,
-                           int steps, std::vector<TrainStats>* stats) {
+  std::vector<float> Train(const AveragingConfig& averaging, Consistency consistency, int steps,
+                           std::vector<TrainStats>* stats) {
     std::vector<std::unique_ptr<PsClient>> clients;
     for (int w = 0; w < kWorkers; ++w) {
       PsClientOptions options = cluster_->ClientOptions(w);
@@ -121,7 +121,8 @@ TEST_F(AveragingOnServersTest, BspAveragingIsTheMeanOfTheWorkersCopies) {
   std::vector<float> c = Center();  // the tables' initial values
   std::vector<TrainStats> stats;
   // 7 steps in rounds of 3, 3 and 1.
-  const std::vector<float> got = Train(Config(Algorithm::kAverage, 3), Consistency::kBsp, 7, &stats);
+  const std::vector<float> got =
+      Train(Config(Algorithm::kAverage, 3), Consistency::kBsp, 7, &stats);
   for (int steps : {3, 3, 1}) {
     std::vector<float> next(c.size(), 0.0f);
     for (int w = 0; w < kWorkers; ++w) {
@@ -163,9 +164,8 @@ TEST_F(AveragingOnServersTest, AsyncAveragingAndEasgdTrain) {
   const std::vector<float> start = Center();
   std::vector<float> g(start.size());
   const int n = static_cast<int>(data_.num_examples);
-  const float loss0 =
-      model_->LossAndGradient(start, data_.features.data(), data_.labels.data(), n,
-                              absl::MakeSpan(g));
+  const float loss0 = model_->LossAndGradient(start, data_.features.data(), data_.labels.data(), n,
+                                              absl::MakeSpan(g));
   for (Algorithm algorithm : {Algorithm::kAverage, Algorithm::kEasgd}) {
     SetUp();  // fresh tables
     const std::vector<float> c = Train(Config(algorithm, 4), Consistency::kAsync, 40, nullptr);

@@ -141,7 +141,7 @@ ABSL_FLAG(double, slowdown, 1.0, "straggler injection: compute this many times s
 ABSL_FLAG(std::string, algorithm, "downpour",
           "downpour (push gradients, the servers' optimizer applies them), average (model "
           "averaging: --average_every local steps with the --optimizer flags, then the servers "
-          "average the copies) or easgd (elastic averaging, --easgd_alpha); dense models");
+          "average the copies) or easgd (elastic averaging, --easgd_alpha)");
 ABSL_FLAG(int, average_every, 50, "average, easgd: local steps between talks to the servers (tau)");
 ABSL_FLAG(double, easgd_alpha, 0.1, "easgd: the moving rate alpha, in (0, 1]");
 ABSL_FLAG(double, wait_for_workers_seconds, 60,
@@ -302,10 +302,12 @@ absl::Status AlgorithmFromFlags(ps::WorkerConfig* config) {
   ps::AveragingConfig& averaging = config->averaging;
   averaging.algorithm = *algorithm;
   if (averaging.algorithm == ps::Algorithm::kDownpour) return absl::OkStatus();
-  if (config->sparse_model()) {
+  if (config->sparse_model() &&
+      (config->sparse.row_cache_staleness > 0 || config->sparse.push_threshold > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--algorithm=", absl::GetFlag(FLAGS_algorithm), " trains the dense models (mlp, softmax); --model=",
-        config->model, " trains by downpour"));
+        "--algorithm=", absl::GetFlag(FLAGS_algorithm),
+        " keeps its own copy of the rows: --row_cache_staleness and --push_threshold are "
+        "Downpour's and must stay 0"));
   }
   averaging.every = absl::GetFlag(FLAGS_average_every);
   averaging.easgd_alpha = absl::GetFlag(FLAGS_easgd_alpha);

@@ -146,6 +146,7 @@ absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
   sc.max_train_examples = config.max_train_examples;
   sc.progress_interval = config.trainer.progress_interval;
   sc.on_progress = env.observer->Sink();
+  sc.averaging = config.averaging;
   auto stats = config.model == "embedding_mlp"
                    ? TrainEmbeddingMlp(client, config.train_data, sc, emb, PrintLine)
                    : TrainSparseLr(client, config.train_data, sc, PrintLine);
@@ -258,10 +259,14 @@ absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
   EmbeddingMlpConfig emb = config.embedding;
   emb.prefix = config.table_prefix.empty() ? config.model : config.table_prefix;
   emb.seed = config.trainer.seed;
+  // Averaging keeps the center in tables that add what is pushed.
+  const proto::TableDef& optimizer = config.averaging.algorithm == Algorithm::kDownpour
+                                         ? config.optimizer
+                                         : AveragingTableOptimizer();
   const std::vector<proto::TableDef> tables =
-      config.model == "embedding_mlp" ? EmbeddingMlpTables(emb, config.optimizer)
+      config.model == "embedding_mlp" ? EmbeddingMlpTables(emb, optimizer)
                                       : std::vector<proto::TableDef>{SparseLrTable(
-                                            emb.prefix + "/w", config.optimizer, emb.num_buckets)};
+                                            emb.prefix + "/w", optimizer, emb.num_buckets)};
   auto client =
       ConnectAndCreate(ClientOptions(config, env, SparseClientBase(config.client)), tables);
   if (!client.ok()) return client.status();
@@ -289,11 +294,11 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
       config.table_prefix.empty() ? (*model)->name() : config.table_prefix;
   // Averaging keeps the center in tables that add what is pushed (SGD at
   // rate 1); the optimizer flags then drive the workers' local steps.
-  const auto tables = ModelTables(**model, config.trainer.table_prefix,
-                                  config.averaging.algorithm == Algorithm::kDownpour
-                                      ? config.optimizer
-                                      : AveragingTableOptimizer(),
-                                  config.trainer.seed);
+  const auto tables =
+      ModelTables(**model, config.trainer.table_prefix,
+                  config.averaging.algorithm == Algorithm::kDownpour ? config.optimizer
+                                                                     : AveragingTableOptimizer(),
+                  config.trainer.seed);
   auto client = ConnectAndCreate(ClientOptions(config, env, config.client), tables);
   if (!client.ok()) return client.status();
   if (!config.eval_only && config.resume) {

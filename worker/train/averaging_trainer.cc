@@ -103,9 +103,7 @@ class AveragingRun {
   absl::StatusOr<TrainStats> Run(const std::function<void(const std::string&)>& progress);
 
  private:
-  bool ReadsAtRoundStart() const {
-    return averaging_.algorithm == Algorithm::kAverage || bsp_;
-  }
+  bool ReadsAtRoundStart() const { return averaging_.algorithm == Algorithm::kAverage || bsp_; }
   // The center at the round's clock into center_.
   absl::Status ReadCenter() {
     PullInfo info;
@@ -221,9 +219,8 @@ void AveragingRun::ReportProgress(int epoch, float loss, int batch, bool epoch_e
         "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f %s round %d (every %d steps) "
         "waited %.2fs of %.2fs%s",
         config_.worker_index, config_.num_workers, epoch, totals_.steps, mean_loss, rate,
-        AlgorithmName(averaging_.algorithm), round_, averaging_.every,
-        absl::ToDoubleSeconds(wait_), absl::ToDoubleSeconds(now - start_),
-        epoch_end ? " (epoch end)" : ""));
+        AlgorithmName(averaging_.algorithm), round_, averaging_.every, absl::ToDoubleSeconds(wait_),
+        absl::ToDoubleSeconds(now - start_), epoch_end ? " (epoch end)" : ""));
   }
   if (config_.on_progress) {
     ProgressPoint point;

@@ -72,7 +72,8 @@ proto::TableDef AveragingTableOptimizer();
 // a local optimizer MakeOptimizer accepts, and the trainer settings that
 // belong to Downpour left at their defaults (n_fetch = n_push = 1, no
 // overlap).
-absl::Status ValidateAveragingConfig(const AveragingConfig& averaging, const TrainerConfig& trainer);
+absl::Status ValidateAveragingConfig(const AveragingConfig& averaging,
+                                     const TrainerConfig& trainer);
 
 // Trains this worker's `shard` by averaging.algorithm (kAverage or kEasgd)
 // on the model's tables (prefix trainer.table_prefix, made with

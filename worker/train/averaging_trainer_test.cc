@@ -129,9 +129,9 @@ TEST_F(AveragingTest, EachRoundMovesTheCenterByTheLocalDeltaOverN) {
   for (int workers : {1, 2}) {
     FakeCenter center;
     std::vector<float> c = center.Flat(*model_);
-    auto stats = TrainAveraging(center, *model_, data_,
-                                FullBatch(7, 0, workers, Consistency::kAsync),
-                                Averaging(Algorithm::kAverage, 3), nullptr);
+    auto stats =
+        TrainAveraging(center, *model_, data_, FullBatch(7, 0, workers, Consistency::kAsync),
+                       Averaging(Algorithm::kAverage, 3), nullptr);
     ASSERT_TRUE(stats.ok()) << stats.status();
     for (int steps : {3, 3, 1}) {
       std::vector<float> local = c;
@@ -180,8 +180,7 @@ TEST_F(AveragingTest, EveryRoundIsReadBeforeItIsPushed) {
   for (Algorithm algorithm : {Algorithm::kAverage, Algorithm::kEasgd}) {
     FakeCenter center;
     TrainerConfig config = FullBatch(10, 0, 1, Consistency::kBsp);
-    auto stats =
-        TrainAveraging(center, *model_, data_, config, Averaging(algorithm, 4), nullptr);
+    auto stats = TrainAveraging(center, *model_, data_, config, Averaging(algorithm, 4), nullptr);
     ASSERT_TRUE(stats.ok()) << stats.status();
     std::vector<FakeCenter::Call> want;
     for (uint64_t round = 0; round < 3; ++round) {

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
+#include "worker/train/averaging_rows.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/sparse_batch.h"
 #include "worker/train/sparse_row_io.h"
@@ -51,6 +53,69 @@ absl::Status PullMlp(PsClient& client, const EmbeddingMlpConfig& model, Mlp* mlp
                            {Name(model, "b2"), 0, 1, absl::MakeSpan(mlp->b2)}};
   return client.Pull(ops);
 }
+
+// How training reads and writes the MLP's dense tables: whole, through the
+// servers at every step (Downpour), or through AveragingRows over each
+// table's keys [0, size) (averaging, EASGD), whose rounds end with the
+// embedding rows' (every table gets one Push per step).
+class MlpIo {
+ public:
+  MlpIo(PsClient& client, const EmbeddingMlpConfig& model) : client_(client), model_(model) {}
+
+  absl::Status Init(const SparseTrainerConfig& config, const Mlp& shape) {
+    if (config.averaging.algorithm == Algorithm::kDownpour) return absl::OkStatus();
+    const std::pair<const char*, size_t> tables[] = {
+        {"w1", shape.w1.size()}, {"b1", shape.b1.size()}, {"w2", shape.w2.size()}, {"b2", 1}};
+    for (const auto& [name, size] : tables) {
+      absl::StatusOr<std::unique_ptr<AveragingRows>> rows = AveragingRows::Create(
+          client_, Name(model_, name), 1, config.averaging, config.num_workers);
+      if (!rows.ok()) return rows.status();
+      averaged_.push_back(*std::move(rows));
+      std::vector<uint64_t>& keys = keys_.emplace_back(size);
+      for (size_t k = 0; k < size; ++k) keys[k] = k;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Pull(uint64_t step, Mlp* mlp) {
+    if (averaged_.empty()) return PullMlp(client_, model_, mlp);
+    std::vector<float>* parts[] = {&mlp->w1, &mlp->b1, &mlp->w2, &mlp->b2};
+    for (size_t t = 0; t < averaged_.size(); ++t) {
+      if (absl::Status s = averaged_[t]->Pull(keys_[t], step, absl::MakeSpan(*parts[t])); !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Push(const Mlp& grad, uint64_t clock) {
+    if (averaged_.empty()) {
+      const PushRange ops[] = {{Name(model_, "w1"), 0, grad.w1.size(), grad.w1},
+                               {Name(model_, "b1"), 0, grad.b1.size(), grad.b1},
+                               {Name(model_, "w2"), 0, grad.w2.size(), grad.w2},
+                               {Name(model_, "b2"), 0, 1, grad.b2}};
+      return client_.Push(ops, clock);
+    }
+    const std::vector<float>* parts[] = {&grad.w1, &grad.b1, &grad.w2, &grad.b2};
+    for (size_t t = 0; t < averaged_.size(); ++t) {
+      if (absl::Status s = averaged_[t]->Push(keys_[t], *parts[t], clock); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush(uint64_t clock) {
+    for (auto& rows : averaged_) {
+      if (absl::Status s = rows->Flush(clock); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  PsClient& client_;
+  const EmbeddingMlpConfig& model_;
+  std::vector<std::unique_ptr<AveragingRows>> averaged_;
+  std::vector<std::vector<uint64_t>> keys_;
+};
 
 absl::Status CheckNumFields(const EmbeddingMlpConfig& model) {
   if (model.num_fields >= 1 && model.num_fields <= kMaxLibsvmField + 1) return absl::OkStatus();
@@ -146,9 +211,13 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
     const EmbeddingMlpConfig& model, const std::function<void(const std::string&)>& progress) {
   if (absl::Status s = CheckNumFields(model); !s.ok()) return s;
   const uint32_t d = model.dim, H = model.hidden, in = model.num_fields * model.dim;
-  SparseRowIo io(client, Name(model, "emb"), d, RowIoOptions(config));
+  absl::StatusOr<std::unique_ptr<RowIo>> made = MakeRowIo(client, Name(model, "emb"), d, config);
+  if (!made.ok()) return made.status();
+  RowIo& io = **made;
   BatchKeys bk;
   Mlp mlp(model), grad(model);
+  MlpIo mlp_io(client, model);
+  if (absl::Status s = mlp_io.Init(config, mlp); !s.ok()) return s;
   std::vector<float> rows, row_grads, e, a, h, de;
   auto step = [&](const std::vector<SparseExample>& batch,
                   uint64_t clock) -> absl::StatusOr<StepOutcome> {
@@ -156,7 +225,7 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
     bk.Build(batch, kUnusedKey);
     rows.assign(bk.keys.size() * d, 0.0f);
     if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(rows)); !s.ok()) return s;
-    if (absl::Status s = PullMlp(client, model, &mlp); !s.ok()) return s;
+    if (absl::Status s = mlp_io.Pull(clock, &mlp); !s.ok()) return s;
     StepOutcome outcome;
     outcome.keys = static_cast<int64_t>(bk.keys.size());
     row_grads.assign(rows.size(), 0.0f);
@@ -187,14 +256,14 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
       }
     }
     if (absl::Status s = io.Push(bk.keys, row_grads, clock); !s.ok()) return s;
-    const PushRange ops[] = {{Name(model, "w1"), 0, grad.w1.size(), grad.w1},
-                             {Name(model, "b1"), 0, grad.b1.size(), grad.b1},
-                             {Name(model, "w2"), 0, grad.w2.size(), grad.w2},
-                             {Name(model, "b2"), 0, 1, grad.b2}};
-    if (absl::Status s = client.Push(ops, clock); !s.ok()) return s;
+    if (absl::Status s = mlp_io.Push(grad, clock); !s.ok()) return s;
     return outcome;
   };
-  return RunSparseTraining(train_path, config, io, step, progress);
+  absl::StatusOr<SparseTrainStats> stats =
+      RunSparseTraining(train_path, config, io, step, progress);
+  if (!stats.ok()) return stats;
+  if (absl::Status s = mlp_io.Flush(static_cast<uint64_t>(stats->steps)); !s.ok()) return s;
+  return stats;
 }
 
 absl::StatusOr<SparseEvaluation> EvaluateEmbeddingMlp(PsClient& client,

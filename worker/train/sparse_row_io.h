@@ -14,6 +14,7 @@
 #include "absl/types/span.h"
 #include "worker/client/ps_client.h"
 #include "worker/train/row_cache.h"
+#include "worker/train/row_io.h"
 #include "worker/train/update_filter.h"
 
 namespace ps {
@@ -25,7 +26,7 @@ struct SparseRowIoOptions {
   size_t filter_rows = 1 << 20;
 };
 
-class SparseRowIo {
+class SparseRowIo : public RowIo {
  public:
   // `client` must outlive this.
   SparseRowIo(PsClient& client, std::string table, uint32_t width,
@@ -34,15 +35,16 @@ class SparseRowIo {
   // The rows of `keys` (distinct) as of step `step` into out (keys.size() *
   // width floats): rows cached within the staleness bound from the cache,
   // the others pulled (and cached).
-  absl::Status Pull(absl::Span<const uint64_t> keys, uint64_t step, absl::Span<float> out);
+  absl::Status Pull(absl::Span<const uint64_t> keys, uint64_t step, absl::Span<float> out) override;
   // Pushes the keys' gradients stamped with `clock`, or holds back those the
   // filter finds too small.
-  absl::Status Push(absl::Span<const uint64_t> keys, absl::Span<const float> grads, uint64_t clock);
+  absl::Status Push(absl::Span<const uint64_t> keys, absl::Span<const float> grads,
+                    uint64_t clock) override;
   // Pushes whatever the filter holds.
-  absl::Status Flush(uint64_t clock);
+  absl::Status Flush(uint64_t clock) override;
 
-  int64_t keys_pulled() const { return keys_pulled_; }
-  int64_t keys_pushed() const { return keys_pushed_; }
+  int64_t keys_pulled() const override { return keys_pulled_; }
+  int64_t keys_pushed() const override { return keys_pushed_; }
 
  private:
   absl::Status SendHeld(uint64_t clock);

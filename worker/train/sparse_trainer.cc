@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "worker/train/auc.h"
+#include "worker/train/averaging_rows.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/sparse_batch.h"
 #include "worker/train/sparse_row_io.h"
@@ -41,6 +42,18 @@ SparseRowIoOptions RowIoOptions(const SparseTrainerConfig& config) {
   return options;
 }
 
+absl::StatusOr<std::unique_ptr<RowIo>> MakeRowIo(PsClient& client, const std::string& table,
+                                                 uint32_t width,
+                                                 const SparseTrainerConfig& config) {
+  if (config.averaging.algorithm == Algorithm::kDownpour) {
+    return std::make_unique<SparseRowIo>(client, table, width, RowIoOptions(config));
+  }
+  absl::StatusOr<std::unique_ptr<AveragingRows>> rows =
+      AveragingRows::Create(client, table, width, config.averaging, config.num_workers);
+  if (!rows.ok()) return rows.status();
+  return std::unique_ptr<RowIo>(*std::move(rows));
+}
+
 proto::TableDef SparseLrTable(const std::string& name, const proto::TableDef& optimizer,
                               uint32_t num_buckets) {
   proto::TableDef def = optimizer;
@@ -53,7 +66,7 @@ proto::TableDef SparseLrTable(const std::string& name, const proto::TableDef& op
 }
 
 absl::StatusOr<SparseTrainStats> RunSparseTraining(
-    const std::string& train_path, const SparseTrainerConfig& config, SparseRowIo& io,
+    const std::string& train_path, const SparseTrainerConfig& config, RowIo& io,
     const SparseStep& step, const std::function<void(const std::string&)>& progress) {
   LibsvmOptions options;
   options.skip_bad_lines = config.skip_bad_lines;
@@ -159,7 +172,9 @@ absl::StatusOr<SparseEvaluation> RunSparseEvaluation(const std::string& test_pat
 absl::StatusOr<SparseTrainStats> TrainSparseLr(
     PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
     const std::function<void(const std::string&)>& progress) {
-  SparseRowIo io(client, config.table, 1, RowIoOptions(config));
+  absl::StatusOr<std::unique_ptr<RowIo>> made = MakeRowIo(client, config.table, 1, config);
+  if (!made.ok()) return made.status();
+  RowIo& io = **made;
   BatchKeys bk;
   std::vector<float> w, grad;
   std::vector<double> p;

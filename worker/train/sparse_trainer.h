@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,10 @@
 #include "absl/time/time.h"
 #include "proto/ps.pb.h"
 #include "worker/client/ps_client.h"
+#include "worker/train/averaging_trainer.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/progress.h"
+#include "worker/train/row_io.h"
 #include "worker/train/sparse_row_io.h"
 
 namespace ps {
@@ -58,10 +61,20 @@ struct SparseTrainerConfig {
   absl::Duration progress_interval = absl::Seconds(5);
   // Gets each progress line's numbers too (when set).
   ProgressSink on_progress;
+  // Downpour (the default: SparseRowIo, with the row cache and the filter),
+  // or model averaging or EASGD (AveragingRows for every table; the tables
+  // then need AveragingTableOptimizer()'s fields, and the row cache and the
+  // filter stay off).
+  AveragingConfig averaging{Algorithm::kDownpour};
 };
 
 // The row cache and filter settings of a config.
 SparseRowIoOptions RowIoOptions(const SparseTrainerConfig& config);
+
+// How the trainer reads and writes `table` (width `width`): SparseRowIo for
+// Downpour, AveragingRows for averaging and EASGD (its errors).
+absl::StatusOr<std::unique_ptr<RowIo>> MakeRowIo(PsClient& client, const std::string& table,
+                                                 uint32_t width, const SparseTrainerConfig& config);
 
 struct SparseTrainStats {
   int64_t steps = 0;
@@ -102,7 +115,7 @@ using SparseStep = std::function<absl::StatusOr<StepOutcome>(
 // The epochs over this worker's share of train_path, a step per minibatch,
 // with progress lines and statistics; at the end, flushes what `io` holds.
 absl::StatusOr<SparseTrainStats> RunSparseTraining(
-    const std::string& train_path, const SparseTrainerConfig& config, SparseRowIo& io,
+    const std::string& train_path, const SparseTrainerConfig& config, RowIo& io,
     const SparseStep& step, const std::function<void(const std::string&)>& progress);
 
 // A model's predicted probabilities for a batch.
