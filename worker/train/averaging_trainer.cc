@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <memory>
-#include <numeric>
-#include <random>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -11,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "common/hash.h"
 #include "common/optimizer/optimizer.h"
 #include "worker/train/model_ops.h"
 
@@ -136,11 +134,7 @@ class AveragingRun {
   TrainStats totals_;
   absl::Duration wait_;
   absl::Time start_;
-  struct Window {  // since the last progress report
-    absl::Time start;
-    int64_t examples = 0, steps = 0;
-    double loss = 0;
-  } window_;
+  std::optional<ProgressWindow> window_;
   std::vector<float> xb_;
   std::vector<int32_t> yb_;
 };
@@ -163,15 +157,14 @@ float AveragingRun::LocalStep(absl::Span<const int64_t> rows) {
   const absl::Time compute_start = absl::Now();
   const float loss =
       model_.LossAndGradient(local_, xb_.data(), yb_.data(), batch, absl::MakeSpan(grad_));
-  // Tables of width 1, as the servers would apply it; the step count is the
-  // schedule's clock.
+  // Tables of width 1, as the servers would apply it; the steps before this
+  // one (totals_.steps counts it already) are the schedule's clock.
   optimizer_->Apply(local_.data(), state_.empty() ? nullptr : state_.data(), grad_.data(),
-                    local_.size(), 1, static_cast<uint64_t>(totals_.steps));
+                    local_.size(), 1, static_cast<uint64_t>(totals_.steps - 1));
   if (config_.slowdown > 1.0) {
     absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
   }
   ++steps_in_round_;
-  ++totals_.steps;
   totals_.examples += batch;
   return loss;
 }
@@ -203,85 +196,50 @@ absl::Status AveragingRun::EndRound() {
 
 void AveragingRun::ReportProgress(int epoch, float loss, int batch, bool epoch_end,
                                   const std::function<void(const std::string&)>& progress) {
-  window_.loss += loss;
-  ++window_.steps;
-  window_.examples += batch;
-  const absl::Time now = absl::Now();
-  if ((!progress && !config_.on_progress) ||
-      (now - window_.start < config_.progress_interval && !epoch_end)) {
-    return;
-  }
-  const double secs = absl::ToDoubleSeconds(now - window_.start);
-  const double mean_loss = window_.loss / std::max<int64_t>(1, window_.steps);
-  const double rate = secs > 0 ? window_.examples / secs : 0.0;
+  if (!progress && !config_.on_progress) return;
+  std::optional<ProgressPoint> point =
+      window_->Step(loss, batch, epoch, totals_.steps, totals_.examples, epoch_end);
+  if (!point) return;
   if (progress) {
     progress(absl::StrFormat(
         "worker %d/%d epoch %d step %d loss %.4f examples/s %.0f %s round %d (every %d steps) "
         "waited %.2fs of %.2fs%s",
-        config_.worker_index, config_.num_workers, epoch, totals_.steps, mean_loss, rate,
-        AlgorithmName(averaging_.algorithm), round_, averaging_.every, absl::ToDoubleSeconds(wait_),
-        absl::ToDoubleSeconds(now - start_), epoch_end ? " (epoch end)" : ""));
+        config_.worker_index, config_.num_workers, epoch, totals_.steps, point->loss,
+        point->examples_per_second, AlgorithmName(averaging_.algorithm), round_, averaging_.every,
+        absl::ToDoubleSeconds(wait_), point->seconds, epoch_end ? " (epoch end)" : ""));
   }
-  if (config_.on_progress) {
-    ProgressPoint point;
-    point.seconds = absl::ToDoubleSeconds(now - start_);
-    point.epoch = epoch;
-    point.step = totals_.steps;
-    point.examples = totals_.examples;
-    point.loss = mean_loss;
-    point.examples_per_second = rate;
-    point.epoch_end = epoch_end;
-    config_.on_progress(point);
-  }
-  window_ = Window{now};
+  if (config_.on_progress) config_.on_progress(*point);
 }
 
 absl::StatusOr<TrainStats> AveragingRun::Run(
     const std::function<void(const std::string&)>& progress) {
   xb_.resize(static_cast<size_t>(config_.batch_size) * shard_.dim);
   yb_.resize(config_.batch_size);
-  std::vector<int64_t> order(shard_.num_examples);
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(HashCombine(config_.seed, config_.worker_index));
   round_ = config_.start_clock;
   start_ = absl::Now();
-  window_ = Window{start_};
+  window_.emplace(start_, config_.progress_interval);
   if (!ReadsAtRoundStart()) {
     // Async EASGD: the local copy starts from the center.
     if (absl::Status s = ReadCenter(); !s.ok()) return s;
     local_ = center_;
   }
-  // Steps of the rounds before a restored checkpoint: skipped, shuffles kept.
-  int64_t skip = static_cast<int64_t>(config_.start_clock) * averaging_.every;
-  bool done = false;
-  for (int epoch = 1; epoch <= config_.epochs && !done; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
-    for (int64_t first = 0; first < shard_.num_examples && !done; first += config_.batch_size) {
-      if (skip > 0) {
-        --skip;
-        ++totals_.steps;
-        done = config_.max_steps > 0 && totals_.steps >= config_.max_steps;
-        continue;
-      }
-      if (steps_in_round_ == 0) {
-        if (absl::Status s = StartRound(); !s.ok()) return s;
-      }
-      const int batch =
-          static_cast<int>(std::min<int64_t>(config_.batch_size, shard_.num_examples - first));
-      const float loss = LocalStep(absl::MakeConstSpan(order).subspan(first, batch));
-      epoch_loss += loss;
-      ++epoch_steps;
-      done = config_.max_steps > 0 && totals_.steps >= config_.max_steps;
-      const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
-      if (steps_in_round_ == averaging_.every) {
-        if (absl::Status s = EndRound(); !s.ok()) return s;
-      }
-      ReportProgress(epoch, loss, batch, epoch_end, progress);
-    }
-    totals_.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_steps);
-  }
+  // The rounds of a restored checkpoint are skipped, shuffles kept.
+  absl::StatusOr<double> last_epoch_loss = ForEachMinibatch(
+      shard_, config_, static_cast<int64_t>(config_.start_clock) * averaging_.every, &totals_.steps,
+      [&](const Minibatch& batch) -> absl::StatusOr<float> {
+        if (steps_in_round_ == 0) {
+          if (absl::Status s = StartRound(); !s.ok()) return s;
+        }
+        const float loss = LocalStep(batch.rows);
+        if (steps_in_round_ == averaging_.every) {
+          if (absl::Status s = EndRound(); !s.ok()) return s;
+        }
+        ReportProgress(batch.epoch, loss, static_cast<int>(batch.rows.size()), batch.epoch_end,
+                       progress);
+        return loss;
+      });
+  if (!last_epoch_loss.ok()) return last_epoch_loss.status();
+  totals_.mean_loss_last_epoch = *last_epoch_loss;
   if (steps_in_round_ > 0) {
     // The last, partial round.
     if (absl::Status s = EndRound(); !s.ok()) return s;
@@ -302,14 +260,7 @@ absl::StatusOr<TrainStats> TrainAveraging(ParamClient& client, const Model& mode
                                           const AveragingConfig& averaging,
                                           const std::function<void(const std::string&)>& progress) {
   if (absl::Status s = ValidateAveragingConfig(averaging, trainer); !s.ok()) return s;
-  if (shard.num_examples == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("worker ", trainer.worker_index, " has no training examples in its shard"));
-  }
-  if (shard.dim != model.input_dim()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data dim ", shard.dim, " != model input dim ", model.input_dim()));
-  }
+  if (absl::Status s = CheckShard(model, shard, trainer.worker_index); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Optimizer>> local = MakeOptimizer(averaging.local_optimizer);
   if (!local.ok()) return local.status();
   AveragingRun run(client, model, shard, trainer, averaging, *std::move(local));

@@ -15,9 +15,11 @@
 
 namespace ps {
 
-inline std::vector<PullRange> ModelPullOps(const Model& model, const std::string& prefix,
-                                           absl::Span<float> flat) {
-  std::vector<PullRange> ops;
+// Op is PullRange (flat: absl::Span<float>) or PushRange
+// (absl::Span<const float>).
+template <typename Op, typename Flat>
+std::vector<Op> ModelOps(const Model& model, const std::string& prefix, Flat flat) {
+  std::vector<Op> ops;
   int64_t offset = 0;
   for (const ParamBlock& block : model.blocks()) {
     ops.push_back({absl::StrCat(prefix, "/", block.name), 0, static_cast<uint64_t>(block.size),
@@ -27,16 +29,14 @@ inline std::vector<PullRange> ModelPullOps(const Model& model, const std::string
   return ops;
 }
 
+inline std::vector<PullRange> ModelPullOps(const Model& model, const std::string& prefix,
+                                           absl::Span<float> flat) {
+  return ModelOps<PullRange>(model, prefix, flat);
+}
+
 inline std::vector<PushRange> ModelPushOps(const Model& model, const std::string& prefix,
                                            absl::Span<const float> flat) {
-  std::vector<PushRange> ops;
-  int64_t offset = 0;
-  for (const ParamBlock& block : model.blocks()) {
-    ops.push_back({absl::StrCat(prefix, "/", block.name), 0, static_cast<uint64_t>(block.size),
-                   flat.subspan(offset, block.size)});
-    offset += block.size;
-  }
-  return ops;
+  return ModelOps<PushRange>(model, prefix, flat);
 }
 
 }  // namespace ps

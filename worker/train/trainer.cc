@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "absl/status/status.h"
@@ -92,6 +93,53 @@ absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::Tab
 absl::Status PullParams(ParamClient& client, const Model& model, const std::string& prefix,
                         absl::Span<float> params, uint64_t clock, PullInfo* info) {
   return client.Pull(ModelPullOps(model, prefix, params), clock, info);
+}
+
+absl::Status CheckShard(const Model& model, const Dataset& shard, int worker_index) {
+  if (shard.num_examples == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", worker_index, " has no training examples in its shard"));
+  }
+  if (shard.dim != model.input_dim()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data dim ", shard.dim, " != model input dim ", model.input_dim()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> ForEachMinibatch(
+    const Dataset& shard, const TrainerConfig& config, int64_t skip, int64_t* steps,
+    const std::function<absl::StatusOr<float>(const Minibatch& batch)>& train) {
+  std::vector<int64_t> order(shard.num_examples);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(HashCombine(config.seed, config.worker_index));
+  double last_epoch_loss = 0;
+  bool done = false;
+  for (int epoch = 1; epoch <= config.epochs && !done; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double epoch_loss = 0;
+    int64_t epoch_steps = 0;
+    for (int64_t first = 0; first < shard.num_examples && !done; first += config.batch_size) {
+      ++*steps;
+      done = config.max_steps > 0 && *steps >= config.max_steps;
+      if (skip > 0) {
+        --skip;
+        continue;
+      }
+      Minibatch batch;
+      batch.epoch = epoch;
+      batch.rows = absl::MakeConstSpan(order).subspan(
+          first, std::min<int64_t>(config.batch_size, shard.num_examples - first));
+      batch.epoch_end = first + config.batch_size >= shard.num_examples || done;
+      batch.last = done || (epoch == config.epochs && batch.epoch_end);
+      absl::StatusOr<float> loss = train(batch);
+      if (!loss.ok()) return loss.status();
+      epoch_loss += *loss;
+      ++epoch_steps;
+    }
+    last_epoch_loss = epoch_loss / std::max<int64_t>(1, epoch_steps);
+  }
+  return last_epoch_loss;
 }
 
 namespace {
@@ -234,11 +282,7 @@ class DownpourRun {
   uint64_t clock_ = 0;
   TrainStats totals_;  // steps, examples, last epoch's loss
   absl::Time start_;
-  struct Window {  // since the last progress report
-    absl::Time start;
-    int64_t examples = 0, steps = 0;
-    double loss = 0;
-  } window_;
+  std::optional<ProgressWindow> window_;
   std::vector<float> xb_, grad_;
   std::vector<int32_t> yb_;
 
@@ -254,49 +298,28 @@ class DownpourRun {
 
 absl::StatusOr<TrainStats> DownpourRun::Run(
     const std::function<void(const std::string&)>& progress) {
-  std::vector<int64_t> order(shard_.num_examples);
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(HashCombine(config_.seed, config_.worker_index));
   if (absl::Status s = Start(); !s.ok()) return s;
-  // Steps done before the restored checkpoint: skipped, shuffles kept.
-  int64_t skip = static_cast<int64_t>(config_.start_clock) * config_.n_push;
   bool first_step = true;  // the first step computed reads the parameters
-  bool done = false;
-  for (int epoch = 1; epoch <= config_.epochs && !done; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
-    double epoch_loss = 0;
-    int64_t epoch_steps = 0;
-    for (int64_t first = 0; first < shard_.num_examples && !done; first += config_.batch_size) {
-      if (skip > 0) {
-        --skip;
-        ++totals_.steps;
-        if (config_.max_steps > 0 && totals_.steps >= config_.max_steps) done = true;
-        continue;
-      }
-      if (absl::Status s = ReadIfDue(first_step); !s.ok()) return s;
-      if (first_step && config_.start_clock > 0 && progress) {
-        progress(absl::StrFormat("worker %d/%d resumed at epoch %d step %d (clock %d)",
-                                 config_.worker_index, config_.num_workers, epoch,
-                                 totals_.steps + 1, clock_));
-      }
-      first_step = false;
-      const int batch =
-          static_cast<int>(std::min<int64_t>(config_.batch_size, shard_.num_examples - first));
-      const float loss = Step(absl::MakeConstSpan(order).subspan(first, batch));
-      epoch_loss += loss;
-      ++epoch_steps;
-      if (config_.max_steps > 0 && totals_.steps >= config_.max_steps) done = true;
-      const bool epoch_end = first + config_.batch_size >= shard_.num_examples || done;
-      if (pending_steps_ == config_.n_push) {
-        if (absl::Status s = EndRound(/*last=*/done || (epoch == config_.epochs && epoch_end));
-            !s.ok()) {
-          return s;
+  absl::StatusOr<double> last_epoch_loss = ForEachMinibatch(
+      shard_, config_, static_cast<int64_t>(config_.start_clock) * config_.n_push, &totals_.steps,
+      [&](const Minibatch& batch) -> absl::StatusOr<float> {
+        if (absl::Status s = ReadIfDue(first_step); !s.ok()) return s;
+        if (first_step && config_.start_clock > 0 && progress) {
+          progress(absl::StrFormat("worker %d/%d resumed at epoch %d step %d (clock %d)",
+                                   config_.worker_index, config_.num_workers, batch.epoch,
+                                   totals_.steps, clock_));
         }
-      }
-      ReportProgress(epoch, loss, batch, epoch_end, progress);
-    }
-    totals_.mean_loss_last_epoch = epoch_loss / std::max<int64_t>(1, epoch_steps);
-  }
+        first_step = false;
+        const float loss = Step(batch.rows);
+        if (pending_steps_ == config_.n_push) {
+          if (absl::Status s = EndRound(batch.last); !s.ok()) return s;
+        }
+        ReportProgress(batch.epoch, loss, static_cast<int>(batch.rows.size()), batch.epoch_end,
+                       progress);
+        return loss;
+      });
+  if (!last_epoch_loss.ok()) return last_epoch_loss.status();
+  totals_.mean_loss_last_epoch = *last_epoch_loss;
   return Finish();
 }
 
@@ -313,13 +336,16 @@ absl::Status DownpourRun::Start() {
   }
   clock_ = config_.start_clock;
   start_ = absl::Now();
-  window_ = Window{start_};
+  window_.emplace(start_, config_.progress_interval);
   return absl::OkStatus();
 }
 
 absl::Status DownpourRun::ReadIfDue(bool first_step) {
   // With overlap, rounds read on comm_ (EndRound).
-  if (comm_ || (totals_.steps % config_.n_fetch != 0 && !first_step)) return absl::OkStatus();
+  // totals_.steps counts this step already.
+  if (comm_ || ((totals_.steps - 1) % config_.n_fetch != 0 && !first_step)) {
+    return absl::OkStatus();
+  }
   if (fresh_params_) {
     fresh_params_ = false;  // read by the round's PushPull
     return absl::OkStatus();
@@ -349,7 +375,6 @@ float DownpourRun::Step(absl::Span<const int64_t> rows) {
     for (size_t i = 0; i < grad_.size(); ++i) b.grads[i] += grad_[i];
   }
   ++pending_steps_;
-  ++totals_.steps;
   totals_.examples += batch;
   return loss;
 }
@@ -374,33 +399,18 @@ absl::Status DownpourRun::EndRound(bool last) {
 
 void DownpourRun::ReportProgress(int epoch, float loss, int batch, bool epoch_end,
                                  const std::function<void(const std::string&)>& progress) {
-  window_.loss += loss;
-  ++window_.steps;
-  window_.examples += batch;
-  const absl::Time now = absl::Now();
-  if ((!progress && !config_.on_progress) ||
-      (now - window_.start < config_.progress_interval && !epoch_end)) {
-    return;
-  }
-  const double secs = absl::ToDoubleSeconds(now - window_.start);
-  const double mean_loss = window_.loss / std::max<int64_t>(1, window_.steps);
-  const double rate = secs > 0 ? window_.examples / secs : 0.0;
+  if (!progress && !config_.on_progress) return;
+  std::optional<ProgressPoint> point =
+      window_->Step(loss, batch, epoch, totals_.steps, totals_.examples, epoch_end);
+  if (!point) return;
   if (progress) {
-    progress(ProgressLine(epoch, totals_.steps, mean_loss, rate, now - start_, epoch_end));
+    progress(ProgressLine(epoch, totals_.steps, point->loss, point->examples_per_second,
+                          absl::Now() - start_, epoch_end));
   }
   if (config_.on_progress) {
-    ProgressPoint point;
-    point.seconds = absl::ToDoubleSeconds(now - start_);
-    point.epoch = epoch;
-    point.step = totals_.steps;
-    point.examples = totals_.examples;
-    point.loss = mean_loss;
-    point.examples_per_second = rate;
-    point.mean_staleness = MeanStaleness();
-    point.epoch_end = epoch_end;
-    config_.on_progress(point);
+    point->mean_staleness = MeanStaleness();
+    config_.on_progress(*point);
   }
-  window_ = Window{now};
 }
 
 absl::StatusOr<TrainStats> DownpourRun::Finish() {
@@ -433,14 +443,7 @@ absl::StatusOr<TrainStats> TrainDownpour(ParamClient& client, const Model& model
                                          const Dataset& shard, const TrainerConfig& config,
                                          const std::function<void(const std::string&)>& progress) {
   if (absl::Status s = ValidateTrainerConfig(config); !s.ok()) return s;
-  if (shard.num_examples == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("worker ", config.worker_index, " has no training examples in its shard"));
-  }
-  if (shard.dim != model.input_dim()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data dim ", shard.dim, " != model input dim ", model.input_dim()));
-  }
+  if (absl::Status s = CheckShard(model, shard, config.worker_index); !s.ok()) return s;
   DownpourRun run(client, model, shard, config);
   return run.Run(progress);
 }

@@ -121,6 +121,29 @@ absl::Status CreateModelTables(ParamClient& client, const std::vector<proto::Tab
 absl::Status PullParams(ParamClient& client, const Model& model, const std::string& prefix,
                         absl::Span<float> params, uint64_t clock = 0, PullInfo* info = nullptr);
 
+// FAILED_PRECONDITION for a shard without examples, INVALID_ARGUMENT when
+// its examples' dimension is not the model's input's.
+absl::Status CheckShard(const Model& model, const Dataset& shard, int worker_index);
+
+// One minibatch of a trainer's run.
+struct Minibatch {
+  int epoch = 1;                   // 1-based
+  absl::Span<const int64_t> rows;  // its examples' rows in the shard
+  bool epoch_end = false;          // the epoch's last batch, or the run's
+  bool last = false;               // the run's last batch
+};
+// The minibatches of a trainer's run over `shard`: each epoch shuffles the
+// examples' order (seeded by config.seed and config.worker_index) and cuts
+// it into batches of config.batch_size, until config.epochs epochs or
+// config.max_steps (> 0) batches. `*steps` counts every batch, before
+// `train` gets it. The first `skip` batches (those of the rounds a resumed
+// run restored) are counted but not trained on, drawing the same shuffles.
+// `train` trains on a batch and returns its loss; the first error stops
+// the run and is returned. Returns the last epoch's mean loss.
+absl::StatusOr<double> ForEachMinibatch(
+    const Dataset& shard, const TrainerConfig& config, int64_t skip, int64_t* steps,
+    const std::function<absl::StatusOr<float>(const Minibatch& batch)>& train);
+
 // Runs Downpour SGD over `shard` (this worker's examples). `progress`, when
 // set, receives a line every progress_interval and one at each epoch end.
 absl::StatusOr<TrainStats> TrainDownpour(ParamClient& client, const Model& model,
