@@ -68,6 +68,32 @@ grep -q "400 training examples of 8x8 images in 4 classes, model softmax (260 pa
 accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/quadrants.log")
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.95) }' || fail "8x8 test accuracy $accuracy < 0.95"
 
+# Model averaging on the same data: two workers, rounds of 5 local steps;
+# the center (tables of its own prefix) is evaluated with the same
+# --algorithm, and an evaluator without it is refused, naming both table
+# definitions.
+avg_flags=(--servers="$spec" --data_dir="$dir/quadrants" --model=softmax --table_prefix=averaged
+  --algorithm=average --average_every=5)
+for w in 0 1; do
+  "$worker_bin" "${avg_flags[@]}" --worker_index=$w --num_workers=2 --epochs=10 --progress_seconds=100 \
+    --evaluate=false >"$dir/avg$w.log" 2>&1 &
+  avg_pids[$w]=$!
+done
+for w in 0 1; do
+  wait "${avg_pids[$w]}" || { cat "$dir/avg$w.log"; fail "averaging worker $w failed"; }
+done
+grep -q "RESULT worker=0 .* algorithm=average pushes=" "$dir/avg0.log" || { cat "$dir/avg0.log"; fail "no averaging RESULT line"; }
+"$worker_bin" "${avg_flags[@]}" --eval_only >"$dir/avg_eval.log" 2>&1 || { cat "$dir/avg_eval.log"; fail "evaluating the averaged center failed"; }
+accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/avg_eval.log")
+awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.9) }' || fail "averaged 8x8 test accuracy $accuracy < 0.9"
+if "$worker_bin" --servers="$spec" --data_dir="$dir/quadrants" --model=softmax --table_prefix=averaged \
+  --eval_only >"$dir/avg_eval_bad.log" 2>&1; then
+  fail "an evaluator without --algorithm=average read the center's tables"
+fi
+grep -q "already exists with a different definition" "$dir/avg_eval_bad.log" || { cat "$dir/avg_eval_bad.log"; fail "no clear refusal of the mismatched tables"; }
+if "$worker_bin" "${avg_flags[@]}" --algorithm=sgd >"$dir/bad_algo.log" 2>&1; then fail "--algorithm=sgd accepted"; fi
+grep -q -- "--algorithm=sgd: expected downpour, average or easgd" "$dir/bad_algo.log" || { cat "$dir/bad_algo.log"; fail "bad --algorithm not named"; }
+
 # Sparse logistic regression on LibSVM files written by ps_gen_libsvm (a
 # test set from the same planted model), FTRL on a sparse table, two
 # workers; then a malformed training file is named with its line and column.
@@ -92,6 +118,19 @@ auc=$(sed -n 's/^test auc \([0-9.]*\) accuracy.*/\1/p' "$dir/sparse0.log")
 echo "sparse_lr: test auc $auc, planted model's $planted"
 awk -v a="$auc" -v p="$planted" 'BEGIN { exit !(a >= p - 0.03) }' ||
   fail "sparse_lr test auc $auc is not within 0.03 of the planted model's $planted"
+# The same by EASGD, the sparse table holding the center: it learns (AUC
+# well above chance), and the row cache, Downpour's, is refused with it.
+"$worker_bin" "${sparse_flags[@]}" --worker_index=0 --num_workers=1 --table_prefix=easgd \
+  --algorithm=easgd --average_every=10 --easgd_alpha=0.5 --optimizer=adagrad --learning_rate=0.1 \
+  >"$dir/sparse_easgd.log" 2>&1 || { cat "$dir/sparse_easgd.log"; fail "sparse_lr by EASGD failed"; }
+auc=$(sed -n 's/^test auc \([0-9.]*\) accuracy.*/\1/p' "$dir/sparse_easgd.log")
+echo "sparse_lr by EASGD: test auc $auc"
+awk -v a="$auc" 'BEGIN { exit !(a >= 0.7) }' || fail "sparse_lr by EASGD: test auc $auc < 0.7"
+if "$worker_bin" "${sparse_flags[@]}" --worker_index=0 --algorithm=average --row_cache_staleness=2 \
+  >"$dir/avg_cache.log" 2>&1; then
+  fail "--algorithm=average with the row cache was accepted"
+fi
+grep -q -- "--row_cache_staleness and --push_threshold are Downpour's" "$dir/avg_cache.log" || { cat "$dir/avg_cache.log"; fail "the row cache's refusal is not named"; }
 printf '1 3:1 7:1\n0 5:abc\n' >"$dir/bad.svm"
 if "$worker_bin" "${sparse_flags[@]}" --worker_index=0 --num_workers=1 --train_data="$dir/bad.svm" \
   >"$dir/bad_svm.log" 2>&1; then
