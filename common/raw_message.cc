@@ -237,7 +237,7 @@ grpc::Slice SerializedHeader(const google::protobuf::MessageLite& header, int fi
   grpc::Slice slice(header_bytes + prefix.size());
   uint8_t* out = const_cast<uint8_t*>(slice.begin());
   header.SerializeWithCachedSizesToArray(out);
-  std::memcpy(out + header_bytes, prefix.data(), prefix.size());
+  std::copy(prefix.begin(), prefix.end(), out + header_bytes);
   return slice;
 }
 

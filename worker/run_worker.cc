@@ -230,8 +230,8 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
       trainer.worker_index, stats->seconds, stats->wait_seconds,
       static_cast<long long>(stats->examples), AlgorithmName(config.averaging.algorithm),
       static_cast<long long>(stats->pushes), static_cast<long long>(stats->pulls),
-      static_cast<long long>(stats->values_pushed * sizeof(float)),
-      static_cast<long long>(stats->values_pulled * sizeof(float)));
+      static_cast<long long>(stats->values_pushed) * static_cast<long long>(sizeof(float)),
+      static_cast<long long>(stats->values_pulled) * static_cast<long long>(sizeof(float)));
   if (trainer.worker_index == 0) PrintServerStats(client, trainer.table_prefix);
   return absl::OkStatus();
 }

@@ -41,7 +41,7 @@ struct WorkerConfig {
   SparseTrainerConfig sparse;      // skip_bad_lines, row cache, push_threshold
   int64_t max_train_examples = 0;  // 0: all
 
-  TrainerConfig trainer;   // worker index and count, epochs, batch, consistency...
+  TrainerConfig trainer;  // worker index and count, epochs, batch, consistency...
   // The algorithm (Downpour by default); for average and easgd, tau, alpha
   // and the local optimizer (`optimizer` then describes the local steps,
   // and the tables get AveragingTableOptimizer()).

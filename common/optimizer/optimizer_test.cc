@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/optimizer/optimizer_test_util.h"
+#include "gtest/gtest.h"
 
 namespace ps {
 namespace {

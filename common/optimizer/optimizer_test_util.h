@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "common/optimizer/optimizer.h"
+#include "gtest/gtest.h"
 
 namespace ps {
 

@@ -16,12 +16,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/key_spec.h"
+#include "common/optimizer/optimizer.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
 #include "server/store/memory_budget.h"
-#include "common/optimizer/optimizer.h"
 
 namespace ps {
 

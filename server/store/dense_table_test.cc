@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "common/key_spec.h"
+#include "common/optimizer/optimizer.h"
 #include "common/placement.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
 #include "server/store/memory_budget.h"
-#include "common/optimizer/optimizer.h"
 #include "tests/test_util/table_defs.h"
 
 namespace ps {

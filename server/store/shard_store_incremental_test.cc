@@ -11,12 +11,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
+#include "common/optimizer/optimizer.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
 #include "server/store/memory_budget.h"
-#include "common/optimizer/optimizer.h"
 #include "server/store/shard_store.h"
 #include "server/store/sparse_table.h"
 #include "tests/test_util/table_defs.h"

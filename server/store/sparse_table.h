@@ -45,12 +45,12 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/clock.h"
+#include "common/optimizer/optimizer.h"
 #include "common/placement.h"
 #include "proto/ps.pb.h"
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
 #include "server/store/memory_budget.h"
-#include "common/optimizer/optimizer.h"
 #include "server/store/sparse_rows.h"
 
 namespace ps {

@@ -6,12 +6,12 @@
 #include <memory>
 #include <vector>
 
+#include "common/optimizer/optimizer.h"
 #include "common/placement.h"
 #include "common/table_layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/store/memory_budget.h"
-#include "common/optimizer/optimizer.h"
 #include "tests/test_util/table_defs.h"
 
 namespace ps {
