@@ -93,10 +93,7 @@ absl::Status AveragingRows::EndRound(uint64_t clock) {
   ++rounds_;
   if (keys_.empty()) return absl::OkStatus();
   send_.resize(values_.size());
-  if (averaging_.algorithm == Algorithm::kAverage) {
-    const float scale = 1.0f / static_cast<float>(num_workers_);
-    for (size_t i = 0; i < values_.size(); ++i) send_[i] = (pulled_[i] - values_[i]) * scale;
-  } else {
+  if (averaging_.algorithm == Algorithm::kEasgd) {
     // The center now, for every row held.
     fetched_.resize(values_.size());
     if (absl::Status s = client_.PullKeys(table_, keys_, width_, absl::MakeSpan(fetched_));
@@ -104,13 +101,10 @@ absl::Status AveragingRows::EndRound(uint64_t clock) {
       return s;
     }
     keys_pulled_ += static_cast<int64_t>(keys_.size());
-    const float alpha = static_cast<float>(averaging_.easgd_alpha);
-    for (size_t i = 0; i < values_.size(); ++i) {
-      const float e = alpha * (values_[i] - fetched_[i]);
-      values_[i] -= e;
-      send_[i] = -e;
-    }
   }
+  EndRoundValues(averaging_, num_workers_,
+                 averaging_.algorithm == Algorithm::kAverage ? pulled_ : fetched_,
+                 absl::MakeSpan(values_), absl::MakeSpan(send_));
   if (absl::Status s = client_.PushKeys(table_, keys_, width_, send_, clock); !s.ok()) return s;
   keys_pushed_ += static_cast<int64_t>(keys_.size());
   std::vector<uint64_t> keep;

@@ -42,6 +42,22 @@ proto::TableDef AveragingTableOptimizer() {
   return def;
 }
 
+void EndRoundValues(const AveragingConfig& averaging, int num_workers,
+                    absl::Span<const float> reference, absl::Span<float> local,
+                    absl::Span<float> out) {
+  if (averaging.algorithm == Algorithm::kAverage) {
+    const float scale = 1.0f / static_cast<float>(num_workers);
+    for (size_t i = 0; i < local.size(); ++i) out[i] = (reference[i] - local[i]) * scale;
+    return;
+  }
+  const float alpha = static_cast<float>(averaging.easgd_alpha);
+  for (size_t i = 0; i < local.size(); ++i) {
+    const float e = alpha * (local[i] - reference[i]);
+    local[i] -= e;
+    out[i] = -e;  // the center moves by e
+  }
+}
+
 absl::Status ValidateAveragingConfig(const AveragingConfig& a, const TrainerConfig& t) {
   const std::string name = AlgorithmName(a.algorithm);
   if (a.algorithm == Algorithm::kDownpour) {
@@ -148,45 +164,26 @@ absl::Status AveragingRun::StartRound() {
 }
 
 float AveragingRun::LocalStep(absl::Span<const int64_t> rows) {
-  const int dim = shard_.dim;
-  const int batch = static_cast<int>(rows.size());
-  for (int r = 0; r < batch; ++r) {
-    std::copy_n(shard_.row(rows[r]), dim, xb_.data() + static_cast<size_t>(r) * dim);
-    yb_[r] = shard_.labels[rows[r]];
-  }
-  const absl::Time compute_start = absl::Now();
-  const float loss =
-      model_.LossAndGradient(local_, xb_.data(), yb_.data(), batch, absl::MakeSpan(grad_));
+  const float loss = BatchLossAndGradient(model_, shard_, rows, local_, absl::MakeSpan(grad_),
+                                          config_, &xb_, &yb_);
   // Tables of width 1, as the servers would apply it; the steps before this
   // one (totals_.steps counts it already) are the schedule's clock.
   optimizer_->Apply(local_.data(), state_.empty() ? nullptr : state_.data(), grad_.data(),
                     local_.size(), 1, static_cast<uint64_t>(totals_.steps - 1));
-  if (config_.slowdown > 1.0) {
-    absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
-  }
   ++steps_in_round_;
-  totals_.examples += batch;
+  totals_.examples += static_cast<int64_t>(rows.size());
   return loss;
 }
 
 absl::Status AveragingRun::EndRound() {
-  if (averaging_.algorithm == Algorithm::kAverage) {
-    // The center moves by (local - c) / N: the mean of the copies under BSP.
-    const float scale = 1.0f / static_cast<float>(config_.num_workers);
-    for (size_t i = 0; i < local_.size(); ++i) step_[i] = (center_[i] - local_[i]) * scale;
-  } else {
-    if (!ReadsAtRoundStart()) {
-      if (absl::Status s = ReadCenter(); !s.ok()) return s;
-      // The first round of an async run starts from the center it reads
-      // before training (Run).
-    }
-    const float alpha = static_cast<float>(averaging_.easgd_alpha);
-    for (size_t i = 0; i < local_.size(); ++i) {
-      const float e = alpha * (local_[i] - center_[i]);
-      local_[i] -= e;
-      step_[i] = -e;  // the center moves by e
-    }
+  // Async EASGD reads the center here (its first round starts from the
+  // center read before training, in Run); the others read it at the
+  // round's start. Averaging's mean of the copies under BSP: see the header.
+  if (!ReadsAtRoundStart()) {
+    if (absl::Status s = ReadCenter(); !s.ok()) return s;
   }
+  EndRoundValues(averaging_, config_.num_workers, center_, absl::MakeSpan(local_),
+                 absl::MakeSpan(step_));
   if (absl::Status s = client_.Push(push_ops_, round_, nullptr); !s.ok()) return s;
   ++totals_.pushes;
   ++round_;

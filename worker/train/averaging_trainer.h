@@ -37,6 +37,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "proto/ps.pb.h"
 #include "worker/client/param_client.h"
 #include "worker/train/dataset.h"
@@ -67,6 +68,17 @@ struct AveragingConfig {
 // The optimizer fields of the center's tables: SGD at learning rate 1,
 // nothing else (a push of g moves the values by exactly -g).
 proto::TableDef AveragingTableOptimizer();
+
+// A round's end on n values, the one definition of what each algorithm
+// sends (its caller pushes `out` to tables of AveragingTableOptimizer(),
+// which move the center by -out):
+//   average  out = (reference - local) / num_workers, reference being the
+//            center as read at the round's start;
+//   easgd    e = alpha (local - reference), reference being the center now;
+//            local -= e, out = -e.
+void EndRoundValues(const AveragingConfig& averaging, int num_workers,
+                    absl::Span<const float> reference, absl::Span<float> local,
+                    absl::Span<float> out);
 
 // INVALID_ARGUMENT naming the setting: every >= 1, easgd_alpha in (0, 1],
 // a local optimizer MakeOptimizer accepts, and the trainer settings that

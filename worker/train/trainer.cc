@@ -107,6 +107,24 @@ absl::Status CheckShard(const Model& model, const Dataset& shard, int worker_ind
   return absl::OkStatus();
 }
 
+float BatchLossAndGradient(const Model& model, const Dataset& shard, absl::Span<const int64_t> rows,
+                           absl::Span<const float> params, absl::Span<float> grad,
+                           const TrainerConfig& config, std::vector<float>* xb,
+                           std::vector<int32_t>* yb) {
+  const int dim = shard.dim;
+  const int batch = static_cast<int>(rows.size());
+  for (int r = 0; r < batch; ++r) {
+    std::copy_n(shard.row(rows[r]), dim, xb->data() + static_cast<size_t>(r) * dim);
+    (*yb)[r] = shard.labels[rows[r]];
+  }
+  const absl::Time compute_start = absl::Now();
+  const float loss = model.LossAndGradient(params, xb->data(), yb->data(), batch, grad);
+  if (config.slowdown > 1.0) {
+    absl::SleepFor((absl::Now() - compute_start) * (config.slowdown - 1.0));
+  }
+  return loss;
+}
+
 absl::StatusOr<double> ForEachMinibatch(
     const Dataset& shard, const TrainerConfig& config, int64_t skip, int64_t* steps,
     const std::function<absl::StatusOr<float>(const Minibatch& batch)>& train) {
@@ -354,28 +372,18 @@ absl::Status DownpourRun::ReadIfDue(bool first_step) {
 }
 
 float DownpourRun::Step(absl::Span<const int64_t> rows) {
-  const int dim = shard_.dim;
-  const int batch = static_cast<int>(rows.size());
-  for (int r = 0; r < batch; ++r) {
-    std::copy_n(shard_.row(rows[r]), dim, xb_.data() + static_cast<size_t>(r) * dim);
-    yb_[r] = shard_.labels[rows[r]];
-  }
   Buffer& b = buffers_[cur_];
-  const absl::Time compute_start = absl::Now();
   // The first step of a round writes the round's gradient; later steps add
   // theirs to it.
   const bool first_of_round = pending_steps_ == 0;
-  const float loss =
-      model_.LossAndGradient(b.params, xb_.data(), yb_.data(), batch,
-                             first_of_round ? absl::MakeSpan(b.grads) : absl::MakeSpan(grad_));
-  if (config_.slowdown > 1.0) {
-    absl::SleepFor((absl::Now() - compute_start) * (config_.slowdown - 1.0));
-  }
+  const float loss = BatchLossAndGradient(
+      model_, shard_, rows, b.params,
+      first_of_round ? absl::MakeSpan(b.grads) : absl::MakeSpan(grad_), config_, &xb_, &yb_);
   if (!first_of_round) {
     for (size_t i = 0; i < grad_.size(); ++i) b.grads[i] += grad_[i];
   }
   ++pending_steps_;
-  totals_.examples += batch;
+  totals_.examples += static_cast<int64_t>(rows.size());
   return loss;
 }
 

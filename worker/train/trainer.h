@@ -125,6 +125,15 @@ absl::Status PullParams(ParamClient& client, const Model& model, const std::stri
 // its examples' dimension is not the model's input's.
 absl::Status CheckShard(const Model& model, const Dataset& shard, int worker_index);
 
+// The loss of the shard's examples `rows` at `params`, and its gradient
+// into `grad`, gathering the batch into the scratch buffers *xb and *yb
+// (sized for config.batch_size examples); then, with config.slowdown > 1,
+// sleeps (slowdown - 1) times the compute time (straggler injection).
+float BatchLossAndGradient(const Model& model, const Dataset& shard, absl::Span<const int64_t> rows,
+                           absl::Span<const float> params, absl::Span<float> grad,
+                           const TrainerConfig& config, std::vector<float>* xb,
+                           std::vector<int32_t>* yb);
+
 // One minibatch of a trainer's run.
 struct Minibatch {
   int epoch = 1;                   // 1-based
