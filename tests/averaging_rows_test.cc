@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
 #include "tests/test_util/table_defs.h"
+#include "worker/train/averaging_test_util.h"
 
 namespace ps {
 namespace {
@@ -34,13 +35,7 @@ class AveragingRowsTest : public ::testing::Test {
   }
 
   static AveragingConfig Config(Algorithm algorithm, int every, double alpha = 0.5) {
-    AveragingConfig a;
-    a.algorithm = algorithm;
-    a.every = every;
-    a.easgd_alpha = alpha;
-    a.local_optimizer.set_optimizer(proto::OPT_SGD);
-    a.local_optimizer.set_learning_rate(kLr);
-    return a;
+    return LocalSgdAveraging(algorithm, every, alpha, kLr);
   }
 
   // The center's rows of `keys`, by key.

@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/in_process_cluster.h"
+#include "worker/train/averaging_test_util.h"
 #include "worker/train/averaging_trainer.h"
 #include "worker/train/dataset.h"
 #include "worker/train/model.h"
@@ -41,13 +42,9 @@ class AveragingOnServersTest : public ::testing::Test {
                            std::vector<TrainStats>* stats) {
     std::vector<std::unique_ptr<PsClient>> clients;
     for (int w = 0; w < kWorkers; ++w) {
-      PsClientOptions options = cluster_->ClientOptions(w);
-      if (consistency == Consistency::kBsp) {
-        options.consistency = proto::CONSISTENCY_BOUNDED;
-        options.staleness = 0;
-        options.lease = absl::Seconds(5);
-      }
-      auto client = PsClient::Connect(options);
+      auto client = PsClient::Connect(consistency == Consistency::kBsp
+                                          ? cluster_->BoundedClientOptions(w, /*tau=*/0)
+                                          : cluster_->ClientOptions(w));
       EXPECT_TRUE(client.ok()) << client.status();
       if (!client.ok()) return {};
       clients.push_back(*std::move(client));
@@ -97,13 +94,7 @@ class AveragingOnServersTest : public ::testing::Test {
   }
 
   static AveragingConfig Config(Algorithm algorithm, int every, double alpha = 0.25) {
-    AveragingConfig a;
-    a.algorithm = algorithm;
-    a.every = every;
-    a.easgd_alpha = alpha;
-    a.local_optimizer.set_optimizer(proto::OPT_SGD);
-    a.local_optimizer.set_learning_rate(kLr);
-    return a;
+    return LocalSgdAveraging(algorithm, every, alpha, kLr);
   }
 
   const std::unique_ptr<Model> model_ = MakeSoftmaxRegression(kDim, kClasses);

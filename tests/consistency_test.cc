@@ -21,14 +21,6 @@
 namespace ps {
 namespace {
 
-PsClientOptions Bounded(const InProcessCluster& cluster, uint32_t worker, uint32_t tau) {
-  PsClientOptions options = cluster.ClientOptions(worker);
-  options.consistency = proto::CONSISTENCY_BOUNDED;
-  options.staleness = tau;
-  options.lease = absl::Seconds(5);
-  return options;
-}
-
 class BoundedDelayTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(BoundedDelayTest, NoPullSeesParametersOlderThanTau) {
@@ -44,7 +36,7 @@ TEST_P(BoundedDelayTest, NoPullSeesParametersOlderThanTau) {
 
   std::vector<std::unique_ptr<PsClient>> clients;
   for (int w = 0; w < kWorkers; ++w) {
-    auto client = PsClient::Connect(Bounded(**cluster, w, tau));
+    auto client = PsClient::Connect((*cluster)->BoundedClientOptions(w, tau));
     ASSERT_TRUE(client.ok()) << client.status();
     clients.push_back(*std::move(client));
   }
@@ -118,7 +110,7 @@ TEST(BspTest, WorkersMatchOneProcessComputingTheSameRounds) {
 
   std::vector<std::unique_ptr<PsClient>> clients;
   for (int w = 0; w < kWorkers; ++w) {
-    auto client = PsClient::Connect(Bounded(**cluster, w, /*tau=*/0));
+    auto client = PsClient::Connect((*cluster)->BoundedClientOptions(w, /*tau=*/0));
     ASSERT_TRUE(client.ok()) << client.status();
     clients.push_back(*std::move(client));
   }
@@ -178,11 +170,12 @@ namespace {
 TEST(BspTest, PullThatCannotBeSatisfiedFailsNamingTheSlowestWorker) {
   auto cluster = InProcessCluster::Start(1);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  PsClientOptions fast = Bounded(**cluster, 0, 0);
+  PsClientOptions fast = (*cluster)->BoundedClientOptions(0, 0);
   fast.timeout = absl::Seconds(1);
   fast.max_attempts = 1;
   auto worker0 = PsClient::Connect(fast);
-  auto worker5 = PsClient::Connect(Bounded(**cluster, 5, 0));  // registered, never pushes
+  auto worker5 =
+      PsClient::Connect((*cluster)->BoundedClientOptions(5, 0));  // registered, never pushes
   ASSERT_TRUE(worker0.ok() && worker5.ok());
   const proto::TableDef def = SumTable("t", 4, 1);
   ASSERT_TRUE((*worker0)->CreateTable(def).ok());

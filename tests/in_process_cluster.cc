@@ -35,6 +35,14 @@ PsClientOptions InProcessCluster::ClientOptions(uint32_t worker_id) const {
   return options;
 }
 
+PsClientOptions InProcessCluster::BoundedClientOptions(uint32_t worker_id, uint32_t tau) const {
+  PsClientOptions options = ClientOptions(worker_id);
+  options.consistency = proto::CONSISTENCY_BOUNDED;
+  options.staleness = tau;
+  options.lease = absl::Seconds(5);
+  return options;
+}
+
 std::unique_ptr<PsClient> InProcessCluster::Connect(uint32_t worker_id) const {
   auto client = PsClient::Connect(ClientOptions(worker_id));
   EXPECT_TRUE(client.ok()) << client.status();

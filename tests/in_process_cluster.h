@@ -29,6 +29,8 @@ class InProcessCluster {
 
   // Options for a client of this cluster (short deadlines for tests).
   PsClientOptions ClientOptions(uint32_t worker_id) const;
+  // The same with bounded delay `tau` (0: BSP) and a 5 s lease.
+  PsClientOptions BoundedClientOptions(uint32_t worker_id, uint32_t tau) const;
   // Connects a client; fails the calling test on error.
   std::unique_ptr<PsClient> Connect(uint32_t worker_id) const;
 

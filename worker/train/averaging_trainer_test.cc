@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/client/param_client.h"
+#include "worker/train/averaging_test_util.h"
 #include "worker/train/dataset.h"
 #include "worker/train/model.h"
 #include "worker/train/synthetic_data.h"
@@ -93,13 +94,7 @@ TrainerConfig FullBatch(int steps, int worker, int workers, Consistency consiste
 }
 
 AveragingConfig Averaging(Algorithm algorithm, int every, double alpha = 0.1) {
-  AveragingConfig a;
-  a.algorithm = algorithm;
-  a.every = every;
-  a.easgd_alpha = alpha;
-  a.local_optimizer.set_optimizer(proto::OPT_SGD);
-  a.local_optimizer.set_learning_rate(kLr);
-  return a;
+  return LocalSgdAveraging(algorithm, every, alpha, kLr);
 }
 
 // `steps` full-batch SGD steps from w.
