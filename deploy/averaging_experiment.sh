@@ -133,6 +133,7 @@ done
 
 # --- report -------------------------------------------------------------------
 report="$out/averaging_report.md"
+v() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }  # field $1 of the current $line
 base=$(sed -n 's/^RESULT setting=downpour_async .*value_bytes=\([0-9]*\).*/\1/p' "$raw")
 {
   echo "# Downpour, model averaging and EASGD on the Fashion-MNIST MLP"
@@ -142,7 +143,6 @@ base=$(sed -n 's/^RESULT setting=downpour_async .*value_bytes=\([0-9]*\).*/\1/p'
   echo "| setting | flags | test accuracy | wall time (s) | parameter bytes moved | vs Downpour async |"
   echo "|---|---|---|---|---|---|"
   while read -r line; do
-    v() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
     s=$(v setting)
     ratio=$(awk -v b="$(v value_bytes)" -v d="${base:-0}" 'BEGIN { if (d > 0) printf "%.3f", b / d; else print "n/a" }')
     echo "| $s | \`$(flags_of "$s")\` | $(v test_accuracy) | $(v wall_seconds) | $(awk -v b="$(v value_bytes)" 'BEGIN { printf "%.1f MB", b / 1e6 }') | $ratio |"
@@ -154,7 +154,6 @@ base=$(sed -n 's/^RESULT setting=downpour_async .*value_bytes=\([0-9]*\).*/\1/p'
     echo "| setting | flags | test AUC | wall time (s) | keys pulled and pushed |"
     echo "|---|---|---|---|---|"
     while read -r line; do
-      v() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
       s=$(v setting)
       echo "| $s | \`$(flags_of "$s" | sed 's/ --train_data.*//')\` | $(v test_auc) | $(v wall_seconds) | $(v keys_moved) |"
     done < <(grep '^RESULT setting=.*test_auc=' "$raw")

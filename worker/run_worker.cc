@@ -115,6 +115,15 @@ absl::StatusOr<uint64_t> ResumeClock(PsClient& client, const std::vector<proto::
   return clock;
 }
 
+// The optimizer fields of the job's tables: the optimizer flags' for
+// Downpour; for averaging and EASGD, which keep the center in tables that
+// add what is pushed, AveragingTableOptimizer() (the flags then drive the
+// workers' local steps).
+proto::TableDef TablesOptimizer(const WorkerConfig& config) {
+  return config.averaging.algorithm == Algorithm::kDownpour ? config.optimizer
+                                                            : AveragingTableOptimizer();
+}
+
 // ---- sparse models ----------------------------------------------------------
 
 absl::Status CheckSparseConfig(const WorkerConfig& config) {
@@ -259,10 +268,7 @@ absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
   EmbeddingMlpConfig emb = config.embedding;
   emb.prefix = config.table_prefix.empty() ? config.model : config.table_prefix;
   emb.seed = config.trainer.seed;
-  // Averaging keeps the center in tables that add what is pushed.
-  const proto::TableDef& optimizer = config.averaging.algorithm == Algorithm::kDownpour
-                                         ? config.optimizer
-                                         : AveragingTableOptimizer();
+  const proto::TableDef optimizer = TablesOptimizer(config);
   const std::vector<proto::TableDef> tables =
       config.model == "embedding_mlp" ? EmbeddingMlpTables(emb, optimizer)
                                       : std::vector<proto::TableDef>{SparseLrTable(
@@ -292,13 +298,8 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
   }
   config.trainer.table_prefix =
       config.table_prefix.empty() ? (*model)->name() : config.table_prefix;
-  // Averaging keeps the center in tables that add what is pushed (SGD at
-  // rate 1); the optimizer flags then drive the workers' local steps.
-  const auto tables =
-      ModelTables(**model, config.trainer.table_prefix,
-                  config.averaging.algorithm == Algorithm::kDownpour ? config.optimizer
-                                                                     : AveragingTableOptimizer(),
-                  config.trainer.seed);
+  const auto tables = ModelTables(**model, config.trainer.table_prefix, TablesOptimizer(config),
+                                  config.trainer.seed);
   auto client = ConnectAndCreate(ClientOptions(config, env, config.client), tables);
   if (!client.ok()) return client.status();
   if (!config.eval_only && config.resume) {
