@@ -25,6 +25,33 @@ absl::Status CheckNonNegative(const proto::TableDef& def, absl::string_view fiel
   return Bad(def, absl::StrCat(field, " must be >= 0, got ", value));
 }
 
+// LARS scales a whole layer's step, so it needs a dense table (the worker
+// holds all of its parameters and gradient to take their norms) and a rule
+// whose step is proportional to the gradient (not one that normalizes it).
+absl::Status ValidateLars(const proto::TableDef& def) {
+  if (def.lars_eta() == 0) {
+    if (def.lars_beta() != 0) {
+      return Bad(def, absl::StrCat("lars_beta (", def.lars_beta(),
+                                   ") is used only with LARS on: set lars_eta > 0"));
+    }
+    return absl::OkStatus();
+  }
+  if (def.kind() != proto::TABLE_DENSE) {
+    return Bad(def, "LARS (lars_eta) is for dense tables, not sparse ones");
+  }
+  switch (def.optimizer()) {
+    case proto::OPT_SGD:
+    case proto::OPT_MOMENTUM:
+    case proto::OPT_NESTEROV:
+      return absl::OkStatus();
+    default:
+      return Bad(def, absl::StrCat("LARS (lars_eta) needs OPT_SGD, OPT_MOMENTUM or OPT_NESTEROV, "
+                                   "not ",
+                                   proto::OptimizerKind_Name(def.optimizer()),
+                                   " (which normalizes the gradient's scale away)"));
+  }
+}
+
 // The optimizer's hyper-parameters, the schedule's and the gradient
 // transform's. Each range is checked whichever optimizer and schedule the
 // table uses (the defaults, 0, are in range), so that a value meant for
@@ -49,10 +76,13 @@ absl::Status ValidateOptimizer(const proto::TableDef& def) {
       {"l2", def.l2()},
       {"weight_decay", def.weight_decay()},
       {"clip_value", def.clip_value()},
-      {"clip_norm", def.clip_norm()}};
+      {"clip_norm", def.clip_norm()},
+      {"lars_eta", def.lars_eta()},
+      {"lars_beta", def.lars_beta()}};
   for (const auto& [field, value] : non_negative) {
     if (absl::Status s = CheckNonNegative(def, field, value); !s.ok()) return s;
   }
+  if (absl::Status s = ValidateLars(def); !s.ok()) return s;
   switch (def.optimizer()) {
     case proto::OPT_ADAGRAD:
       if (def.initial_accumulator() == 0 && def.epsilon() == 0) {
@@ -167,7 +197,9 @@ absl::Status ValidateInitAndFloats(const proto::TableDef& def) {
       {"clip_value", def.clip_value()},
       {"clip_norm", def.clip_norm()},
       {"lr_gamma", def.lr_gamma()},
-      {"lr_decay_offset", def.lr_decay_offset()}};
+      {"lr_decay_offset", def.lr_decay_offset()},
+      {"lars_eta", def.lars_eta()},
+      {"lars_beta", def.lars_beta()}};
   for (const auto& [field, value] : floats) {
     if (!std::isfinite(value)) return Bad(def, absl::StrCat(field, " must be finite, got ", value));
   }
@@ -238,6 +270,9 @@ std::string TableDefSummary(const proto::TableDef& def) {
   if (def.clip_value() != 0) absl::StrAppend(&s, " clip_value=", def.clip_value());
   if (def.clip_norm() != 0) absl::StrAppend(&s, " clip_norm=", def.clip_norm());
   if (def.weight_decay() != 0) absl::StrAppend(&s, " weight_decay=", def.weight_decay());
+  if (def.lars_eta() != 0) {
+    absl::StrAppend(&s, " lars=(eta=", def.lars_eta(), " beta=", def.lars_beta(), ")");
+  }
   if (def.kind() != proto::TABLE_DENSE) {
     absl::StrAppend(&s, " kind=", proto::TableKind_Name(def.kind()));
   }

@@ -150,6 +150,36 @@ TEST(TableDefTest, NonNegativeHyperParameters) {
             "table 't': initial_accumulator must be >= 0, got -1");
 }
 
+TEST(TableDefTest, LarsOnDenseTablesWithAProportionalRule) {
+  proto::TableDef def = ValidDef();
+  def.set_lars_eta(0.001f);
+  def.set_lars_beta(5e-4f);
+  for (proto::OptimizerKind kind : {proto::OPT_SGD, proto::OPT_MOMENTUM, proto::OPT_NESTEROV}) {
+    def.set_optimizer(kind);
+    EXPECT_TRUE(ValidateTableDef(def).ok()) << ValidateTableDef(def);
+  }
+  EXPECT_EQ(Refusal([](proto::TableDef* d) {
+              d->set_lars_eta(0.001f);
+              d->set_optimizer(proto::OPT_ADAGRAD);
+              d->set_initial_accumulator(0.1f);
+            }),
+            "table 't': LARS (lars_eta) needs OPT_SGD, OPT_MOMENTUM or OPT_NESTEROV, not "
+            "OPT_ADAGRAD (which normalizes the gradient's scale away)");
+  EXPECT_EQ(Refusal([](proto::TableDef* d) {
+              d->set_lars_eta(0.001f);
+              d->set_kind(proto::TABLE_SPARSE);
+              d->set_num_keys(0);
+            }),
+            "table 't': LARS (lars_eta) is for dense tables, not sparse ones");
+  EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_lars_beta(0.01f); }),
+            "table 't': lars_beta (0.01) is used only with LARS on: set lars_eta > 0");
+  EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_lars_eta(-1.0f); }),
+            "table 't': lars_eta must be >= 0, got -1");
+  EXPECT_EQ(
+      Refusal([](proto::TableDef* d) { d->set_lars_eta(std::numeric_limits<float>::infinity()); }),
+      "table 't': lars_eta must be finite, got inf");
+}
+
 TEST(TableDefTest, AdagradNeedsAnAccumulatorOrEpsilon) {
   EXPECT_THAT(Refusal([](proto::TableDef* d) { d->set_optimizer(proto::OPT_ADAGRAD); }),
               HasSubstr("AdaGrad needs initial_accumulator > 0 or epsilon > 0"));

@@ -100,6 +100,10 @@ ABSL_FLAG(uint64_t, lr_step_clocks, 1000, "step schedule: clocks per step");
 ABSL_FLAG(double, lr_gamma, 0.5, "step schedule: factor per step");
 ABSL_FLAG(double, lr_decay_offset, 1, "inv_sqrt schedule: b of lr / sqrt(b + t)");
 ABSL_FLAG(uint64_t, warmup_clocks, 0, "any schedule: ramp the rate up over the first N clocks");
+ABSL_FLAG(double, lars_eta, 0,
+          "LARS on the weight matrices (sgd, momentum, nesterov; dense models, downpour; 0: off): "
+          "each layer's step scaled by lars_eta * ||w|| / (||g|| + lars_beta * ||w||)");
+ABSL_FLAG(double, lars_beta, 0, "LARS: the beta of the trust ratio (usually the weight decay)");
 ABSL_FLAG(uint64_t, seed, 1, "seed for initialization and shuffling");
 ABSL_FLAG(std::string, data_dir, "/usr/share/datasets/fashion-mnist",
           "directory with the IDX files train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
@@ -259,6 +263,8 @@ absl::StatusOr<ps::proto::TableDef> OptimizerFromFlags() {
   spec.lr_gamma = absl::GetFlag(FLAGS_lr_gamma);
   spec.lr_decay_offset = absl::GetFlag(FLAGS_lr_decay_offset);
   spec.warmup_clocks = absl::GetFlag(FLAGS_warmup_clocks);
+  spec.lars_eta = absl::GetFlag(FLAGS_lars_eta);
+  spec.lars_beta = absl::GetFlag(FLAGS_lars_beta);
   return ps::OptimizerFields(spec);
 }
 

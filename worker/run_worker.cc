@@ -265,6 +265,13 @@ absl::Status EvaluateDense(const WorkerConfig& config, const WorkerEnv& env, con
 
 absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
   if (absl::Status s = CheckSparseConfig(config); !s.ok()) return s;
+  if (config.optimizer.lars_eta() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lars_eta=", config.optimizer.lars_eta(),
+                     ": LARS is for the dense models "
+                     "(mlp, softmax), whose layers a worker pulls whole; --model=",
+                     config.model, " keeps sparse tables"));
+  }
   EmbeddingMlpConfig emb = config.embedding;
   emb.prefix = config.table_prefix.empty() ? config.model : config.table_prefix;
   emb.seed = config.trainer.seed;
@@ -298,6 +305,15 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
   }
   config.trainer.table_prefix =
       config.table_prefix.empty() ? (*model)->name() : config.table_prefix;
+  if (config.optimizer.lars_eta() > 0) {
+    if (config.averaging.algorithm != Algorithm::kDownpour) {
+      return absl::InvalidArgumentError(absl::StrCat("--lars_eta=", config.optimizer.lars_eta(),
+                                                     ": LARS scales the servers' steps, so it "
+                                                     "needs --algorithm=downpour, not ",
+                                                     AlgorithmName(config.averaging.algorithm)));
+    }
+    config.trainer.layer_norms = true;  // the weight tables need them
+  }
   const auto tables = ModelTables(**model, config.trainer.table_prefix, TablesOptimizer(config),
                                   config.trainer.seed);
   auto client = ConnectAndCreate(ClientOptions(config, env, config.client), tables);

@@ -259,12 +259,21 @@ struct GradientTransform {
   float clip_value;  // kOff: off
   float clip_norm;   // 0: off
   float weight_decay;
+  float trust = 1;  // LARS: the push's trust ratio (1: off)
 
-  bool active() const { return clip_value != kOff || clip_norm > 0 || weight_decay > 0; }
+  bool active() const {
+    return clip_value != kOff || clip_norm > 0 || weight_decay > 0 || trust != 1;
+  }
+  // This transform with LARS' trust ratio of one push.
+  GradientTransform Trusted(float push_trust) const {
+    GradientTransform t = *this;
+    t.trust = push_trust;
+    return t;
+  }
 
   template <typename T>
   T Transformed(const T& g, const T& w, float scale) const {
-    return Clamp(g, clip_value) * scale + weight_decay * w;
+    return (Clamp(g, clip_value) * scale + weight_decay * w) * trust;
   }
 
   // What a row's clipped values are multiplied by for its L2 norm to be at
@@ -351,24 +360,27 @@ class RuleOptimizer final : public Optimizer {
     }
   }
 
-  void Apply(float* w, float* state, const float* g, size_t rows, size_t width,
-             uint64_t clock) const override {
+  void ApplyTrusted(float* w, float* state, const float* g, size_t rows, size_t width,
+                    uint64_t clock, float trust) const override {
     const Rule rule = rule_.At(schedule_.Rate(clock), clock);
-    if (!transform_.active()) {
+    const GradientTransform transform = transform_.Trusted(trust);
+    if (!transform.active()) {
       UpdateRun(rule, w, state, g, rows * width);
       return;
     }
-    transform_.ForEachBlock(w, g, rows, width, [&](size_t at, size_t n, const float* tg) {
+    transform.ForEachBlock(w, g, rows, width, [&](size_t at, size_t n, const float* tg) {
       UpdateRun(rule, w + at, state + at * Rule::kState, tg, n);
     });
   }
 
-  void ApplyRows(float* const* w_rows, float* const* state_rows, const float* g, size_t num_rows,
-                 size_t width, uint64_t clock, char* out) const override {
+  void ApplyRowsTrusted(float* const* w_rows, float* const* state_rows, const float* g,
+                        size_t num_rows, size_t width, uint64_t clock, char* out,
+                        float trust) const override {
     const auto state_of = [state_rows](size_t r) {
       return Rule::kState > 0 ? state_rows[r] : nullptr;
     };
-    ApplyEachRow(w_rows, state_of, g, num_rows, width, clock, out, [](float*) {});
+    ApplyEachRow(w_rows, state_of, g, num_rows, width, clock, out, transform_.Trusted(trust),
+                 [](float*) {});
   }
 
   void ApplySparseRows(float* const* rows, const float* g, size_t num_rows, size_t width,
@@ -376,22 +388,24 @@ class RuleOptimizer final : public Optimizer {
     const auto state_of = [rows, width](size_t r) {
       return Rule::kState > 0 ? rows[r] + width : nullptr;
     };
-    ApplyEachRow(rows, state_of, g, num_rows, width, clock, out, [tag_at, tag](float* row) {
-      uint32_t t;
-      std::memcpy(&t, row + tag_at, sizeof t);
-      if (tag > t) std::memcpy(row + tag_at, &tag, sizeof tag);
-    });
+    ApplyEachRow(rows, state_of, g, num_rows, width, clock, out, transform_,
+                 [tag_at, tag](float* row) {
+                   uint32_t t;
+                   std::memcpy(&t, row + tag_at, sizeof t);
+                   if (tag > t) std::memcpy(row + tag_at, &tag, sizeof tag);
+                 });
   }
 
  private:
-  // The rule (transformed gradients when clipping or decay are on) on each
+  // The rule (on transformed gradients when clipping, decay or LARS are on) on each
   // row: row r at w_rows[r], its state at state_of(r); after(row) once the
   // row is updated.
   template <typename StateOf, typename After>
   void ApplyEachRow(float* const* w_rows, StateOf state_of, const float* g, size_t num_rows,
-                    size_t width, uint64_t clock, char* out, After after) const {
+                    size_t width, uint64_t clock, char* out, const GradientTransform& transform,
+                    After after) const {
     const Rule rule = rule_.At(schedule_.Rate(clock), clock);
-    if (!transform_.active() && width == 1) {
+    if (!transform.active() && width == 1) {
       // Rows of one value (logistic regression's weights, biases): the
       // rule's scalar form inline, and a 4-byte read-back, instead of a
       // call of UpdateRun and of memcpy per row.
@@ -399,17 +413,16 @@ class RuleOptimizer final : public Optimizer {
                     [&](float* w, float* s, size_t r) { rule.Update(*w, s, g[r]); });
       return;
     }
-    if (!transform_.active()) {
+    if (!transform.active()) {
       ForEachRow(w_rows, state_of, num_rows, width, out, after, [&](float* w, float* s, size_t r) {
         UpdateRun(rule, w, s, g + r * width, width);
       });
       return;
     }
     ForEachRow(w_rows, state_of, num_rows, width, out, after, [&](float* w, float* s, size_t r) {
-      transform_.ForEachBlock(w, g + r * width, 1, width,
-                              [&](size_t at, size_t n, const float* tg) {
-                                UpdateRun(rule, w + at, s + at * Rule::kState, tg, n);
-                              });
+      transform.ForEachBlock(w, g + r * width, 1, width, [&](size_t at, size_t n, const float* tg) {
+        UpdateRun(rule, w + at, s + at * Rule::kState, tg, n);
+      });
     });
   }
 

@@ -15,7 +15,8 @@
 //   2. Per row (width values) of the gradient g, each step off when its
 //      parameter is 0: every value clipped to [-clip_value, clip_value]; the
 //      row scaled by clip_norm / ||g|| when its L2 norm ||g|| > clip_norm;
-//      g += weight_decay * w (w before this update).
+//      g += weight_decay * w (w before this update); with LARS, g *= the
+//      push's trust ratio (ApplyTrusted).
 //   3. The rule, per value:
 //        SGD       w -= lr * g
 //        AdaGrad   acc += g^2; w -= lr * g / (sqrt(acc) + epsilon)
@@ -71,8 +72,10 @@ class Optimizer {
   // (their state at `state`, rows * width * state_per_value() floats in the
   // layout above; may be null when state_per_value() is 0), for a push
   // stamped with worker clock `clock`. g is not modified.
-  virtual void Apply(float* w, float* state, const float* g, size_t rows, size_t width,
-                     uint64_t clock) const = 0;
+  void Apply(float* w, float* state, const float* g, size_t rows, size_t width,
+             uint64_t clock) const {
+    ApplyTrusted(w, state, g, rows, width, clock, 1.0f);
+  }
 
   // Rows scattered in memory (rows of a key list, or of a sparse table): row r
   // is at w_rows[r] (its state at state_rows[r], width * state_per_value()
@@ -81,8 +84,19 @@ class Optimizer {
   // order. With `out`, row r's new values are copied to out + r * width *
   // sizeof(float) (bytes, any alignment). Upcoming rows are prefetched (they
   // are scattered in memory).
-  virtual void ApplyRows(float* const* w_rows, float* const* state_rows, const float* g,
-                         size_t num_rows, size_t width, uint64_t clock, char* out) const = 0;
+  void ApplyRows(float* const* w_rows, float* const* state_rows, const float* g, size_t num_rows,
+                 size_t width, uint64_t clock, char* out) const {
+    ApplyRowsTrusted(w_rows, state_rows, g, num_rows, width, clock, out, 1.0f);
+  }
+
+  // LARS (TableDef lars_eta; lars.h): as Apply and ApplyRows, with each
+  // gradient value after clipping and weight decay multiplied by `trust`
+  // (the layer's trust ratio, LarsTrust) before the rule.
+  virtual void ApplyTrusted(float* w, float* state, const float* g, size_t rows, size_t width,
+                            uint64_t clock, float trust) const = 0;
+  virtual void ApplyRowsTrusted(float* const* w_rows, float* const* state_rows, const float* g,
+                                size_t num_rows, size_t width, uint64_t clock, char* out,
+                                float trust) const = 0;
 
   // Rows of a sparse table (server/sparse_rows.h): row r at rows[r] holds
   // its `width` values followed by their state (width * state_per_value()

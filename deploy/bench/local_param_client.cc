@@ -35,7 +35,8 @@ absl::Status LocalParamClient::Push(absl::Span<const PushRange> ops, uint64_t, V
   if (versions != nullptr) versions->assign(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     const PushRange& op = ops[i];
-    auto result = store_.Push(op.table, KeySpec::Single(op.begin, op.end), op.grads);
+    auto result = store_.Push(op.table, KeySpec::Single(op.begin, op.end), op.grads, 0,
+                              [] { return absl::StatusOr<bool>(true); }, {nullptr, op.layer_norms});
     if (!result.ok()) return result.status();
     if (versions != nullptr) (*versions)[i] = result->version;
   }

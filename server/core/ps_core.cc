@@ -123,7 +123,7 @@ absl::StatusOr<proto::PushResponse> PsCore::ApplyLocked(const PushArgs& args,
                                forwarded->decisions().evicted().end());
     }
     auto result = store_.Push(h.table(), args.keys, args.values, h.clock(), admit,
-                              log_ != nullptr ? &decisions : nullptr);
+                              StoreOptions(h, log_ != nullptr ? &decisions : nullptr));
     if (!result.ok()) return result.status();
     reply.set_duplicate(result->duplicate);
     reply.set_version(result->version);
@@ -270,7 +270,7 @@ void PsCore::PushPull(const PushArgs* args, Allocate allocate, PullDone done) {
       pushed =
           ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
             return store_.PushAndRead(h.table(), args->keys, args->values, h.clock(), admit, room,
-                                      log_ != nullptr ? &decisions : nullptr);
+                                      StoreOptions(h, log_ != nullptr ? &decisions : nullptr));
           });
     }
     if (pushed.ok() && !pushed->duplicate) {

@@ -219,6 +219,13 @@ class PsCore {
                   uint64_t version, proto::PullResponse* reply);
   std::string LogPrefix() const;
 
+  // What the store needs of a push besides keys and values: `decisions`
+  // (the sparse decisions to record or replay; null: none), the push's
+  // layer norms (LARS).
+  static ShardStore::PushOptions StoreOptions(const proto::PushRequest& header,
+                                              SparseTable::Decisions* decisions) {
+    return {decisions, header.has_layer_norms() ? &header.layer_norms() : nullptr};
+  }
   // The entry a replica applies for this push, with the primary's sparse
   // decisions.
   static proto::ForwardEntry ForwardEntryOf(const PushArgs& args,

@@ -24,6 +24,8 @@ proto::ForwardEntry PsCore::ForwardEntryOf(const PushArgs& args,
   p->set_request_id(h.request_id());
   p->set_round_parts(h.round_parts());
   if (args.clock_only) return entry;
+  // A copy scales a LARS table's gradient by the same ratio.
+  if (h.has_layer_norms()) *p->mutable_layer_norms() = h.layer_norms();
   if (args.keys.is_list) {
     p->set_key_list(reinterpret_cast<const char*>(args.keys.keys.data()),
                     args.keys.keys.size() * sizeof(uint64_t));

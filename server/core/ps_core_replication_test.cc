@@ -5,12 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/ps_core_fixture.h"
 #include "server/replication/replication_log.h"
 
 namespace ps {
 namespace {
+
+using ::testing::HasSubstr;
 
 // Collects what a replicated core appends, as the chain would carry it.
 class CollectingLog final : public ReplicationLog {
@@ -129,6 +132,51 @@ TEST_F(PsCoreTest, TheLogsAnswerComesBeforeAnyChange) {
   EXPECT_TRUE(core_->ApplyForwarded(forwarded, &refused).ok());
   EXPECT_EQ(value(), 2.0f);
   EXPECT_EQ(log.entries.size(), 1u);
+}
+
+// A LARS table scales each push by the trust ratio of the norms it carries,
+// and a copy, applying the forwarded entry, by the same one; a push without
+// norms is refused, applied nowhere and not forwarded.
+TEST_F(PsCoreTest, LarsNormsTravelWithThePushDownTheChain) {
+  proto::TableDef def = SumTable("w", 4, 1);  // SGD at rate 1, zeros
+  def.set_lars_eta(0.5f);
+  ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(def)).ok());
+  CollectingLog log;
+  core_->set_replication(&log);
+  PsCoreOptions options;
+  options.clock = &clock_;
+  options.address = "copy:0";
+  PsCore copy(options);
+  CollectingLog copy_log;
+  copy.set_replication(&copy_log);
+  ASSERT_TRUE(copy.CreateTable(CreateTableRequestFor(def)).ok());
+  auto value = [](PsCore& core) {
+    std::string values;
+    EXPECT_TRUE(PsCoreTestPeer::store(core).Pull("w", KeySpec::Single(0, 1), &values).ok());
+    float v = 0;
+    std::memcpy(&v, values.data(), sizeof v);
+    return v;
+  };
+  auto with_norms = [](proto::PushRequest push, float weight, float gradient) {
+    push.mutable_layer_norms()->set_weight(weight);
+    push.mutable_layer_norms()->set_gradient(gradient);
+    return push;
+  };
+  absl::StatusOr<proto::PushResponse> bare = Push(OnePush("w", 0, -1, 1));
+  EXPECT_EQ(bare.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bare.status().message(), HasSubstr("table 'w' uses LARS"));
+  EXPECT_TRUE(log.entries.empty());
+  // ||w|| = 0: ratio 1, w = 0 - (-1) = 1.
+  ASSERT_TRUE(Push(with_norms(OnePush("w", 0, -1, 2), 0, 1)).ok());
+  // ratio 0.5 * 2 / 4 = 0.25: w = 1 - 0.25 * 2 = 0.5.
+  ASSERT_TRUE(Push(with_norms(OnePush("w", 0, 2, 3), 2, 4)).ok());
+  EXPECT_EQ(value(*core_), 0.5f);
+  ASSERT_EQ(log.entries.size(), 2u);
+  for (const proto::ForwardEntry& e : log.entries) {
+    bool refused = false;
+    ASSERT_TRUE(copy.ApplyForwarded(e, &refused).ok());
+  }
+  EXPECT_EQ(value(copy), 0.5f);
 }
 
 }  // namespace

@@ -202,7 +202,8 @@ void DenseTable::DropCopy(Slice& slice) {
 }
 
 absl::StatusOr<bool> DenseTable::Push(const KeySpec& keys, absl::Span<const float> grads,
-                                      uint64_t clock, Admit admit, char* dst, uint64_t* version) {
+                                      uint64_t clock, float trust, Admit admit, char* dst,
+                                      uint64_t* version) {
   // Last: once admitted, the push is recorded as applied.
   absl::StatusOr<bool> fresh = admit();
   if (!fresh.ok()) return fresh.status();
@@ -213,16 +214,16 @@ absl::StatusOr<bool> DenseTable::Push(const KeySpec& keys, absl::Span<const floa
     return false;
   }
   if (keys.is_list) {
-    ApplyList(keys.keys, grads, clock, dst);
+    ApplyList(keys.keys, grads, clock, trust, dst);
   } else {
-    ApplyRanges(keys, grads, clock, dst);
+    ApplyRanges(keys, grads, clock, trust, dst);
   }
   *version = version_.fetch_add(1) + 1;
   return true;
 }
 
 void DenseTable::ApplyList(absl::Span<const uint64_t> keys, absl::Span<const float> grads,
-                           uint64_t clock, char* dst) {
+                           uint64_t clock, float trust, char* dst) {
   const Optimizer& opt = *optimizer_;
   const uint64_t width = width_, slice_size = slice_size_;
   const int state_per_value = state_per_value_;
@@ -244,15 +245,16 @@ void DenseTable::ApplyList(absl::Span<const uint64_t> keys, absl::Span<const flo
         rows[i - b] = values + at;
         if (state_per_value) row_states[i - b] = states + at * state_per_value;
       }
-      opt.ApplyRows(rows.data(), state_per_value ? row_states.data() : nullptr,
-                    grads.data() + b * width, e - b, width, clock,
-                    dst != nullptr && pass == 0 ? dst + b * width * sizeof(float) : nullptr);
+      opt.ApplyRowsTrusted(rows.data(), state_per_value ? row_states.data() : nullptr,
+                           grads.data() + b * width, e - b, width, clock,
+                           dst != nullptr && pass == 0 ? dst + b * width * sizeof(float) : nullptr,
+                           trust);
     }
   });
 }
 
 void DenseTable::ApplyRanges(const KeySpec& keys, absl::Span<const float> grads, uint64_t clock,
-                             char* dst) {
+                             float trust, char* dst) {
   const Optimizer& opt = *optimizer_;
   const uint64_t width = width_, slice_size = slice_size_;
   const int state_per_value = state_per_value_;
@@ -268,13 +270,13 @@ void DenseTable::ApplyRanges(const KeySpec& keys, absl::Span<const float> grads,
       const uint64_t at = (first - slice_first) * width;
       float* w = values + at;
       float* state = state_per_value ? states + at * state_per_value : nullptr;
-      opt.Apply(w, state, grads.data() + offset * width, n, width, clock);
+      opt.ApplyTrusted(w, state, grads.data() + offset * width, n, width, clock, trust);
       // Read back while the slice is still locked: one lock for both.
       if (dst != nullptr) CopyRun(dst + offset * width * sizeof(float), w, n * width);
       if (also != nullptr) {  // an in-cut push to the slice's copy as well
-        opt.Apply(also->values.data() + at,
-                  state_per_value ? also->state.data() + at * state_per_value : nullptr,
-                  grads.data() + offset * width, n, width, clock);
+        opt.ApplyTrusted(also->values.data() + at,
+                         state_per_value ? also->state.data() + at * state_per_value : nullptr,
+                         grads.data() + offset * width, n, width, clock, trust);
       }
     });
   });

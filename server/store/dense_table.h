@@ -63,7 +63,8 @@ class DenseTable {
   // finite. Asks admit() first: false skips the update (a retry that was
   // applied), an error is returned as is. Then, under each slice's lock
   // once, applies the table's optimizer to its keys in request order (a key
-  // listed twice is updated twice) and raises the slice's change tag.
+  // listed twice is updated twice), with LARS' trust ratio `trust` (1: none;
+  // Optimizer::ApplyTrusted), and raises the slice's change tag.
   // With `dst`, the keys' values after the push (or now, when skipped) are
   // copied there (keys.size() * width floats, any alignment), each run read
   // under the lock that applied it. Returns whether the update was applied;
@@ -71,7 +72,7 @@ class DenseTable {
   // current one when skipped.
   using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
   absl::StatusOr<bool> Push(const KeySpec& keys, absl::Span<const float> grads, uint64_t clock,
-                            Admit admit, char* dst, uint64_t* version);
+                            float trust, Admit admit, char* dst, uint64_t* version);
   // Copies the keys' values to dst (keys.size() * width floats, any
   // alignment), keys checked (CheckKeys), under each slice's reader lock.
   void Read(const KeySpec& keys, char* dst) const;
@@ -126,8 +127,9 @@ class DenseTable {
   void DropCopy(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // Push's update of an admitted push, by key list or by ranges.
   void ApplyList(absl::Span<const uint64_t> keys, absl::Span<const float> grads, uint64_t clock,
-                 char* dst);
-  void ApplyRanges(const KeySpec& keys, absl::Span<const float> grads, uint64_t clock, char* dst);
+                 float trust, char* dst);
+  void ApplyRanges(const KeySpec& keys, absl::Span<const float> grads, uint64_t clock, float trust,
+                   char* dst);
   // The records of slice `s` holding `values` and `state` (WriteCut).
   std::vector<std::string> RecordsOf(uint64_t s, const std::vector<float>& values,
                                      const std::vector<float>& state,

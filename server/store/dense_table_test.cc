@@ -62,7 +62,7 @@ std::vector<float> Push(DenseTable& t, const KeySpec& keys, const std::vector<fl
   std::vector<float> back(grads.size());
   uint64_t version = 0;
   absl::StatusOr<bool> applied =
-      t.Push(keys, grads, clock, Admitted, reinterpret_cast<char*>(back.data()), &version);
+      t.Push(keys, grads, clock, 1.0f, Admitted, reinterpret_cast<char*>(back.data()), &version);
   EXPECT_TRUE(applied.ok()) << applied.status();
   EXPECT_TRUE(applied.ok() && *applied);
   return back;
@@ -180,14 +180,14 @@ TEST(DenseTableTest, ARetryIsNotAppliedButReadsBackAndAnAdmitErrorChangesNothing
   std::vector<float> back(4, -9.0f);
   uint64_t version = 7;
   absl::StatusOr<bool> retry = table->Push(
-      KeySpec::Single(0, 2), std::vector<float>(4, -5.0f), 0,
+      KeySpec::Single(0, 2), std::vector<float>(4, -5.0f), 0, 1.0f,
       [] { return absl::StatusOr<bool>(false); }, reinterpret_cast<char*>(back.data()), &version);
   ASSERT_TRUE(retry.ok()) << retry.status();
   EXPECT_FALSE(*retry);
   EXPECT_EQ(version, 1u);
   EXPECT_EQ(back, std::vector<float>({1, 1, 2, 2}));
   absl::StatusOr<bool> refused = table->Push(
-      KeySpec::Single(0, 2), std::vector<float>(4, -5.0f), 0,
+      KeySpec::Single(0, 2), std::vector<float>(4, -5.0f), 0, 1.0f,
       [] { return absl::StatusOr<bool>(absl::AbortedError("no lease")); }, nullptr, &version);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kAborted);
   EXPECT_EQ(Read(*table, KeySpec::Single(0, 2)), std::vector<float>({1, 1, 2, 2}));

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/optimizer/lars.h"
 #include "common/table_def.h"
 #include "server/store/dense_table.h"
 
@@ -267,21 +268,20 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::Push(absl::string_view table_
                                                         const KeySpec& keys,
                                                         absl::Span<const float> grads,
                                                         uint64_t clock, Admit admit,
-                                                        SparseTable::Decisions* decisions) {
-  return PushImpl(table_name, keys, grads, clock, admit, nullptr, decisions);
+                                                        const PushOptions& options) {
+  return PushImpl(table_name, keys, grads, clock, admit, nullptr, options);
 }
 
 absl::StatusOr<ShardStore::PushResult> ShardStore::PushAndRead(
     absl::string_view table, const KeySpec& keys, absl::Span<const float> grads, uint64_t clock,
-    Admit admit, absl::FunctionRef<char*(size_t bytes)> allocate,
-    SparseTable::Decisions* decisions) {
-  return PushImpl(table, keys, grads, clock, admit, &allocate, decisions);
+    Admit admit, absl::FunctionRef<char*(size_t bytes)> allocate, const PushOptions& options) {
+  return PushImpl(table, keys, grads, clock, admit, &allocate, options);
 }
 
 absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
     absl::string_view table_name, const KeySpec& keys, absl::Span<const float> grads,
     uint64_t clock, Admit admit, const absl::FunctionRef<char*(size_t bytes)>* allocate,
-    SparseTable::Decisions* decisions) {
+    const PushOptions& options) {
   SparseTable::KeyPlan plan;
   absl::StatusOr<std::shared_ptr<Table>> found = FindTableForKeys(table_name, keys, &plan);
   if (!found.ok()) return found.status();
@@ -299,6 +299,8 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
                                                    key, " column ", i % width, " is not finite (",
                                                    grads[i], "); nothing was applied"));
   }
+  absl::StatusOr<float> trust = LarsTrust(def, options.layer_norms);
+  if (!trust.ok()) return trust.status();
   // Before any slice is locked: a cut marked from now on sees this clock
   // (MarkCut).
   uint64_t max_clock = max_clock_.load();
@@ -315,12 +317,13 @@ absl::StatusOr<ShardStore::PushResult> ShardStore::PushImpl(
   if (SparseTable* sparse = table.sparse.get()) {
     // Creates missing rows (charging the budget), then admits and applies.
     absl::StatusOr<bool> applied =
-        sparse->Push(keys.keys, plan, grads, clock, admit, dst, decisions);
+        sparse->Push(keys.keys, plan, grads, clock, admit, dst, options.decisions);
     if (!applied.ok()) return applied.status();
     return PushResult{!*applied, table.version().load()};
   }
   uint64_t version = 0;
-  absl::StatusOr<bool> applied = table.dense->Push(keys, grads, clock, admit, dst, &version);
+  absl::StatusOr<bool> applied =
+      table.dense->Push(keys, grads, clock, *trust, admit, dst, &version);
   if (!applied.ok()) return applied.status();
   return PushResult{!*applied, version};
 }

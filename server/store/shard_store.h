@@ -56,6 +56,15 @@ struct StoreLimits {
   MemoryBudget* process_budget = nullptr;
 };
 
+// What ShardStore::Push needs of a push besides its keys, values and clock.
+struct StorePushOptions {
+  // A sparse table's admission and eviction, recorded by a primary or
+  // replayed by a copy (SparseTable::Decisions; null: decided here).
+  SparseTable::Decisions* decisions = nullptr;
+  // The push's whole-table norms (PushRequest.layer_norms; null: none).
+  const proto::LayerNorms* layer_norms = nullptr;
+};
+
 class ShardStore {
  public:
   // `clock` (the time of sparse tables' evict_after_seconds) must outlive
@@ -92,13 +101,15 @@ class ShardStore {
   // key; ranges on a sparse table), FAILED_PRECONDITION (a key owned by
   // another server: names key, slice and owner), RESOURCE_EXHAUSTED (new
   // rows of a sparse table over the memory budget), and admit's errors.
-  // `decisions`: a sparse table's admission and eviction, recorded by a
-  // primary or replayed by a copy (SparseTable::Decisions; null: decided
-  // here).
+  // A LARS table (TableDef lars_eta) scales the gradient by the trust ratio
+  // of options.layer_norms (common/optimizer/lars.h), and refuses a push
+  // without them, or with a negative or non-finite norm, with
+  // INVALID_ARGUMENT naming the table.
   using Admit = absl::FunctionRef<absl::StatusOr<bool>()>;
+  using PushOptions = StorePushOptions;
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
                                   absl::Span<const float> grads, uint64_t clock, Admit admit,
-                                  SparseTable::Decisions* decisions = nullptr);
+                                  const PushOptions& options = {});
   // Push, then copies the values of the same keys after it into the buffer
   // that allocate(bytes) returns (as Pull does), each run read while its
   // slice is still locked for the push. A push that admit() says is a retry
@@ -106,7 +117,7 @@ class ShardStore {
   absl::StatusOr<PushResult> PushAndRead(absl::string_view table, const KeySpec& keys,
                                          absl::Span<const float> grads, uint64_t clock, Admit admit,
                                          absl::FunctionRef<char*(size_t bytes)> allocate,
-                                         SparseTable::Decisions* decisions = nullptr);
+                                         const PushOptions& options = {});
   // Push with every request admitted, at clock 0.
   absl::StatusOr<PushResult> Push(absl::string_view table, const KeySpec& keys,
                                   absl::Span<const float> grads);
@@ -213,7 +224,7 @@ class ShardStore {
   absl::StatusOr<PushResult> PushImpl(absl::string_view table, const KeySpec& keys,
                                       absl::Span<const float> grads, uint64_t clock, Admit admit,
                                       const absl::FunctionRef<char*(size_t bytes)>* allocate,
-                                      SparseTable::Decisions* decisions);
+                                      const PushOptions& options);
   bool CanWriteSinceLocked(uint64_t since) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(cut_mu_);
   // NOT_FOUND for an unknown table.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(absl::string_view name) const;

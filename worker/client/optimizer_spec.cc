@@ -76,6 +76,8 @@ absl::StatusOr<proto::TableDef> OptimizerFields(const OptimizerSpec& spec) {
     def.set_lr_decay_offset(static_cast<float>(spec.lr_decay_offset));
   }
   def.set_warmup_clocks(spec.warmup_clocks);
+  def.set_lars_eta(static_cast<float>(spec.lars_eta));
+  def.set_lars_beta(static_cast<float>(spec.lars_beta));
   // The server checks every table again; checking here names the flag at
   // start-up. The table's own fields are stand-ins.
   proto::TableDef probe = def;

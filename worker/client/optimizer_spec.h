@@ -33,6 +33,10 @@ struct OptimizerSpec {
   double lr_gamma = 0.5;
   double lr_decay_offset = 1;
   uint64_t warmup_clocks = 0;
+  // LARS (sgd, momentum, nesterov; 0: off): the trust ratio's coefficient
+  // and its beta (common/optimizer/lars.h).
+  double lars_eta = 0;
+  double lars_beta = 0;
 };
 
 // A TableDef holding only the spec's optimizer fields (only those of the

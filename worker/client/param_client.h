@@ -28,6 +28,10 @@ struct PushRange {
   uint64_t begin = 0;
   uint64_t end = 0;
   absl::Span<const float> grads;
+  // For a table with LARS (TableDef lars_eta): the L2 norms of the whole
+  // table's parameters and of this push's whole gradient, sent with every
+  // part of the push (common/optimizer/lars.h). Null: none.
+  const proto::LayerNorms* layer_norms = nullptr;
 };
 
 // For each op i and server s, versions[i * num_servers + s] is the largest

@@ -66,6 +66,9 @@ void BuildPushRequests(absl::Span<const Part> parts, absl::Span<const PushRange>
     proto::PushRequest& header = NewPushHeader(part, stamp, next_request_id, out);
     header.set_consistency(stamp.consistency);
     header.set_staleness(stamp.staleness);
+    if (const proto::LayerNorms* norms = ops[part.op].layer_norms) {
+      *header.mutable_layer_norms() = *norms;
+    }
     std::vector<absl::string_view>& values = out->pieces.emplace_back();
     const float* grads = ops[part.op].grads.data();
     for (const PlannedRange& r : part.ranges) {

@@ -88,6 +88,33 @@ TEST(RequestCodecTest, DensePushesStampEachPartAndViewTheCallersGradients) {
   EXPECT_TRUE(out.encoded.empty());
 }
 
+// LARS: an op's layer norms go with each of its parts (each server scales
+// its part by the whole layer's ratio); an op without them sends none.
+TEST(RequestCodecTest, LayerNormsGoWithEveryPartOfTheirOp) {
+  const std::vector<float> a = {1, 2, 3, 4};
+  const std::vector<float> b = {5};
+  proto::LayerNorms norms;
+  norms.set_weight(3);
+  norms.set_gradient(4);
+  PushRange with_norms{"a", 0, 4, a};
+  with_norms.layer_norms = &norms;
+  const PushRange ops[] = {with_norms, {"b", 0, 1, b}};
+  const std::vector<Part> parts = {DensePart(0, 0, "a", 1, {{0, 2, 0}}),
+                                   DensePart(1, 0, "a", 1, {{2, 4, 2}}),
+                                   DensePart(1, 1, "b", 1, {{0, 1, 0}})};
+  RequestStamp stamp{7, 9, proto::CONSISTENCY_ASYNC, 0, proto::VALUES_F32};
+  std::atomic<uint64_t> next_id{1};
+  PushRequests out;
+  BuildPushRequests(parts, ops, stamp, &next_id, &out);
+  ASSERT_EQ(out.headers.size(), 3u);
+  for (int i : {0, 1}) {
+    ASSERT_TRUE(out.headers[i].has_layer_norms()) << i;
+    EXPECT_EQ(out.headers[i].layer_norms().weight(), 3.0f);
+    EXPECT_EQ(out.headers[i].layer_norms().gradient(), 4.0f);
+  }
+  EXPECT_FALSE(out.headers[2].has_layer_norms());
+}
+
 TEST(RequestCodecTest, SixteenBitPushesCarryTheirValuesEncoded) {
   const std::vector<float> a = {0.5f, -1.25f, 3.0f, 1024.0f};
   const PushRange op{"a", 0, 4, a};

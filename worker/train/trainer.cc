@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
+#include "common/optimizer/lars.h"
 #include "worker/train/background_queue.h"
 #include "worker/train/model_ops.h"
 
@@ -73,6 +74,8 @@ std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& 
       def.set_init_high(block.init_bound);
     } else {
       def.set_initializer(proto::INIT_ZEROS);
+      def.clear_lars_eta();  // a bias
+      def.clear_lars_beta();
     }
     def.set_seed(HashCombine(seed, HashString(block.name)));
     tables.push_back(std::move(def));
@@ -176,6 +179,10 @@ class DownpourRun {
       b.grads.assign(model.num_params(), 0.0f);
       b.pull_ops = ModelPullOps(model, config.table_prefix, absl::MakeSpan(b.params));
       b.push_ops = ModelPushOps(model, config.table_prefix, absl::MakeConstSpan(b.grads));
+      if (config.layer_norms) {
+        b.norms.resize(b.push_ops.size());
+        for (size_t i = 0; i < b.push_ops.size(); ++i) b.push_ops[i].layer_norms = &b.norms[i];
+      }
     }
   }
 
@@ -188,7 +195,22 @@ class DownpourRun {
     std::vector<PushRange> push_ops;
     Versions pulled;             // versions the params were read at
     int64_t pushes_at_pull = 0;  // own pushes applied before that read
+    // With config.layer_norms, each block's norms that push_ops point to.
+    std::vector<proto::LayerNorms> norms;
   };
+
+  // LARS (config.layer_norms): each block's norms of p's parameters and of
+  // g's gradient (computed at them), for g's push.
+  void SetLayerNorms(Buffer& g, const Buffer& p) {
+    if (g.norms.empty()) return;
+    size_t offset = 0;
+    for (size_t i = 0; i < g.norms.size(); ++i) {
+      const size_t n = static_cast<size_t>(model_.blocks()[i].size);
+      g.norms[i] = LayerNormsOf(absl::MakeConstSpan(p.params).subspan(offset, n),
+                                absl::MakeConstSpan(g.grads).subspan(offset, n));
+      offset += n;
+    }
+  }
 
   // Reads the parameters into buffer b, as a worker that has pushed
   // pushes_done_ rounds. Runs on one thread at a time.
@@ -204,6 +226,7 @@ class DownpourRun {
   // parameters of buffer p, then zeroes them.
   absl::Status PushFrom(Buffer& g, const Buffer& p, uint64_t clock) {
     Versions pushed;
+    SetLayerNorms(g, p);
     if (absl::Status s = client_.Push(g.push_ops, clock, &pushed); !s.ok()) return s;
     RecordPush(p, pushed);
     return absl::OkStatus();
@@ -213,6 +236,7 @@ class DownpourRun {
   // parameters, and reads the parameters after the push into b.
   absl::Status PushPullInto(Buffer& b, uint64_t clock) {
     PullInfo info;
+    SetLayerNorms(b, b);
     if (absl::Status s = client_.PushPull(b.push_ops, b.pull_ops, clock, &info); !s.ok()) {
       return s;
     }

@@ -51,6 +51,10 @@ struct TrainerConfig {
   // in the background while the next round computes with the parameters of
   // the round before (one round more stale). Requires n_fetch == n_push.
   bool overlap = false;
+  // LARS: send each block's layer norms (of the parameters a push's
+  // gradient was computed at, and of the gradient) with its push, as tables
+  // with lars_eta require (common/optimizer/lars.h).
+  bool layer_norms = false;
   // Straggler injection: computing a step takes `slowdown` times as long
   // (the worker sleeps for the extra time). 1 = normal speed.
   double slowdown = 1.0;
@@ -108,7 +112,9 @@ struct TrainStats {
 
 // One table per model block: width 1, num_keys = block size, uniform
 // initializer (zeros for biases), seeded per block; optimizer and
-// hyper-parameters copied from `optimizer`.
+// hyper-parameters copied from `optimizer`, except LARS (lars_eta,
+// lars_beta), which only the weight matrices get: biases keep the plain
+// rule, as in You et al.'s LARS.
 std::vector<proto::TableDef> ModelTables(const Model& model, const std::string& prefix,
                                          const proto::TableDef& optimizer, uint64_t seed);
 

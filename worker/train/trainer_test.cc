@@ -2,6 +2,7 @@
 // BSP rule rests on, observed through a ParamClient that records calls.
 #include "worker/train/trainer.h"
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -86,7 +87,8 @@ TEST(ValidateTrainerConfigTest, OverlapStillNeedsEqualNFetchAndNPush) {
   EXPECT_EQ(ValidateTrainerConfig(c).code(), absl::StatusCode::kInvalidArgument);
 }
 
-// Records the clock of every Pull and Push; pulls read zeros.
+// Records the clock of every Pull and Push, and the pushes' layer norms
+// against the norms of what they carry; pulls read `pulled` (0 unless set).
 class RecordingClient : public ParamClient {
  public:
   struct Call {
@@ -96,15 +98,30 @@ class RecordingClient : public ParamClient {
 
   absl::Status CreateTable(const proto::TableDef&) override { return absl::OkStatus(); }
   absl::Status Pull(absl::Span<const PullRange> ops, uint64_t clock, PullInfo* info) override {
-    for (const PullRange& op : ops) std::fill(op.out.begin(), op.out.end(), 0.0f);
+    for (const PullRange& op : ops) std::fill(op.out.begin(), op.out.end(), pulled);
     if (info != nullptr) info->params_clock = clock;
     calls.push_back({true, clock});
     return absl::OkStatus();
   }
-  absl::Status Push(absl::Span<const PushRange>, uint64_t clock, Versions*) override {
+  absl::Status Push(absl::Span<const PushRange> ops, uint64_t clock, Versions*) override {
     calls.push_back({false, clock});
+    for (const PushRange& op : ops) {
+      if (op.layer_norms == nullptr) {
+        ++pushes_without_norms;
+        continue;
+      }
+      ++pushes_with_norms;
+      double g = 0;
+      for (float x : op.grads) g += static_cast<double>(x) * x;
+      EXPECT_FLOAT_EQ(op.layer_norms->gradient(), static_cast<float>(std::sqrt(g))) << op.table;
+      EXPECT_FLOAT_EQ(op.layer_norms->weight(), pulled * std::sqrt(op.grads.size())) << op.table;
+    }
     return absl::OkStatus();
   }
+
+  float pulled = 0;
+  int pushes_with_norms = 0;
+  int pushes_without_norms = 0;
   int num_servers() const override { return 1; }
 
   std::vector<Call> calls;
@@ -162,6 +179,29 @@ TEST(TrainDownpourTest, ReadsEveryRoundItPushesIffNFetchDividesNPush) {
           << "n_fetch " << n_fetch << " n_push " << n_push;
     }
   }
+}
+
+// LARS: with layer_norms each block's push carries the norms of the
+// parameters it was computed at and of its own gradient; without, none.
+TEST(TrainDownpourTest, LayerNormsGoWithEachBlocksPush) {
+  const std::unique_ptr<Model> model = MakeMlp(2, {3}, 2);
+  for (bool overlap : {false, true}) {
+    RecordingClient client;
+    client.pulled = 0.5f;
+    TrainerConfig config = Config(Consistency::kAsync, 0, 2, 2);
+    config.batch_size = 1;
+    config.overlap = overlap;
+    config.layer_norms = true;
+    ASSERT_TRUE(TrainDownpour(client, *model, Tiny(6), config, nullptr).ok());
+    EXPECT_EQ(client.pushes_with_norms, 3 * 4) << "3 rounds of 4 blocks";
+    EXPECT_EQ(client.pushes_without_norms, 0);
+  }
+  RecordingClient plain;
+  TrainerConfig config = Config(Consistency::kAsync, 0, 1, 1);
+  config.batch_size = 1;
+  ASSERT_TRUE(TrainDownpour(plain, *model, Tiny(6), config, nullptr).ok());
+  EXPECT_EQ(plain.pushes_with_norms, 0);
+  EXPECT_EQ(plain.pushes_without_norms, 6 * 4);
 }
 
 }  // namespace
