@@ -52,7 +52,10 @@ absl::Status AveragingRows::Pull(absl::Span<const uint64_t> keys, uint64_t /*ste
       keys_.push_back(missing_[j]);
       const float* row = fetched_.data() + j * width_;
       values_.insert(values_.end(), row, row + width_);
-      pulled_.insert(pulled_.end(), row, row + width_);
+      // Averaging's round end needs the center as first pulled; EASGD's
+      // pulls the center again.
+      if (averaging_.algorithm == Algorithm::kAverage)
+        pulled_.insert(pulled_.end(), row, row + width_);
       state_.resize(state_.size() + state_per_row_);
       optimizer_->InitState(state_.data() + at * state_per_row_, state_per_row_);
     }
@@ -118,7 +121,7 @@ absl::Status AveragingRows::EndRound(uint64_t clock) {
 }
 
 void AveragingRows::Retain(const std::vector<uint64_t>& keep) {
-  std::vector<float> values, pulled, state;
+  std::vector<float> values, state;
   values.reserve(keep.size() * width_);
   state.reserve(keep.size() * state_per_row_);
   absl::flat_hash_map<uint64_t, Row> rows;
@@ -126,8 +129,6 @@ void AveragingRows::Retain(const std::vector<uint64_t>& keep) {
     const Row& old = rows_.at(keep[at]);
     const float* v = values_.data() + old.at * width_;
     values.insert(values.end(), v, v + width_);
-    // A kept row's next round starts from its values now.
-    pulled.insert(pulled.end(), v, v + width_);
     const float* st = state_.data() + old.at * state_per_row_;
     state.insert(state.end(), st, st + state_per_row_);
     rows[keep[at]] = Row{at};
@@ -135,7 +136,7 @@ void AveragingRows::Retain(const std::vector<uint64_t>& keep) {
   rows_ = std::move(rows);
   keys_ = keep;
   values_ = std::move(values);
-  pulled_ = std::move(pulled);
+  pulled_.clear();  // averaging keeps no row past its round's end
   state_ = std::move(state);
 }
 
