@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Downpour SGD against model averaging (SparkNet) and elastic averaging
-# (EASGD): 2 servers and 4 workers, the same epochs and optimizer flags for
+# Downpour SGD against model averaging (SparkNet), elastic averaging (EASGD)
+# and hierarchical aggregation (MXNet; hier_*: the 4 workers as 2 processes
+# of 2 threads, each process pushing its threads' sum and sharing one
+# pull): 2 servers and 4 workers, the same epochs and optimizer flags for
 # every setting (Downpour: the servers' optimizer; averaging: the workers'
 # local steps). Dense settings train the Fashion-MNIST MLP; settings named
 # lr_* and emb_* train sparse LR and the embedding MLP on generated LibSVM
@@ -16,13 +18,13 @@
 #
 # Settings: downpour_async downpour_bsp average1_bsp average10_bsp
 # average50_bsp average50_async easgd10_async easgd10_bsp (average50_bsp: tau
-# = 50, synchronous); lr_downpour lr_average50 lr_easgd10 emb_downpour
+# = 50, synchronous) hier_async hier_bsp; lr_downpour lr_average50 lr_easgd10 emb_downpour
 # emb_average50 emb_easgd10 (asynchronous: sparse models are).
 set -euo pipefail
 
 out="${TMPDIR:-/tmp}/ps_averaging"
 epochs=3
-settings="downpour_async downpour_bsp average1_bsp average10_bsp average50_bsp average50_async easgd10_async easgd10_bsp"
+settings="downpour_async downpour_bsp average1_bsp average10_bsp average50_bsp average50_async easgd10_async easgd10_bsp hier_async hier_bsp"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -58,6 +60,7 @@ flags_of() {  # flags_of SETTING -> the ps_worker flags of the setting
       esac
       echo "--model=$model $extra $algorithm --train_data=$data/$model.train --test_data=$data/$model.test" ;;
     downpour_*) echo "--algorithm=downpour --consistency=$consistency" ;;
+    hier_*) echo "--algorithm=downpour --consistency=$consistency --local_workers=2 --local_aggregation" ;;
     average*|easgd*)
       algorithm=${s%%[0-9]*}
       tau=${s#"$algorithm"}; tau=${tau%%_*}
@@ -106,10 +109,13 @@ for setting in $settings; do
     echo "RESULT setting=$setting test_auc=$auc wall_seconds=$seconds keys_moved=$keys epochs=$epochs" | tee -a "$raw"
     continue
   fi
+  # hier_*: the 4 workers as 2 processes ("hosts") of 2 threads each.
+  procs=4
+  [[ "$setting" == hier_* ]] && procs=2
   start=$(date +%s.%N)
   pids=()
-  for w in 0 1 2 3; do
-    "$bin/worker/ps_worker" --servers="$spec" --worker_index=$w --num_workers=4 --model=mlp \
+  for ((w = 0; w < procs; w++)); do
+    "$bin/worker/ps_worker" --servers="$spec" --worker_index=$w --num_workers=$procs --model=mlp \
       --epochs="$epochs" --progress_seconds=0.5 --curve_csv="$work/curve$w.csv" \
       --evaluate=false "${flags[@]}" >"$work/worker$w.log" 2>&1 &
     pids+=($!)
@@ -120,12 +126,16 @@ for setting in $settings; do
   acc=$("$bin/worker/ps_worker" --servers="$spec" --model=mlp --eval_only "${flags[@]}" 2>/dev/null |
         sed -n 's/^RESULT test_accuracy=//p')
   stop_servers
-  # Bytes over the four workers, and worker 0's per step (for the plot).
-  bytes=$(cat "$work"/worker?.log | sed -n 's/^RESULT worker=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' |
+  # Bytes to and from the servers over the four workers (with local
+  # aggregation, the hosts' lines: what their aggregators sent), and worker
+  # 0's (or host 0's) per step of worker 0, for the plot.
+  who="worker"
+  [[ "$setting" == hier_* ]] && who="host"
+  bytes=$(cat "$work"/worker?.log | sed -n "s/^RESULT $who=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\).*/\1 \2/p" |
           awk '{ s += $1 + $2 } END { printf "%.0f", s }')
   steps0=$(tail -1 "$work/curve0.csv" | cut -d, -f3)
-  bytes0=$(sed -n 's/^RESULT worker=0 .*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' "$work/worker0.log" |
-           awk '{ print $1 + $2 }')
+  bytes0=$(sed -n "s/^RESULT $who=0 .*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\).*/\1 \2/p" "$work/worker0.log" |
+           awk '{ printf "%.0f", $1 + $2 }')
   awk -F, -v per_step="$(awk -v b="$bytes0" -v s="$steps0" 'BEGIN { print b / s }')" \
     '{ printf "%s %s %.0f\n", $1, $5, $3 * per_step }' "$work/curve0.csv" > "$out/curve_$setting.dat"
   echo "RESULT setting=$setting test_accuracy=$acc wall_seconds=$seconds value_bytes=$bytes epochs=$epochs" | tee -a "$raw"
@@ -136,7 +146,7 @@ report="$out/averaging_report.md"
 v() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }  # field $1 of the current $line
 base=$(sed -n 's/^RESULT setting=downpour_async .*value_bytes=\([0-9]*\).*/\1/p' "$raw")
 {
-  echo "# Downpour, model averaging and EASGD on the Fashion-MNIST MLP"
+  echo "# Downpour, model averaging, EASGD and hierarchical aggregation on the Fashion-MNIST MLP"
   echo
   echo "2 servers, 4 workers, $epochs epochs, batch 32, AdaGrad (lr 0.05) on the servers (Downpour) or in the local steps (averaging). $(sed -n 's/^MACHINE //p' "$raw")."
   echo

@@ -94,6 +94,54 @@ grep -q "already exists with a different definition" "$dir/avg_eval_bad.log" || 
 if "$worker_bin" "${avg_flags[@]}" --algorithm=sgd >"$dir/bad_algo.log" 2>&1; then fail "--algorithm=sgd accepted"; fi
 grep -q -- "--algorithm=sgd: expected downpour, average or easgd" "$dir/bad_algo.log" || { cat "$dir/bad_algo.log"; fail "bad --algorithm not named"; }
 
+# Hierarchical aggregation: 4 workers as 2 processes of 2 threads, BSP.
+# Each process pushes its threads' sum and pulls once a round, so its
+# aggregator moves half of what its two workers report (each as a flat
+# worker would), and the model still trains.
+hier_flags=(--servers="$spec" --data_dir="$dir/quadrants" --model=softmax --table_prefix=hier
+  --consistency=bsp --local_workers=2 --local_aggregation)
+for p in 0 1; do
+  "$worker_bin" "${hier_flags[@]}" --worker_index=$p --num_workers=2 --epochs=5 --progress_seconds=100 \
+    >"$dir/hier$p.log" 2>&1 &
+  hier_pids[$p]=$!
+done
+for p in 0 1; do
+  wait "${hier_pids[$p]}" || { cat "$dir/hier$p.log"; fail "hierarchical process $p failed"; }
+done
+for p in 0 1; do
+  workers=$(sed -n 's/^RESULT worker=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' "$dir/hier$p.log" |
+            awk '{ s += $1 + $2; n++ } END { if (n == 2) printf "%.0f", s }')
+  host=$(sed -n 's/^RESULT host=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' "$dir/hier$p.log" |
+         awk '{ printf "%.0f", $1 + $2 }')
+  if [ -z "$workers" ] || [ -z "$host" ]; then
+    cat "$dir/hier$p.log"
+    fail "process $p: no RESULT lines of its 2 workers and its host"
+  fi
+  [ "$((2 * host))" = "$workers" ] || fail "process $p: its aggregator moved $host bytes, not half of its workers' $workers"
+done
+accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/hier0.log")
+awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.9) }' || fail "hierarchical 8x8 test accuracy $accuracy < 0.9"
+if "$worker_bin" --servers="$spec" --model=sparse_lr --train_data=x --test_data=x --local_aggregation \
+  >"$dir/hier_sparse.log" 2>&1; then
+  fail "--local_aggregation with a sparse model accepted"
+fi
+grep -q -- "--local_workers and --local_aggregation are for the dense models" "$dir/hier_sparse.log" ||
+  { cat "$dir/hier_sparse.log"; fail "--local_aggregation with a sparse model not refused clearly"; }
+
+# LARS: SGD with LARS on the weight tables trains; with AdaGrad it is
+# refused, naming the rule.
+"$worker_bin" --servers="$spec" --data_dir="$dir/quadrants" --model=softmax --table_prefix=lars \
+  --optimizer=sgd --learning_rate=1 --lars_eta=0.05 --epochs=5 --progress_seconds=100 \
+  >"$dir/lars.log" 2>&1 || { cat "$dir/lars.log"; fail "LARS worker failed"; }
+accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/lars.log")
+awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.9) }' || fail "LARS 8x8 test accuracy $accuracy < 0.9"
+if "$worker_bin" --servers="$spec" --data_dir="$dir/quadrants" --model=softmax --table_prefix=lars2 \
+  --optimizer=adagrad --lars_eta=0.05 >"$dir/lars_bad.log" 2>&1; then
+  fail "LARS with AdaGrad accepted"
+fi
+grep -q "LARS (lars_eta) needs OPT_SGD, OPT_MOMENTUM or OPT_NESTEROV, not OPT_ADAGRAD" "$dir/lars_bad.log" ||
+  { cat "$dir/lars_bad.log"; fail "LARS with AdaGrad not refused clearly"; }
+
 # Sparse logistic regression on LibSVM files written by ps_gen_libsvm (a
 # test set from the same planted model), FTRL on a sparse table, two
 # workers; then a malformed training file is named with its line and column.

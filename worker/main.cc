@@ -148,6 +148,13 @@ ABSL_FLAG(std::string, algorithm, "downpour",
           "average the copies) or easgd (elastic averaging, --easgd_alpha)");
 ABSL_FLAG(int, average_every, 50, "average, easgd: local steps between talks to the servers (tau)");
 ABSL_FLAG(double, easgd_alpha, 0.1, "easgd: the moving rate alpha, in (0, 1]");
+ABSL_FLAG(int, local_workers, 1,
+          "dense models: train this many workers as threads of this process (worker "
+          "worker_index * K + j of num_workers * K trains shard j)");
+ABSL_FLAG(bool, local_aggregation, false,
+          "with --local_workers: the threads push the sum of their gradients once a round and "
+          "share one pull (MXNet's hierarchical aggregation); the servers see this process as "
+          "one worker");
 ABSL_FLAG(double, wait_for_workers_seconds, 60,
           "with bsp/bounded, wait this long for all --num_workers to register before training");
 
@@ -300,6 +307,30 @@ absl::Status ModelFromFlags(ps::WorkerConfig* config) {
   return absl::OkStatus();
 }
 
+// --local_workers and --local_aggregation.
+absl::Status LocalWorkersFromFlags(ps::WorkerConfig* config) {
+  config->local_workers = absl::GetFlag(FLAGS_local_workers);
+  config->local_aggregation = absl::GetFlag(FLAGS_local_aggregation);
+  if (config->local_workers < 1 || config->local_workers > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--local_workers=", config->local_workers, ": expected 1 to 64"));
+  }
+  if (config->local_workers == 1 && !config->local_aggregation) return absl::OkStatus();
+  if (config->sparse_model()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--local_workers and --local_aggregation are for the dense models (mlp, "
+                     "softmax), not --model=",
+                     config->model));
+  }
+  if (config->local_aggregation &&
+      (config->averaging.algorithm != ps::Algorithm::kDownpour || config->trainer.overlap)) {
+    return absl::InvalidArgumentError(
+        "--local_aggregation sums Downpour's gradients each round: it needs "
+        "--algorithm=downpour and --overlap=false");
+  }
+  return absl::OkStatus();
+}
+
 // --algorithm and its settings; the optimizer flags then describe the local
 // steps, and the tables get AveragingTableOptimizer().
 absl::Status AlgorithmFromFlags(ps::WorkerConfig* config) {
@@ -343,6 +374,7 @@ absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& conn
   if (!optimizer.ok()) return optimizer.status();
   config.optimizer = *std::move(optimizer);
   if (absl::Status s = AlgorithmFromFlags(&config); !s.ok()) return s;
+  if (absl::Status s = LocalWorkersFromFlags(&config); !s.ok()) return s;
   return config;
 }
 

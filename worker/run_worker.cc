@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "worker/client/local_aggregator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/idx_reader.h"
 #include "worker/train/model.h"
@@ -29,11 +32,12 @@ absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
 }
 
 // `base` (config.client, or the sparse models' options) with where the
-// cluster is (the servers, or the ring's directory) and this worker's id.
+// cluster is (the servers, or the ring's directory) and the worker's id
+// (this process's, or one of its local workers').
 PsClientOptions ClientOptions(const WorkerConfig& config, const WorkerEnv& env,
-                              PsClientOptions base) {
+                              PsClientOptions base, int worker_id) {
   base.servers = config.servers;
-  base.worker_id = static_cast<uint32_t>(config.trainer.worker_index);
+  base.worker_id = static_cast<uint32_t>(worker_id);
   if (env.directory != nullptr) {
     base.directory = env.directory;
     SpanFailoverWithRetries(&base);
@@ -195,20 +199,17 @@ absl::Status EvaluateSparse(const WorkerConfig& config, const WorkerEnv& env,
 
 // ---- dense models -----------------------------------------------------------
 
-// Trains this worker's shard of `train` (consumed) by Downpour SGD.
-absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const Model& model,
-                        Dataset train, const TrainTestData& shape, PsClient& client) {
-  const TrainerConfig& trainer = config.trainer;
-  const std::string who = config.who();
-  if (trainer.consistency != Consistency::kAsync) {
-    const absl::Status s =
-        client.WaitForWorkers(trainer.num_workers, absl::Seconds(config.wait_for_workers_seconds));
-    if (!s.ok()) return Prefixed(who + ": ", s);
-  }
+// Trains one worker's shard of `train` by Downpour SGD (or averaging):
+// worker `trainer.worker_index` of `trainer.num_workers`, through `client`.
+// Progress goes to `observer` when set; prints the worker's lines and its
+// RESULT line (what it exchanged through `client`).
+absl::Status TrainOneDense(const WorkerConfig& config, const TrainerConfig& trainer,
+                           TrainingObserver* observer, const Model& model, const Dataset& train,
+                           const TrainTestData& shape, ParamClient& client) {
+  const std::string who = absl::StrCat("worker ", trainer.worker_index, "/", trainer.num_workers);
   const int64_t limit = config.max_train_examples;
   Dataset shard =
       ShardOf(limit > 0 ? Head(train, limit) : train, trainer.worker_index, trainer.num_workers);
-  train = Dataset();  // only the shard is needed from here on
   std::printf(
       "%s: %lld training examples of %dx%d images in %d classes, model %s (%lld parameters), "
       "%d server(s)\n",
@@ -217,12 +218,11 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
       client.num_servers());
   std::fflush(stdout);
   TrainerConfig run = trainer;
-  run.on_progress = env.observer->Sink();
+  if (observer != nullptr) run.on_progress = observer->Sink();
   const bool averaging = config.averaging.algorithm != Algorithm::kDownpour;
   auto stats = averaging ? TrainAveraging(client, model, shard, run, config.averaging, PrintLine)
                          : TrainDownpour(client, model, shard, run, PrintLine);
   if (!stats.ok()) return Prefixed(who + ": training failed: ", stats.status());
-  client.Leave();  // done: stop holding back the others
   std::printf(
       "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s), last-epoch loss %.4f, "
       "staleness mean %.1f max %llu, clock lag max %llu, waited %.2fs (%.1f%% idle)\n",
@@ -241,7 +241,65 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
       static_cast<long long>(stats->pushes), static_cast<long long>(stats->pulls),
       static_cast<long long>(stats->values_pushed) * static_cast<long long>(sizeof(float)),
       static_cast<long long>(stats->values_pulled) * static_cast<long long>(sizeof(float)));
-  if (trainer.worker_index == 0) PrintServerStats(client, trainer.table_prefix);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+// Trains this process's workers on `train`: one, or config.local_workers
+// threads, each through its own client (clients[j]) or all through a
+// LocalAggregator over clients[0] (config.local_aggregation).
+absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const Model& model,
+                        const Dataset& train, const TrainTestData& shape,
+                        const std::vector<std::unique_ptr<PsClient>>& clients,
+                        const std::vector<uint64_t>& start_clocks) {
+  const TrainerConfig& trainer = config.trainer;
+  const int k = config.local_workers;
+  if (trainer.consistency != Consistency::kAsync) {
+    // The servers count the aggregated workers as one.
+    const int expected = config.local_aggregation ? trainer.num_workers : trainer.num_workers * k;
+    for (const auto& client : clients) {
+      const absl::Status s =
+          client->WaitForWorkers(expected, absl::Seconds(config.wait_for_workers_seconds));
+      if (!s.ok()) return Prefixed(config.who() + ": ", s);
+    }
+  }
+  std::optional<LocalAggregator> aggregator;
+  if (config.local_aggregation) aggregator.emplace(*clients[0], k);
+  std::vector<absl::Status> status(k);
+  auto train_one = [&](int j) {
+    TrainerConfig mine = trainer;
+    mine.worker_index = trainer.worker_index * k + j;
+    mine.num_workers = trainer.num_workers * k;
+    mine.start_clock = start_clocks[aggregator ? 0 : j];
+    ParamClient& client = aggregator ? aggregator->member(j) : *clients[j];
+    status[j] =
+        TrainOneDense(config, mine, j == 0 ? env.observer : nullptr, model, train, shape, client);
+    if (aggregator) {
+      aggregator->Leave(j);
+    } else {
+      clients[j]->Leave();  // done: stop holding back the others
+    }
+  };
+  if (k == 1) {
+    train_one(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (int j = 0; j < k; ++j) threads.emplace_back(train_one, j);
+    for (std::thread& t : threads) t.join();
+  }
+  if (aggregator) {
+    clients[0]->Leave();
+    std::printf(
+        "RESULT host=%d local_workers=%d upstream_calls=%lld value_bytes_pushed=%lld "
+        "value_bytes_pulled=%lld\n",
+        trainer.worker_index, k, static_cast<long long>(aggregator->upstream_calls()),
+        static_cast<long long>(aggregator->values_pushed() * sizeof(float)),
+        static_cast<long long>(aggregator->values_pulled() * sizeof(float)));
+  }
+  for (const absl::Status& s : status) {
+    if (!s.ok()) return s;
+  }
+  if (trainer.worker_index == 0) PrintServerStats(*clients[0], trainer.table_prefix);
   return absl::OkStatus();
 }
 
@@ -280,8 +338,9 @@ absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
       config.model == "embedding_mlp" ? EmbeddingMlpTables(emb, optimizer)
                                       : std::vector<proto::TableDef>{SparseLrTable(
                                             emb.prefix + "/w", optimizer, emb.num_buckets)};
-  auto client =
-      ConnectAndCreate(ClientOptions(config, env, SparseClientBase(config.client)), tables);
+  auto client = ConnectAndCreate(
+      ClientOptions(config, env, SparseClientBase(config.client), config.trainer.worker_index),
+      tables);
   if (!client.ok()) return client.status();
   if (!config.eval_only) {
     if (absl::Status s = TrainSparse(config, env, emb, tables[0].name(), **client); !s.ok()) {
@@ -316,20 +375,31 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
   }
   const auto tables = ModelTables(**model, config.trainer.table_prefix, TablesOptimizer(config),
                                   config.trainer.seed);
-  auto client = ConnectAndCreate(ClientOptions(config, env, config.client), tables);
-  if (!client.ok()) return client.status();
-  if (!config.eval_only && config.resume) {
-    absl::StatusOr<uint64_t> clock = ResumeClock(**client, tables, config.who());
-    if (!clock.ok()) return Prefixed(config.who() + ": --resume: ", clock.status());
-    config.trainer.start_clock = *clock;
+  // One connection, or one per local worker (ids worker_index * K + j).
+  const int k = config.local_workers;
+  const int connections = config.local_aggregation || config.eval_only ? 1 : k;
+  std::vector<std::unique_ptr<PsClient>> clients;
+  std::vector<uint64_t> start_clocks(connections, 0);
+  for (int j = 0; j < connections; ++j) {
+    const int id =
+        connections == 1 ? config.trainer.worker_index : config.trainer.worker_index * k + j;
+    auto client = ConnectAndCreate(ClientOptions(config, env, config.client, id), tables);
+    if (!client.ok()) return client.status();
+    clients.push_back(*std::move(client));
+    if (!config.eval_only && config.resume) {
+      absl::StatusOr<uint64_t> clock = ResumeClock(*clients[j], tables, config.who());
+      if (!clock.ok()) return Prefixed(config.who() + ": --resume: ", clock.status());
+      start_clocks[j] = *clock;
+    }
   }
   if (!config.eval_only) {
-    if (absl::Status s = TrainDense(config, env, **model, std::move(data->train), *data, **client);
+    if (absl::Status s =
+            TrainDense(config, env, **model, data->train, *data, clients, start_clocks);
         !s.ok()) {
       return s;
     }
   }
-  return EvaluateDense(config, env, **model, data->test, **client);
+  return EvaluateDense(config, env, **model, data->test, *clients[0]);
 }
 
 }  // namespace ps

@@ -47,6 +47,12 @@ struct WorkerConfig {
   // and the tables get AveragingTableOptimizer()).
   AveragingConfig averaging{Algorithm::kDownpour};
   PsClientOptions client;  // consistency, lease, timeout, placement, encoding
+  // Dense models: workers trained as threads of this process (worker
+  // worker_index * local_workers + j of num_workers * local_workers), and
+  // whether they share one connection through a LocalAggregator (the
+  // servers then see num_workers workers, this one with id worker_index).
+  int local_workers = 1;
+  bool local_aggregation = false;
   bool eval_only = false;
   bool resume = false;
   double wait_for_workers_seconds = 60;
