@@ -305,8 +305,8 @@ void DenseTable::SetCut(uint64_t cut) {
   }
 }
 
-std::vector<std::string> DenseTable::RecordsOf(uint64_t s, const std::vector<float>& values,
-                                               const std::vector<float>& state,
+std::vector<std::string> DenseTable::RecordsOf(uint64_t s, const AlignedVector<float>& values,
+                                               const AlignedVector<float>& state,
                                                size_t max_record_bytes) const {
   // Each record holds keys [first_key + r, first_key + r + n): their
   // values, then their state.

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/aligned_vector.h"
 #include "common/key_spec.h"
 #include "common/optimizer/optimizer.h"
 #include "common/placement.h"
@@ -99,10 +100,14 @@ class DenseTable {
 
  private:
   // One contiguous run of slice_size keys (fewer for the last).
+  // Values and state start on a 64-byte boundary, so the optimizer's
+  // vector kernel splits a run the same way in every process: a step's bits
+  // do not depend on where the slice was allocated (--bsp_reduce's
+  // bit-identical runs).
   struct Slice {
     absl::Mutex mu;
-    std::vector<float> values ABSL_GUARDED_BY(mu);  // keys x width
-    std::vector<float> state ABSL_GUARDED_BY(mu);   // values x state_per_value
+    AlignedVector<float> values ABSL_GUARDED_BY(mu);  // keys x width
+    AlignedVector<float> state ABSL_GUARDED_BY(mu);   // values x state_per_value
     // The largest change tag of the slice (cut_state.h): 0 when loaded from
     // a checkpoint and unchanged since.
     uint64_t tag ABSL_GUARDED_BY(mu) = 0;
@@ -111,7 +116,7 @@ class DenseTable {
     // tag is the slice's at the copy, raised by pushes inside the cut.
     uint64_t cut ABSL_GUARDED_BY(mu) = 0;
     struct Copy {
-      std::vector<float> values, state;
+      AlignedVector<float> values, state;
       uint64_t tag = 0;
     };
     std::unique_ptr<Copy> copy ABSL_GUARDED_BY(mu);
@@ -131,8 +136,8 @@ class DenseTable {
   void ApplyRanges(const KeySpec& keys, absl::Span<const float> grads, uint64_t clock, float trust,
                    char* dst);
   // The records of slice `s` holding `values` and `state` (WriteCut).
-  std::vector<std::string> RecordsOf(uint64_t s, const std::vector<float>& values,
-                                     const std::vector<float>& state,
+  std::vector<std::string> RecordsOf(uint64_t s, const AlignedVector<float>& values,
+                                     const AlignedVector<float>& state,
                                      size_t max_record_bytes) const;
 
   const proto::TableDef def_;

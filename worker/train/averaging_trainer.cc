@@ -142,7 +142,8 @@ class AveragingRun {
   const AveragingConfig& averaging_;
   const std::unique_ptr<Optimizer> optimizer_;
   const bool bsp_;
-  std::vector<float> local_, center_, step_, grad_, state_;
+  AlignedVector<float> local_, grad_;  // the copy and its gradient (aligned: trainer.h)
+  std::vector<float> center_, step_, state_;
   std::vector<PullRange> pull_ops_;
   std::vector<PushRange> push_ops_;
   uint64_t round_ = 0;  // the current round: its clock
@@ -151,7 +152,7 @@ class AveragingRun {
   absl::Duration wait_;
   absl::Time start_;
   std::optional<ProgressWindow> window_;
-  std::vector<float> xb_;
+  AlignedVector<float> xb_;
   std::vector<int32_t> yb_;
 };
 
@@ -159,7 +160,8 @@ absl::Status AveragingRun::StartRound() {
   if (!ReadsAtRoundStart()) return absl::OkStatus();
   if (absl::Status s = ReadCenter(); !s.ok()) return s;
   // Averaging starts every round from the center; EASGD only its first.
-  if (averaging_.algorithm == Algorithm::kAverage || totals_.pulls == 1) local_ = center_;
+  if (averaging_.algorithm == Algorithm::kAverage || totals_.pulls == 1)
+    local_.assign(center_.begin(), center_.end());
   return absl::OkStatus();
 }
 
@@ -218,7 +220,7 @@ absl::StatusOr<TrainStats> AveragingRun::Run(
   if (!ReadsAtRoundStart()) {
     // Async EASGD: the local copy starts from the center.
     if (absl::Status s = ReadCenter(); !s.ok()) return s;
-    local_ = center_;
+    local_.assign(center_.begin(), center_.end());
   }
   // The rounds of a restored checkpoint are skipped, shuffles kept.
   absl::StatusOr<double> last_epoch_loss = ForEachMinibatch(

@@ -112,7 +112,7 @@ absl::Status CheckShard(const Model& model, const Dataset& shard, int worker_ind
 
 float BatchLossAndGradient(const Model& model, const Dataset& shard, absl::Span<const int64_t> rows,
                            absl::Span<const float> params, absl::Span<float> grad,
-                           const TrainerConfig& config, std::vector<float>* xb,
+                           const TrainerConfig& config, AlignedVector<float>* xb,
                            std::vector<int32_t>* yb) {
   const int dim = shard.dim;
   const int batch = static_cast<int>(rows.size());
@@ -190,7 +190,7 @@ class DownpourRun {
 
  private:
   struct Buffer {
-    std::vector<float> params, grads;
+    AlignedVector<float> params, grads;
     std::vector<PullRange> pull_ops;
     std::vector<PushRange> push_ops;
     Versions pulled;             // versions the params were read at
@@ -325,7 +325,7 @@ class DownpourRun {
   TrainStats totals_;  // steps, examples, last epoch's loss
   absl::Time start_;
   std::optional<ProgressWindow> window_;
-  std::vector<float> xb_, grad_;
+  AlignedVector<float> xb_, grad_;
   std::vector<int32_t> yb_;
 
   absl::Mutex stats_mu_;

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/aligned_vector.h"
 #include "proto/ps.pb.h"
 #include "worker/client/param_client.h"
 #include "worker/train/dataset.h"
@@ -133,11 +134,13 @@ absl::Status CheckShard(const Model& model, const Dataset& shard, int worker_ind
 
 // The loss of the shard's examples `rows` at `params`, and its gradient
 // into `grad`, gathering the batch into the scratch buffers *xb and *yb
+// (xb, params and grad aligned, AlignedVector: the gradient's bits then
+// do not depend on where they were allocated)
 // (sized for config.batch_size examples); then, with config.slowdown > 1,
 // sleeps (slowdown - 1) times the compute time (straggler injection).
 float BatchLossAndGradient(const Model& model, const Dataset& shard, absl::Span<const int64_t> rows,
                            absl::Span<const float> params, absl::Span<float> grad,
-                           const TrainerConfig& config, std::vector<float>* xb,
+                           const TrainerConfig& config, AlignedVector<float>* xb,
                            std::vector<int32_t>* yb);
 
 // One minibatch of a trainer's run.
