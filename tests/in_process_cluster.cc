@@ -44,7 +44,11 @@ PsClientOptions InProcessCluster::BoundedClientOptions(uint32_t worker_id, uint3
 }
 
 std::unique_ptr<PsClient> InProcessCluster::Connect(uint32_t worker_id) const {
-  auto client = PsClient::Connect(ClientOptions(worker_id));
+  return Connect(ClientOptions(worker_id));
+}
+
+std::unique_ptr<PsClient> InProcessCluster::Connect(const PsClientOptions& options) const {
+  auto client = PsClient::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status();
   return client.ok() ? *std::move(client) : nullptr;
 }

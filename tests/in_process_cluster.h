@@ -31,8 +31,10 @@ class InProcessCluster {
   PsClientOptions ClientOptions(uint32_t worker_id) const;
   // The same with bounded delay `tau` (0: BSP) and a 5 s lease.
   PsClientOptions BoundedClientOptions(uint32_t worker_id, uint32_t tau) const;
-  // Connects a client; fails the calling test on error.
+  // Connects a client (with ClientOptions(worker_id), or `options`); fails
+  // the calling test on error and returns null.
   std::unique_ptr<PsClient> Connect(uint32_t worker_id) const;
+  std::unique_ptr<PsClient> Connect(const PsClientOptions& options) const;
 
  private:
   PlacementConfig placement_;

@@ -27,12 +27,26 @@ constexpr float kLr = 0.3f;
 
 class LocalAggregationTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start(WithSgd(proto::TableDef(), kLr)); }
+
+  // A fresh cluster with the model's tables, `optimizer` on each.
+  void Start(const proto::TableDef& optimizer) {
     auto cluster = InProcessCluster::Start(2, {/*slice_size=*/8, 512});
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = *std::move(cluster);
-    const auto tables = ModelTables(*model_, "m", WithSgd(proto::TableDef(), kLr), /*seed=*/4);
+    const auto tables = ModelTables(*model_, "m", optimizer, /*seed=*/4);
     ASSERT_TRUE(CreateModelTables(*cluster_->Connect(98), tables).ok());
+  }
+
+  // BSP client options of worker `id`; with `reduce`, its pushes ask for
+  // the servers' reduction as logical workers [first, first + size).
+  PsClientOptions Options(uint32_t id, bool reduce, uint32_t first, uint32_t size) const {
+    PsClientOptions options = cluster_->BoundedClientOptions(id, /*tau=*/0);
+    if (reduce) {
+      options.reduce.set_first(first);
+      options.reduce.set_size(size);
+    }
+    return options;
   }
 
   TrainerConfig Config(int w) const {
@@ -48,14 +62,12 @@ class LocalAggregationTest : public ::testing::Test {
 
   // The hosts' BSP clients (ids 0 and 1), each shared by its two workers.
   // Returns the parameter values each host pushed and pulled.
-  std::vector<int64_t> TrainHierarchical() {
+  std::vector<int64_t> TrainHierarchical(bool reduce = false) {
     std::vector<std::unique_ptr<PsClient>> hosts;
     std::vector<std::unique_ptr<LocalAggregator>> aggregators;
     for (int h = 0; h < kHosts; ++h) {
-      auto client = PsClient::Connect(cluster_->BoundedClientOptions(h, /*tau=*/0));
-      EXPECT_TRUE(client.ok()) << client.status();
-      if (!client.ok()) return {};
-      hosts.push_back(*std::move(client));
+      hosts.push_back(cluster_->Connect(Options(h, reduce, h * kPerHost, kPerHost)));
+      if (hosts.back() == nullptr) return {};
       aggregators.push_back(std::make_unique<LocalAggregator>(*hosts.back(), kPerHost));
     }
     std::vector<absl::StatusOr<TrainStats>> results(kWorkers, absl::UnknownError("not run"));
@@ -82,13 +94,11 @@ class LocalAggregationTest : public ::testing::Test {
 
   // The same 4 workers, each its own BSP worker to the servers. Returns the
   // parameter values each pushed and pulled.
-  std::vector<int64_t> TrainFlat() {
+  std::vector<int64_t> TrainFlat(bool reduce = false) {
     std::vector<std::unique_ptr<PsClient>> clients;
     for (int w = 0; w < kWorkers; ++w) {
-      auto client = PsClient::Connect(cluster_->BoundedClientOptions(w, /*tau=*/0));
-      EXPECT_TRUE(client.ok()) << client.status();
-      if (!client.ok()) return {};
-      clients.push_back(*std::move(client));
+      clients.push_back(cluster_->Connect(Options(w, reduce, w, 1)));
+      if (clients.back() == nullptr) return {};
     }
     std::vector<absl::StatusOr<TrainStats>> results(kWorkers, absl::UnknownError("not run"));
     std::vector<std::thread> threads;
@@ -165,6 +175,26 @@ TEST_F(LocalAggregationTest, EachHostPushesItsWorkersSumAndHalvesTheBytes) {
   for (int64_t m : flat_moved) flat_total += m;
   for (int64_t m : moved) hierarchical_total += m;
   EXPECT_EQ(flat_total, 2 * hierarchical_total);
+}
+
+// With the servers' reduction (PushRequest.reduce) each round is summed in
+// one tree over the 4 logical workers and applied as one step, so 2 hosts
+// x 2 end bit-identical to the flat run, even with AdaGrad, whose step
+// with a sum is not two steps with its parts; without it they differ.
+TEST_F(LocalAggregationTest, WithTheServersReductionHierarchicalIsBitIdenticalToFlat) {
+  const proto::TableDef adagrad = WithAdagrad(proto::TableDef(), kLr, 0.1f);
+  Start(adagrad);
+  const std::vector<float> start = Params();
+  TrainFlat(/*reduce=*/true);
+  const std::vector<float> flat = Params();
+  Start(adagrad);
+  TrainHierarchical(/*reduce=*/true);
+  const std::vector<float> hierarchical = Params();
+  EXPECT_NE(flat, start);
+  EXPECT_EQ(hierarchical, flat);
+  Start(adagrad);
+  TrainHierarchical(/*reduce=*/false);
+  EXPECT_NE(Params(), flat) << "without the reduction a host's AdaGrad step is another update";
 }
 
 }  // namespace

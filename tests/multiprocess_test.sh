@@ -121,6 +121,29 @@ for p in 0 1; do
 done
 accuracy=$(sed -n 's/^RESULT test_accuracy=//p' "$dir/hier0.log")
 awk -v a="$accuracy" 'BEGIN { exit !(a >= 0.9) }' || fail "hierarchical 8x8 test accuracy $accuracy < 0.9"
+# With the servers' reduction (--bsp_reduce) the same 4 workers, flat and
+# as 2 x 2, train the same parameters: every worker's losses and the test
+# accuracy agree (tests/local_aggregation_test compares the values bit by bit).
+for layout in flat hier; do
+  procs=4 local=()
+  [ "$layout" = hier ] && procs=2 local=(--local_workers=2 --local_aggregation)
+  for ((p = 0; p < procs; p++)); do
+    "$worker_bin" --servers="$spec" --data_dir="$dir/quadrants" --model=softmax --table_prefix="reduce_$layout" \
+      --consistency=bsp --bsp_reduce --epochs=3 --progress_seconds=100 --worker_index=$p --num_workers=$procs \
+      "${local[@]}" >"$dir/reduce_$layout$p.log" 2>&1 &
+    reduce_pids[p]=$!
+  done
+  for ((p = 0; p < procs; p++)); do
+    wait "${reduce_pids[$p]}" || { cat "$dir/reduce_$layout$p.log"; fail "--bsp_reduce $layout process $p failed"; }
+  done
+  cat "$dir"/reduce_"$layout"?.log | sed -n 's/^\(worker [0-9]\/4\): done: .* last-epoch loss \([0-9.]*\),.*/\1 \2/p' |
+    sort >"$dir/reduce_$layout.losses"
+  sed -n 's/^RESULT test_accuracy=//p' "$dir/reduce_${layout}0.log" >>"$dir/reduce_$layout.losses"
+done
+[ "$(wc -l <"$dir/reduce_flat.losses")" = 5 ] || { cat "$dir/reduce_flat.losses"; fail "--bsp_reduce: not 4 workers' losses and an accuracy"; }
+diff "$dir/reduce_flat.losses" "$dir/reduce_hier.losses" ||
+  fail "--bsp_reduce: the flat and the 2 x 2 runs differ"
+
 if "$worker_bin" --servers="$spec" --model=sparse_lr --train_data=x --test_data=x --local_aggregation \
   >"$dir/hier_sparse.log" 2>&1; then
   fail "--local_aggregation with a sparse model accepted"

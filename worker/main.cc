@@ -151,6 +151,10 @@ ABSL_FLAG(double, easgd_alpha, 0.1, "easgd: the moving rate alpha, in (0, 1]");
 ABSL_FLAG(int, local_workers, 1,
           "dense models: train this many workers as threads of this process (worker "
           "worker_index * K + j of num_workers * K trains shard j)");
+ABSL_FLAG(bool, bsp_reduce, false,
+          "with --consistency=bsp (dense models): the servers sum each round's pushes in a fixed "
+          "tree over the workers and apply the sum as one step, so the result does not depend on "
+          "arrival order or on --local_aggregation (unreplicated servers)");
 ABSL_FLAG(bool, local_aggregation, false,
           "with --local_workers: the threads push the sum of their gradients once a round and "
           "share one pull (MXNet's hierarchical aggregation); the servers see this process as "
@@ -311,6 +315,23 @@ absl::Status ModelFromFlags(ps::WorkerConfig* config) {
 absl::Status LocalWorkersFromFlags(ps::WorkerConfig* config) {
   config->local_workers = absl::GetFlag(FLAGS_local_workers);
   config->local_aggregation = absl::GetFlag(FLAGS_local_aggregation);
+  // An evaluator pushes nothing (and reads asynchronously).
+  config->bsp_reduce = absl::GetFlag(FLAGS_bsp_reduce) && !config->eval_only;
+  if (config->bsp_reduce) {
+    if (config->trainer.consistency != ps::Consistency::kBsp || config->sparse_model() ||
+        config->averaging.algorithm != ps::Algorithm::kDownpour) {
+      return absl::InvalidArgumentError(
+          "--bsp_reduce needs --consistency=bsp, a dense model (mlp, softmax) and "
+          "--algorithm=downpour");
+    }
+    const int k = config->local_workers;
+    if (config->local_aggregation && (k & (k - 1)) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--bsp_reduce with --local_aggregation needs a power-of-two --local_workers (the "
+          "servers' tree takes a host's workers as one of its nodes), got ",
+          k));
+    }
+  }
   if (config->local_workers < 1 || config->local_workers > 64) {
     return absl::InvalidArgumentError(
         absl::StrCat("--local_workers=", config->local_workers, ": expected 1 to 64"));

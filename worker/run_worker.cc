@@ -293,8 +293,9 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
         "RESULT host=%d local_workers=%d upstream_calls=%lld value_bytes_pushed=%lld "
         "value_bytes_pulled=%lld\n",
         trainer.worker_index, k, static_cast<long long>(aggregator->upstream_calls()),
-        static_cast<long long>(aggregator->values_pushed() * sizeof(float)),
-        static_cast<long long>(aggregator->values_pulled() * sizeof(float)));
+        static_cast<long long>(aggregator->values_pushed()) * static_cast<long long>(sizeof(float)),
+        static_cast<long long>(aggregator->values_pulled()) *
+            static_cast<long long>(sizeof(float)));
   }
   for (const absl::Status& s : status) {
     if (!s.ok()) return s;
@@ -383,7 +384,15 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
   for (int j = 0; j < connections; ++j) {
     const int id =
         connections == 1 ? config.trainer.worker_index : config.trainer.worker_index * k + j;
-    auto client = ConnectAndCreate(ClientOptions(config, env, config.client, id), tables);
+    PsClientOptions options = ClientOptions(config, env, config.client, id);
+    if (config.bsp_reduce) {
+      // The logical workers this connection's pushes sum: its own, or its
+      // host's under local aggregation.
+      const bool host = config.local_aggregation;
+      options.reduce.set_first(static_cast<uint32_t>(host ? config.trainer.worker_index * k : id));
+      options.reduce.set_size(static_cast<uint32_t>(host ? k : 1));
+    }
+    auto client = ConnectAndCreate(options, tables);
     if (!client.ok()) return client.status();
     clients.push_back(*std::move(client));
     if (!config.eval_only && config.resume) {

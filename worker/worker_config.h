@@ -53,6 +53,8 @@ struct WorkerConfig {
   // servers then see num_workers workers, this one with id worker_index).
   int local_workers = 1;
   bool local_aggregation = false;
+  // BSP with the servers' deterministic reduction (PushRequest.reduce).
+  bool bsp_reduce = false;
   bool eval_only = false;
   bool resume = false;
   double wait_for_workers_seconds = 60;

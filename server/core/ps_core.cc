@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -148,19 +149,109 @@ PsCore::CallId PsCore::Push(const PushArgs* args, absl::Time deadline, PushDone 
     return 0;
   }
   const proto::PushRequest& h = args->header;
+  if (h.has_reduce()) {
+    if (absl::Status s = CheckReduce(*args); !s.ok()) {
+      done(s);
+      return 0;
+    }
+  }
   if (!IsBsp(h.consistency(), h.staleness())) {
     done(Apply(*args));
     return 0;
   }
-  // BSP: apply once everyone has read this round's parameters.
-  return clocks_.WhenPushReady(h.table(), h.worker_id(), h.clock(), deadline,
-                               [this, args, done = std::move(done)](absl::Status status, uint64_t) {
-                                 if (!status.ok()) {
-                                   done(status);
-                                 } else {
-                                   done(Apply(*args));
-                                 }
-                               });
+  // BSP: apply (or, reduced, hold for the round) once everyone has read
+  // this round's parameters.
+  return clocks_.WhenPushReady(
+      h.table(), h.worker_id(), h.clock(), deadline,
+      [this, args, deadline, done = std::move(done)](absl::Status status, uint64_t) {
+        if (!status.ok()) {
+          done(status);
+        } else if (args->header.has_reduce()) {
+          HoldForRound(args, deadline, done);
+        } else {
+          done(Apply(*args));
+        }
+      });
+}
+
+absl::Status PsCore::CheckReduce(const PushArgs& args) const {
+  const proto::PushRequest& h = args.header;
+  const std::string what = absl::StrCat("push to table '", h.table(), "' with reduce");
+  if (!IsBsp(h.consistency(), h.staleness())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": needs BSP (consistency BOUNDED, staleness 0)"));
+  }
+  if (log_ != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": BSP's reduction is not available on replicated servers yet"));
+  }
+  if (absl::Status s = RoundReducer::CheckBlock(h); !s.ok()) return s;
+  if (args.keys.is_list) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": needs key ranges, not a key list"));
+  }
+  absl::StatusOr<proto::TableDef> def = store_.GetTableDef(h.table());
+  if (!def.ok()) return def.status();
+  if (def->kind() != proto::TABLE_DENSE || def->lars_eta() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": needs a dense table without LARS"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<uint32_t> PsCore::LiveWorkers() {
+  std::vector<uint32_t> ids;
+  for (const ClockTracker::WorkerLease& lease : clocks_.Leases()) ids.push_back(lease.worker);
+  return ids;
+}
+
+void PsCore::HoldForRound(const PushArgs* args, absl::Time deadline, PushDone done) {
+  const proto::PushRequest& h = args->header;
+  absl::StatusOr<bool> fresh = dedup_.IsNew(h.worker_id(), h.request_id());
+  if (!fresh.ok()) return done(fresh.status());
+  if (!*fresh) {  // a retry of a push whose round was applied
+    proto::PushResponse reply;
+    reply.set_duplicate(true);
+    return done(reply);
+  }
+  std::optional<RoundReducer::Round> round =
+      reducer_.Add(args, deadline, std::move(done), LiveWorkers());
+  if (round.has_value()) ApplyRound(*std::move(round));
+}
+
+void PsCore::ApplyRound(RoundReducer::Round round) {
+  absl::StatusOr<std::vector<RoundReducer::Sum>> sums = RoundReducer::SumRound(round);
+  absl::flat_hash_map<const RoundReducer::Held*, absl::StatusOr<proto::PushResponse>> replies;
+  for (const RoundReducer::Sum& sum : sums.ok() ? *sums : std::vector<RoundReducer::Sum>()) {
+    // One step with the sum; every push summed is recorded as applied.
+    auto admit = [this, &sum]() -> absl::StatusOr<bool> {
+      for (const RoundReducer::Held* held : sum.pushes) {
+        const proto::PushRequest& h = held->args->header;
+        absl::StatusOr<bool> fresh = dedup_.Admit(h.worker_id(), h.request_id(), h.clock());
+        if (!fresh.ok()) return fresh.status();
+      }
+      return true;
+    };
+    auto result = store_.Push(round.table, sum.keys, sum.values, round.clock, admit);
+    for (const RoundReducer::Held* held : sum.pushes) {
+      proto::PushResponse reply;
+      if (result.ok()) reply.set_version(result->version);
+      replies.emplace(held, result.ok() ? absl::StatusOr<proto::PushResponse>(reply)
+                                        : absl::StatusOr<proto::PushResponse>(result.status()));
+    }
+  }
+  for (RoundReducer::Held& held : round.pushes) {
+    const proto::PushRequest& h = held.args->header;
+    absl::StatusOr<proto::PushResponse> reply = proto::PushResponse();
+    if (!sums.ok()) {
+      reply = sums.status();
+    } else if (auto it = replies.find(&held); it != replies.end()) {
+      reply = it->second;
+    } else if (absl::StatusOr<bool> fresh = dedup_.Admit(h.worker_id(), h.request_id(), h.clock());
+               !fresh.ok()) {
+      reply = fresh.status();  // a clock-only part
+    }
+    if (reply.ok()) clocks_.PushApplied(h.table(), h.worker_id(), h.clock(), h.round_parts());
+    for (PushDone& done : held.dones) done(reply);
+  }
 }
 
 proto::PushBatchResponse PsCore::PushBatch(const proto::PushBatchRequest& request) {
@@ -488,10 +579,18 @@ std::vector<std::pair<std::string, uint64_t>> PsCore::TableBytes() const {
   return out;
 }
 
-void PsCore::FailWaiting(const absl::Status& why) { clocks_.FailWaiting(why); }
+void PsCore::FailWaiting(const absl::Status& why) {
+  clocks_.FailWaiting(why);
+  reducer_.FailAll(why);
+}
 
 std::vector<std::string> PsCore::Tick() {
   clocks_.Tick();
+  // Rounds that a lease's end completed, after the held pushes past their
+  // deadline failed.
+  for (RoundReducer::Round& round : reducer_.Tick(LiveWorkers(), clock_->Now())) {
+    ApplyRound(std::move(round));
+  }
   dedup_.Expire();
   if (log_ == nullptr) {
     store_.Sweep();
@@ -516,6 +615,9 @@ std::vector<std::string> PsCore::Tick() {
   return clocks_.TakeEvents();
 }
 
-void PsCore::Close(const absl::Status& status) { clocks_.Close(status); }
+void PsCore::Close(const absl::Status& status) {
+  clocks_.Close(status);
+  reducer_.FailAll(status);
+}
 
 }  // namespace ps

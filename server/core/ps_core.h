@@ -42,6 +42,7 @@
 #include "server/core/pull_stats.h"
 #include "server/core/request_args.h"
 #include "server/core/request_dedup.h"
+#include "server/core/round_reducer.h"
 #include "server/core/server_limits.h"
 #include "server/replication/replication_log.h"
 #include "server/store/shard_store.h"
@@ -206,6 +207,15 @@ class PsCore {
   // held: OK without replication, else the log's answer
   // (ReplicationLog::CheckWritable).
   absl::Status CheckWritable() const;
+  // BSP with a deterministic reduction (PushRequest.reduce, RoundReducer):
+  // the push's checks; holding a push whose round every live worker has
+  // read (a retry of an applied one is answered duplicate); applying a
+  // complete round, one store push per group of keys, each push summed
+  // recorded as applied (dedup, clocks) and answered.
+  absl::Status CheckReduce(const PushArgs& args) const;
+  void HoldForRound(const PushArgs* args, absl::Time deadline, PushDone done);
+  void ApplyRound(RoundReducer::Round round);
+  std::vector<uint32_t> LiveWorkers();
   absl::Status CheckPush(const PushArgs& args) const;
   absl::Status CheckPull(const PullArgs& args) const;
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;
@@ -243,6 +253,7 @@ class PsCore {
   ShardStore store_;
   ClockTracker clocks_;
   RequestDedup dedup_;
+  RoundReducer reducer_;
   KeyListCache key_lists_;
   PullStats stats_;
   Histogram apply_seconds_{ExponentialBuckets(1e-6, 2, 22)};

@@ -23,24 +23,41 @@ class CollectingLog final : public ReplicationLog {
   std::vector<proto::ForwardEntry> entries;
 };
 
+// The fixture's core as a chain's primary and a copy behind it, each with
+// a log collecting what it appends (a copy appends what it applies, to
+// forward it on). Forward() applies the primary's entries on the copy, as
+// the chain would.
+class PsCoreChainTest : public PsCoreTest {
+ protected:
+  PsCoreChainTest() : copy_(CopyOptions(&clock_)) {
+    core_->set_replication(&log_);
+    copy_.set_replication(&copy_log_);
+  }
+
+  static PsCoreOptions CopyOptions(Clock* clock) {
+    PsCoreOptions options;
+    options.clock = clock;
+    options.address = "copy:0";
+    return options;
+  }
+
+  void Forward() {
+    for (const proto::ForwardEntry& e : log_.entries) {
+      bool refused = false;
+      ASSERT_TRUE(copy_.ApplyForwarded(e, &refused).ok());
+    }
+    log_.entries.clear();
+  }
+
+  CollectingLog log_, copy_log_;
+  PsCore copy_;
+};
+
 // A copy learns the workers' leases from the chain: promoted, it counts
 // every live worker in its waits before any of them has called it.
-TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
-  CollectingLog log;
-  core_->set_replication(&log);
-  PsCoreOptions options;
-  options.clock = &clock_;
-  options.address = "copy:0";
-  PsCore copy(options);
-  CollectingLog copy_log;  // a copy appends what it applies, to forward it on
-  copy.set_replication(&copy_log);
-  auto forward = [&] {
-    for (const proto::ForwardEntry& e : log.entries) {
-      bool refused = false;
-      ASSERT_TRUE(copy.ApplyForwarded(e, &refused).ok());
-    }
-    log.entries.clear();
-  };
+TEST_F(PsCoreChainTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
+  CollectingLog& log = log_;
+  PsCore& copy = copy_;
   ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("w", 4, 1))).ok());
   log.entries.clear();  // table creation is forwarded by the service, not tested here
   proto::HeartbeatRequest hb;
@@ -52,7 +69,7 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
   ASSERT_EQ(log.entries.size(), 1u);
   EXPECT_TRUE(log.entries[0].has_heartbeat());
   EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), UINT64_MAX) << "no worker known yet";
-  forward();
+  Forward();
   EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), 7u)
       << "worker 5 live at clock 7 on the copy";
   // A refused heartbeat (another process, same id) is not forwarded.
@@ -63,7 +80,7 @@ TEST_F(PsCoreTest, HeartbeatsGoDownTheChainAndCopiesKnowTheLiveWorkers) {
   hb.set_incarnation(55);
   hb.set_leaving(true);
   ASSERT_TRUE(core_->Heartbeat(hb).ok());
-  forward();
+  Forward();
   EXPECT_EQ(PsCoreTestPeer::clocks(copy).ParamsClock("w"), UINT64_MAX)
       << "worker 5 left on the copy too";
 }
@@ -137,19 +154,14 @@ TEST_F(PsCoreTest, TheLogsAnswerComesBeforeAnyChange) {
 // A LARS table scales each push by the trust ratio of the norms it carries,
 // and a copy, applying the forwarded entry, by the same one; a push without
 // norms is refused, applied nowhere and not forwarded.
-TEST_F(PsCoreTest, LarsNormsTravelWithThePushDownTheChain) {
+TEST_F(PsCoreChainTest, LarsNormsTravelWithThePushDownTheChain) {
   proto::TableDef def = SumTable("w", 4, 1);  // SGD at rate 1, zeros
   def.set_lars_eta(0.5f);
   ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(def)).ok());
-  CollectingLog log;
-  core_->set_replication(&log);
-  PsCoreOptions options;
-  options.clock = &clock_;
-  options.address = "copy:0";
-  PsCore copy(options);
-  CollectingLog copy_log;
-  copy.set_replication(&copy_log);
-  ASSERT_TRUE(copy.CreateTable(CreateTableRequestFor(def)).ok());
+  ASSERT_TRUE(copy_.CreateTable(CreateTableRequestFor(def)).ok());
+  log_.entries.clear();  // table creation is forwarded by the service
+  CollectingLog& log = log_;
+  PsCore& copy = copy_;
   auto value = [](PsCore& core) {
     std::string values;
     EXPECT_TRUE(PsCoreTestPeer::store(core).Pull("w", KeySpec::Single(0, 1), &values).ok());
@@ -172,10 +184,7 @@ TEST_F(PsCoreTest, LarsNormsTravelWithThePushDownTheChain) {
   ASSERT_TRUE(Push(with_norms(OnePush("w", 0, 2, 3), 2, 4)).ok());
   EXPECT_EQ(value(*core_), 0.5f);
   ASSERT_EQ(log.entries.size(), 2u);
-  for (const proto::ForwardEntry& e : log.entries) {
-    bool refused = false;
-    ASSERT_TRUE(copy.ApplyForwarded(e, &refused).ok());
-  }
+  Forward();
   EXPECT_EQ(value(copy), 0.5f);
 }
 

@@ -43,6 +43,15 @@ void RequestDedup::ExpireLocked(Ids& w, absl::Time now) {
   }
 }
 
+absl::Status RequestDedup::TooOld(uint32_t worker_id, uint64_t request_id,
+                                  uint64_t forgotten_max) const {
+  return absl::AbortedError(absl::StrCat("push request ", request_id, " of worker ", worker_id,
+                                         " is older than the ids this server remembers (retention ",
+                                         absl::FormatDuration(retention_),
+                                         ", see --dedup_retention_seconds; newest forgotten id ",
+                                         forgotten_max, "); cannot tell whether it was applied"));
+}
+
 absl::StatusOr<bool> RequestDedup::Admit(uint32_t worker_id, uint64_t request_id, uint64_t clock) {
   if (request_id == 0) return true;
   const absl::Time now = clock_->Now();
@@ -51,14 +60,23 @@ absl::StatusOr<bool> RequestDedup::Admit(uint32_t worker_id, uint64_t request_id
   ExpireLocked(w, now);
   if (w.Holds(request_id)) return false;
   if (request_id <= w.forgotten_max) {
-    return absl::AbortedError(absl::StrCat(
-        "push request ", request_id, " of worker ", worker_id,
-        " is older than the ids this server remembers (retention ",
-        absl::FormatDuration(retention_), ", see --dedup_retention_seconds; newest forgotten id ",
-        w.forgotten_max, "); cannot tell whether it was applied"));
+    return TooOld(worker_id, request_id, w.forgotten_max);
   }
   w.Remember(request_id);
   w.order.push_back({now, request_id, clock});
+  return true;
+}
+
+absl::StatusOr<bool> RequestDedup::IsNew(uint32_t worker_id, uint64_t request_id) const {
+  if (request_id == 0) return true;
+  absl::MutexLock lock(&mu_);
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return true;
+  const Ids& w = it->second;
+  if (w.Holds(request_id)) return false;
+  if (request_id <= w.forgotten_max) {
+    return TooOld(worker_id, request_id, w.forgotten_max);
+  }
   return true;
 }
 

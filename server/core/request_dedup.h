@@ -34,6 +34,10 @@ class RequestDedup {
   // `clock` is the push's clock, for Export.
   absl::StatusOr<bool> Admit(uint32_t worker_id, uint64_t request_id, uint64_t clock = 0);
 
+  // What Admit would say, without recording the id: true for a new id,
+  // false for one applied before, the same errors.
+  absl::StatusOr<bool> IsNew(uint32_t worker_id, uint64_t request_id) const;
+
   // Checkpoints: per worker, the remembered ids of pushes with a clock below
   // `cut` (those in a checkpoint at that cut) and the newest id forgotten.
   struct Window {
@@ -83,6 +87,9 @@ class RequestDedup {
 
   Clock* const clock_;
   const absl::Duration retention_;
+  // ABORTED: the id is older than what is remembered for the worker.
+  absl::Status TooOld(uint32_t worker_id, uint64_t request_id, uint64_t forgotten_max) const;
+
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint32_t, Ids> workers_ ABSL_GUARDED_BY(mu_);
 };

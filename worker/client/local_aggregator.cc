@@ -229,8 +229,10 @@ absl::Status LocalAggregator::UpstreamCall() {
     versions_ = info_.versions;
   } else if (pusher != nullptr) {
     s = upstream_.Push(push_ops_, *pusher->push_clock, &versions_);
-  } else {
+  } else if (reader != nullptr) {
     s = upstream_.Pull(pull_ops_, *reader->read_clock, &info_);
+  } else {
+    return absl::InternalError("local aggregator: a round with neither a push nor a read");
   }
   if (!s.ok()) return s;
   for (const PushRange& op : push_ops_) values_pushed_ += static_cast<int64_t>(op.grads.size());

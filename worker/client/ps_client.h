@@ -85,6 +85,10 @@ struct PsClientOptions {
   // may be (see proto::Consistency; staleness 0 with BOUNDED is BSP).
   proto::Consistency consistency = proto::CONSISTENCY_ASYNC;
   uint32_t staleness = 0;
+  // BSP only: with reduce.size() > 0, every dense push asks for the
+  // servers' deterministic reduction of its round (PushRequest.reduce): its
+  // gradient is the sum of logical workers [reduce.first, + reduce.size).
+  proto::RoundBlock reduce;
   // How values travel (pushed gradients and pulled parameters): float32, or
   // 16-bit floats at half the bytes (proto::ValueEncoding). Tables stay
   // float32 on the servers.
@@ -252,8 +256,8 @@ class PsClient final : public ParamClient {
   }
   // What this client's requests at `clock` carry besides keys and values.
   RequestStamp Stamp(uint64_t clock) const {
-    return {options_.worker_id, clock, options_.consistency, options_.staleness,
-            options_.value_encoding};
+    return {options_.worker_id,      clock,          options_.consistency, options_.staleness,
+            options_.value_encoding, options_.reduce};
   }
   std::vector<absl::Status> RunCalls(absl::Span<const int> servers, absl::string_view rpc,
                                      const CallPolicy& policy, const CallRunner::Issue& issue) {

@@ -69,6 +69,7 @@ void BuildPushRequests(absl::Span<const Part> parts, absl::Span<const PushRange>
     if (const proto::LayerNorms* norms = ops[part.op].layer_norms) {
       *header.mutable_layer_norms() = *norms;
     }
+    if (stamp.reduce.size() > 0) *header.mutable_reduce() = stamp.reduce;
     std::vector<absl::string_view>& values = out->pieces.emplace_back();
     const float* grads = ops[part.op].grads.data();
     for (const PlannedRange& r : part.ranges) {

@@ -37,6 +37,9 @@ struct RequestStamp {
   proto::Consistency consistency = proto::CONSISTENCY_ASYNC;
   uint32_t staleness = 0;
   proto::ValueEncoding encoding = proto::VALUES_F32;
+  // Dense pushes: BSP's deterministic reduction (PushRequest.reduce); size
+  // 0: none.
+  proto::RoundBlock reduce;
 };
 
 // The requests of planned push parts: headers[i] and pieces[i] (its values:
