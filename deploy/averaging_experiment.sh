@@ -18,13 +18,14 @@
 #
 # Settings: downpour_async downpour_bsp average1_bsp average10_bsp
 # average50_bsp average50_async easgd10_async easgd10_bsp (average50_bsp: tau
-# = 50, synchronous) hier_async hier_bsp; lr_downpour lr_average50 lr_easgd10 emb_downpour
+# = 50, synchronous) hier_async hier_bsp downpour_bspreduce hier_bspreduce
+# (*_bspreduce: BSP with the servers' deterministic reduction); lr_downpour lr_average50 lr_easgd10 emb_downpour
 # emb_average50 emb_easgd10 (asynchronous: sparse models are).
 set -euo pipefail
 
 out="${TMPDIR:-/tmp}/ps_averaging"
 epochs=3
-settings="downpour_async downpour_bsp average1_bsp average10_bsp average50_bsp average50_async easgd10_async easgd10_bsp hier_async hier_bsp"
+settings="downpour_async downpour_bsp average1_bsp average10_bsp average50_bsp average50_async easgd10_async easgd10_bsp hier_async hier_bsp downpour_bspreduce hier_bspreduce"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
@@ -36,14 +37,8 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$(dirname "$0")/.."
-source deploy/lib/servers.sh
-deploy/setup.sh --bench
-bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
-bin="$(bazel info bazel-bin 2>/dev/null)"
-mkdir -p "$out"
-work="$(mktemp -d "${TMPDIR:-/tmp}/ps_averaging.XXXXXX")"
-stop_on_exit "$work"
-log() { echo "averaging_experiment.sh: $*" >&2; }
+source deploy/lib/experiment.sh
+experiment_setup averaging "$out"
 
 flags_of() {  # flags_of SETTING -> the ps_worker flags of the setting
   local s=$1 algorithm tau consistency
@@ -59,6 +54,8 @@ flags_of() {  # flags_of SETTING -> the ps_worker flags of the setting
            algorithm="--algorithm=$algorithm --average_every=$tau --easgd_alpha=0.1" ;;
       esac
       echo "--model=$model $extra $algorithm --train_data=$data/$model.train --test_data=$data/$model.test" ;;
+    downpour_bspreduce) echo "--algorithm=downpour --consistency=bsp --bsp_reduce" ;;
+    hier_bspreduce) echo "--algorithm=downpour --consistency=bsp --bsp_reduce --local_workers=2 --local_aggregation" ;;
     downpour_*) echo "--algorithm=downpour --consistency=$consistency" ;;
     hier_*) echo "--algorithm=downpour --consistency=$consistency --local_workers=2 --local_aggregation" ;;
     average*|easgd*)

@@ -26,14 +26,8 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$(dirname "$0")/.."
-source deploy/lib/servers.sh
-deploy/setup.sh --bench
-bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
-bin="$(bazel info bazel-bin 2>/dev/null)"
-mkdir -p "$out"
-work="$(mktemp -d "${TMPDIR:-/tmp}/ps_consistency.XXXXXX")"
-stop_on_exit "$work"
-log() { echo "consistency_experiment.sh: $*" >&2; }
+source deploy/lib/experiment.sh
+experiment_setup consistency "$out"
 
 results="$out/results.txt"
 : > "$results"

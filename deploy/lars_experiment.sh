@@ -32,14 +32,8 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$(dirname "$0")/.."
-source deploy/lib/servers.sh
-deploy/setup.sh --bench
-bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
-bin="$(bazel info bazel-bin 2>/dev/null)"
-mkdir -p "$out"
-work="$(mktemp -d "${TMPDIR:-/tmp}/ps_lars.XXXXXX")"
-stop_on_exit "$work"
-log() { echo "lars_experiment.sh: $*" >&2; }
+source deploy/lib/experiment.sh
+experiment_setup lars "$out"
 
 # A step decay once an epoch of batch 1024 (59 clocks), and a 10-clock
 # warm-up for LARS, whose first steps are the largest.
