@@ -223,6 +223,16 @@ std::vector<ClockTracker::WorkerLease> ClockTracker::Leases() {
   return leases;
 }
 
+std::vector<uint32_t> ClockTracker::LiveWorkers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<uint32_t> ids;
+  for (const auto& [id, w] : workers_) {
+    if (w.live) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 void ClockTracker::Restore(const std::string& table, uint32_t worker, uint64_t clock) {
   absl::MutexLock lock(&mu_);
   PerWorker& per = tables_[table].workers[worker];

@@ -105,6 +105,9 @@ class ClockTracker {
     absl::Duration remaining;  // until its lease expires
   };
   std::vector<WorkerLease> Leases();
+  // The ids of the workers that count in BSP's waits (live until Tick or
+  // Leave drops them), sorted.
+  std::vector<uint32_t> LiveWorkers();
   // Restore: the worker has completed the rounds below `clock` on `table`.
   void Restore(const std::string& table, uint32_t worker, uint64_t clock);
 

@@ -190,6 +190,20 @@ TEST_F(ClockTrackerTest, FailWaitingEndsTheWaitsOnlyOfNow) {
   EXPECT_FALSE(later.status.has_value()) << "parked, not failed";
 }
 
+// The workers BSP waits for: live until they leave or Tick finds their
+// lease over.
+TEST_F(ClockTrackerTest, LiveWorkersUntilLeftOrExpired) {
+  tracker_.Heartbeat(7, 0, absl::Seconds(5));
+  tracker_.Heartbeat(2, 0, absl::Seconds(5));
+  tracker_.Heartbeat(4, 0, absl::Seconds(1));
+  EXPECT_EQ(tracker_.LiveWorkers(), (std::vector<uint32_t>{2, 4, 7}));
+  tracker_.Leave(7);
+  now_ += absl::Seconds(2);
+  EXPECT_EQ(tracker_.LiveWorkers(), (std::vector<uint32_t>{2, 4})) << "4 counts until Tick";
+  tracker_.Tick();
+  EXPECT_EQ(tracker_.LiveWorkers(), (std::vector<uint32_t>{2}));
+}
+
 TEST_F(ClockTrackerTest, NoLiveWorkersMeansNoWait) {
   Result r;
   tracker_.WhenPullReady("t", 0, 10, 0, Far(), r.Callback());

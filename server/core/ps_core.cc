@@ -176,31 +176,10 @@ PsCore::CallId PsCore::Push(const PushArgs* args, absl::Time deadline, PushDone 
 
 absl::Status PsCore::CheckReduce(const PushArgs& args) const {
   const proto::PushRequest& h = args.header;
-  const std::string what = absl::StrCat("push to table '", h.table(), "' with reduce");
-  if (!IsBsp(h.consistency(), h.staleness())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": needs BSP (consistency BOUNDED, staleness 0)"));
-  }
-  if (log_ != nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": BSP's reduction is not available on replicated servers yet"));
-  }
-  if (absl::Status s = RoundReducer::CheckBlock(h); !s.ok()) return s;
-  if (args.keys.is_list) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": needs key ranges, not a key list"));
-  }
   absl::StatusOr<proto::TableDef> def = store_.GetTableDef(h.table());
   if (!def.ok()) return def.status();
-  if (def->kind() != proto::TABLE_DENSE || def->lars_eta() > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": needs a dense table without LARS"));
-  }
-  return absl::OkStatus();
-}
-
-std::vector<uint32_t> PsCore::LiveWorkers() {
-  std::vector<uint32_t> ids;
-  for (const ClockTracker::WorkerLease& lease : clocks_.Leases()) ids.push_back(lease.worker);
-  return ids;
+  return RoundReducer::CheckPush(args, *def, IsBsp(h.consistency(), h.staleness()),
+                                 log_ != nullptr);
 }
 
 void PsCore::HoldForRound(const PushArgs* args, absl::Time deadline, PushDone done) {
@@ -213,7 +192,7 @@ void PsCore::HoldForRound(const PushArgs* args, absl::Time deadline, PushDone do
     return done(reply);
   }
   std::optional<RoundReducer::Round> round =
-      reducer_.Add(args, deadline, std::move(done), LiveWorkers());
+      reducer_.Add(args, deadline, std::move(done), clocks_.LiveWorkers());
   if (round.has_value()) ApplyRound(*std::move(round));
 }
 
@@ -231,12 +210,10 @@ void PsCore::ApplyRound(RoundReducer::Round round) {
       return true;
     };
     auto result = store_.Push(round.table, sum.keys, sum.values, round.clock, admit);
-    for (const RoundReducer::Held* held : sum.pushes) {
-      proto::PushResponse reply;
-      if (result.ok()) reply.set_version(result->version);
-      replies.emplace(held, result.ok() ? absl::StatusOr<proto::PushResponse>(reply)
-                                        : absl::StatusOr<proto::PushResponse>(result.status()));
-    }
+    absl::StatusOr<proto::PushResponse> reply = proto::PushResponse();
+    if (!result.ok()) reply = result.status();
+    if (reply.ok()) reply->set_version(result->version);
+    for (const RoundReducer::Held* held : sum.pushes) replies.emplace(held, reply);
   }
   for (RoundReducer::Held& held : round.pushes) {
     const proto::PushRequest& h = held.args->header;
@@ -588,7 +565,7 @@ std::vector<std::string> PsCore::Tick() {
   clocks_.Tick();
   // Rounds that a lease's end completed, after the held pushes past their
   // deadline failed.
-  for (RoundReducer::Round& round : reducer_.Tick(LiveWorkers(), clock_->Now())) {
+  for (RoundReducer::Round& round : reducer_.Tick(clocks_.LiveWorkers(), clock_->Now())) {
     ApplyRound(std::move(round));
   }
   dedup_.Expire();

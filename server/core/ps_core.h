@@ -215,7 +215,6 @@ class PsCore {
   absl::Status CheckReduce(const PushArgs& args) const;
   void HoldForRound(const PushArgs* args, absl::Time deadline, PushDone done);
   void ApplyRound(RoundReducer::Round round);
-  std::vector<uint32_t> LiveWorkers();
   absl::Status CheckPush(const PushArgs& args) const;
   absl::Status CheckPull(const PullArgs& args) const;
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;

@@ -72,6 +72,27 @@ absl::Status RoundReducer::CheckBlock(const proto::PushRequest& header) {
   return absl::OkStatus();
 }
 
+absl::Status RoundReducer::CheckPush(const PushArgs& args, const proto::TableDef& def, bool bsp,
+                                     bool replicated) {
+  const std::string what = absl::StrCat("push to table '", def.name(), "' with reduce");
+  if (!bsp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": needs BSP (consistency BOUNDED, staleness 0)"));
+  }
+  if (replicated) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": BSP's reduction is not available on replicated servers yet"));
+  }
+  if (absl::Status s = CheckBlock(args.header); !s.ok()) return s;
+  if (args.keys.is_list) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": needs key ranges, not a key list"));
+  }
+  if (def.kind() != proto::TABLE_DENSE || def.lars_eta() > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": needs a dense table without LARS"));
+  }
+  return absl::OkStatus();
+}
+
 bool RoundReducer::CompleteFor(const Round& round, absl::Span<const uint32_t> live) {
   absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> parts;  // held, needed
   for (const Held& h : round.pushes) {

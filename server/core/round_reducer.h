@@ -53,6 +53,12 @@ class RoundReducer {
   // OK, or INVALID_ARGUMENT naming the table and the block: a block whose
   // size is not a power of two or whose first is not a multiple of it.
   static absl::Status CheckBlock(const proto::PushRequest& header);
+  // Whether a push with `reduce` can be reduced: INVALID_ARGUMENT naming
+  // the table unless it is BSP (`bsp`), to a dense table `def` without
+  // LARS, by key ranges, with a valid block (CheckBlock);
+  // FAILED_PRECONDITION on a replicated server (`replicated`).
+  static absl::Status CheckPush(const PushArgs& args, const proto::TableDef& def, bool bsp,
+                                bool replicated);
 
   // Holds a push whose round every live worker has read. Returns the round
   // when this push completed it: every worker of `live` has its
