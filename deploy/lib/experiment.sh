@@ -19,6 +19,7 @@ experiment_setup() {
   local name=$1 out_dir=$2
   deploy/setup.sh --bench
   bazel build --ui_event_filters=-info --noshow_progress //server:ps_server //worker:ps_worker
+  # shellcheck disable=SC2034  # bin and work are the sourcing script's
   bin="$(bazel info bazel-bin 2>/dev/null)"
   mkdir -p "$out_dir"
   work="$(mktemp -d "${TMPDIR:-/tmp}/ps_$name.XXXXXX")"

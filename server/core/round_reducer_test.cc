@@ -76,7 +76,9 @@ TEST(RoundReducerTest, TheSumIsOneTreeWhateverTheOrderAndTheGrouping) {
     std::optional<RoundReducer::Round> round;
     for (int w : order) {
       round = reducer.Add(pushes.Add(w, w, 1, {leaf[w], 2.0f * w}), kFar, replies.Done(), live);
-      if (w != order.back()) EXPECT_FALSE(round.has_value());
+      if (w != order.back()) {
+        EXPECT_FALSE(round.has_value());
+      }
     }
     EXPECT_EQ(SumOf(round), (std::vector<float>{tree, 12.0f}));
   } while (std::next_permutation(order.begin(), order.end()));

@@ -147,7 +147,9 @@ TEST_P(CutTest, RecordsSplitToABoundLoadBackTheSame) {
   ShardStore restored(0, kOne);
   ASSERT_TRUE(restored.CreateTable(WithState("w", sparse)).ok());
   const std::vector<uint64_t> others = Keys(60, sparse);
-  if (sparse) ASSERT_TRUE(PushAll(restored, "w", others, 0, 9.0f).ok());
+  if (sparse) {
+    ASSERT_TRUE(PushAll(restored, "w", others, 0, 9.0f).ok());
+  }
   std::string file;
   for (const std::string& record : records) file += record;
   ASSERT_TRUE(LoadAll(restored, file).ok());
