@@ -35,6 +35,8 @@ PACKAGES=(
   "nlohmann-json3-dev:JSON for etcd's v3 JSON gateway"
   "iproute2:network namespaces for the partition test"
   "python3-numpy:the Python module's arrays; reads exported checkpoints in ckpt_export_test"
+  "python3-scipy:L-BFGS for the single-process reference of the algorithm comparisons (deploy/lbfgs_reference.py)"
+  "liblinear-tools:heart_scale, a small real LibSVM data set (lbfgs_reference_test, the comparisons)"
   "prometheus:scrapes the servers' and workers' metrics in prometheus_test"
   "gnuplot-nox:training-curve plots of deploy/local_cluster.sh"
   "curl:HTTP checks of the metrics and health endpoints in tests"
