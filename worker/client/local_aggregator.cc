@@ -7,21 +7,6 @@
 #include "common/optimizer/lars.h"
 
 namespace ps {
-namespace {
-
-// Whether two op lists (PushRange or PullRange) name the same tables and
-// ranges, in order.
-template <typename A, typename B>
-bool SameKeys(absl::Span<const A> a, absl::Span<const B> b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].table != b[i].table || a[i].begin != b[i].begin || a[i].end != b[i].end) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 class LocalAggregator::Member final : public ParamClient {
  public:
   Member(LocalAggregator& aggregator, int index) : aggregator_(aggregator), index_(index) {}
@@ -123,52 +108,50 @@ absl::Status LocalAggregator::Join(int i, const Call& call) {
 }
 
 void LocalAggregator::RunRound() {
-  status_ = CheckRound();
-  if (status_.ok()) status_ = UpstreamCall();
+  // The round's calls, in member order (the sum's order).
+  RoundCalls calls;
+  for (const std::optional<Call>& c : joined_) {
+    if (!c.has_value()) continue;
+    if (c->push_clock.has_value()) calls.pushers.push_back(&*c);
+    if (c->read_clock.has_value()) calls.readers.push_back(&*c);
+  }
+  status_ = CheckRound(calls);
+  if (status_.ok()) status_ = UpstreamCall(calls);
   for (std::optional<Call>& c : joined_) c.reset();
   joined_count_ = 0;
   ++round_;
 }
 
-absl::Status LocalAggregator::CheckRound() const {
-  const Call* pusher = nullptr;
-  const Call* reader = nullptr;
-  for (const std::optional<Call>& c : joined_) {
-    if (!c.has_value()) continue;
-    if (c->push_clock.has_value()) {
-      if (pusher == nullptr) {
-        pusher = &*c;
-      } else if (*c->push_clock != *pusher->push_clock || !SameKeys(c->push, pusher->push)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "local aggregator: members out of step: pushes at clocks ", *pusher->push_clock,
-            " and ", *c->push_clock, " (or of different tables or keys) in one round"));
-      }
-    }
-    if (c->read_clock.has_value()) {
-      if (reader == nullptr) {
-        reader = &*c;
-      } else if (*c->read_clock != *reader->read_clock || !SameKeys(c->pull, reader->pull)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "local aggregator: members out of step: reads at clocks ", *reader->read_clock, " and ",
-            *c->read_clock, " (or of different tables or keys) in one round"));
-      }
+absl::Status LocalAggregator::CheckRound(const RoundCalls& calls) {
+  for (const Call* c : calls.pushers) {
+    const Call& first = *calls.pushers.front();
+    if (*c->push_clock != *first.push_clock || !SameOpKeys(c->push, first.push)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "local aggregator: members out of step: pushes at clocks ", *first.push_clock, " and ",
+          *c->push_clock, " (or of different tables or keys) in one round"));
     }
   }
-  if (pusher != nullptr && reader != nullptr) {
-    if (*reader->read_clock != *pusher->push_clock + 1 || !SameKeys(pusher->push, reader->pull)) {
+  for (const Call* c : calls.readers) {
+    const Call& first = *calls.readers.front();
+    if (*c->read_clock != *first.read_clock || !SameOpKeys(c->pull, first.pull)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("local aggregator: members out of step: reads at clocks ", *first.read_clock,
+                       " and ", *c->read_clock, " (or of different tables or keys) in one round"));
+    }
+  }
+  if (!calls.pushers.empty() && !calls.readers.empty()) {
+    const Call& pusher = *calls.pushers.front();
+    const Call& reader = *calls.readers.front();
+    if (*reader.read_clock != *pusher.push_clock + 1 || !SameOpKeys(pusher.push, reader.pull)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "local aggregator: members out of step: a push at clock ", *pusher->push_clock,
-          " and a read at clock ", *reader->read_clock, " in one round"));
+          "local aggregator: members out of step: a push at clock ", *pusher.push_clock,
+          " and a read at clock ", *reader.read_clock, " in one round"));
     }
   }
   return absl::OkStatus();
 }
 
-void LocalAggregator::SumPushes() {
-  std::vector<const Call*> pushers;  // in member order: the sum's order
-  for (const std::optional<Call>& c : joined_) {
-    if (c.has_value() && c->push_clock.has_value()) pushers.push_back(&*c);
-  }
+void LocalAggregator::SumPushes(const std::vector<const Call*>& pushers) {
   const Call* first = pushers.front();
   const size_t num_ops = first->push.size();
   sum_.resize(num_ops);
@@ -200,17 +183,12 @@ void LocalAggregator::SumPushes() {
   }
 }
 
-absl::Status LocalAggregator::UpstreamCall() {
-  const Call* pusher = nullptr;
-  const Call* reader = nullptr;
-  for (const std::optional<Call>& c : joined_) {
-    if (!c.has_value()) continue;
-    if (c->push_clock.has_value() && pusher == nullptr) pusher = &*c;
-    if (c->read_clock.has_value() && reader == nullptr) reader = &*c;
-  }
+absl::Status LocalAggregator::UpstreamCall(const RoundCalls& calls) {
+  const Call* pusher = calls.pushers.empty() ? nullptr : calls.pushers.front();
+  const Call* reader = calls.readers.empty() ? nullptr : calls.readers.front();
   push_ops_.clear();
   pull_ops_.clear();
-  if (pusher != nullptr) SumPushes();
+  if (pusher != nullptr) SumPushes(calls.pushers);
   if (reader != nullptr) {
     pulled_.resize(reader->pull.size());
     for (size_t o = 0; o < reader->pull.size(); ++o) {

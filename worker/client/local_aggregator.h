@@ -72,12 +72,17 @@ class LocalAggregator {
   // round's upstream call has been made, with its status; its pulled values
   // copied into the call's pull spans.
   absl::Status Join(int i, const Call& call);
-  // The round's upstream call, made by the last member to join.
+  // The calls of a round, in member order: those that push, those that read.
+  struct RoundCalls {
+    std::vector<const Call*> pushers, readers;
+  };
+  // The round's upstream call, made by the last member to join: the calls
+  // checked to be in step (CheckRound), then one push of their gradients'
+  // sum (SumPushes: sum_ and push_ops_) and one read, as they ask.
   void RunRound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckRound() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status UpstreamCall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sets up sum_ (the members' gradients, summed) and push_ops_.
-  void SumPushes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static absl::Status CheckRound(const RoundCalls& calls);
+  absl::Status UpstreamCall(const RoundCalls& calls) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SumPushes(const std::vector<const Call*>& pushers) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   ParamClient& upstream_;
   std::vector<std::unique_ptr<Member>> members_;

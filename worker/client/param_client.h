@@ -74,17 +74,23 @@ class ParamClient {
   virtual int num_servers() const = 0;
 };
 
+// Whether two op lists (of PushRange or PullRange) name the same tables and
+// key ranges, in order.
+template <typename A, typename B>
+bool SameOpKeys(absl::Span<const A> a, absl::Span<const B> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].table != b[i].table || a[i].begin != b[i].begin || a[i].end != b[i].end) return false;
+  }
+  return true;
+}
+
 // INVALID_ARGUMENT unless push[i] and pull[i] name the same table and keys.
 absl::Status CheckPushPullOps(absl::Span<const PushRange> push, absl::Span<const PullRange> pull);
 
 inline absl::Status CheckPushPullOps(absl::Span<const PushRange> push,
                                      absl::Span<const PullRange> pull) {
-  bool same = push.size() == pull.size();
-  for (size_t i = 0; same && i < push.size(); ++i) {
-    same = push[i].table == pull[i].table && push[i].begin == pull[i].begin &&
-           push[i].end == pull[i].end;
-  }
-  if (same) return absl::OkStatus();
+  if (SameOpKeys(push, pull)) return absl::OkStatus();
   return absl::InvalidArgumentError(
       "PushPull: the pushed and pulled ops must name the same tables and key ranges, in order");
 }
