@@ -200,15 +200,10 @@ class DownpourRun {
   };
 
   // LARS (config.layer_norms): each block's norms of p's parameters and of
-  // g's gradient (computed at them), for g's push.
+  // g's gradient (computed at them), for g's push; the ops view the blocks.
   void SetLayerNorms(Buffer& g, const Buffer& p) {
-    if (g.norms.empty()) return;
-    size_t offset = 0;
     for (size_t i = 0; i < g.norms.size(); ++i) {
-      const size_t n = static_cast<size_t>(model_.blocks()[i].size);
-      g.norms[i] = LayerNormsOf(absl::MakeConstSpan(p.params).subspan(offset, n),
-                                absl::MakeConstSpan(g.grads).subspan(offset, n));
-      offset += n;
+      g.norms[i] = LayerNormsOf(p.pull_ops[i].out, g.push_ops[i].grads);
     }
   }
 
