@@ -43,13 +43,17 @@ void RequestDedup::ExpireLocked(Ids& w, absl::Time now) {
   }
 }
 
-absl::Status RequestDedup::TooOld(uint32_t worker_id, uint64_t request_id,
-                                  uint64_t forgotten_max) const {
-  return absl::AbortedError(absl::StrCat("push request ", request_id, " of worker ", worker_id,
-                                         " is older than the ids this server remembers (retention ",
-                                         absl::FormatDuration(retention_),
-                                         ", see --dedup_retention_seconds; newest forgotten id ",
-                                         forgotten_max, "); cannot tell whether it was applied"));
+absl::StatusOr<bool> RequestDedup::NewIn(const Ids& w, uint32_t worker_id,
+                                         uint64_t request_id) const {
+  if (w.Holds(request_id)) return false;
+  if (request_id <= w.forgotten_max) {
+    return absl::AbortedError(absl::StrCat(
+        "push request ", request_id, " of worker ", worker_id,
+        " is older than the ids this server remembers (retention ",
+        absl::FormatDuration(retention_), ", see --dedup_retention_seconds; newest forgotten id ",
+        w.forgotten_max, "); cannot tell whether it was applied"));
+  }
+  return true;
 }
 
 absl::StatusOr<bool> RequestDedup::Admit(uint32_t worker_id, uint64_t request_id, uint64_t clock) {
@@ -58,10 +62,8 @@ absl::StatusOr<bool> RequestDedup::Admit(uint32_t worker_id, uint64_t request_id
   absl::MutexLock lock(&mu_);
   Ids& w = workers_[worker_id];
   ExpireLocked(w, now);
-  if (w.Holds(request_id)) return false;
-  if (request_id <= w.forgotten_max) {
-    return TooOld(worker_id, request_id, w.forgotten_max);
-  }
+  absl::StatusOr<bool> fresh = NewIn(w, worker_id, request_id);
+  if (!fresh.ok() || !*fresh) return fresh;
   w.Remember(request_id);
   w.order.push_back({now, request_id, clock});
   return true;
@@ -71,13 +73,7 @@ absl::StatusOr<bool> RequestDedup::IsNew(uint32_t worker_id, uint64_t request_id
   if (request_id == 0) return true;
   absl::MutexLock lock(&mu_);
   auto it = workers_.find(worker_id);
-  if (it == workers_.end()) return true;
-  const Ids& w = it->second;
-  if (w.Holds(request_id)) return false;
-  if (request_id <= w.forgotten_max) {
-    return TooOld(worker_id, request_id, w.forgotten_max);
-  }
-  return true;
+  return it == workers_.end() ? true : NewIn(it->second, worker_id, request_id);
 }
 
 void RequestDedup::Expire() {

@@ -87,8 +87,10 @@ class RequestDedup {
 
   Clock* const clock_;
   const absl::Duration retention_;
-  // ABORTED: the id is older than what is remembered for the worker.
-  absl::Status TooOld(uint32_t worker_id, uint64_t request_id, uint64_t forgotten_max) const;
+
+  // Whether the id is new to what `w` remembers of the worker: false when
+  // held, ABORTED when older than what is remembered (Admit's answers).
+  absl::StatusOr<bool> NewIn(const Ids& w, uint32_t worker_id, uint64_t request_id) const;
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint32_t, Ids> workers_ ABSL_GUARDED_BY(mu_);
