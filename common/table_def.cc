@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/optimizer/lbfgs_vectors.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace ps {
@@ -52,12 +53,47 @@ absl::Status ValidateLars(const proto::TableDef& def) {
   }
 }
 
+// An L-BFGS table: its history length, and none of what a push's update
+// rule would use (its pushes only accumulate; the coordinator steps) nor of
+// what would drop a row's history (admission, eviction).
+absl::Status ValidateLbfgs(const proto::TableDef& def) {
+  if (def.optimizer() != proto::OPT_LBFGS) {
+    return Bad(def, absl::StrCat("lbfgs_memory (", def.lbfgs_memory(),
+                                 ") is for OPT_LBFGS tables, not ",
+                                 proto::OptimizerKind_Name(def.optimizer())));
+  }
+  if (def.lbfgs_memory() < 1 || def.lbfgs_memory() > kMaxLbfgsMemory) {
+    return Bad(def, absl::StrCat("OPT_LBFGS needs lbfgs_memory in [1, ", kMaxLbfgsMemory,
+                                 "], got ", def.lbfgs_memory()));
+  }
+  const std::pair<absl::string_view, double> unused[] = {
+      {"clip_value", def.clip_value()},
+      {"clip_norm", def.clip_norm()},
+      {"weight_decay", def.weight_decay()},
+      {"lars_eta", def.lars_eta()},
+      {"warmup_clocks", static_cast<double>(def.warmup_clocks())},
+      {"admit_after_pushes", static_cast<double>(def.admit_after_pushes())},
+      {"admit_probability", def.admit_probability()},
+      {"evict_after_clocks", static_cast<double>(def.evict_after_clocks())},
+      {"evict_after_seconds", static_cast<double>(def.evict_after_seconds())},
+      {"max_rows", static_cast<double>(def.max_rows())}};
+  for (const auto& [field, value] : unused) {
+    if (value != 0) {
+      return Bad(def, absl::StrCat(field, " (", value,
+                                   ") does not apply to OPT_LBFGS tables (pushes accumulate the "
+                                   "gradient; rows keep their history): leave it 0"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The optimizer's hyper-parameters, the schedule's and the gradient
 // transform's. Each range is checked whichever optimizer and schedule the
 // table uses (the defaults, 0, are in range), so that a value meant for
 // another rule cannot hide a typo; what only one rule needs is checked for
 // that rule.
 absl::Status ValidateOptimizer(const proto::TableDef& def) {
+  if (def.optimizer() == proto::OPT_LBFGS || def.lbfgs_memory() != 0) return ValidateLbfgs(def);
   if (def.learning_rate() <= 0) {
     return Bad(def, absl::StrCat("learning_rate must be > 0, got ", def.learning_rate()));
   }
@@ -256,6 +292,9 @@ std::string TableDefSummary(const proto::TableDef& def) {
       break;
     case proto::OPT_FTRL:
       absl::StrAppend(&s, " ftrl_beta=", def.ftrl_beta(), " l1=", def.l1(), " l2=", def.l2());
+      break;
+    case proto::OPT_LBFGS:
+      absl::StrAppend(&s, " memory=", def.lbfgs_memory());
       break;
     default:
       break;

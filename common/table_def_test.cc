@@ -41,6 +41,8 @@ TEST(TableDefTest, AcceptsEveryRuleAndScheduleWithUsualSettings) {
   def.set_clip_norm(1.0f);
   def.set_warmup_clocks(100);
   for (int kind = proto::OptimizerKind_MIN; kind <= proto::OptimizerKind_MAX; ++kind) {
+    // Not an update rule: LbfgsNeedsItsMemoryAndNothingOfAnUpdateRule.
+    if (kind == proto::OPT_LBFGS) continue;
     def.set_optimizer(static_cast<proto::OptimizerKind>(kind));
     def.set_lr_schedule(proto::LR_CONSTANT);
     EXPECT_TRUE(ValidateTableDef(def).ok()) << ValidateTableDef(def);
@@ -178,6 +180,39 @@ TEST(TableDefTest, LarsOnDenseTablesWithAProportionalRule) {
   EXPECT_EQ(
       Refusal([](proto::TableDef* d) { d->set_lars_eta(std::numeric_limits<float>::infinity()); }),
       "table 't': lars_eta must be finite, got inf");
+}
+
+TEST(TableDefTest, LbfgsNeedsItsMemoryAndNothingOfAnUpdateRule) {
+  proto::TableDef def = ValidDef();
+  def.set_optimizer(proto::OPT_LBFGS);
+  def.set_lbfgs_memory(10);
+  def.set_learning_rate(0);  // unused by L-BFGS
+  EXPECT_TRUE(ValidateTableDef(def).ok()) << ValidateTableDef(def);
+  EXPECT_EQ(TableDefSummary(def).find("opt=OPT_LBFGS") != std::string::npos, true);
+  EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_optimizer(proto::OPT_LBFGS); }),
+            "table 't': OPT_LBFGS needs lbfgs_memory in [1, 64], got 0");
+  EXPECT_EQ(Refusal([](proto::TableDef* d) {
+              d->set_optimizer(proto::OPT_LBFGS);
+              d->set_lbfgs_memory(65);
+            }),
+            "table 't': OPT_LBFGS needs lbfgs_memory in [1, 64], got 65");
+  EXPECT_EQ(Refusal([](proto::TableDef* d) { d->set_lbfgs_memory(5); }),
+            "table 't': lbfgs_memory (5) is for OPT_LBFGS tables, not OPT_SGD");
+  EXPECT_EQ(Refusal([](proto::TableDef* d) {
+              d->set_optimizer(proto::OPT_LBFGS);
+              d->set_lbfgs_memory(5);
+              d->set_weight_decay(0.1f);
+            }),
+            "table 't': weight_decay (0.1) does not apply to OPT_LBFGS tables (pushes accumulate "
+            "the gradient; rows keep their history): leave it 0");
+  EXPECT_THAT(Refusal([](proto::TableDef* d) {
+                d->set_optimizer(proto::OPT_LBFGS);
+                d->set_lbfgs_memory(5);
+                d->set_kind(proto::TABLE_SPARSE);
+                d->set_num_keys(0);
+                d->set_max_rows(100);
+              }),
+              HasSubstr("max_rows (100) does not apply to OPT_LBFGS tables"));
 }
 
 TEST(TableDefTest, AdagradNeedsAnAccumulatorOrEpsilon) {

@@ -329,4 +329,12 @@ void InMemoryTransport::Stats(int server, const proto::StatsRequest& request, ab
            std::move(done));
 }
 
+void InMemoryTransport::VectorOps(int server, const proto::VectorOpsRequest& request,
+                                  absl::Time deadline, proto::VectorOpsResponse* reply, Done done) {
+  auto copy = std::make_shared<proto::VectorOpsRequest>(request);
+  PsCore* core = cores_[server];
+  Dispatch("VectorOps", server, SyncAttempt(reply, [core, copy] { return core->VectorOps(*copy); }),
+           std::move(done));
+}
+
 }  // namespace ps

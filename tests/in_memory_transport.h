@@ -130,6 +130,8 @@ class InMemoryTransport final : public Transport {
                  proto::HeartbeatResponse* reply, Done done) override;
   void Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
              proto::StatsResponse* reply, Done done) override;
+  void VectorOps(int server, const proto::VectorOpsRequest& request, absl::Time deadline,
+                 proto::VectorOpsResponse* reply, Done done) override;
 
   // What one delivery to a core produced: `commit` hands it to the caller
   // (writes the reply, runs consume_values) and returns the call's status.

@@ -32,6 +32,8 @@
 #include "worker/client/optimizer_spec.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
+#include "worker/lbfgs/lr_portions.h"
+#include "worker/lbfgs/portion_worker.h"
 #include "worker/run_worker.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/libsvm_reader.h"
@@ -145,7 +147,10 @@ ABSL_FLAG(double, slowdown, 1.0, "straggler injection: compute this many times s
 ABSL_FLAG(std::string, algorithm, "downpour",
           "downpour (push gradients, the servers' optimizer applies them), average (model "
           "averaging: --average_every local steps with the --optimizer flags, then the servers "
-          "average the copies) or easgd (elastic averaging, --easgd_alpha)");
+          "average the copies), easgd (elastic averaging, --easgd_alpha) or lbfgs (Sandblaster "
+          "L-BFGS on logistic regression: data portions from the ps_lbfgs coordinator at "
+          "--coordinator, on --train_data)");
+ABSL_FLAG(std::string, coordinator, "", "lbfgs: host:port of the ps_lbfgs coordinator");
 ABSL_FLAG(int, average_every, 50, "average, easgd: local steps between talks to the servers (tau)");
 ABSL_FLAG(double, easgd_alpha, 0.1, "easgd: the moving rate alpha, in (0, 1]");
 ABSL_FLAG(int, local_workers, 1,
@@ -377,6 +382,50 @@ absl::Status AlgorithmFromFlags(ps::WorkerConfig* config) {
 }
 
 // Every flag of the run; errors name the flag and its value.
+// --algorithm=lbfgs: a Sandblaster L-BFGS worker (worker/lbfgs/portion_worker.h)
+// on the servers of --servers or of the etcd directory.
+absl::Status RunLbfgsWorker(std::shared_ptr<const ps::ShardDirectory> directory) {
+  if (absl::GetFlag(FLAGS_coordinator).empty()) {
+    return absl::InvalidArgumentError("--algorithm=lbfgs needs --coordinator (ps_lbfgs's address)");
+  }
+  const std::string path = absl::GetFlag(FLAGS_train_data);
+  if (path.empty()) return absl::InvalidArgumentError("--algorithm=lbfgs needs --train_data");
+  ps::PsClientOptions options;
+  if (directory != nullptr) {
+    options.directory = std::move(directory);
+    ps::SpanFailoverWithRetries(&options);
+  } else {
+    auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--servers: ", spec.status().message()));
+    }
+    options.servers = spec->servers;
+  }
+  options.worker_id = static_cast<uint32_t>(absl::GetFlag(FLAGS_worker_index));
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ps::lbfgs::LrData> data = ps::lbfgs::LoadLrData(path);
+  if (!data.ok()) return data.status();
+  std::printf("lbfgs worker=%u data=%s examples=%zu load_seconds=%.2f\n", options.worker_id,
+              path.c_str(), data->size(), absl::ToDoubleSeconds(absl::Now() - start));
+  absl::StatusOr<std::unique_ptr<ps::PsClient>> client = ps::PsClient::Connect(options);
+  if (!client.ok()) return client.status();
+  ps::lbfgs::PortionWorkerOptions worker;
+  worker.coordinator = absl::GetFlag(FLAGS_coordinator);
+  worker.worker_id = options.worker_id;
+  absl::StatusOr<ps::lbfgs::PortionWorkerStats> stats =
+      ps::lbfgs::RunPortionWorker(worker, client->get(), *data);
+  if (!stats.ok()) return stats.status();
+  std::printf(
+      "RESULT worker=%u algorithm=lbfgs seconds=%.3f portions=%lld kept=%lld backups=%lld "
+      "examples=%lld bytes_pulled=%llu bytes_pushed=%llu\n",
+      options.worker_id, absl::ToDoubleSeconds(absl::Now() - start),
+      static_cast<long long>(stats->portions), static_cast<long long>(stats->kept),
+      static_cast<long long>(stats->backups), static_cast<long long>(stats->examples),
+      static_cast<unsigned long long>(stats->bytes_pulled),
+      static_cast<unsigned long long>(stats->bytes_pushed));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& connection) {
   ps::WorkerConfig config;
   config.etcd = connection.etcd;
@@ -423,6 +472,22 @@ int main(int argc, char** argv) {
       ps::StartMetricsFromFlags(*metrics_port, absl::GetFlag(FLAGS_metrics_host), metrics, nullptr);
   if (!metrics_http.ok()) return Fail(std::string(metrics_http.status().message()));
 
+  if (absl::GetFlag(FLAGS_algorithm) == "lbfgs") {
+    std::unique_ptr<ps::EtcdKvStore> etcd;
+    std::shared_ptr<const ps::ShardDirectory> directory;
+    if (!connection.etcd.empty()) {
+      etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{connection.etcd});
+      auto started =
+          ps::EtcdShardDirectory::Start(etcd.get(), connection.cluster, absl::Seconds(60));
+      if (!started.ok()) {
+        return Fail(absl::StrCat("--etcd=", connection.etcd, ": ", started.status().message()));
+      }
+      directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*started));
+    }
+    const absl::Status run = RunLbfgsWorker(std::move(directory));
+    std::fflush(stdout);
+    return run.ok() ? 0 : Fail(std::string(run.message()));
+  }
   absl::StatusOr<ps::WorkerConfig> config = ConfigFromFlags(connection);
   if (!config.ok()) return Fail(std::string(config.status().message()));
   // Declared before the environment that holds the directory: the

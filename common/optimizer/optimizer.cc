@@ -9,6 +9,7 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/optimizer/lbfgs_vectors.h"
 
 namespace ps {
 namespace {
@@ -493,6 +494,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const proto::TableDef& 
       return Make(Adam{def.beta1(), def.beta2(), def.epsilon()}, schedule, transform);
     case proto::OPT_FTRL:
       return Make(Ftrl{def.ftrl_beta(), def.l1(), def.l2()}, schedule, transform);
+    case proto::OPT_LBFGS:
+      return MakeLbfgsAccumulator(def);
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("table '", def.name(), "': unknown optimizer ", def.optimizer()));

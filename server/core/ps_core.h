@@ -44,6 +44,7 @@
 #include "server/core/request_dedup.h"
 #include "server/core/round_reducer.h"
 #include "server/core/server_limits.h"
+#include "server/core/vector_ops_runner.h"
 #include "server/replication/replication_log.h"
 #include "server/store/shard_store.h"
 
@@ -132,6 +133,12 @@ class PsCore {
   // Releases a parked call at once: its callback runs with CANCELLED. A no-op
   // for an id that is not parked (done already ran).
   void Cancel(CallId id);
+
+  // Sandblaster L-BFGS's vector ops on this shard's part of a table
+  // (VectorOpsRunner::Run; refused on a replicated shard).
+  absl::StatusOr<proto::VectorOpsResponse> VectorOps(const proto::VectorOpsRequest& request) {
+    return vector_ops_.Run(request, log_ != nullptr);
+  }
 
   // Registers the worker, renews its lease or (leaving) drops it. Errors:
   // INVALID_ARGUMENT (lease over the limit, clock over the limit),
@@ -253,6 +260,7 @@ class PsCore {
   ClockTracker clocks_;
   RequestDedup dedup_;
   RoundReducer reducer_;
+  VectorOpsRunner vector_ops_{&store_};
   KeyListCache key_lists_;
   PullStats stats_;
   Histogram apply_seconds_{ExponentialBuckets(1e-6, 2, 22)};

@@ -74,7 +74,8 @@ void PsService::Register(DataCallQueue* queue) {
       {"PushBatch", &PsService::PushBatch},
       {"Info", &PsService::Info},
       {"Heartbeat", &PsService::Heartbeat},
-      {"Stats", &PsService::Stats}};
+      {"Stats", &PsService::Stats},
+      {"VectorOps", &PsService::VectorOps}};
   for (const auto& [name, method] : methods) {
     queue->Handle(prefix + name,
                   [this, method = method](DataCall* call) { (this->*method)(call); });
@@ -246,6 +247,8 @@ void PsService::AnswerFromCore(DataCall* call, const char* what,
 void PsService::Info(DataCall* call) { AnswerFromCore(call, "Info", &PsCore::Info); }
 
 void PsService::Heartbeat(DataCall* call) { AnswerFromCore(call, "Heartbeat", &PsCore::Heartbeat); }
+
+void PsService::VectorOps(DataCall* call) { AnswerFromCore(call, "VectorOps", &PsCore::VectorOps); }
 
 void PsService::Stats(DataCall* call) {
   proto::StatsRequest request;

@@ -62,6 +62,7 @@ class PsService {
   void AnswerFromCore(DataCall* call, const char* what,
                       absl::StatusOr<Reply> (PsCore::*method)(const Request&));
   void Stats(DataCall* call);
+  void VectorOps(DataCall* call);
   // The core the call's shard metadata names (and the shard, when asked),
   // after the token check; `what` names the call in errors.
   absl::StatusOr<std::shared_ptr<PsCore>> CoreFor(const grpc::ServerContextBase& ctx,

@@ -296,6 +296,21 @@ void DenseTable::Read(const KeySpec& keys, char* dst) const {
   });
 }
 
+void DenseTable::ForEachRun(bool write, uint64_t clock, RunFn fn) {
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    if (!write) {
+      absl::ReaderMutexLock lock(&slice->mu);
+      fn(slice->values.data(), slice->state.data(), slice->values.size(), false);
+      continue;
+    }
+    absl::MutexLock lock(&slice->mu);
+    Slice::Copy* const also = PrepareChange(*slice, clock);
+    fn(slice->values.data(), slice->state.data(), slice->values.size(), false);
+    if (also != nullptr) fn(also->values.data(), also->state.data(), also->values.size(), true);
+  }
+}
+
 void DenseTable::SetCut(uint64_t cut) {
   for (const auto& slice : slices_) {
     if (slice == nullptr) continue;

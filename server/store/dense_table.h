@@ -77,6 +77,15 @@ class DenseTable {
   // Copies the keys' values to dst (keys.size() * width floats, any
   // alignment), keys checked (CheckKeys), under each slice's reader lock.
   void Read(const KeySpec& keys, char* dst) const;
+  // Every value held here, for whole-table vector work (Sandblaster
+  // L-BFGS's VectorOps): fn(values, state, n, copy) for each owned slice in
+  // slice order, under its lock, with its n values and their optimizer state.
+  // With `write`, a change at `clock` (the slice's tag raised; a slice in a
+  // cut copied first when the change is outside it) that fn makes, and
+  // again on the slice's copy (copy true) when the change is inside a cut
+  // that copied it. Without it, under the reader lock: fn must not write.
+  using RunFn = absl::FunctionRef<void(float* values, float* state, size_t n, bool copy)>;
+  void ForEachRun(bool write, uint64_t clock, RunFn fn);
 
   // Checkpoints (server/store/cut_state.h).
   // Puts every owned slice in the cut at clock `cut` (0: out of any cut,

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/optimizer/lars.h"
+#include "common/optimizer/lbfgs_vectors.h"
 #include "common/table_def.h"
 #include "server/store/dense_table.h"
 
@@ -231,6 +232,49 @@ std::vector<std::string> ShardStore::SparseTableNames() const {
     if (table->sparse != nullptr) names.push_back(name);
   }
   return names;
+}
+
+absl::StatusOr<ShardStore::VectorOpsResult> ShardStore::RunVectorOps(
+    absl::string_view table_name, absl::Span<const proto::VectorOp> ops, uint64_t clock) {
+  absl::StatusOr<std::shared_ptr<Table>> found = FindTable(table_name);
+  if (!found.ok()) return found.status();
+  Table& table = **found;
+  const proto::TableDef& def = table.def();
+  if (def.optimizer() != proto::OPT_LBFGS) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "table '", def.name(), "' has optimizer ", proto::OptimizerKind_Name(def.optimizer()),
+        ": vector ops are for OPT_LBFGS tables (Sandblaster L-BFGS)"));
+  }
+  const int spv = LbfgsStatePerValue(static_cast<int>(def.lbfgs_memory()));
+  if (absl::Status s = CheckVectorOps(ops, spv, def.name()); !s.ok()) return s;
+  VectorOpsResult result;
+  size_t dots = 0;
+  bool write = false;
+  for (const proto::VectorOp& op : ops) {
+    if (op.kind() == proto::VectorOp::DOT) {
+      ++dots;
+    } else {
+      write = true;
+    }
+  }
+  result.partials.assign(dots, 0.0);
+  std::vector<double> unused(dots);
+  if (write) {  // a cut marked from now on sees this clock (as for a push)
+    uint64_t max_clock = max_clock_.load();
+    while (clock > max_clock && !max_clock_.compare_exchange_weak(max_clock, clock)) {
+    }
+  }
+  const auto run = [&](float* values, float* state, size_t n, bool copy) {
+    ps::RunVectorOps(ops, values, state, n, spv,
+                 copy ? absl::MakeSpan(unused) : absl::MakeSpan(result.partials));
+    if (!copy) result.values += n;
+  };
+  if (table.dense != nullptr) {
+    table.dense->ForEachRun(write, clock, run);
+  } else {
+    table.sparse->ForEachRun(write, clock, run);
+  }
+  return result;
 }
 
 absl::StatusOr<proto::TableDef> ShardStore::GetTableDef(absl::string_view table) const {

@@ -132,6 +132,21 @@ class ShardStore {
   // The same, into a string.
   absl::StatusOr<uint64_t> Pull(absl::string_view table, const KeySpec& keys, std::string* out);
 
+  // Sandblaster L-BFGS: applies the vector ops (proto::VectorOp,
+  // common/optimizer/lbfgs_vectors.h) in order to every value of the table
+  // held here, as a change at `clock` when one of them writes. Returns one
+  // partial sum per DOT op and the number of values they ran over. Errors,
+  // with nothing changed: NOT_FOUND (unknown table), FAILED_PRECONDITION
+  // (not an OPT_LBFGS table), INVALID_ARGUMENT (an op's vector past the
+  // table's, naming the op).
+  struct VectorOpsResult {
+    std::vector<double> partials;
+    uint64_t values = 0;
+  };
+  absl::StatusOr<VectorOpsResult> RunVectorOps(absl::string_view table,
+                                               absl::Span<const proto::VectorOp> ops,
+                                               uint64_t clock);
+
   // Definition of a table, or NOT_FOUND.
   absl::StatusOr<proto::TableDef> GetTableDef(absl::string_view table) const;
 

@@ -171,6 +171,30 @@ void SparseTable::EvictLocked(Slice& slice, absl::Span<const uint64_t> keys) {
   bytes_.fetch_add(grown, std::memory_order_relaxed);
 }
 
+void SparseTable::ForEachRun(bool write, uint64_t clock, RunFn fn) {
+  for (const auto& slice : slices_) {
+    if (slice == nullptr) continue;
+    if (!write) {
+      absl::ReaderMutexLock lock(&slice->mu);
+      slice->rows.ForEach([&](uint64_t, float* row) { fn(row, row + width_, width_, false); });
+      continue;
+    }
+    absl::MutexLock lock(&slice->mu);
+    uint64_t tag = 0;
+    SparseRows* const also = PrepareCut(*slice, clock, &tag);
+    SparseRows& rows = slice->rows;
+    rows.ForEach([&](uint64_t, float* row) {
+      fn(row, row + width_, width_, false);
+      rows.RaiseTag(row, RowTag(tag));
+    });
+    if (also == nullptr) continue;
+    also->ForEach([&](uint64_t, float* row) {
+      fn(row, row + width_, width_, true);
+      also->RaiseTag(row, RowTag(tag));
+    });
+  }
+}
+
 uint64_t SparseTable::Sweep(std::vector<uint64_t>* keys) {
   const absl::Time now = clock_->Now();
   const uint64_t by_clocks = def_.evict_after_clocks(), by_seconds = def_.evict_after_seconds();

@@ -133,6 +133,16 @@ class SparseTable {
   // The same, planning the keys first (Plan's errors).
   absl::Status Read(absl::Span<const uint64_t> keys, char* dst) const;
 
+  // Every value held here, for whole-table vector work (Sandblaster
+  // L-BFGS's VectorOps): fn(values, state, n, copy) for each row of each owned
+  // slice, under its lock, with its n = width values and their optimizer state.
+  // With `write`, a change at `clock` (the slice's tag raised; a slice in a
+  // cut copied first when the change is outside it) that fn makes, and
+  // again on the slice's copy (copy true) when the change is inside a cut
+  // that copied it. Without it, under the reader lock: fn must not write.
+  using RunFn = absl::FunctionRef<void(float* values, float* state, size_t n, bool copy)>;
+  void ForEachRun(bool write, uint64_t clock, RunFn fn);
+
   // Evicts the rows not updated for evict_after_clocks (behind the largest
   // clock pushed here) or evict_after_seconds (on the clock); a no-op when
   // neither is set. Returns the rows evicted; with `keys`, appends their

@@ -68,6 +68,10 @@ class FakeTransport final : public Transport {
              Done done) override {
     done(Unimplemented("Stats"));
   }
+  void VectorOps(int, const proto::VectorOpsRequest&, absl::Time, proto::VectorOpsResponse*,
+                 Done done) override {
+    done(Unimplemented("VectorOps"));
+  }
 
  private:
   static absl::Status Unimplemented(const char* method) {

@@ -317,6 +317,11 @@ void GrpcTransport::Heartbeat(int server, const proto::HeartbeatRequest& request
   TypedQueued(server, NewContext(server, deadline), "Heartbeat", request, reply, std::move(done));
 }
 
+void GrpcTransport::VectorOps(int server, const proto::VectorOpsRequest& request,
+                              absl::Time deadline, proto::VectorOpsResponse* reply, Done done) {
+  TypedQueued(server, NewContext(server, deadline), "VectorOps", request, reply, std::move(done));
+}
+
 void GrpcTransport::Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
                           proto::StatsResponse* reply, Done done) {
   TypedQueued(server, NewContext(server, deadline), "Stats", request, reply, std::move(done));

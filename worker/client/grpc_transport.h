@@ -78,6 +78,8 @@ class GrpcTransport final : public Transport {
                  proto::HeartbeatResponse* reply, Done done) override;
   void Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
              proto::StatsResponse* reply, Done done) override;
+  void VectorOps(int server, const proto::VectorOpsRequest& request, absl::Time deadline,
+                 proto::VectorOpsResponse* reply, Done done) override;
 
  private:
   struct PushState;

@@ -331,14 +331,62 @@ void PsClient::StartPush(absl::Span<const PushRange> ops, uint64_t clock, Versio
 absl::Status PsClient::PushKeys(const std::string& table, absl::Span<const uint64_t> keys,
                                 uint32_t width, absl::Span<const float> grads, uint64_t clock,
                                 PushReport* report) {
+  return PushKeysStamped(table, keys, width, grads, Stamp(clock), &next_request_id_, report);
+}
+
+absl::Status PsClient::PushKeysAs(const PushIdentity& as, const std::string& table,
+                                  absl::Span<const uint64_t> keys, uint32_t width,
+                                  absl::Span<const float> grads, uint64_t clock) {
+  RequestStamp stamp = Stamp(clock);
+  stamp.worker_id = as.worker_id;
+  std::atomic<uint64_t> ids(as.first_request_id);
+  return PushKeysStamped(table, keys, width, grads, stamp, &ids, nullptr);
+}
+
+absl::StatusOr<PsClient::VectorOpsTotals> PsClient::VectorOps(const std::string& table,
+                                                              absl::Span<const proto::VectorOp> ops,
+                                                              uint64_t request_id, uint64_t clock) {
+  proto::VectorOpsRequest request;
+  request.set_table(table);
+  request.mutable_ops()->Add(ops.begin(), ops.end());
+  request.set_request_id(request_id);
+  request.set_clock(clock);
+  const std::vector<int> servers = AllServers();
+  std::vector<proto::VectorOpsResponse> replies(servers.size());
+  absl::Status status = CallRunner::FirstError(RunCalls(
+      servers, "VectorOps", DataPolicy(), [&](size_t i, absl::Time deadline, Transport::Done done) {
+        replies[i].Clear();
+        transport_->VectorOps(servers[i], request, deadline, &replies[i], std::move(done));
+      }));
+  if (!status.ok()) return status;
+  VectorOpsTotals totals;
+  for (const proto::VectorOp& op : ops) {
+    if (op.kind() == proto::VectorOp::DOT) totals.sums.push_back(0);
+  }
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (static_cast<size_t>(replies[i].partials_size()) != totals.sums.size()) {
+      return absl::InternalError(absl::StrCat(
+          "vector ops on table '", table, "': ", transport_->ServerName(servers[i]), " returned ",
+          replies[i].partials_size(), " sums for ", totals.sums.size(), " dot products"));
+    }
+    for (size_t k = 0; k < totals.sums.size(); ++k) totals.sums[k] += replies[i].partials(k);
+    totals.values += replies[i].values();
+    totals.bytes += request.ByteSizeLong() + replies[i].ByteSizeLong();
+  }
+  return totals;
+}
+
+absl::Status PsClient::PushKeysStamped(const std::string& table, absl::Span<const uint64_t> keys,
+                                       uint32_t width, absl::Span<const float> grads,
+                                       const RequestStamp& stamp, std::atomic<uint64_t>* ids,
+                                       PushReport* report) {
   if (report != nullptr) report->parts.clear();
   absl::StatusOr<std::vector<Part>> parts =
       PlanKeyOp("push to", table, keys, width, grads.size(), options_.max_values_per_request);
   if (!parts.ok()) return parts.status();
   auto call = std::make_shared<PushCall>();
   call->parts = *std::move(parts);
-  BuildKeyPushRequests(call->parts, keys, width, grads, Stamp(clock), &next_request_id_,
-                       &call->requests);
+  BuildKeyPushRequests(call->parts, keys, width, grads, stamp, ids, &call->requests);
   return StartAndWait(DataPolicy(grads.size()).spin, [&](PushDone done) {
     SendPushParts(std::move(call), 1, nullptr, report, std::move(done));
   });

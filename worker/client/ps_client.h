@@ -183,6 +183,36 @@ class PsClient final : public ParamClient {
                         absl::Span<const float> grads, uint64_t clock,
                         PushReport* report = nullptr);
 
+  // A push made on behalf of a unit of work rather than of this client
+  // (Sandblaster L-BFGS's data portions): its parts carry `worker_id` and
+  // request ids first_request_id, + 1, ... in part order, so that the same
+  // push made again by any client (a backup of the portion) has the same
+  // ids part by part and each server applies only the first copy of its part.
+  // The ids of different pushes must not overlap (leave room for the
+  // parts: one per server and per max_values_per_request values).
+  struct PushIdentity {
+    uint32_t worker_id = 0;
+    uint64_t first_request_id = 0;
+  };
+  absl::Status PushKeysAs(const PushIdentity& as, const std::string& table,
+                          absl::Span<const uint64_t> keys, uint32_t width,
+                          absl::Span<const float> grads, uint64_t clock);
+
+  // Sandblaster L-BFGS: runs the vector ops on every server's part of the
+  // table (the VectorOps RPC; retries carry the same request_id, which a
+  // server answers without applying again) and returns the partial sums of
+  // each DOT op added over the servers, and the values the ops ran over.
+  // Errors: the first failed server's, naming it (then some servers may
+  // have applied the ops and others not).
+  struct VectorOpsTotals {
+    std::vector<double> sums;
+    uint64_t values = 0;
+    uint64_t bytes = 0;  // of the requests and replies (protobuf payload)
+  };
+  absl::StatusOr<VectorOpsTotals> VectorOps(const std::string& table,
+                                            absl::Span<const proto::VectorOp> ops,
+                                            uint64_t request_id, uint64_t clock);
+
   // The Downpour step: pushes push[i]'s gradients and reads the same keys
   // back into pull[i].out, in one round trip per part (the PushPull RPC: the
   // values include the push). With bounded or BSP consistency it pushes,
@@ -272,6 +302,11 @@ class PsClient final : public ParamClient {
                          uint64_t clock, absl::Span<const uint64_t> keys, size_t num_ops,
                          PullInfo* info);
 
+  // PushKeys and PushKeysAs: the requests stamped `stamp`, ids from *ids.
+  absl::Status PushKeysStamped(const std::string& table, absl::Span<const uint64_t> keys,
+                               uint32_t width, absl::Span<const float> grads,
+                               const RequestStamp& stamp, std::atomic<uint64_t>* ids,
+                               PushReport* report);
   // A push in flight: its parts, their requests and replies.
   struct PushCall {
     std::vector<Part> parts;

@@ -84,6 +84,9 @@ class Transport {
                          proto::HeartbeatResponse* reply, Done done) = 0;
   virtual void Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
                      proto::StatsResponse* reply, Done done) = 0;
+  // Sandblaster L-BFGS's vector ops on the server's part of a table.
+  virtual void VectorOps(int server, const proto::VectorOpsRequest& request, absl::Time deadline,
+                         proto::VectorOpsResponse* reply, Done done) = 0;
 };
 
 }  // namespace ps
