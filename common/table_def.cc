@@ -58,13 +58,13 @@ absl::Status ValidateLars(const proto::TableDef& def) {
 // what would drop a row's history (admission, eviction).
 absl::Status ValidateLbfgs(const proto::TableDef& def) {
   if (def.optimizer() != proto::OPT_LBFGS) {
-    return Bad(def, absl::StrCat("lbfgs_memory (", def.lbfgs_memory(),
-                                 ") is for OPT_LBFGS tables, not ",
-                                 proto::OptimizerKind_Name(def.optimizer())));
+    return Bad(def,
+               absl::StrCat("lbfgs_memory (", def.lbfgs_memory(), ") is for OPT_LBFGS tables, not ",
+                            proto::OptimizerKind_Name(def.optimizer())));
   }
   if (def.lbfgs_memory() < 1 || def.lbfgs_memory() > kMaxLbfgsMemory) {
-    return Bad(def, absl::StrCat("OPT_LBFGS needs lbfgs_memory in [1, ", kMaxLbfgsMemory,
-                                 "], got ", def.lbfgs_memory()));
+    return Bad(def, absl::StrCat("OPT_LBFGS needs lbfgs_memory in [1, ", kMaxLbfgsMemory, "], got ",
+                                 def.lbfgs_memory()));
   }
   const std::pair<absl::string_view, double> unused[] = {
       {"clip_value", def.clip_value()},

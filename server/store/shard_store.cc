@@ -266,7 +266,7 @@ absl::StatusOr<ShardStore::VectorOpsResult> ShardStore::RunVectorOps(
   }
   const auto run = [&](float* values, float* state, size_t n, bool copy) {
     ps::RunVectorOps(ops, values, state, n, spv,
-                 copy ? absl::MakeSpan(unused) : absl::MakeSpan(result.partials));
+                     copy ? absl::MakeSpan(unused) : absl::MakeSpan(result.partials));
     if (!copy) result.values += n;
   };
   if (table.dense != nullptr) {
