@@ -151,6 +151,9 @@ ABSL_FLAG(std::string, algorithm, "downpour",
           "L-BFGS on logistic regression: data portions from the ps_lbfgs coordinator at "
           "--coordinator, on --train_data)");
 ABSL_FLAG(std::string, coordinator, "", "lbfgs: host:port of the ps_lbfgs coordinator");
+ABSL_FLAG(int, lbfgs_straggle_ms, 0,
+          "lbfgs: wait this long after each portion's push before reporting it (a straggler, "
+          "for tests and the backup experiment)");
 ABSL_FLAG(int, average_every, 50, "average, easgd: local steps between talks to the servers (tau)");
 ABSL_FLAG(double, easgd_alpha, 0.1, "easgd: the moving rate alpha, in (0, 1]");
 ABSL_FLAG(int, local_workers, 1,
@@ -412,6 +415,7 @@ absl::Status RunLbfgsWorker(std::shared_ptr<const ps::ShardDirectory> directory)
   ps::lbfgs::PortionWorkerOptions worker;
   worker.coordinator = absl::GetFlag(FLAGS_coordinator);
   worker.worker_id = options.worker_id;
+  worker.straggle = absl::Milliseconds(absl::GetFlag(FLAGS_lbfgs_straggle_ms));
   absl::StatusOr<ps::lbfgs::PortionWorkerStats> stats =
       ps::lbfgs::RunPortionWorker(worker, client->get(), *data);
   if (!stats.ok()) return stats.status();

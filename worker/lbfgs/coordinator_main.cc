@@ -23,6 +23,7 @@
 #include "common/grpc_channels.h"
 #include "common/peer_security.h"
 #include "common/port_file.h"
+#include "common/random_id.h"
 #include "common/table_def.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -116,6 +117,11 @@ int main(int argc, char** argv) {
   ps::lbfgs::CoordinatorOptions service_options;
   service_options.table = def->name();
   service_options.num_portions = portions;
+  // Drawn per run, above every worker index: the servers remember pushed
+  // ids per worker id, and another job's (or an earlier run's) portion
+  // pushes carry the same request ids.
+  service_options.push_worker_id =
+      0x80000000u | static_cast<uint32_t>(ps::RandomNonZeroId() & 0x7FFFFFFFu);
   ps::lbfgs::CoordinatorService service(service_options, &scheduler);
 
   grpc::ServerBuilder builder;
@@ -169,9 +175,9 @@ int main(int argc, char** argv) {
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     std::printf(
         "lbfgs iteration=%d f=%.10g loss=%.10g grad_norm=%.4g step=%.4g evaluations=%d "
-        "seconds=%.3f coordinator_bytes=%llu (+%llu)\n",
-        r.iteration, r.f, objective.data_loss(), r.grad_norm, r.step, r.evaluations, seconds,
-        static_cast<unsigned long long>(space.bytes()),
+        "backups=%d seconds=%.3f coordinator_bytes=%llu (+%llu)\n",
+        r.iteration, r.f, objective.data_loss(), r.grad_norm, r.step, r.evaluations,
+        objective.backups(), seconds, static_cast<unsigned long long>(space.bytes()),
         static_cast<unsigned long long>(space.bytes() - bytes_before));
     std::fflush(stdout);
     bytes_before = space.bytes();

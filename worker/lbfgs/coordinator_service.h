@@ -21,7 +21,9 @@ namespace ps::lbfgs {
 struct CoordinatorOptions {
   std::string table;
   int num_portions = 16;
-  // The worker id portion pushes carry on the servers (PsClient::PushIdentity).
+  // The worker id portion pushes carry on the servers (PsClient::PushIdentity):
+  // one per job, as the servers remember pushed request ids per worker id
+  // and every job numbers its portions alike (PortionRequestId).
   uint32_t push_worker_id = 0xFFFFFF00u;
   // How long NextTask waits for a task before answering WAIT.
   absl::Duration wait = absl::Seconds(1);

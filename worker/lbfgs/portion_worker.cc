@@ -98,6 +98,13 @@ absl::StatusOr<PortionWorkerStats> RunPortionWorker(const PortionWorkerOptions& 
                                   plan.keys, 1, portion.gradient, task.evaluation());
     }
     result.set_loss(portion.loss);
+    if (status.ok() && options.straggle > absl::ZeroDuration()) {
+      std::printf("lbfgs worker=%u straggling evaluation=%llu portion=%u (pushed, not reported)\n",
+                  options.worker_id, static_cast<unsigned long long>(task.evaluation()),
+                  task.portion());
+      std::fflush(stdout);
+      absl::SleepFor(options.straggle);
+    }
     if (!status.ok()) {
       result.set_failed(true);
       result.set_error(std::string(status.message()));

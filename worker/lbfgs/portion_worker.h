@@ -23,6 +23,9 @@ struct PortionWorkerOptions {
   uint32_t worker_id = 0;
   // How long the coordinator may be unreachable before the worker gives up.
   absl::Duration coordinator_timeout = absl::Seconds(60);
+  // Straggler injection (tests, the backup experiment): waits this long
+  // after each portion's push before reporting it.
+  absl::Duration straggle = absl::ZeroDuration();
   // Progress line every this often (0: none).
   absl::Duration progress_every = absl::Seconds(5);
 };
