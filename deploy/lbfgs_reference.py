@@ -11,11 +11,15 @@ index present (duplicate indices of a line add up), starting at w = 0.
 
     /usr/bin/python3 deploy/lbfgs_reference.py --data FILE [--l2 1e-4]
         [--memory 10] [--max_iterations 500] [--gtol 1e-8] [--curve CSV]
-        [--check_gradient]
+        [--check_gradient] [--bias]
+
+--bias adds a constant feature 1 to every example (the bias of ps_lbfgs
+--bias, regularized as the other weights).
 
 Prints `RESULT initial_loss=...` (at w = 0: log 2), a progress line per
 iteration (loss, gradient norm, seconds) and
-`RESULT reference_loss=... iterations=... grad_norm=... seconds=...`;
+`RESULT reference_loss=... data_loss=... iterations=... grad_norm=...
+seconds=...` (data_loss: f without its l2 term);
 --curve writes the iterations as CSV (iteration, seconds, loss);
 --check_gradient compares the gradient with finite differences at a random
 point first and prints `RESULT gradient_error=...`. A malformed line is
@@ -95,12 +99,17 @@ def main():
     parser.add_argument("--gtol", type=float, default=1e-8, help="stop at this gradient norm (max)")
     parser.add_argument("--curve", help="write iteration,seconds,loss here")
     parser.add_argument("--check_gradient", action="store_true")
+    parser.add_argument("--bias", action="store_true",
+                        help="give every example a constant feature 1 (a bias, regularized as "
+                             "the other weights: ps_lbfgs --bias)")
     args = parser.parse_args()
     if args.l2 < 0 or args.memory < 1 or args.max_iterations < 1:
         fail(f"--l2 must be >= 0 and --memory, --max_iterations >= 1; got {args.l2}, "
              f"{args.memory}, {args.max_iterations}")
 
     x, s = read_libsvm(args.data)
+    if args.bias:
+        x = sparse.hstack([x, np.ones((x.shape[0], 1))], format="csr")
     print(f"lbfgs_reference.py: {x.shape[0]} examples, {x.shape[1]} features, "
           f"{x.nnz} nonzeros, l2 {args.l2}", flush=True)
     if args.check_gradient:
@@ -132,7 +141,8 @@ def main():
             f.write("iteration,seconds,loss\n")
             for row in curve:
                 f.write(f"{row[0]},{row[1]:.6f},{row[2]:.12g}\n")
-    print(f"RESULT reference_loss={loss:.12g} iterations={result.nit} "
+    data_loss = np.mean(np.logaddexp(0.0, -s * (x @ result.x)))
+    print(f"RESULT reference_loss={loss:.12g} data_loss={data_loss:.12g} iterations={result.nit} "
           f"grad_norm={np.linalg.norm(grad):.3e} seconds={seconds:.3f} "
           f"examples={x.shape[0]} features={x.shape[1]} converged={int(result.success)}")
 

@@ -41,8 +41,13 @@ ABSL_FLAG(std::string, table, "lbfgs_w", "the weight table (OPT_LBFGS), created 
 ABSL_FLAG(bool, sparse, true,
           "sparse table (any feature index; rows created by the first gradient) or dense "
           "(--num_keys)");
-ABSL_FLAG(uint64_t, num_keys, 0, "dense table: keys [0, num_keys), > the largest feature index");
+ABSL_FLAG(uint64_t, num_keys, 0,
+          "dense table: keys [0, num_keys), above the largest feature index (+ 1 for --bias, "
+          "whose key is the last)");
 ABSL_FLAG(int, num_buckets, 1024, "sparse table: slices");
+ABSL_FLAG(bool, bias, true,
+          "give every example a constant feature 1 (the model's bias, regularized as the other "
+          "weights) at key 2^64 - 1, or a dense table's last key");
 ABSL_FLAG(int, memory, 10, "history pairs m of L-BFGS (1 to 64)");
 ABSL_FLAG(double, l2, 1e-4, "l2 regularization: f = mean logistic loss + l2/2 ||w||^2");
 ABSL_FLAG(int, max_iterations, 100, "L-BFGS iterations at most");
@@ -117,6 +122,9 @@ int main(int argc, char** argv) {
   ps::lbfgs::CoordinatorOptions service_options;
   service_options.table = def->name();
   service_options.num_portions = portions;
+  service_options.has_bias = absl::GetFlag(FLAGS_bias);
+  service_options.bias_key =
+      def->kind() == ps::proto::TABLE_SPARSE ? ~uint64_t{0} : def->num_keys() - 1;
   // Drawn per run, above every worker index: the servers remember pushed
   // ids per worker id, and another job's (or an earlier run's) portion
   // pushes carry the same request ids.

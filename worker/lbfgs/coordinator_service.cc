@@ -38,6 +38,8 @@ grpc::Status CoordinatorService::NextTask(grpc::ServerContext* /*context*/,
   task->set_push_worker_id(options_.push_worker_id);
   task->set_first_request_id(PortionRequestId(next->evaluation, next->portion));
   task->set_backup(next->backup);
+  task->set_has_bias(options_.has_bias);
+  task->set_bias_key(options_.bias_key);
   return grpc::Status::OK;
 }
 

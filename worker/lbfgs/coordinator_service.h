@@ -25,6 +25,9 @@ struct CoordinatorOptions {
   // one per job, as the servers remember pushed request ids per worker id
   // and every job numbers its portions alike (PortionRequestId).
   uint32_t push_worker_id = 0xFFFFFF00u;
+  // A constant feature at this key in every example (the model's bias).
+  bool has_bias = true;
+  uint64_t bias_key = ~uint64_t{0};
   // How long NextTask waits for a task before answering WAIT.
   absl::Duration wait = absl::Seconds(1);
 };

@@ -6,6 +6,8 @@
 //
 // The objective the coordinator minimizes is
 //   f(w) = 1/n sum_e log(1 + exp(-y_e w.x_e)) + l2/2 ||w||^2,  y_e = +-1,
+// where x_e may end with a constant feature 1 at the bias key (the bias is
+// regularized as every weight),
 // (the same as deploy/lbfgs_reference.py); a portion contributes the sum of
 // its examples' losses and of their gradients, and the coordinator divides
 // by n and adds the l2 term on the servers.
@@ -42,14 +44,18 @@ absl::StatusOr<LrData> LoadLrData(const std::string& path);
 inline size_t PortionBegin(size_t n, size_t portions, size_t p) { return n * p / portions; }
 
 // What a portion needs at each evaluation, computed once: its keys (the
-// distinct feature indices, ascending) and, per feature of its examples, the
-// position of its key.
+// distinct feature indices, and the bias key if any, ascending), per feature
+// of its examples the position of its key, and the bias key's position.
 struct PortionPlan {
   size_t begin = 0, end = 0;
   std::vector<uint64_t> keys;
   std::vector<uint32_t> positions;
+  int64_t bias = -1;  // position of the bias key in `keys`; -1: no bias
 };
-PortionPlan PlanPortion(const LrData& data, size_t begin, size_t end);
+// `bias_key`: the key of a constant feature 1 every example gets (null:
+// none). INVALID_ARGUMENT when an example has a feature at the bias key.
+absl::StatusOr<PortionPlan> PlanPortion(const LrData& data, size_t begin, size_t end,
+                                        const uint64_t* bias_key = nullptr);
 
 // The portion's loss sum and gradient sum (one per key, float, summed in
 // double in example order: the same inputs give the same bits) at

@@ -20,10 +20,10 @@ LrData ThreeExamples() {
 
 TEST(LrPortionsTest, PlansKeysSortedAndDistinctWithPositions) {
   const LrData data = ThreeExamples();
-  const PortionPlan plan = PlanPortion(data, 0, 3);
+  const PortionPlan plan = *PlanPortion(data, 0, 3);
   EXPECT_EQ(plan.keys, (std::vector<uint64_t>{1, 4, 7}));
   EXPECT_EQ(plan.positions, (std::vector<uint32_t>{1, 0, 2, 0, 2}));
-  const PortionPlan tail = PlanPortion(data, 1, 3);
+  const PortionPlan tail = *PlanPortion(data, 1, 3);
   EXPECT_EQ(tail.keys, (std::vector<uint64_t>{1, 7}));
   EXPECT_EQ(tail.positions, (std::vector<uint32_t>{1, 0, 1}));
   EXPECT_EQ(data.max_index, 7u);
@@ -31,7 +31,7 @@ TEST(LrPortionsTest, PlansKeysSortedAndDistinctWithPositions) {
 
 TEST(LrPortionsTest, LossAndGradientMatchHandComputedValues) {
   const LrData data = ThreeExamples();
-  const PortionPlan plan = PlanPortion(data, 0, 3);
+  const PortionPlan plan = *PlanPortion(data, 0, 3);
   const std::vector<float> w = {0.5f, -0.25f, 0.125f};  // w1, w4, w7 (exact in float)
   const PortionResult r = LogisticPortion(data, plan, w);
   // z = w.x: e0 = 2*(-0.25) + 0.5 = 0, e1 = -0.125, e2 = 0.25 + 0.375 = 0.625.
@@ -49,11 +49,33 @@ TEST(LrPortionsTest, LossAndGradientMatchHandComputedValues) {
   EXPECT_NEAR(r.gradient[2], d1 * -1.0 + d2 * 3.0, 1e-6);  // feature 7
 }
 
+TEST(LrPortionsTest, ABiasKeyAddsAConstantFeature) {
+  const LrData data = ThreeExamples();
+  const uint64_t bias_key = 5;  // between the features' keys
+  const absl::StatusOr<PortionPlan> plan = PlanPortion(data, 0, 3, &bias_key);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->keys, (std::vector<uint64_t>{1, 4, 5, 7}));
+  EXPECT_EQ(plan->bias, 2);
+  EXPECT_EQ(plan->positions, (std::vector<uint32_t>{1, 0, 3, 0, 3}));
+  const std::vector<float> w = {0.5f, -0.25f, 0.25f, 0.125f};  // w1, w4, bias, w7
+  const PortionResult r = LogisticPortion(data, *plan, w);
+  const double z0 = 0.25, z1 = 0.125, z2 = 0.875;  // as without bias, + 0.25
+  EXPECT_NEAR(r.loss,
+              std::log1p(std::exp(-z0)) + std::log1p(std::exp(z1)) + std::log1p(std::exp(-z2)),
+              1e-12);
+  auto sig = [](double x) { return 1 / (1 + std::exp(-x)); };
+  EXPECT_NEAR(r.gradient[2], -sig(-z0) + sig(z1) - sig(-z2), 1e-6);  // the bias: sum of dz
+  const uint64_t taken = 7;
+  const absl::StatusOr<PortionPlan> clash = PlanPortion(data, 0, 3, &taken);
+  EXPECT_EQ(clash.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(clash.status().message().find("has feature 7, the bias key"), std::string::npos);
+}
+
 TEST(LrPortionsTest, LargeMarginsDoNotOverflow) {
   LrData data;
   data.Add(1, {0}, {1.0f});
   data.Add(0, {0}, {1.0f});
-  const PortionPlan plan = PlanPortion(data, 0, 2);
+  const PortionPlan plan = *PlanPortion(data, 0, 2);
   const std::vector<float> w = {1000.0f};
   const PortionResult r = LogisticPortion(data, plan, w);
   // Example 0: log(1 + e^-1000) ~ 0; example 1: log(1 + e^1000) ~ 1000.

@@ -79,8 +79,16 @@ absl::StatusOr<PortionWorkerStats> RunPortionWorker(const PortionWorkerOptions& 
     }
     auto [it, fresh] = plans.try_emplace(task.portion());
     if (fresh) {
-      it->second = PlanPortion(data, PortionBegin(data.size(), planned_portions, task.portion()),
-                               PortionBegin(data.size(), planned_portions, task.portion() + 1));
+      const uint64_t bias_key = task.bias_key();
+      absl::StatusOr<PortionPlan> plan =
+          PlanPortion(data, PortionBegin(data.size(), planned_portions, task.portion()),
+                      PortionBegin(data.size(), planned_portions, task.portion() + 1),
+                      task.has_bias() ? &bias_key : nullptr);
+      if (!plan.ok()) {
+        plans.erase(it);
+        return plan.status();
+      }
+      it->second = *std::move(plan);
     }
     const PortionPlan& plan = it->second;
     proto::TaskResult result;
