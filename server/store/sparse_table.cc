@@ -182,10 +182,11 @@ void SparseTable::ForEachRun(bool write, uint64_t clock, RunFn fn) {
     absl::MutexLock lock(&slice->mu);
     uint64_t tag = 0;
     SparseRows* const also = PrepareCut(*slice, clock, &tag);
-    SparseRows& rows = slice->rows;
-    rows.ForEach([&](uint64_t, float* row) {
+    // Taken under the lock (the analysis does not follow it into the lambda).
+    SparseRows* const rows = &slice->rows;
+    rows->ForEach([&](uint64_t, float* row) {
       fn(row, row + width_, width_, false);
-      rows.RaiseTag(row, RowTag(tag));
+      rows->RaiseTag(row, RowTag(tag));
     });
     if (also == nullptr) continue;
     also->ForEach([&](uint64_t, float* row) {
