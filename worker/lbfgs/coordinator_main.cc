@@ -1,8 +1,8 @@
 // ps_lbfgs: the coordinator of Sandblaster L-BFGS (docs/guide/lbfgs.md).
 //
-//   ps_lbfgs --servers=h0:p0,h1:p1 --listen=127.0.0.1:0 --port_file=F \
+//   ps_lbfgs --servers=h0:p0,h1:p1 --listen=127.0.0.1:0 --port_file=F
 //            --table=lbfgs_w --sparse --l2=1e-4 --portions=16
-//   ps_worker --algorithm=lbfgs --coordinator=127.0.0.1:$(cat F) --servers=... \
+//   ps_worker --algorithm=lbfgs --coordinator=127.0.0.1:$(cat F) --servers=...
 //            --train_data=train.libsvm --worker_index=i       (one per worker)
 //
 // Creates the OPT_LBFGS table (weights 0), serves the workers their data
