@@ -52,6 +52,8 @@ PACKAGES=(
   "python3-venv:the fresh virtual environment python/tests/wheel_test.sh installs the wheel into"
   "python3-torch:PyTorch CPU: the examples in python/examples (local_cluster.sh --python_workers), their tests, and the single-process training baseline"
   "libopenblas0-pthread:optimized BLAS for PyTorch (Debian's default BLAS is the reference one)"
+  "libopenmpi-dev:Open MPI's library and headers, for the collectives of worker/collective (dense layers by allreduce)"
+  "openmpi-bin:mpirun, which starts the MPI processes of mpi_collective_test"
 )
 
 # What `bazel build` of the binaries needs: the toolchain, and every library

@@ -4,7 +4,8 @@ Each library becomes a cc_library in @system whose link flags come from
 pkg-config (headers live in /usr/include, which the compiler already
 searches). Eigen's headers sit in /usr/include/eigen3, so they are linked
 into the repository and exported with an include path; so are Python's (for
-the pybind11 extension in python/), from the directory pkg-config names.
+the pybind11 extension in python/) and Open MPI's (for worker/collective/),
+from the directories pkg-config names.
 """
 
 # Target name -> pkg-config modules.
@@ -69,6 +70,7 @@ def _system_libs_impl(ctx):
     lines.append(")")
     lines.append("")
     lines.extend(_python_libs(ctx))
+    lines.extend(_mpi_lib(ctx))
     ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.name)
     ctx.file("BUILD", "\n".join(lines) + "\n")
 
@@ -123,6 +125,42 @@ def _python_libs(ctx):
         "cc_library(",
         '    name = "pybind11",',
         '    deps = [":python_headers"],',
+        ")",
+        "",
+    ]
+
+def _mpi_lib(ctx):
+    """mpi: Open MPI's C library (libopenmpi-dev), its headers linked in.
+
+    Without it only the targets that use MPI fail to build, saying which
+    package is missing: the servers and the container image do not need it.
+    """
+    cflags = ctx.execute(["pkg-config", "--cflags-only-I", "ompi-c"])
+    libs = ctx.execute(["pkg-config", "--libs", "ompi-c"])
+    include_dirs = [f[2:] for f in cflags.stdout.strip().split(" ") if f.startswith("-I")]
+    if (cflags.return_code != 0 or libs.return_code != 0 or not include_dirs or
+        not ctx.path(include_dirs[0] + "/mpi.h").exists):
+        message = "MPI (worker/collective/) needs libopenmpi-dev: run deploy/setup.sh."
+        return [
+            "genrule(",
+            '    name = "mpi_missing",',
+            '    outs = ["mpi_missing.h"],',
+            "    cmd = %r," % ("echo '%s' >&2; exit 1" % message),
+            ")",
+            "",
+            "cc_library(",
+            '    name = "mpi",',
+            '    hdrs = [":mpi_missing.h"],',
+            ")",
+            "",
+        ]
+    ctx.symlink(include_dirs[0], "mpi_include")
+    return [
+        "cc_library(",
+        '    name = "mpi",',
+        '    hdrs = glob(["mpi_include/**/*.h"]),',
+        '    includes = ["mpi_include"],',
+        "    linkopts = %r," % [f for f in libs.stdout.strip().split(" ") if f],
         ")",
         "",
     ]

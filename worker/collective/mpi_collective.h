@@ -1,0 +1,41 @@
+// MpiCollective: a Collective over MPI_COMM_WORLD (Open MPI), for processes
+// started by mpirun or srun. Start() initializes MPI once per process and
+// makes errors return (MPI_ERRORS_RETURN) instead of aborting, so a failed
+// operation becomes this member's error; the destructor finalizes MPI. When
+// a member dies, mpirun (and srun) end the others: a job fails, it does not
+// hang. One per process, used by one thread at a time.
+#ifndef PS_WORKER_COLLECTIVE_MPI_COLLECTIVE_H_
+#define PS_WORKER_COLLECTIVE_MPI_COLLECTIVE_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "worker/collective/collective.h"
+
+namespace ps {
+
+class MpiCollective final : public Collective {
+ public:
+  // MPI_Init_thread (funneled) on the process's arguments. Errors:
+  // FAILED_PRECONDITION when MPI was started already or could not start
+  // (naming MPI's message: is the process under mpirun or srun?).
+  static absl::StatusOr<std::unique_ptr<MpiCollective>> Start(int* argc, char*** argv);
+  ~MpiCollective() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  // Errors: INVALID_ARGUMENT for more than INT_MAX values or a bad root or
+  // out size; INTERNAL with MPI's message when the operation failed.
+  absl::Status AllreduceSum(absl::Span<float> data) override;
+  absl::Status Allgather(absl::Span<const float> in, absl::Span<float> out) override;
+  absl::Status Broadcast(absl::Span<float> data, int root) override;
+
+ private:
+  MpiCollective(int rank, int size) : rank_(rank), size_(size) {}
+  const int rank_;
+  const int size_;
+};
+
+}  // namespace ps
+
+#endif  // PS_WORKER_COLLECTIVE_MPI_COLLECTIVE_H_
