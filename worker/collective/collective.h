@@ -13,7 +13,10 @@
 #ifndef PS_WORKER_COLLECTIVE_COLLECTIVE_H_
 #define PS_WORKER_COLLECTIVE_COLLECTIVE_H_
 
+#include <memory>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
 namespace ps {
@@ -33,6 +36,13 @@ class Collective {
   virtual absl::Status Allgather(absl::Span<const float> in, absl::Span<float> out) = 0;
   // data <- member root's data.
   virtual absl::Status Broadcast(absl::Span<float> data, int root) = 0;
+
+  // Every member calls it (as MPI_Comm_split): the members of one `color`
+  // (>= 0) form a new group, ranked by (key, rank here). Returns this
+  // member's Collective in its new group; it must be destroyed before this
+  // one. Colors and keys must be below 2^24. (The partitions of one model
+  // replica, or the same partition across replicas.)
+  virtual absl::StatusOr<std::unique_ptr<Collective>> Split(int color, int key) = 0;
 };
 
 }  // namespace ps

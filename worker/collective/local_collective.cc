@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -36,6 +37,28 @@ class LocalGroup::Seat final : public Collective {
                        {data.data(), data.data(), data.size()}, &Copy, root);
   }
 
+  absl::StatusOr<std::unique_ptr<Collective>> Split(int color, int key) override {
+    constexpr int kLimit = 1 << 24;  // exact in a float
+    if (color < 0 || color >= kLimit || key <= -kLimit || key >= kLimit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank_, ": Split(color ", color, ", key ", key, "): out of range"));
+    }
+    const std::vector<float> mine = {static_cast<float>(color), static_cast<float>(key)};
+    std::vector<float> all(2 * static_cast<size_t>(size()));
+    if (absl::Status s = Allgather(mine, absl::MakeSpan(all)); !s.ok()) return s;
+    // The members of my color, by (key, rank).
+    std::vector<std::tuple<float, int>> same;
+    for (int r = 0; r < size(); ++r) {
+      if (all[2 * r] == mine[0]) same.emplace_back(all[2 * r + 1], r);
+    }
+    std::sort(same.begin(), same.end());
+    const int new_rank = static_cast<int>(
+        std::find(same.begin(), same.end(), std::make_tuple(mine[1], rank_)) - same.begin());
+    std::shared_ptr<LocalGroup> group =
+        group_->Subgroup(splits_++, color, static_cast<int>(same.size()));
+    return std::unique_ptr<Collective>(new InSubgroup(std::move(group), new_rank));
+  }
+
  private:
   // Rank order, so that every member gets the same bits.
   static void Sum(const std::vector<Arrival>& a, int) {
@@ -60,8 +83,34 @@ class LocalGroup::Seat final : public Collective {
     }
   }
 
+  // A member's Collective in a subgroup, which it keeps alive.
+  class InSubgroup final : public Collective {
+   public:
+    InSubgroup(std::shared_ptr<LocalGroup> group, int rank)
+        : group_(std::move(group)), member_(group_->Member(rank)) {}
+    int rank() const override { return member_->rank(); }
+    int size() const override { return member_->size(); }
+    absl::Status AllreduceSum(absl::Span<float> data) override {
+      return member_->AllreduceSum(data);
+    }
+    absl::Status Allgather(absl::Span<const float> in, absl::Span<float> out) override {
+      return member_->Allgather(in, out);
+    }
+    absl::Status Broadcast(absl::Span<float> data, int root) override {
+      return member_->Broadcast(data, root);
+    }
+    absl::StatusOr<std::unique_ptr<Collective>> Split(int color, int key) override {
+      return member_->Split(color, key);
+    }
+
+   private:
+    const std::shared_ptr<LocalGroup> group_;
+    Collective* const member_;
+  };
+
   LocalGroup* const group_;
   const int rank_;
+  uint64_t splits_ = 0;  // Splits made by this member: the same count on every member
 };
 
 LocalGroup::LocalGroup(int size, absl::Duration timeout)
@@ -72,6 +121,13 @@ LocalGroup::LocalGroup(int size, absl::Duration timeout)
 LocalGroup::~LocalGroup() = default;
 
 Collective* LocalGroup::Member(int rank) { return members_[rank].get(); }
+
+std::shared_ptr<LocalGroup> LocalGroup::Subgroup(uint64_t split, int color, int size) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<LocalGroup>& group = subgroups_[{split, color}];
+  if (group == nullptr) group = std::make_shared<LocalGroup>(size, timeout_);
+  return group;
+}
 
 absl::Status LocalGroup::Run(int rank, const std::string& what, const Arrival& mine, Reduce reduce,
                              int root) {

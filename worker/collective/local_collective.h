@@ -10,8 +10,10 @@
 #define PS_WORKER_COLLECTIVE_LOCAL_COLLECTIVE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -27,6 +29,11 @@ class LocalGroup {
   // Member `rank`'s Collective (owned by the group, which must outlive it).
   Collective* Member(int rank);
   int size() const { return size_; }
+
+  // The group of `color` made by the `split`-th Split of this group, of
+  // `size` members: made by the first member that asks, shared with the
+  // others (Split's implementation).
+  std::shared_ptr<LocalGroup> Subgroup(uint64_t split, int color, int size);
 
  private:
   class Seat;  // a member's Collective
@@ -57,6 +64,7 @@ class LocalGroup {
   int count_ ABSL_GUARDED_BY(mu_) = 0;       // arrived at the current operation
   uint64_t done_ ABSL_GUARDED_BY(mu_) = 0;   // operations completed
   std::string broken_ ABSL_GUARDED_BY(mu_);  // why the group is broken ("": it is not)
+  std::map<std::pair<uint64_t, int>, std::shared_ptr<LocalGroup>> subgroups_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ps

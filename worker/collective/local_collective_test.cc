@@ -99,5 +99,33 @@ TEST(LocalCollectiveTest, DifferentOperationsBreakTheGroup) {
             absl::StatusCode::kInvalidArgument);  // 2 * 2 values, not 3
 }
 
+TEST(LocalCollectiveTest, SplitGroupsByColorRankedByKey) {
+  LocalGroup group(4, absl::Seconds(30));
+  std::vector<int> ranks(4), sizes(4);
+  std::vector<std::vector<float>> sums(4), again(4);
+  OnEachMember(group, [&](int r, Collective* c) {
+    // Even and odd ranks; within each, the higher old rank first.
+    absl::StatusOr<std::unique_ptr<Collective>> half = c->Split(r % 2, -r);
+    ASSERT_TRUE(half.ok()) << half.status();
+    ranks[r] = (*half)->rank();
+    sizes[r] = (*half)->size();
+    sums[r] = {static_cast<float>(r)};
+    ASSERT_TRUE((*half)->AllreduceSum(absl::MakeSpan(sums[r])).ok());
+    // A second split (every member alone) is a group of its own.
+    absl::StatusOr<std::unique_ptr<Collective>> alone = c->Split(r, 0);
+    ASSERT_TRUE(alone.ok());
+    again[r] = {1.0f};
+    ASSERT_TRUE((*alone)->AllreduceSum(absl::MakeSpan(again[r])).ok());
+    EXPECT_EQ((*alone)->size(), 1);
+  });
+  EXPECT_EQ(ranks, (std::vector<int>{1, 1, 0, 0}));
+  EXPECT_EQ(sizes, (std::vector<int>{2, 2, 2, 2}));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(sums[r], std::vector<float>{r % 2 == 0 ? 2.0f : 4.0f}) << r;  // 0+2, 1+3
+    EXPECT_EQ(again[r], std::vector<float>{1.0f}) << r;
+  }
+  EXPECT_EQ(group.Member(0)->Split(-1, 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ps

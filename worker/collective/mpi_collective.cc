@@ -40,18 +40,40 @@ absl::StatusOr<std::unique_ptr<MpiCollective>> MpiCollective::Start(int* argc, c
                                                       " (is the process under mpirun or srun?)"));
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return std::unique_ptr<MpiCollective>(new MpiCollective(rank, size));
+  return std::unique_ptr<MpiCollective>(new MpiCollective(MPI_COMM_WORLD, true));
 }
 
-MpiCollective::~MpiCollective() { MPI_Finalize(); }
+MpiCollective::MpiCollective(MPI_Comm comm, bool world) : comm_(comm), world_(world) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiCollective::~MpiCollective() {
+  if (world_) {
+    MPI_Finalize();
+  } else {
+    MPI_Comm_free(&comm_);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Collective>> MpiCollective::Split(int color, int key) {
+  if (color < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": Split with color ", color, ": colors are >= 0"));
+  }
+  MPI_Comm part;
+  if (absl::Status s = Check(MPI_Comm_split(comm_, color, key, &part), rank_, "MPI_Comm_split");
+      !s.ok()) {
+    return s;
+  }
+  MPI_Comm_set_errhandler(part, MPI_ERRORS_RETURN);
+  return std::unique_ptr<Collective>(new MpiCollective(part, false));
+}
 
 absl::Status MpiCollective::AllreduceSum(absl::Span<float> data) {
   if (absl::Status s = CheckCount(data.size(), rank_, "AllreduceSum"); !s.ok()) return s;
   return Check(MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT,
-                             MPI_SUM, MPI_COMM_WORLD),
+                             MPI_SUM, comm_),
                rank_, "MPI_Allreduce");
 }
 
@@ -63,7 +85,7 @@ absl::Status MpiCollective::Allgather(absl::Span<const float> in, absl::Span<flo
                                                    " times ", in.size()));
   }
   return Check(MPI_Allgather(in.data(), static_cast<int>(in.size()), MPI_FLOAT, out.data(),
-                             static_cast<int>(in.size()), MPI_FLOAT, MPI_COMM_WORLD),
+                             static_cast<int>(in.size()), MPI_FLOAT, comm_),
                rank_, "MPI_Allgather");
 }
 
@@ -73,9 +95,8 @@ absl::Status MpiCollective::Broadcast(absl::Span<float> data, int root) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank_, ": Broadcast from rank ", root, " of ", size_));
   }
-  return Check(
-      MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_FLOAT, root, MPI_COMM_WORLD), rank_,
-      "MPI_Bcast");
+  return Check(MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_FLOAT, root, comm_), rank_,
+               "MPI_Bcast");
 }
 
 }  // namespace ps

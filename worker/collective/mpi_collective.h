@@ -1,15 +1,18 @@
-// MpiCollective: a Collective over MPI_COMM_WORLD (Open MPI), for processes
-// started by mpirun or srun. Start() initializes MPI once per process and
-// makes errors return (MPI_ERRORS_RETURN) instead of aborting, so a failed
-// operation becomes this member's error; the destructor finalizes MPI. When
-// a member dies, mpirun (and srun) end the others: a job fails, it does not
-// hang. One per process, used by one thread at a time.
+// MpiCollective: a Collective over an MPI communicator (Open MPI), for
+// processes started by mpirun or srun. Start() initializes MPI once per
+// process, over MPI_COMM_WORLD, and makes errors return (MPI_ERRORS_RETURN)
+// instead of aborting, so a failed operation becomes this member's error;
+// its destructor finalizes MPI. Split() makes sub-communicators
+// (MPI_Comm_split), freed by their destructors. When a member dies, mpirun
+// (and srun) end the others: a job fails, it does not hang. Used by one
+// thread at a time.
 #ifndef PS_WORKER_COLLECTIVE_MPI_COLLECTIVE_H_
 #define PS_WORKER_COLLECTIVE_MPI_COLLECTIVE_H_
 
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "mpi.h"
 #include "worker/collective/collective.h"
 
 namespace ps {
@@ -29,11 +32,17 @@ class MpiCollective final : public Collective {
   absl::Status AllreduceSum(absl::Span<float> data) override;
   absl::Status Allgather(absl::Span<const float> in, absl::Span<float> out) override;
   absl::Status Broadcast(absl::Span<float> data, int root) override;
+  // Errors: INVALID_ARGUMENT for a negative color; INTERNAL with MPI's message.
+  absl::StatusOr<std::unique_ptr<Collective>> Split(int color, int key) override;
 
  private:
-  MpiCollective(int rank, int size) : rank_(rank), size_(size) {}
-  const int rank_;
-  const int size_;
+  // `world`: the communicator of Start (finalizes MPI when destroyed), else
+  // a split one (freed when destroyed).
+  MpiCollective(MPI_Comm comm, bool world);
+  MPI_Comm comm_;
+  const bool world_;
+  int rank_ = 0;
+  int size_ = 0;
 };
 
 }  // namespace ps

@@ -1,8 +1,8 @@
 // mpi_collective_check: run under mpirun by mpi_collective_test.sh. Every
 // rank checks AllreduceSum, Allgather and Broadcast against the values it
-// can compute by hand and prints "rank R of N: OK" (or what differed, and
-// exits 1). --die_rank=R: rank R kills itself (SIGKILL) after the first
-// operation, while the others wait in the second.
+// can compute by hand, then again in the groups of a Split by rank parity,
+// and prints "rank R of N: OK" (or what differed, and exits 1). --die_rank=R: rank R kills itself
+// (SIGKILL) after the first operation, while the others wait in the second.
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -63,6 +63,26 @@ int main(int argc, char** argv) {
   for (float v : b) {
     if (v != 7.5f) return Fail(rank, "Broadcast: wrong value");
   }
+  // Even and odd ranks, each group ranked by descending old rank.
+  auto half = c.Split(rank % 2, -rank);
+  if (!half.ok()) return Fail(rank, std::string(half.status().message()));
+  int members = 0, sum = 0, new_rank = 0;
+  for (int r = rank % 2; r < size; r += 2) {
+    ++members;
+    sum += r;
+    if (r > rank) ++new_rank;
+  }
+  if ((*half)->size() != members || (*half)->rank() != new_rank) {
+    return Fail(rank, "Split: rank " + std::to_string((*half)->rank()) + " of " +
+                          std::to_string((*half)->size()) + ", want " + std::to_string(new_rank) +
+                          " of " + std::to_string(members));
+  }
+  std::vector<float> part = {static_cast<float>(rank)};
+  if (absl::Status s = (*half)->AllreduceSum(absl::MakeSpan(part)); !s.ok()) {
+    return Fail(rank, std::string(s.message()));
+  }
+  if (part[0] != static_cast<float>(sum)) return Fail(rank, "Split: wrong sum in the group");
+  half->reset();
   std::printf("rank %d of %d: OK\n", rank, size);
   return 0;
 }
