@@ -1,0 +1,77 @@
+// AllreducedTables among threads (LocalGroup): after each step every member
+// holds the same bits, equal to the optimizer's step on the mean gradient
+// computed by hand; SyncFrom starts everyone from the root's values; bad
+// gradients are refused naming the table.
+#include "worker/train/allreduced_tables.h"
+
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/test_util/table_defs.h"
+#include "worker/collective/local_collective.h"
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename Fn>
+void OnEachMember(LocalGroup& group, Fn fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < group.size(); ++r) {
+    threads.emplace_back([&group, &fn, r] { fn(r, group.Member(r)); });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+TEST(AllreducedTablesTest, EveryMemberTakesTheSameStepOnTheMeanGradient) {
+  LocalGroup group(3, absl::Seconds(30));
+  const std::vector<proto::TableDef> defs = {WithSgd(DenseTableDef("w", 2, 2), 0.5f),
+                                             WithAdagrad(DenseTableDef("b", 1, 1), 0.1f, 0.1f)};
+  std::vector<std::vector<float>> w(3), b(3);
+  OnEachMember(group, [&](int r, Collective* c) {
+    auto tables = AllreducedTables::Create(defs, c);
+    ASSERT_TRUE(tables.ok()) << tables.status();
+    if (r == 0) {  // only the root has the starting values
+      std::vector<float> start = {1, 2, 3, 4};
+      std::copy(start.begin(), start.end(), (*tables)->values(0).begin());
+    }
+    ASSERT_TRUE((*tables)->SyncFrom(0).ok());
+    // Member r's gradients: w gets r + 1 everywhere (mean 2), b gets 3r (mean 3).
+    const std::vector<float> gw(4, static_cast<float>(r + 1)), gb = {3.0f * r};
+    const absl::Span<const float> grads[] = {gw, gb};
+    ASSERT_TRUE((*tables)->Step(grads, 0).ok());
+    w[r].assign((*tables)->values(0).begin(), (*tables)->values(0).end());
+    b[r].assign((*tables)->values(1).begin(), (*tables)->values(1).end());
+  });
+  // SGD at 0.5 on the mean 2: each value - 1.
+  EXPECT_EQ(w[0], (std::vector<float>{0, 1, 2, 3}));
+  // AdaGrad: acc = 0.1 + 9, b = 0 - 0.1 * 3 / sqrt(9.1) (within the kernel's fast sqrt).
+  EXPECT_NEAR(b[0][0], -0.3 / std::sqrt(9.1), 1e-6);
+  for (int r = 1; r < 3; ++r) {
+    EXPECT_EQ(w[r], w[0]) << r;
+    EXPECT_EQ(b[r], b[0]) << r;  // the same bits on every member
+  }
+}
+
+TEST(AllreducedTablesTest, RefusesSparseTablesAndGradientsOfTheWrongSize) {
+  LocalGroup group(1, absl::Seconds(5));
+  auto sparse = AllreducedTables::Create({SparseTableDef("emb", 4, 8)}, group.Member(0));
+  EXPECT_EQ(sparse.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(sparse.status().message(), HasSubstr("table 'emb': only dense tables"));
+  auto tables =
+      AllreducedTables::Create({WithSgd(DenseTableDef("w", 3, 1), 0.1f)}, group.Member(0));
+  ASSERT_TRUE(tables.ok());
+  const std::vector<float> short_grad = {1, 2};
+  const absl::Span<const float> grads[] = {short_grad};
+  const absl::Status s = (*tables)->Step(grads, 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("table 'w': a gradient of 2 values for 3"));
+  EXPECT_THAT((*tables)->values(0), ::testing::Each(0.0f));  // nothing applied
+}
+
+}  // namespace
+}  // namespace ps
