@@ -385,6 +385,21 @@ absl::Status AlgorithmFromFlags(ps::WorkerConfig* config) {
 }
 
 // Every flag of the run; errors name the flag and its value.
+// The ring's directory in etcd (--etcd; null without it), reading through
+// *etcd, which must outlive it (its watch thread reads the ring from it).
+absl::StatusOr<std::shared_ptr<const ps::ShardDirectory>> StartDirectory(
+    const ps::ConnectionFlags& connection, std::unique_ptr<ps::EtcdKvStore>* etcd) {
+  if (connection.etcd.empty()) return nullptr;
+  *etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{connection.etcd});
+  auto directory =
+      ps::EtcdShardDirectory::Start(etcd->get(), connection.cluster, absl::Seconds(60));
+  if (!directory.ok()) {
+    return absl::Status(directory.status().code(), absl::StrCat("--etcd=", connection.etcd, ": ",
+                                                                directory.status().message()));
+  }
+  return std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
+}
+
 // --algorithm=lbfgs: a Sandblaster L-BFGS worker (worker/lbfgs/portion_worker.h)
 // on the servers of --servers or of the etcd directory.
 absl::Status RunLbfgsWorker(std::shared_ptr<const ps::ShardDirectory> directory) {
@@ -478,17 +493,9 @@ int main(int argc, char** argv) {
 
   if (absl::GetFlag(FLAGS_algorithm) == "lbfgs") {
     std::unique_ptr<ps::EtcdKvStore> etcd;
-    std::shared_ptr<const ps::ShardDirectory> directory;
-    if (!connection.etcd.empty()) {
-      etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{connection.etcd});
-      auto started =
-          ps::EtcdShardDirectory::Start(etcd.get(), connection.cluster, absl::Seconds(60));
-      if (!started.ok()) {
-        return Fail(absl::StrCat("--etcd=", connection.etcd, ": ", started.status().message()));
-      }
-      directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*started));
-    }
-    const absl::Status run = RunLbfgsWorker(std::move(directory));
+    auto directory = StartDirectory(connection, &etcd);
+    if (!directory.ok()) return Fail(std::string(directory.status().message()));
+    const absl::Status run = RunLbfgsWorker(*std::move(directory));
     std::fflush(stdout);
     return run.ok() ? 0 : Fail(std::string(run.message()));
   }
@@ -499,14 +506,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<ps::EtcdKvStore> etcd;
   ps::WorkerEnv env;
   env.observer = observer->get();
-  if (!config->etcd.empty()) {
-    etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{config->etcd});
-    auto directory = ps::EtcdShardDirectory::Start(etcd.get(), config->cluster, absl::Seconds(60));
-    if (!directory.ok()) {
-      return Fail(absl::StrCat("--etcd=", config->etcd, ": ", directory.status().message()));
-    }
-    env.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
-  }
+  auto directory = StartDirectory(connection, &etcd);
+  if (!directory.ok()) return Fail(std::string(directory.status().message()));
+  env.directory = *std::move(directory);
   const absl::Status run =
       config->sparse_model() ? ps::RunSparseWorker(*config, env) : ps::RunDenseWorker(*config, env);
   std::fflush(stdout);
