@@ -3,26 +3,16 @@
 // come, or calls another operation, fails the others instead of hanging.
 #include "worker/collective/local_collective.h"
 
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "worker/collective/on_each_member.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Runs fn(rank, member) on `size` threads and joins them.
-template <typename Fn>
-void OnEachMember(LocalGroup& group, Fn fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < group.size(); ++r) {
-    threads.emplace_back([&group, &fn, r] { fn(r, group.Member(r)); });
-  }
-  for (std::thread& t : threads) t.join();
-}
 
 TEST(LocalCollectiveTest, AllreduceAllgatherAndBroadcastGiveTheHandComputedValues) {
   LocalGroup group(3, absl::Seconds(30));

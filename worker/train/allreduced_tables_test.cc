@@ -5,27 +5,18 @@
 #include "worker/train/allreduced_tables.h"
 
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/test_util/table_defs.h"
 #include "worker/collective/local_collective.h"
+#include "worker/collective/on_each_member.h"
 
 namespace ps {
 namespace {
 
 using ::testing::HasSubstr;
-
-template <typename Fn>
-void OnEachMember(LocalGroup& group, Fn fn) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < group.size(); ++r) {
-    threads.emplace_back([&group, &fn, r] { fn(r, group.Member(r)); });
-  }
-  for (std::thread& t : threads) t.join();
-}
 
 TEST(AllreducedTablesTest, EveryMemberTakesTheSameStepOnTheMeanGradient) {
   LocalGroup group(3, absl::Seconds(30));
