@@ -36,6 +36,8 @@ done
 
 cd "$(dirname "$0")/.."
 source deploy/lib/experiment.sh
+# shellcheck source=deploy/lib/lbfgs.sh
+source deploy/lib/lbfgs.sh
 experiment_setup lbfgs "$out"
 bazel build --ui_event_filters=-info --noshow_progress //worker/lbfgs:ps_lbfgs //worker:ps_gen_libsvm
 
@@ -60,31 +62,14 @@ reference() {
   echo "RESULT job=$job method=reference l2=$l2 f=$(sed -n 's/^RESULT reference_loss=\([^ ]*\).*/\1/p' "$work/ref.log") data_loss=$(sed -n 's/^RESULT .*data_loss=\([^ ]*\).*/\1/p' "$work/ref.log") iterations=$(sed -n 's/^RESULT .*iterations=\([^ ]*\).*/\1/p' "$work/ref.log") seconds=$(sed -n 's/^RESULT .* seconds=\([^ ]*\).*/\1/p' "$work/ref.log") bytes=0" | tee -a "$raw"
 }
 
-# lbfgs_start NAME DATA [ps_lbfgs flags] -- [worker 1 flags]: one Sandblaster
-# run; sets coord_pid, lbfgs_w1 (worker 1's pid); leaves the logs in $work.
+# lbfgs_start NAME DATA [ps_lbfgs flags] [-- worker 1 flags]: one Sandblaster
+# run (deploy/lib/lbfgs.sh) with the experiment's settings; sets coord_pid and
+# lbfgs_workers; leaves the logs in $work.
 lbfgs_start() {
-  local name=$1 data=$2 cflags=() wflags=() i
+  local name=$1 data=$2
   shift 2
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do cflags+=("$1"); shift; done
-  [ $# -gt 0 ] && shift
-  wflags=("$@")
-  rm -f "$work/$name.port"
-  "$bin/worker/lbfgs/ps_lbfgs" --servers="$spec" --port_file="$work/$name.port" --l2="$l2" \
-    --portions=16 --max_iterations="$iterations" --gtol=1e-7 --curve_csv="$work/$name.csv" \
-    ${cflags[@]+"${cflags[@]}"} >"$work/$name.log" 2>&1 &
-  coord_pid=$!
-  all_pids+=("$coord_pid")
-  wait_for_file "$work/$name.port" 30 "$coord_pid" || fail "$name: ps_lbfgs wrote no port"
-  lbfgs_workers=()
-  for i in 0 1; do
-    local extra=()
-    [ "$i" = 1 ] && extra=("${wflags[@]}")
-    "$bin/worker/ps_worker" --algorithm=lbfgs --coordinator="127.0.0.1:$(cat "$work/$name.port")" \
-      --servers="$spec" --train_data="$data" --worker_index=$i ${extra[@]+"${extra[@]}"} \
-      >"$work/$name.worker$i.log" 2>&1 &
-    lbfgs_workers+=("$!")
-    all_pids+=("$!")
-  done
+  start_lbfgs "$bin" "$work" "$name" "$data" --l2="$l2" --portions=16 \
+    --max_iterations="$iterations" --gtol=1e-7 --curve_csv="$work/$name.csv" "$@"
 }
 lbfgs_finish() {
   local name=$1

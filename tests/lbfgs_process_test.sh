@@ -16,7 +16,8 @@
 set -euo pipefail
 # shellcheck source=tests/cluster_lib.sh
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cluster_lib.sh"
-lbfgs_bin="$root/worker/lbfgs/ps_lbfgs"
+# shellcheck source=deploy/lib/lbfgs.sh
+source "$root/deploy/lib/lbfgs.sh"
 data=/usr/share/doc/liblinear-tools/examples/heart_scale
 [ -s "$data" ] || fail "$data missing: deploy/setup.sh installs liblinear-tools"
 l2=0.01
@@ -26,28 +27,13 @@ field() { sed -n "s/^RESULT lbfgs .*$2=\([^ ]*\).*/\1/p" "$1" | head -1; }
 rel() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; if (b < 0) b = -b; print d / b }'; }
 below() { awk -v v="$1" -v t="$2" 'BEGIN { exit !(v < t) }'; }
 
-# run NAME "ps_lbfgs flags" "worker 1 flags": the coordinator and two workers,
-# in the background; sets coord_pid and worker_pids.
+# run NAME [ps_lbfgs flags] [-- worker 1 flags]: the coordinator and two
+# workers in the background (deploy/lib/lbfgs.sh); sets coord_pid and
+# lbfgs_workers.
 run() {
-  local name=$1 coord_flags=$2 w1_flags=$3 port i
-  rm -f "$dir/$name.port"
-  # shellcheck disable=SC2086  # flags split on purpose
-  "$lbfgs_bin" --servers="$spec" --port_file="$dir/$name.port" --l2=$l2 --portions=8 \
-    $coord_flags >"$dir/$name.log" 2>&1 &
-  coord_pid=$!
-  all_pids+=("$coord_pid")
-  wait_for_file "$dir/$name.port" 30 || fail "$name: the coordinator wrote no port"
-  port=$(cat "$dir/$name.port")
-  worker_pids=()
-  for i in 0 1; do
-    local extra=""
-    [ "$i" = 1 ] && extra=$w1_flags
-    # shellcheck disable=SC2086
-    "$worker_bin" --algorithm=lbfgs --coordinator="127.0.0.1:$port" --servers="$spec" \
-      --train_data="$data" --worker_index=$i $extra >"$dir/$name.worker$i.log" 2>&1 &
-    worker_pids+=("$!")
-    all_pids+=("$!")
-  done
+  local name=$1
+  shift
+  start_lbfgs "$root" "$dir" "$name" "$data" --l2=$l2 --portions=8 "$@"
 }
 finish() {
   local name=$1
@@ -61,19 +47,19 @@ ref=$(/usr/bin/python3 "$root/deploy/lbfgs_reference.py" --data "$data" --l2 $l2
 [ -n "$ref" ] || fail "the SciPy reference gave no loss"
 
 # 1. Sparse table against the reference.
-run sparse "--table=sparse_w" ""
+run sparse --table=sparse_w
 finish sparse
-wait "${worker_pids[@]}" || fail "sparse: a worker failed"
+wait "${lbfgs_workers[@]}" || fail "sparse: a worker failed"
 f_sparse=$(field "$dir/sparse.log" f)
 below "$(rel "$f_sparse" "$ref")" 1e-4 || fail "sparse: f $f_sparse vs reference $ref"
 
 # 2. Dense tables 10^4 times apart.
-run small "--table=dense_small --sparse=false --num_keys=15" ""
+run small --table=dense_small --sparse=false --num_keys=15
 finish small
-wait "${worker_pids[@]}" || fail "small: a worker failed"
-run large "--table=dense_large --sparse=false --num_keys=150000" ""
+wait "${lbfgs_workers[@]}" || fail "small: a worker failed"
+run large --table=dense_large --sparse=false --num_keys=150000
 finish large
-wait "${worker_pids[@]}" || fail "large: a worker failed"
+wait "${lbfgs_workers[@]}" || fail "large: a worker failed"
 for name in small large; do
   below "$(rel "$(field "$dir/$name.log" f)" "$ref")" 1e-4 || fail "$name: f vs reference $ref"
 done
@@ -89,13 +75,13 @@ awk -v s="$bpi_small" -v l="$bpi_large" -v c="$calls" -v i="$iterations" \
   fail "coordinator bytes per iteration: $bpi_small (15 keys) vs $bpi_large (150000 keys)"
 
 # 3. A straggler, killed after it pushed a portion and before it reported it.
-run straggle "--table=straggle_w --backup_after_ms=30" "--lbfgs_straggle_ms=100"
+run straggle --table=straggle_w --backup_after_ms=30 -- --lbfgs_straggle_ms=100
 # Its second portion: pushed, not reported, and (for 100 ms) not backed up.
 second() { [ "$(grep -c straggling "$dir/straggle.worker1.log")" -ge 2 ]; }
 poll_until 60 second || fail "straggle: worker 1 did not take two portions"
-kill -KILL "${worker_pids[1]}"
+kill -KILL "${lbfgs_workers[1]}"
 finish straggle
-wait "${worker_pids[0]}" || fail "straggle: worker 0 failed"
+wait "${lbfgs_workers[0]}" || fail "straggle: worker 0 failed"
 f_straggle=$(field "$dir/straggle.log" f)
 below "$(rel "$f_straggle" "$f_sparse")" 1e-6 || fail "straggle: f $f_straggle vs $f_sparse undisturbed"
 # Every iteration as in run 1 (a portion counted twice would move that
