@@ -1,7 +1,8 @@
 // Sparse logistic regression end to end: data written by the generator with
 // a planted model, two workers training one sparse table with FTRL on two
 // in-process servers over gRPC, and the test AUC against the planted
-// model's on the same examples.
+// model's on the same examples; the embedding MLP, with its dense tables on
+// the servers or by allreduce among the workers.
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -13,6 +14,8 @@
 #include "tests/in_process_cluster.h"
 #include "tests/test_util/temp_dir.h"
 #include "worker/client/optimizer_spec.h"
+#include "worker/collective/local_collective.h"
+#include "worker/train/dense_allreduce.h"
 #include "worker/train/embedding_mlp.h"
 #include "worker/train/libsvm_generator.h"
 #include "worker/train/sparse_trainer.h"
@@ -158,8 +161,12 @@ struct MlpRun {
 };
 
 // Trains an embedding MLP with `fields` fields on `data` (two workers,
-// AdaGrad).
-MlpRun TrainEmbeddingMlpOn(const Data& data, uint32_t fields) {
+// AdaGrad), its dense tables on the servers, or kept by the workers and
+// stepped by allreduce (`allreduce`, among the threads; each round checks
+// that both hold the same bits). With allreduce, the workers train on the
+// first 59,905 examples: worker 0 has one more, so one more batch a epoch,
+// and worker 1 joins its last rounds idle.
+MlpRun TrainEmbeddingMlpOn(const Data& data, uint32_t fields, bool allreduce = false) {
   MlpRun run;
   auto cluster = InProcessCluster::Start(2);
   EXPECT_TRUE(cluster.ok()) << cluster.status();
@@ -174,7 +181,15 @@ MlpRun TrainEmbeddingMlpOn(const Data& data, uint32_t fields) {
   model.num_buckets = 64;
   model.num_fields = fields;
   auto admin = (*cluster)->Connect(100);
-  for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields_of_optimizer)) {
+  std::vector<proto::TableDef> tables = EmbeddingMlpTables(model, *fields_of_optimizer);
+  if (allreduce) {
+    auto copies = ServerCopyTables({tables.begin() + 1, tables.end()});
+    EXPECT_TRUE(copies.ok()) << copies.status();
+    if (!copies.ok()) return run;
+    tables.resize(1);
+    tables.insert(tables.end(), copies->begin(), copies->end());
+  }
+  for (const proto::TableDef& def : tables) {
     EXPECT_TRUE(admin->CreateTable(def).ok()) << def.name();
   }
   const auto untrained = EvaluateEmbeddingMlp(*admin, data.test, model, 1000);
@@ -188,15 +203,26 @@ MlpRun TrainEmbeddingMlpOn(const Data& data, uint32_t fields) {
   };
   pull_w1(&run.w1_before);
 
+  LocalGroup group(kWorkers, absl::Seconds(60));
+  SparseTrainerConfig base;
+  if (allreduce) {
+    base.max_train_examples = 59905;  // 29,953 and 29,952: 469 and 468 batches of 64
+    base.dense_allreduce.optimizer = *fields_of_optimizer;
+    base.dense_allreduce.publish_every = 50;
+    base.dense_allreduce.check_every = 1;
+  }
   const auto stats = TrainOnWorkers(
-      **cluster, SparseTrainerConfig(), [&](PsClient& client, const SparseTrainerConfig& config) {
-        return TrainEmbeddingMlp(client, data.train, config, model, NoProgress);
+      **cluster, base, [&](PsClient& client, const SparseTrainerConfig& config) {
+        SparseTrainerConfig mine = config;
+        if (allreduce) mine.dense_allreduce.group = group.Member(config.worker_index);
+        return TrainEmbeddingMlp(client, data.train, mine, model, NoProgress);
       });
   for (int w = 0; w < kWorkers; ++w) {
     EXPECT_TRUE(stats[w].ok()) << "worker " << w << ": " << stats[w].status();
-    if (stats[w].ok()) {
-      EXPECT_EQ(stats[w]->examples, 60000);
-    }
+    if (!stats[w].ok()) continue;
+    EXPECT_EQ(stats[w]->examples, allreduce ? 2 * (29953 - w) : 60000);
+    // Every worker took part in every round: worker 0's 2 * 469 steps.
+    EXPECT_EQ(stats[w]->allreduce_rounds, allreduce ? 2 * 469 : 0);
   }
   const auto trained = EvaluateEmbeddingMlp(*admin, data.test, model, 1000);
   EXPECT_TRUE(trained.ok()) << trained.status();
@@ -215,6 +241,19 @@ TEST(SparseTrainingTest, AnEmbeddingMlpLearnsThePlantedModelToo) {
   const MlpRun run = TrainEmbeddingMlpOn(data, 1);
   EXPECT_GT(run.trained_auc, run.untrained_auc + 0.1);
   EXPECT_GT(run.trained_auc, data.planted.auc - 0.05);
+}
+
+// --dense_sync=allreduce: the workers' tables stay identical round after
+// round (checked in every round), rank 0's end up on the servers, and the
+// model learns as well as with its dense tables on the servers.
+TEST(SparseTrainingTest, DenseTablesByAllreduceLearnAsWellAsOnTheServers) {
+  const Data data = GenerateData("hybrid");
+  const MlpRun servers = TrainEmbeddingMlpOn(data, 1);
+  const MlpRun hybrid = TrainEmbeddingMlpOn(data, 1, /*allreduce=*/true);
+  EXPECT_EQ(hybrid.w1_before, servers.w1_before);  // the same start
+  EXPECT_NE(hybrid.w1_after, hybrid.w1_before);    // the servers' copy was written
+  EXPECT_GT(hybrid.trained_auc, hybrid.untrained_auc + 0.1);
+  EXPECT_NEAR(hybrid.trained_auc, servers.trained_auc, 0.02);
 }
 
 TEST(SparseTrainingTest, AnEmbeddingMlpWithFourFieldsLearnsThePlantedModel) {

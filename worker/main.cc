@@ -32,6 +32,7 @@
 #include "worker/client/optimizer_spec.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
+#include "worker/collective/mpi_collective.h"
 #include "worker/lbfgs/lr_portions.h"
 #include "worker/lbfgs/portion_worker.h"
 #include "worker/run_worker.h"
@@ -40,6 +41,7 @@
 #include "worker/train/trainer.h"
 #include "worker/train/training_observer.h"
 #include "worker/worker_config.h"
+#include "worker/worker_group.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
 ABSL_FLAG(int, worker_index, 0, "this worker's index in [0, num_workers)");
@@ -167,6 +169,24 @@ ABSL_FLAG(bool, local_aggregation, false,
           "with --local_workers: the threads push the sum of their gradients once a round and "
           "share one pull (MXNet's hierarchical aggregation); the servers see this process as "
           "one worker");
+ABSL_FLAG(std::string, dense_sync, "servers",
+          "embedding_mlp: servers (its dense layers on the parameter servers, as every table) or "
+          "allreduce (the workers keep them and step them together by MPI allreduce each step; "
+          "launch the workers with mpirun or srun; the embedding rows stay on the servers)");
+ABSL_FLAG(int, allreduce_publish_every, 100,
+          "--dense_sync=allreduce: rank 0 writes the dense tables to the servers every this many "
+          "steps (and at the end), for checkpoints and evaluation; 0: only at the end");
+ABSL_FLAG(int, allreduce_check_every, 0,
+          "--dense_sync=allreduce: every this many steps the ranks check that they hold the same "
+          "bits (0: only at the end)");
+ABSL_FLAG(int, model_partitions, 1,
+          "mlp: split each model replica over this many processes by hidden units (launch "
+          "replicas * K processes with mpirun or srun; rank r is replica r / K, partition r % K)");
+ABSL_FLAG(int, partition, 0,
+          "--model_partitions: this process's partition (optional: mpirun's rank decides it)");
+ABSL_FLAG(int64_t, max_worker_memory_mb, 0,
+          "refuse to train when the model's parameters this process holds (values and gradient) "
+          "exceed this many MiB (0: no limit)");
 ABSL_FLAG(double, wait_for_workers_seconds, 60,
           "with bsp/bounded, wait this long for all --num_workers to register before training");
 
@@ -384,6 +404,36 @@ absl::Status AlgorithmFromFlags(ps::WorkerConfig* config) {
   return absl::OkStatus();
 }
 
+// --dense_sync, --model_partitions and their settings (issue 30).
+absl::Status GroupsFromFlags(ps::WorkerConfig* config) {
+  const std::string sync = absl::GetFlag(FLAGS_dense_sync);
+  if (sync != "servers" && sync != "allreduce") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dense_sync=", sync, ": expected servers or allreduce"));
+  }
+  config->dense_allreduce = sync == "allreduce";
+  config->allreduce_publish_every = absl::GetFlag(FLAGS_allreduce_publish_every);
+  config->allreduce_check_every = absl::GetFlag(FLAGS_allreduce_check_every);
+  config->model_partitions = absl::GetFlag(FLAGS_model_partitions);
+  config->partition = absl::GetFlag(FLAGS_partition);
+  config->max_worker_memory_mb = absl::GetFlag(FLAGS_max_worker_memory_mb);
+  const int k = config->model_partitions;
+  if (k < 1 || k > 64 || config->partition < 0 || config->partition >= k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model_partitions=", k, " --partition=", config->partition,
+                     ": expected 1 <= model_partitions <= 64 and 0 <= partition < model_partitions"));
+  }
+  if (config->dense_allreduce && k > 1) {
+    return absl::InvalidArgumentError(
+        "--dense_sync=allreduce and --model_partitions > 1 do not combine yet: choose one");
+  }
+  if (config->max_worker_memory_mb < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_worker_memory_mb=", config->max_worker_memory_mb, ": expected >= 0"));
+  }
+  return absl::OkStatus();
+}
+
 // Every flag of the run; errors name the flag and its value.
 // The ring's directory in etcd (--etcd; null without it), reading through
 // *etcd, which must outlive it (its watch thread reads the ring from it).
@@ -464,6 +514,7 @@ absl::StatusOr<ps::WorkerConfig> ConfigFromFlags(const ps::ConnectionFlags& conn
   config.optimizer = *std::move(optimizer);
   if (absl::Status s = AlgorithmFromFlags(&config); !s.ok()) return s;
   if (absl::Status s = LocalWorkersFromFlags(&config); !s.ok()) return s;
+  if (absl::Status s = GroupsFromFlags(&config); !s.ok()) return s;
   return config;
 }
 
@@ -509,10 +560,32 @@ int main(int argc, char** argv) {
   auto directory = StartDirectory(connection, &etcd);
   if (!directory.ok()) return Fail(std::string(directory.status().message()));
   env.directory = *std::move(directory);
+  // The processes of an MPI job (mpirun, srun): every worker, and this
+  // replica's partitions. A failure then ends the whole job (AbortJob):
+  // the others would wait for this process in their next collective.
+  ps::WorkerGroups groups;
+  if (ps::NeedsWorkerGroups(*config)) {
+    auto mpi = ps::MpiCollective::Start(nullptr, nullptr);
+    if (!mpi.ok()) {
+      return Fail(absl::StrCat("--dense_sync=allreduce / --model_partitions: ",
+                               mpi.status().message()));
+    }
+    groups.world = *std::move(mpi);
+    if (absl::Status s = ps::JoinWorkerGroups(&*config, &groups); !s.ok()) {
+      Fail(std::string(s.message()));
+      ps::MpiCollective::AbortJob(1);
+    }
+    env.workers = groups.world.get();
+    env.partitions = groups.replica.get();
+  }
   const absl::Status run =
       config->sparse_model() ? ps::RunSparseWorker(*config, env) : ps::RunDenseWorker(*config, env);
   std::fflush(stdout);
-  if (!run.ok()) return Fail(std::string(run.message()));
+  if (!run.ok()) {
+    Fail(std::string(run.message()));
+    if (groups.world != nullptr) ps::MpiCollective::AbortJob(1);
+    return 1;
+  }
   if (*metrics_http != nullptr) {
     // A batch job's last values are scraped only while the endpoint lives.
     absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_metrics_linger_seconds)));

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "worker/client/local_aggregator.h"
 #include "worker/train/dataset.h"
+#include "worker/train/dense_allreduce.h"
 #include "worker/train/idx_reader.h"
 #include "worker/train/model.h"
 
@@ -144,7 +145,40 @@ absl::Status CheckSparseConfig(const WorkerConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("--model=", config.model, " trains asynchronously: use --consistency=async"));
   }
+  if (config.model_partitions > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model_partitions=", config.model_partitions, " splits --model=mlp; --model=",
+                     config.model, " trains whole in each worker"));
+  }
+  if (config.dense_allreduce &&
+      (config.model != "embedding_mlp" || config.averaging.algorithm != Algorithm::kDownpour)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dense_sync=allreduce keeps embedding_mlp's dense layers on the workers: it needs "
+        "--model=embedding_mlp (not ",
+        config.model, ") and --algorithm=downpour (not ", AlgorithmName(config.averaging.algorithm),
+        ")"));
+  }
   return absl::OkStatus();
+}
+
+// The tables of a sparse model as the servers keep them: with
+// --dense_sync=allreduce, the servers' copies of the dense ones
+// (worker/train/dense_allreduce.h).
+absl::StatusOr<std::vector<proto::TableDef>> SparseServerTables(
+    const WorkerConfig& config, const EmbeddingMlpConfig& emb) {
+  const proto::TableDef optimizer = TablesOptimizer(config);
+  if (config.model != "embedding_mlp") {
+    return std::vector<proto::TableDef>{
+        SparseLrTable(emb.prefix + "/w", optimizer, emb.num_buckets)};
+  }
+  std::vector<proto::TableDef> tables = EmbeddingMlpTables(emb, optimizer);
+  if (!config.dense_allreduce) return tables;
+  absl::StatusOr<std::vector<proto::TableDef>> copies =
+      ServerCopyTables({tables.begin() + 1, tables.end()});
+  if (!copies.ok()) return copies.status();
+  tables.resize(1);
+  tables.insert(tables.end(), copies->begin(), copies->end());
+  return tables;
 }
 
 absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
@@ -160,6 +194,12 @@ absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
   sc.progress_interval = config.trainer.progress_interval;
   sc.on_progress = env.observer->Sink();
   sc.averaging = config.averaging;
+  if (config.dense_allreduce) {
+    sc.dense_allreduce.group = env.workers;
+    sc.dense_allreduce.optimizer = config.optimizer;
+    sc.dense_allreduce.publish_every = config.allreduce_publish_every;
+    sc.dense_allreduce.check_every = config.allreduce_check_every;
+  }
   auto stats = config.model == "embedding_mlp"
                    ? TrainEmbeddingMlp(client, config.train_data, sc, emb, PrintLine)
                    : TrainSparseLr(client, config.train_data, sc, PrintLine);
@@ -174,10 +214,12 @@ absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
       static_cast<long long>(stats->keys_pulled), stats->mean_loss_last_epoch,
       static_cast<long long>(stats->bad_lines));
   std::printf(
-      "RESULT worker=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld keys_pushed=%lld\n",
+      "RESULT worker=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld keys_pushed=%lld "
+      "dense_bytes=%lld allreduce_rounds=%lld\n",
       config.trainer.worker_index, stats->seconds, static_cast<long long>(stats->examples),
       static_cast<long long>(stats->keys), static_cast<long long>(stats->keys_pulled),
-      static_cast<long long>(stats->keys_pushed));
+      static_cast<long long>(stats->keys_pushed), static_cast<long long>(stats->dense_bytes),
+      static_cast<long long>(stats->allreduce_rounds));
   return absl::OkStatus();
 }
 
@@ -334,22 +376,22 @@ absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
   EmbeddingMlpConfig emb = config.embedding;
   emb.prefix = config.table_prefix.empty() ? config.model : config.table_prefix;
   emb.seed = config.trainer.seed;
-  const proto::TableDef optimizer = TablesOptimizer(config);
-  const std::vector<proto::TableDef> tables =
-      config.model == "embedding_mlp" ? EmbeddingMlpTables(emb, optimizer)
-                                      : std::vector<proto::TableDef>{SparseLrTable(
-                                            emb.prefix + "/w", optimizer, emb.num_buckets)};
+  absl::StatusOr<std::vector<proto::TableDef>> tables = SparseServerTables(config, emb);
+  if (!tables.ok()) return tables.status();
   auto client = ConnectAndCreate(
       ClientOptions(config, env, SparseClientBase(config.client), config.trainer.worker_index),
-      tables);
+      *tables);
   if (!client.ok()) return client.status();
+  const std::string& table = (*tables)[0].name();
   if (!config.eval_only) {
-    if (absl::Status s = TrainSparse(config, env, emb, tables[0].name(), **client); !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = TrainSparse(config, env, emb, table, **client); !s.ok()) return s;
   }
   if (!config.evaluate && !config.eval_only) return absl::OkStatus();
-  return EvaluateSparse(config, env, emb, tables[0].name(), **client);
+  // The ranks of an allreduce job hold one model: rank 0 evaluates it.
+  if (config.dense_allreduce && !config.eval_only && config.trainer.worker_index != 0) {
+    return absl::OkStatus();
+  }
+  return EvaluateSparse(config, env, emb, table, **client);
 }
 
 absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {

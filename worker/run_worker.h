@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "worker/client/shard_directory.h"
+#include "worker/collective/collective.h"
 #include "worker/train/training_observer.h"
 #include "worker/worker_config.h"
 
@@ -22,11 +23,16 @@ namespace ps {
 struct WorkerEnv {
   std::shared_ptr<const ShardDirectory> directory;
   TrainingObserver* observer = nullptr;
+  // The job's workers (--dense_sync=allreduce) and this replica's
+  // partitions (--model_partitions > 1): worker/worker_group.h.
+  Collective* workers = nullptr;
+  Collective* partitions = nullptr;
 };
 
 // --model=mlp or softmax. Errors name the flag or the worker and step.
 absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env);
-// --model=sparse_lr or embedding_mlp (asynchronous only).
+// --model=sparse_lr or embedding_mlp (asynchronous only); embedding_mlp's
+// dense tables by allreduce with config.dense_allreduce (env.workers set).
 absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env);
 
 }  // namespace ps

@@ -57,12 +57,34 @@ struct WorkerConfig {
   bool bsp_reduce = false;
   bool eval_only = false;
   bool resume = false;
+  // --dense_sync=allreduce (embedding_mlp): the MLP's dense tables are kept
+  // by every worker and stepped together by allreduce among the job's
+  // processes (WorkerEnv::workers, MPI); rank 0 writes them to the servers
+  // every allreduce_publish_every steps and at the end; every
+  // allreduce_check_every rounds (0: only at the end) the ranks check that
+  // they hold the same bits.
+  bool dense_allreduce = false;
+  int allreduce_publish_every = 100;
+  int allreduce_check_every = 0;
+  // --model_partitions K (mlp): each model replica is K processes, each
+  // owning 1/K of the units of every hidden layer (partition `partition`
+  // of them, worker/train/partitioned_mlp.h); the replicas are
+  // trainer.worker_index of trainer.num_workers.
+  int model_partitions = 1;
+  int partition = 0;
+  // > 0: refuse to train when the model's parameters this process would
+  // hold (values and gradient) exceed this many MiB.
+  int64_t max_worker_memory_mb = 0;
   double wait_for_workers_seconds = 60;
 
   bool sparse_model() const { return model == "sparse_lr" || model == "embedding_mlp"; }
   std::string who() const {
-    return "worker " + std::to_string(trainer.worker_index) + "/" +
-           std::to_string(trainer.num_workers);
+    std::string w =
+        "worker " + std::to_string(trainer.worker_index) + "/" + std::to_string(trainer.num_workers);
+    if (model_partitions > 1) {
+      w += " partition " + std::to_string(partition) + "/" + std::to_string(model_partitions);
+    }
+    return w;
   }
 };
 

@@ -1,5 +1,7 @@
 #include "worker/collective/mpi_collective.h"
 
+#include <cstdlib>
+
 #include <climits>
 #include <string>
 
@@ -41,6 +43,11 @@ absl::StatusOr<std::unique_ptr<MpiCollective>> MpiCollective::Start(int* argc, c
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   return std::unique_ptr<MpiCollective>(new MpiCollective(MPI_COMM_WORLD, true));
+}
+
+void MpiCollective::AbortJob(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return; in case it does
 }
 
 MpiCollective::MpiCollective(MPI_Comm comm, bool world) : comm_(comm), world_(world) {

@@ -35,6 +35,11 @@ class MpiCollective final : public Collective {
   // Errors: INVALID_ARGUMENT for a negative color; INTERNAL with MPI's message.
   absl::StatusOr<std::unique_ptr<Collective>> Split(int color, int key) override;
 
+  // Ends every process of the job (MPI_Abort on the world) with `code`:
+  // a process that failed calls it rather than finalizing, which would
+  // wait for the others, themselves waiting in a collective for it.
+  [[noreturn]] static void AbortJob(int code);
+
  private:
   // `world`: the communicator of Start (finalizes MPI when destroyed), else
   // a split one (freed when destroyed).

@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
+#include "worker/train/allreduced_tables.h"
 #include "worker/train/averaging_rows.h"
+#include "worker/train/dense_allreduce.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/sparse_batch.h"
 #include "worker/train/sparse_row_io.h"
@@ -57,12 +59,14 @@ absl::Status PullMlp(PsClient& client, const EmbeddingMlpConfig& model, Mlp* mlp
 // How training reads and writes the MLP's dense tables: whole, through the
 // servers at every step (Downpour), or through AveragingRows over each
 // table's keys [0, size) (averaging, EASGD), whose rounds end with the
-// embedding rows' (every table gets one Push per step).
+// embedding rows' (every table gets one Push per step), or kept by every
+// worker and stepped together by allreduce (--dense_sync=allreduce).
 class MlpIo {
  public:
   MlpIo(PsClient& client, const EmbeddingMlpConfig& model) : client_(client), model_(model) {}
 
   absl::Status Init(const SparseTrainerConfig& config, const Mlp& shape) {
+    if (config.dense_allreduce.group != nullptr) return InitAllreduce(config.dense_allreduce);
     if (config.averaging.algorithm == Algorithm::kDownpour) return absl::OkStatus();
     const std::pair<const char*, size_t> tables[] = {
         {"w1", shape.w1.size()}, {"b1", shape.b1.size()}, {"w2", shape.w2.size()}, {"b2", 1}};
@@ -78,7 +82,18 @@ class MlpIo {
   }
 
   absl::Status Pull(uint64_t step, Mlp* mlp) {
-    if (averaged_.empty()) return PullMlp(client_, model_, mlp);
+    if (allreduced_ != nullptr) {
+      std::vector<float>* parts[] = {&mlp->w1, &mlp->b1, &mlp->w2, &mlp->b2};
+      for (size_t t = 0; t < 4; ++t) {
+        absl::Span<const float> mine = allreduced_->values(t);
+        parts[t]->assign(mine.begin(), mine.end());
+      }
+      return absl::OkStatus();
+    }
+    if (averaged_.empty()) {
+      bytes_ += MlpBytes(*mlp);
+      return PullMlp(client_, model_, mlp);
+    }
     std::vector<float>* parts[] = {&mlp->w1, &mlp->b1, &mlp->w2, &mlp->b2};
     for (size_t t = 0; t < averaged_.size(); ++t) {
       if (absl::Status s = averaged_[t]->Pull(keys_[t], step, absl::MakeSpan(*parts[t])); !s.ok()) {
@@ -89,7 +104,17 @@ class MlpIo {
   }
 
   absl::Status Push(const Mlp& grad, uint64_t clock) {
+    if (allreduced_ != nullptr) {
+      const absl::Span<const float> grads[] = {grad.w1, grad.b1, grad.w2, grad.b2};
+      if (absl::Status s = allreduced_->Step(grads); !s.ok()) return s;
+      bytes_ += RoundBytes();
+      if (allreduce_.publish_every <= 0 || ++steps_ % allreduce_.publish_every != 0) {
+        return absl::OkStatus();
+      }
+      return Publish(clock);
+    }
     if (averaged_.empty()) {
+      bytes_ += MlpBytes(grad);
       const PushRange ops[] = {{Name(model_, "w1"), 0, grad.w1.size(), grad.w1},
                                {Name(model_, "b1"), 0, grad.b1.size(), grad.b1},
                                {Name(model_, "w2"), 0, grad.w2.size(), grad.w2},
@@ -104,17 +129,70 @@ class MlpIo {
   }
 
   absl::Status Flush(uint64_t clock) {
+    if (allreduced_ != nullptr) {
+      // Joins the others' last rounds, then rank 0 writes the tables for
+      // the checkpoints and the evaluation, which wait for it (a barrier).
+      absl::StatusOr<int64_t> joined = allreduced_->Finish();
+      if (!joined.ok()) return joined.status();
+      bytes_ += *joined * RoundBytes();
+      if (absl::Status s = allreduced_->CheckIdentical(); !s.ok()) return s;
+      if (absl::Status s = Publish(clock); !s.ok()) return s;
+      float barrier = 0;
+      return allreduce_.group->Broadcast(absl::MakeSpan(&barrier, 1), 0);
+    }
     for (auto& rows : averaged_) {
       if (absl::Status s = rows->Flush(clock); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
 
+  int64_t bytes() const { return bytes_; }
+  int64_t rounds() const {
+    return allreduced_ == nullptr ? 0 : static_cast<int64_t>(allreduced_->rounds());
+  }
+
  private:
+  static int64_t MlpBytes(const Mlp& mlp) {
+    return static_cast<int64_t>(sizeof(float) *
+                                (mlp.w1.size() + mlp.b1.size() + mlp.w2.size() + mlp.b2.size()));
+  }
+  int64_t RoundBytes() const {
+    return static_cast<int64_t>(sizeof(float) * allreduced_->round_floats());
+  }
+
+  // Every worker keeps the MLP's tables (the optimizer flags' rules),
+  // starting from the servers' copies as rank 0 reads them.
+  absl::Status InitAllreduce(const DenseAllreduceConfig& config) {
+    allreduce_ = config;
+    std::vector<proto::TableDef> defs = EmbeddingMlpTables(model_, config.optimizer);
+    defs.erase(defs.begin());  // the embedding table stays on the servers
+    absl::StatusOr<std::unique_ptr<AllreducedTables>> tables =
+        AllreducedTables::Create(defs, config.group);
+    if (!tables.ok()) return tables.status();
+    allreduced_ = *std::move(tables);
+    allreduced_->set_check_every(config.check_every);
+    if (config.group->rank() == 0) {
+      if (absl::Status s = ReadServerCopies(client_, allreduced_.get()); !s.ok()) return s;
+    }
+    return allreduced_->SyncFrom(0);
+  }
+
+  // Rank 0 sets the servers' copies to its tables.
+  absl::Status Publish(uint64_t clock) {
+    if (allreduce_.group->rank() != 0) return absl::OkStatus();
+    absl::StatusOr<int64_t> moved = WriteServerCopies(client_, *allreduced_, clock);
+    if (!moved.ok()) return moved.status();
+    bytes_ += *moved;
+    return absl::OkStatus();
+  }
+
   PsClient& client_;
   const EmbeddingMlpConfig& model_;
   std::vector<std::unique_ptr<AveragingRows>> averaged_;
   std::vector<std::vector<uint64_t>> keys_;
+  DenseAllreduceConfig allreduce_;
+  std::unique_ptr<AllreducedTables> allreduced_;
+  int64_t steps_ = 0, bytes_ = 0;
 };
 
 absl::Status CheckNumFields(const EmbeddingMlpConfig& model) {
@@ -263,6 +341,8 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
       RunSparseTraining(train_path, config, io, step, progress);
   if (!stats.ok()) return stats;
   if (absl::Status s = mlp_io.Flush(static_cast<uint64_t>(stats->steps)); !s.ok()) return s;
+  stats->dense_bytes = mlp_io.bytes();
+  stats->allreduce_rounds = mlp_io.rounds();
   return stats;
 }
 

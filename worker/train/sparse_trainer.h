@@ -21,6 +21,7 @@
 #include "proto/ps.pb.h"
 #include "worker/client/ps_client.h"
 #include "worker/train/averaging_trainer.h"
+#include "worker/train/dense_allreduce.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/progress.h"
 #include "worker/train/row_io.h"
@@ -66,6 +67,10 @@ struct SparseTrainerConfig {
   // then need AveragingTableOptimizer()'s fields, and the row cache and the
   // filter stay off).
   AveragingConfig averaging{Algorithm::kDownpour};
+  // (embedding_mlp) With a group: the MLP's dense tables are kept by every
+  // worker and stepped together by allreduce (--dense_sync=allreduce,
+  // worker/train/dense_allreduce.h); the embedding rows stay as above.
+  DenseAllreduceConfig dense_allreduce;
 };
 
 // The row cache and filter settings of a config.
@@ -87,6 +92,11 @@ struct SparseTrainStats {
   double examples_per_second = 0;
   double keys_per_second = 0;
   double mean_loss_last_epoch = 0;  // log-loss of the examples as trained on
+  // (embedding_mlp) Bytes of the MLP's dense tables moved by this worker:
+  // pulled and pushed (servers), or allreduced (the payload of each round)
+  // and written to the servers' copies (--dense_sync=allreduce).
+  int64_t dense_bytes = 0;
+  int64_t allreduce_rounds = 0;  // --dense_sync=allreduce: rounds, idle ones included
 };
 
 // Trains on `train_path` (LibSVM, plain or gzip). Errors: the reader's
