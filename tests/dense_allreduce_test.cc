@@ -19,8 +19,9 @@ namespace {
 using ::testing::ElementsAreArray;
 
 std::vector<proto::TableDef> Defs() {
-  return {WithAdam(WithUniformInit(DenseTableDef("m/w", 6, 2), -1, 1, 7), 0.01f, 0.9f, 0.999f, 1e-8f),
-          WithSgd(DenseTableDef("m/b", 3, 1), 0.1f)};
+  return {
+      WithAdam(WithUniformInit(DenseTableDef("m/w", 6, 2), -1, 1, 7), 0.01f, 0.9f, 0.999f, 1e-8f),
+      WithSgd(DenseTableDef("m/b", 3, 1), 0.1f)};
 }
 
 // Steps `tables` n times on gradients that differ by step.

@@ -9,10 +9,10 @@ namespace {
 absl::Status Agree(const char* flag, int* value, int default_value, int world_value,
                    const Collective& world) {
   if (*value != default_value && *value != world_value) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, "=", *value, " but this process is rank ", world.rank(), " of ", world.size(),
-        " started by mpirun/srun, which makes it ", world_value,
-        " (leave the flag out, or launch another number of processes)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, "=", *value, " but this process is rank ", world.rank(), " of ",
+                     world.size(), " started by mpirun/srun, which makes it ", world_value,
+                     " (leave the flag out, or launch another number of processes)"));
   }
   *value = world_value;
   return absl::OkStatus();
