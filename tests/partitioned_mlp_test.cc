@@ -63,6 +63,7 @@ std::vector<proto::TableDef> Tables(const Model& model) {
 struct Trained {
   std::vector<float> params;
   std::vector<PartitionedTrainStats> stats;
+  double accuracy = 0;  // on the training examples, as the partitions compute it
 };
 
 // Trains the MLP for 100 steps with K partitions (K = 0: the whole model,
@@ -83,9 +84,13 @@ Trained Train(int k) {
       auto stats = TrainPartitionedMlp(client, Widths(), data, Config(), c, nullptr);
       ASSERT_TRUE(stats.ok()) << "partition " << p << ": " << stats.status();
       out.stats[p] = *stats;
+      auto accuracy = PartitionedMlpAccuracy(client, Widths(), data, "mlp", c);
+      ASSERT_TRUE(accuracy.ok()) << accuracy.status();
+      if (p == 0) out.accuracy = *accuracy;
     });
   }
   out.params = AllParams(client, *model);
+  if (k == 0) out.accuracy = Accuracy(*model, out.params, data);
   return out;
 }
 
@@ -118,6 +123,8 @@ TEST(PartitionedMlpTest, PartitionsGiveTheWholeModelsParameters) {
       at += block.size;
     }
     EXPECT_LT(worst, 1e-5) << "K = " << k;
+    EXPECT_GT(whole.accuracy, 0.5);
+    EXPECT_NEAR(split.accuracy, whole.accuracy, 0.002) << "K = " << k;
     std::printf("K = %d: largest relative difference from K = 1: %.3g\n", k, worst);
     // Each partition holds, pulls and pushes its share, the shares adding up
     // to the model; with even layers it would be 1/K each.

@@ -1,6 +1,7 @@
 #include "worker/run_worker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -12,12 +13,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "worker/client/local_aggregator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/dense_allreduce.h"
 #include "worker/train/idx_reader.h"
 #include "worker/train/model.h"
+#include "worker/train/partitioned_mlp.h"
 
 namespace ps {
 namespace {
@@ -146,9 +149,9 @@ absl::Status CheckSparseConfig(const WorkerConfig& config) {
         absl::StrCat("--model=", config.model, " trains asynchronously: use --consistency=async"));
   }
   if (config.model_partitions > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model_partitions=", config.model_partitions, " splits --model=mlp; --model=",
-                     config.model, " trains whole in each worker"));
+    return absl::InvalidArgumentError(absl::StrCat("--model_partitions=", config.model_partitions,
+                                                   " splits --model=mlp; --model=", config.model,
+                                                   " trains whole in each worker"));
   }
   if (config.dense_allreduce &&
       (config.model != "embedding_mlp" || config.averaging.algorithm != Algorithm::kDownpour)) {
@@ -164,8 +167,8 @@ absl::Status CheckSparseConfig(const WorkerConfig& config) {
 // The tables of a sparse model as the servers keep them: with
 // --dense_sync=allreduce, the servers' copies of the dense ones
 // (worker/train/dense_allreduce.h).
-absl::StatusOr<std::vector<proto::TableDef>> SparseServerTables(
-    const WorkerConfig& config, const EmbeddingMlpConfig& emb) {
+absl::StatusOr<std::vector<proto::TableDef>> SparseServerTables(const WorkerConfig& config,
+                                                                const EmbeddingMlpConfig& emb) {
   const proto::TableDef optimizer = TablesOptimizer(config);
   if (config.model != "embedding_mlp") {
     return std::vector<proto::TableDef>{
@@ -362,6 +365,113 @@ absl::Status EvaluateDense(const WorkerConfig& config, const WorkerEnv& env, con
   return absl::OkStatus();
 }
 
+// ---- model partitions (--model_partitions) ---------------------------------
+
+// The widths {dim, hidden..., classes} of the MLP on `data`.
+std::vector<int> MlpWidths(const WorkerConfig& config, const TrainTestData& data) {
+  std::vector<int> widths = {data.train.dim};
+  widths.insert(widths.end(), config.hidden.begin(), config.hidden.end());
+  widths.push_back(data.train.num_classes);
+  return widths;
+}
+
+// --max_worker_memory_mb: the parameters this process would hold (each
+// value and its gradient, 8 bytes) against the limit.
+absl::Status CheckWorkerMemory(const WorkerConfig& config, const Model& model,
+                               const std::vector<int>& widths) {
+  if (config.max_worker_memory_mb <= 0) return absl::OkStatus();
+  int64_t held = model.num_params() * config.local_workers;
+  if (config.model_partitions > 1) {
+    absl::StatusOr<MlpPartition> part =
+        MlpPartition::Make(widths, config.model_partitions, config.partition);
+    if (!part.ok()) return part.status();
+    held = part->ParamsHeld();
+  }
+  constexpr double kMiB = 1 << 20;
+  const double mb = 8.0 * held / kMiB, total = 8.0 * model.num_params() / kMiB;
+  if (mb <= config.max_worker_memory_mb) return absl::OkStatus();
+  const int64_t k = static_cast<int64_t>(std::ceil(total / config.max_worker_memory_mb));
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "--max_worker_memory_mb=%d: this process would hold %.1f MiB of the model's parameters "
+      "(%d values and their gradients; the whole %s model is %.1f MiB), over the limit; split "
+      "the model over more processes with --model_partitions (about %d or more, under mpirun "
+      "or srun)",
+      config.max_worker_memory_mb, mb, held, model.name(), total, k));
+}
+
+// One partition of a replica: trains with the others of config's replica
+// (env.partitions), then replica 0's partitions evaluate together.
+absl::Status RunPartition(const WorkerConfig& config, const WorkerEnv& env, const Model& model,
+                          const TrainTestData& data, const std::vector<int>& widths) {
+  const TrainerConfig& trainer = config.trainer;
+  const std::string who = config.who();
+  if (env.partitions == nullptr || env.partitions->size() != config.model_partitions) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(who, ": --model_partitions=", config.model_partitions,
+                     " needs the processes of the replica: launch replicas * ",
+                     config.model_partitions, " processes with mpirun or srun"));
+  }
+  if (config.local_workers > 1 || config.local_aggregation || config.bsp_reduce ||
+      trainer.overlap || trainer.layer_norms || trainer.n_fetch != 1 || trainer.n_push != 1 ||
+      config.averaging.algorithm != Algorithm::kDownpour) {
+    return absl::InvalidArgumentError(
+        "--model_partitions trains by Downpour with a pull and a push every step: it does not "
+        "combine with --local_workers, --local_aggregation, --bsp_reduce, --overlap, --lars_eta, "
+        "--n_fetch/--n_push other than 1, or --algorithm other than downpour");
+  }
+  const int k = config.model_partitions;
+  const int id = trainer.worker_index * k + config.partition;
+  const std::vector<proto::TableDef> tables =
+      ModelTables(model, trainer.table_prefix, config.optimizer, trainer.seed);
+  auto client = ConnectAndCreate(ClientOptions(config, env, config.client, id), tables);
+  if (!client.ok()) return client.status();
+  TrainerConfig run = trainer;
+  if (config.partition == 0) run.on_progress = env.observer->Sink();
+  if (!config.eval_only) {
+    if (config.resume) {
+      absl::StatusOr<uint64_t> clock = ResumeClock(**client, tables, who);
+      if (!clock.ok()) return Prefixed(who + ": --resume: ", clock.status());
+      run.start_clock = *clock;
+    }
+    if (trainer.consistency != Consistency::kAsync) {
+      const absl::Status s = (*client)->WaitForWorkers(
+          trainer.num_workers * k, absl::Seconds(config.wait_for_workers_seconds));
+      if (!s.ok()) return Prefixed(who + ": ", s);
+    }
+    const int64_t limit = config.max_train_examples;
+    const Dataset shard = ShardOf(limit > 0 ? Head(data.train, limit) : data.train,
+                                  trainer.worker_index, trainer.num_workers);
+    auto stats = TrainPartitionedMlp(**client, widths, shard, run, env.partitions, PrintLine);
+    if (!stats.ok()) return Prefixed(who + ": training failed: ", stats.status());
+    (*client)->Leave();
+    std::printf(
+        "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s), last-epoch loss %.4f\n",
+        who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
+        stats->seconds, stats->examples_per_second, stats->mean_loss_last_epoch);
+    std::printf(
+        "RESULT worker=%d partition=%d partitions=%d seconds=%.3f examples=%lld steps=%lld "
+        "params_held=%lld params_total=%lld value_bytes_pulled=%lld value_bytes_pushed=%lld "
+        "activation_bytes=%lld\n",
+        trainer.worker_index, config.partition, k, stats->seconds,
+        static_cast<long long>(stats->examples), static_cast<long long>(stats->steps),
+        static_cast<long long>(stats->params_held), static_cast<long long>(model.num_params()),
+        static_cast<long long>(stats->values_pulled) * 4,
+        static_cast<long long>(stats->values_pushed) * 4,
+        static_cast<long long>(stats->activation_values) * 4);
+    std::fflush(stdout);
+  }
+  if (trainer.worker_index != 0) return absl::OkStatus();
+  absl::StatusOr<double> accuracy =
+      PartitionedMlpAccuracy(**client, widths, data.test, trainer.table_prefix, env.partitions);
+  if (!accuracy.ok()) return Prefixed(who + ": evaluating: ", accuracy.status());
+  if (config.partition != 0) return absl::OkStatus();
+  std::printf("%s: test accuracy %.4f (%lld test examples)\n", who.c_str(), *accuracy,
+              static_cast<long long>(data.test.num_examples));
+  std::printf("RESULT test_accuracy=%.4f\n", *accuracy);
+  env.observer->Finish("accuracy", *accuracy);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
@@ -415,6 +525,19 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
                                                      AlgorithmName(config.averaging.algorithm)));
     }
     config.trainer.layer_norms = true;  // the weight tables need them
+  }
+  const std::vector<int> widths = MlpWidths(config, *data);
+  if (!config.eval_only) {
+    if (absl::Status s = CheckWorkerMemory(config, **model, widths); !s.ok()) return s;
+  }
+  if (config.model_partitions > 1) {
+    if (config.model != "mlp") {
+      return absl::InvalidArgumentError(absl::StrCat("--model_partitions=", config.model_partitions,
+                                                     " splits hidden layers: it needs --model=mlp, "
+                                                     "not ",
+                                                     config.model));
+    }
+    return RunPartition(config, env, **model, *data, widths);
   }
   const auto tables = ModelTables(**model, config.trainer.table_prefix, TablesOptimizer(config),
                                   config.trainer.seed);

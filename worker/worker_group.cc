@@ -21,7 +21,9 @@ absl::Status Agree(const char* flag, int* value, int default_value, int world_va
 }  // namespace
 
 bool NeedsWorkerGroups(const WorkerConfig& config) {
-  return !config.eval_only && (config.dense_allreduce || config.model_partitions > 1);
+  // Partitions evaluate together too; an allreduce job's evaluation reads
+  // the servers alone.
+  return config.model_partitions > 1 || (config.dense_allreduce && !config.eval_only);
 }
 
 absl::Status JoinWorkerGroups(WorkerConfig* config, WorkerGroups* groups) {

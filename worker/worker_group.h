@@ -21,8 +21,8 @@ struct WorkerGroups {
   std::unique_ptr<Collective> replica;
 };
 
-// Whether the config needs the groups (training with --dense_sync=allreduce
-// or --model_partitions > 1).
+// Whether the config needs the groups (--model_partitions > 1, or training
+// with --dense_sync=allreduce).
 bool NeedsWorkerGroups(const WorkerConfig& config);
 
 // From the world's rank and size: sets config's replica (trainer.worker_index,

@@ -1,5 +1,7 @@
 #include "deploy/bench/local_param_client.h"
 
+#include <algorithm>
+
 namespace ps {
 
 absl::Status LocalParamClient::CreateTable(const proto::TableDef& def) {
@@ -18,15 +20,18 @@ absl::Status LocalParamClient::Pull(absl::Span<const PullRange> ops, uint64_t cl
     const PullRange& op = ops[i];
     auto def = store_.GetTableDef(op.table);
     if (!def.ok()) return def.status();
-    if (op.out.size() != (op.end - op.begin) * def->width()) {
+    const uint64_t run = (op.end - op.begin) * def->width();
+    if (op.rows == 0 || op.out.size() != run * op.rows) {
       return absl::InvalidArgumentError("pull output span does not match the range and width");
     }
-    auto version = store_.Pull(op.table, KeySpec::Single(op.begin, op.end), [&op](size_t bytes) {
-      (void)bytes;  // == op.out.size() * sizeof(float), checked above
-      return reinterpret_cast<char*>(op.out.data());
-    });
-    if (!version.ok()) return version.status();
-    if (versions != nullptr) (*versions)[i] = *version;
+    for (uint64_t r = 0; r < op.rows; ++r) {  // a strided op: run after run
+      const uint64_t first = op.begin + r * op.stride;
+      float* out = op.out.data() + r * run;
+      auto version = store_.Pull(op.table, KeySpec::Single(first, first + op.end - op.begin),
+                                 [out](size_t) { return reinterpret_cast<char*>(out); });
+      if (!version.ok()) return version.status();
+      if (versions != nullptr) (*versions)[i] = std::max((*versions)[i], *version);
+    }
   }
   return absl::OkStatus();
 }
@@ -35,10 +40,16 @@ absl::Status LocalParamClient::Push(absl::Span<const PushRange> ops, uint64_t, V
   if (versions != nullptr) versions->assign(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     const PushRange& op = ops[i];
-    auto result = store_.Push(op.table, KeySpec::Single(op.begin, op.end), op.grads, 0,
-                              [] { return absl::StatusOr<bool>(true); }, {nullptr, op.layer_norms});
-    if (!result.ok()) return result.status();
-    if (versions != nullptr) (*versions)[i] = result->version;
+    const uint64_t keys = op.end - op.begin;
+    const uint64_t run = op.rows == 0 ? 0 : op.grads.size() / op.rows;
+    for (uint64_t r = 0; r < op.rows; ++r) {  // a strided op: run after run
+      const uint64_t first = op.begin + r * op.stride;
+      auto result = store_.Push(
+          op.table, KeySpec::Single(first, first + keys), op.grads.subspan(r * run, run), 0,
+          [] { return absl::StatusOr<bool>(true); }, {nullptr, op.layer_norms});
+      if (!result.ok()) return result.status();
+      if (versions != nullptr) (*versions)[i] = result->version;
+    }
   }
   return absl::OkStatus();
 }

@@ -16,12 +16,18 @@
 namespace ps {
 
 // A dense run of keys [begin, end) of a table; values are key-major,
-// (end - begin) * width floats.
+// (end - begin) * width floats. With rows > 1, a strided op: `rows` runs,
+// run r being keys [begin + r * stride, end + r * stride) (stride >=
+// end - begin), their values one run after the other: columns
+// [begin, end) of a table read as a row-major matrix of rows of `stride`
+// keys (a model partition's share of a layer), in one request per server.
 struct PullRange {
   std::string table;
   uint64_t begin = 0;
   uint64_t end = 0;
   absl::Span<float> out;
+  uint64_t rows = 1;
+  uint64_t stride = 0;
 };
 struct PushRange {
   std::string table;
@@ -32,6 +38,8 @@ struct PushRange {
   // table's parameters and of this push's whole gradient, sent with every
   // part of the push (common/optimizer/lars.h). Null: none.
   const proto::LayerNorms* layer_norms = nullptr;
+  uint64_t rows = 1;  // as PullRange's
+  uint64_t stride = 0;
 };
 
 // For each op i and server s, versions[i * num_servers + s] is the largest
@@ -80,7 +88,10 @@ template <typename A, typename B>
 bool SameOpKeys(absl::Span<const A> a, absl::Span<const B> b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].table != b[i].table || a[i].begin != b[i].begin || a[i].end != b[i].end) return false;
+    if (a[i].table != b[i].table || a[i].begin != b[i].begin || a[i].end != b[i].end ||
+        a[i].rows != b[i].rows || (a[i].rows > 1 && a[i].stride != b[i].stride)) {
+      return false;
+    }
   }
   return true;
 }

@@ -19,7 +19,12 @@ absl::StatusOr<uint64_t> RangeWidth(absl::string_view what, const DenseOp& op) {
     return absl::InvalidArgumentError(absl::StrCat(what, " table '", op.table, "': range [",
                                                    op.begin, ", ", op.end, ") is reversed"));
   }
-  const uint64_t n = op.end - op.begin;
+  if (op.rows == 0 || (op.rows > 1 && op.stride < op.end - op.begin)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " table '", op.table, "': ", op.rows, " runs of keys [", op.begin, ", ",
+                     op.end, ") every ", op.stride, " keys: the runs must not overlap"));
+  }
+  const uint64_t n = (op.end - op.begin) * op.rows;
   if (n == 0) return 0;
   if (op.num_values % n != 0 || op.num_values == 0) {
     return absl::InvalidArgumentError(absl::StrCat(what, " table '", op.table, "': ", op.num_values,
@@ -49,14 +54,23 @@ void CountRoundParts(std::vector<Part>& parts, size_t first) {
 void PlanOneRange(const Placement& placement, const DenseOp& op, size_t op_index, uint64_t width,
                   uint64_t max_values, std::vector<Part>& parts) {
   const uint64_t max_keys = KeysPerPart(max_values, width);
-  std::vector<std::vector<RangePart>> by_server(placement.num_servers());
-  for (const RangePart& r : placement.SplitRange(op.table, op.begin, op.end)) {
-    by_server[r.owner].push_back(r);
+  // Each server's runs of keys, with where their values start in the op's
+  // buffer (in keys).
+  struct Run {
+    uint64_t begin, end, at;
+  };
+  std::vector<std::vector<Run>> by_server(placement.num_servers());
+  const uint64_t run_keys = op.end - op.begin;
+  for (uint64_t row = 0; row < op.rows; ++row) {
+    const uint64_t first_key = op.begin + row * op.stride;
+    for (const RangePart& r : placement.SplitRange(op.table, first_key, first_key + run_keys)) {
+      by_server[r.owner].push_back({r.begin, r.end, row * run_keys + (r.begin - first_key)});
+    }
   }
   const size_t first = parts.size();
   for (int s = 0; s < placement.num_servers(); ++s) {
     uint64_t keys_in_part = max_keys;  // forces a new part first
-    for (const RangePart& r : by_server[s]) {
+    for (const Run& r : by_server[s]) {
       uint64_t k = r.begin;
       while (k < r.end) {
         if (keys_in_part == max_keys) {
@@ -68,7 +82,7 @@ void PlanOneRange(const Placement& placement, const DenseOp& op, size_t op_index
           keys_in_part = 0;
         }
         const uint64_t e = std::min(r.end, k + (max_keys - keys_in_part));
-        parts.back().ranges.push_back({k, e, (k - op.begin) * width});
+        parts.back().ranges.push_back({k, e, (r.at + (k - r.begin)) * width});
         keys_in_part += e - k;
         k = e;
       }
@@ -109,7 +123,9 @@ absl::StatusOr<std::vector<Part>> PlanPull(const Placement& placement,
                                            uint64_t max_values_per_request) {
   std::vector<DenseOp> dense;
   dense.reserve(ops.size());
-  for (const PullRange& op : ops) dense.push_back({op.table, op.begin, op.end, op.out.size()});
+  for (const PullRange& op : ops) {
+    dense.push_back({op.table, op.begin, op.end, op.out.size(), op.rows, op.stride});
+  }
   return PlanDense(placement, dense, max_values_per_request, "pull of");
 }
 
@@ -118,7 +134,9 @@ absl::StatusOr<std::vector<Part>> PlanPush(const Placement& placement,
                                            uint64_t max_values_per_request) {
   std::vector<DenseOp> dense;
   dense.reserve(ops.size());
-  for (const PushRange& op : ops) dense.push_back({op.table, op.begin, op.end, op.grads.size()});
+  for (const PushRange& op : ops) {
+    dense.push_back({op.table, op.begin, op.end, op.grads.size(), op.rows, op.stride});
+  }
   return PlanDense(placement, dense, max_values_per_request, "push to");
 }
 

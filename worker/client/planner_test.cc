@@ -129,6 +129,47 @@ TEST(PlannerTest, BadDenseOpsAreRefusedNamingTheTable) {
   EXPECT_FALSE(PlanPush(placement, ops, 100).ok());
 }
 
+// A strided op (columns 3-7 of a 9 x 20 matrix, width 2): every key of every
+// run goes to its owner, each value of the buffer is covered once at the
+// place of its key, and a server gets its runs in one part when the cap
+// allows.
+TEST(PlannerTest, StridedOpsCoverEachRunOnceWithItsOwnOffsets) {
+  const Placement placement(3, {/*slice_size=*/7, 64});
+  constexpr uint64_t kRows = 9, kStride = 20, kBegin = 3, kEnd = 8, kWidth = 2;
+  std::vector<float> values(kRows * (kEnd - kBegin) * kWidth);
+  for (uint64_t cap : std::vector<uint64_t>{4, 1u << 20}) {
+    PullRange op{"m", kBegin, kEnd, absl::MakeSpan(values), kRows, kStride};
+    auto parts = PlanPull(placement, {&op, 1}, cap);
+    ASSERT_TRUE(parts.ok()) << parts.status();
+    std::vector<int> covered(values.size(), 0);
+    std::map<int, int> parts_of;
+    for (const Part& part : *parts) {
+      ++parts_of[part.server];
+      for (const PlannedRange& r : part.ranges) {
+        for (uint64_t k = r.begin; k < r.end; ++k) {
+          EXPECT_EQ(placement.OwnerOfKey("m", k), part.server) << "key " << k;
+          const uint64_t row = k / kStride, col = k % kStride;
+          ASSERT_LT(row, kRows);
+          ASSERT_TRUE(col >= kBegin && col < kEnd) << "key " << k << " is not in a run";
+          // Key (row, col) has its values at run `row`, place col - begin.
+          EXPECT_EQ(r.offset + (k - r.begin) * kWidth,
+                    (row * (kEnd - kBegin) + col - kBegin) * kWidth);
+          for (uint64_t v = 0; v < kWidth; ++v) ++covered[r.offset + (k - r.begin) * kWidth + v];
+        }
+      }
+    }
+    for (size_t v = 0; v < covered.size(); ++v) ASSERT_EQ(covered[v], 1) << "value " << v;
+    if (cap > values.size()) {
+      for (const auto& [server, n] : parts_of) EXPECT_EQ(n, 1) << "server " << server;
+    }
+  }
+  // Runs that overlap are refused.
+  PushRange overlapping{"m", 0, 10, absl::MakeConstSpan(values).subspan(0, 30), nullptr, 3, 5};
+  auto bad = PlanPush(placement, {&overlapping, 1}, 100);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("push to table 'm': 3 runs"));
+}
+
 TEST(PlannerTest, KeyListsGoToTheirOwnersInCappedPartsCoveringTheBuffer) {
   const Placement placement(3, {/*slice_size=*/4, 64});
   std::vector<uint64_t> keys;

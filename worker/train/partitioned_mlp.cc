@@ -29,12 +29,17 @@ absl::Status AtStep(int64_t step, const absl::Status& s) {
 // ops over them, and the step.
 class PartitionedRun {
  public:
-  PartitionedRun(ParamClient& client, MlpPartition part, const Dataset& shard,
-                 const TrainerConfig& config, Collective* group)
-      : client_(client), part_(std::move(part)), shard_(shard), config_(config), group_(group) {}
+  PartitionedRun(ParamClient& client, MlpPartition part, const TrainerConfig& config,
+                 Collective* group)
+      : client_(client), part_(std::move(part)), config_(config), group_(group) {
+    BuildOps();
+    in_.resize(L());
+    h_.resize(L());
+  }
 
   absl::StatusOr<PartitionedTrainStats> Run(
-      const std::function<void(const std::string&)>& progress);
+      const Dataset& shard, const std::function<void(const std::string&)>& progress);
+  absl::StatusOr<double> Accuracy(const Dataset& test);
 
  private:
   int L() const { return part_.num_layers(); }
@@ -52,16 +57,20 @@ class PartitionedRun {
   }
 
   void BuildOps();
+  absl::Status CheckDim(const Dataset& data) const;
+  // The examples `rows` of `data` into xb_ and yb_ (sized for them).
+  void GatherBatch(const Dataset& data, absl::Span<const int64_t> rows);
+  // The logits of the batch x (every partition gets them all).
+  absl::StatusOr<RowMatrix> Forward(const ConstMatrixMap& x);
   // Forward and backward on the batch; gradients into grads_. Returns the
   // batch's mean loss.
-  absl::StatusOr<float> Step(absl::Span<const int64_t> rows);
+  absl::StatusOr<float> Step(const Dataset& shard, absl::Span<const int64_t> rows);
   // Every partition's units of hidden layer j (own: batch x Count(j))
   // into `full` (batch x Width(j)).
   absl::Status Gather(int j, const RowMatrix& own, RowMatrix* full);
 
   ParamClient& client_;
   const MlpPartition part_;
-  const Dataset& shard_;
   const TrainerConfig config_;
   Collective* const group_;
   std::vector<int64_t> w_off_, b_off_;
@@ -90,24 +99,25 @@ void PartitionedRun::BuildOps() {
     const std::string w = absl::StrCat(prefix, l, "/w"), b = absl::StrCat(prefix, l, "/b");
     const uint64_t out = Width(l + 1);
     const size_t cols = WeightCols(l);
-    auto add = [&](const std::string& table, uint64_t begin, uint64_t count, int64_t at) {
+    // `rows` runs of `count` keys from `begin`, every `stride` keys.
+    auto add = [&](const std::string& table, uint64_t begin, uint64_t count, int64_t at,
+                   uint64_t rows, uint64_t stride) {
+      const size_t n = count * rows;
       pull_ops_.push_back(
-          {table, begin, begin + count, absl::MakeSpan(params_).subspan(at, count)});
-      push_ops_.push_back({table, begin, begin + count, absl::MakeSpan(grads_).subspan(at, count)});
+          {table, begin, begin + count, absl::MakeSpan(params_).subspan(at, n), rows, stride});
+      push_ops_.push_back({table, begin, begin + count, absl::MakeSpan(grads_).subspan(at, n),
+                           nullptr, rows, stride});
     };
     if (l + 1 < L()) {
-      // Into a hidden layer: its units' columns, a run of keys per input row.
-      const uint64_t first = part_.First(l + 1);
-      for (int i = 0; i < Width(l); ++i) {
-        add(w, static_cast<uint64_t>(i) * out + first, cols,
-            w_off_[l] + static_cast<int64_t>(i) * cols);
-      }
+      // Into a hidden layer: its units' columns, a run of keys per input
+      // row (one strided op).
+      add(w, part_.First(l + 1), cols, w_off_[l], Width(l), out);
     } else {
       // The output: the rows of its units of the last hidden layer.
       add(w, static_cast<uint64_t>(part_.First(l)) * out,
-          static_cast<uint64_t>(part_.Count(l)) * out, w_off_[l]);
+          static_cast<uint64_t>(part_.Count(l)) * out, w_off_[l], 1, 0);
     }
-    add(b, part_.First(l + 1), part_.Count(l + 1), b_off_[l]);
+    add(b, part_.First(l + 1), part_.Count(l + 1), b_off_[l], 1, 0);
   }
 }
 
@@ -127,16 +137,9 @@ absl::Status PartitionedRun::Gather(int j, const RowMatrix& own, RowMatrix* full
   return absl::OkStatus();
 }
 
-absl::StatusOr<float> PartitionedRun::Step(absl::Span<const int64_t> rows) {
-  const int batch = static_cast<int>(rows.size());
-  const int dim = shard_.dim;
-  for (int r = 0; r < batch; ++r) {
-    std::copy_n(shard_.row(rows[r]), dim, xb_.data() + static_cast<size_t>(r) * dim);
-    yb_[r] = shard_.labels[rows[r]];
-  }
-  const ConstMatrixMap x(xb_.data(), batch, dim);
-  // Forward: the hidden layers (the full input of each but the first
-  // gathered from the partitions' units).
+absl::StatusOr<RowMatrix> PartitionedRun::Forward(const ConstMatrixMap& x) {
+  // The hidden layers (the full input of each but the first gathered from
+  // the partitions' units).
   for (int l = 0; l + 1 < L(); ++l) {
     RowMatrix z = l == 0 ? RowMatrix(x * W(params_, l)) : RowMatrix(in_[l] * W(params_, l));
     z.rowwise() += B(params_, l);
@@ -155,6 +158,25 @@ absl::StatusOr<float> PartitionedRun::Step(absl::Span<const int64_t> rows) {
     return s;
   }
   stats_.activation_values += logits.size();
+  return logits;
+}
+
+void PartitionedRun::GatherBatch(const Dataset& data, absl::Span<const int64_t> rows) {
+  const int dim = data.dim;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::copy_n(data.row(rows[r]), dim, xb_.data() + r * dim);
+    yb_[r] = data.labels[rows[r]];
+  }
+}
+
+absl::StatusOr<float> PartitionedRun::Step(const Dataset& shard, absl::Span<const int64_t> rows) {
+  const int batch = static_cast<int>(rows.size());
+  GatherBatch(shard, rows);
+  const ConstMatrixMap x(xb_.data(), batch, shard.dim);
+  absl::StatusOr<RowMatrix> forward = Forward(x);
+  if (!forward.ok()) return forward.status();
+  RowMatrix& logits = *forward;
+  const int last = L() - 1;
 
   // Softmax cross-entropy, as Model::LossAndGradient computes it.
   const Eigen::VectorXf row_max = logits.rowwise().maxCoeff();
@@ -193,29 +215,53 @@ absl::StatusOr<float> PartitionedRun::Step(absl::Span<const int64_t> rows) {
   return static_cast<float>(loss / batch);
 }
 
-absl::StatusOr<PartitionedTrainStats> PartitionedRun::Run(
-    const std::function<void(const std::string&)>& progress) {
-  if (shard_.dim != Width(0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the examples have ", shard_.dim, " features, the model's input ", Width(0)));
+absl::Status PartitionedRun::CheckDim(const Dataset& data) const {
+  if (data.dim == Width(0)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("the examples have ", data.dim, " features, the model's input ", Width(0)));
+}
+
+absl::StatusOr<double> PartitionedRun::Accuracy(const Dataset& test) {
+  if (absl::Status s = CheckDim(test); !s.ok()) return s;
+  if (absl::Status s = client_.Pull(pull_ops_, 0, nullptr); !s.ok()) return s;
+  constexpr int64_t kBatch = 1024;
+  xb_.resize(static_cast<size_t>(kBatch) * test.dim);
+  yb_.resize(kBatch);
+  std::vector<int64_t> rows;
+  int64_t correct = 0;
+  for (int64_t first = 0; first < test.num_examples; first += kBatch) {
+    rows.clear();
+    for (int64_t i = first; i < std::min(test.num_examples, first + kBatch); ++i) rows.push_back(i);
+    GatherBatch(test, rows);
+    absl::StatusOr<RowMatrix> logits =
+        Forward(ConstMatrixMap(xb_.data(), static_cast<int64_t>(rows.size()), test.dim));
+    if (!logits.ok()) return logits.status();
+    for (size_t r = 0; r < rows.size(); ++r) {
+      Eigen::Index best;
+      logits->row(static_cast<Eigen::Index>(r)).maxCoeff(&best);
+      correct += best == yb_[r];
+    }
   }
-  BuildOps();
-  xb_.resize(static_cast<size_t>(config_.batch_size) * shard_.dim);
+  return test.num_examples > 0 ? static_cast<double>(correct) / test.num_examples : 0.0;
+}
+
+absl::StatusOr<PartitionedTrainStats> PartitionedRun::Run(
+    const Dataset& shard, const std::function<void(const std::string&)>& progress) {
+  if (absl::Status s = CheckDim(shard); !s.ok()) return s;
+  xb_.resize(static_cast<size_t>(config_.batch_size) * shard.dim);
   yb_.resize(config_.batch_size);
-  in_.resize(L());
-  h_.resize(L());
   stats_.params_held = part_.ParamsHeld();
   const absl::Time start = absl::Now();
   ProgressWindow window(start, config_.progress_interval);
   uint64_t clock = config_.start_clock;
   absl::StatusOr<double> last_epoch_loss = ForEachMinibatch(
-      shard_, config_, static_cast<int64_t>(config_.start_clock), &stats_.steps,
+      shard, config_, static_cast<int64_t>(config_.start_clock), &stats_.steps,
       [&](const Minibatch& batch) -> absl::StatusOr<float> {
         if (absl::Status s = client_.Pull(pull_ops_, clock, nullptr); !s.ok()) {
           return AtStep(stats_.steps, s);
         }
         stats_.values_pulled += static_cast<int64_t>(params_.size());
-        absl::StatusOr<float> loss = Step(batch.rows);
+        absl::StatusOr<float> loss = Step(shard, batch.rows);
         if (!loss.ok()) return AtStep(stats_.steps, loss.status());
         if (absl::Status s = client_.Push(push_ops_, clock, nullptr); !s.ok()) {
           return AtStep(stats_.steps, s);
@@ -308,8 +354,19 @@ absl::StatusOr<PartitionedTrainStats> TrainPartitionedMlp(
     const std::function<void(const std::string&)>& progress) {
   absl::StatusOr<MlpPartition> part = MlpPartition::Make(widths, group->size(), group->rank());
   if (!part.ok()) return part.status();
-  PartitionedRun run(client, *std::move(part), shard, config, group);
-  return run.Run(progress);
+  PartitionedRun run(client, *std::move(part), config, group);
+  return run.Run(shard, progress);
+}
+
+absl::StatusOr<double> PartitionedMlpAccuracy(ParamClient& client, const std::vector<int>& widths,
+                                              const Dataset& test, const std::string& table_prefix,
+                                              Collective* group) {
+  absl::StatusOr<MlpPartition> part = MlpPartition::Make(widths, group->size(), group->rank());
+  if (!part.ok()) return part.status();
+  TrainerConfig config;
+  config.table_prefix = table_prefix;
+  PartitionedRun run(client, *std::move(part), config, group);
+  return run.Accuracy(test);
 }
 
 }  // namespace ps

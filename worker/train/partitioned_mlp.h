@@ -96,6 +96,13 @@ absl::StatusOr<PartitionedTrainStats> TrainPartitionedMlp(
     const TrainerConfig& config, Collective* group,
     const std::function<void(const std::string&)>& progress);
 
+// The fraction of `test` the model on the servers classifies right,
+// computed by the partitions together (each pulls only its share; every
+// partition gets the result). Errors: those of TrainPartitionedMlp.
+absl::StatusOr<double> PartitionedMlpAccuracy(ParamClient& client, const std::vector<int>& widths,
+                                              const Dataset& test, const std::string& table_prefix,
+                                              Collective* group);
+
 }  // namespace ps
 
 #endif  // PS_WORKER_TRAIN_PARTITIONED_MLP_H_
