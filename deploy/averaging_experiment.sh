@@ -101,7 +101,7 @@ for setting in $settings; do
     auc=$("$bin/worker/ps_worker" --servers="$spec" --eval_only "${flags[@]}" 2>/dev/null |
           sed -n 's/^RESULT test_auc=\([0-9.]*\).*/\1/p')
     stop_servers
-    keys=$(cat "$work"/worker?.log | sed -n 's/^RESULT worker=.* keys_pulled=\([0-9]*\) keys_pushed=\([0-9]*\)/\1 \2/p' |
+    keys=$(cat "$work"/worker?.log | sed -n 's/^RESULT worker=.* keys_pulled=\([0-9]*\) keys_pushed=\([0-9]*\).*/\1 \2/p' |
            awk '{ s += $1 + $2 } END { printf "%.0f", s }')
     echo "RESULT setting=$setting test_auc=$auc wall_seconds=$seconds keys_moved=$keys epochs=$epochs" | tee -a "$raw"
     continue

@@ -13,7 +13,8 @@
 #      ranks with shares one example apart): every rank checks every 10
 #      rounds that all hold the same bits; both take part in every round;
 #      rank 0's tables on the servers give the AUC it reports to a separate
-#      --eval_only run.
+#      --eval_only run. The embedding MLP in two partitions trains, partition
+#      0 alone reading and writing the embedding rows.
 #   4. A partition SIGKILLed mid-training: mpirun ends the job, non-zero,
 #      naming the killed rank, within the time limit (no hang).
 set -euo pipefail
@@ -98,6 +99,14 @@ below 0.7 "$auc" || fail "hybrid test AUC $auc"
 [ "$(field "$dir/eval.log" test_auc)" = "$auc" ] ||
   fail "the servers' tables give AUC $(field "$dir/eval.log" test_auc), rank 0 reported $auc"
 echo "allreduce: $r0 rounds on both ranks, test AUC $auc (rank 0 and --eval_only)"
+# The embedding MLP split in two partitions: partition 0 alone reads the rows.
+parts=(--servers="$spec" --model=embedding_mlp --num_fields=4 --train_data="$dir/train.svm"
+  --test_data="$dir/test.svm" --model_partitions=2 --table_prefix=parts --epochs=1 --progress_seconds=100)
+mpi 2 "$worker_bin" "${parts[@]}" >"$dir/emb_parts.log" 2>&1 || fail "embedding_mlp K = 2 failed"
+[ "$(field "$dir/emb_parts.log" keys "worker=0 partition=1 ")" = 0 ] || fail "partition 1 read rows"
+below 0 "$(field "$dir/emb_parts.log" keys "worker=0 partition=0 ")" || fail "partition 0 read no rows"
+parts_auc=$(field "$dir/emb_parts.log" test_auc)
+below 0.7 "$parts_auc" || fail "embedding_mlp K = 2: test AUC $parts_auc"
 
 # ---- 4. a partition killed mid-training ------------------------------------
 mpirun --oversubscribe -np 2 "$worker_bin" "${mlp[@]}" --table_prefix=killed --model_partitions=2 \

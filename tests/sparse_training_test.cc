@@ -256,6 +256,76 @@ TEST(SparseTrainingTest, DenseTablesByAllreduceLearnAsWellAsOnTheServers) {
   EXPECT_NEAR(hybrid.trained_auc, servers.trained_auc, 0.02);
 }
 
+// The embedding MLP split by hidden units over K partitions (threads of one
+// replica, --model_partitions): its tables end where the whole model's do,
+// within float rounding (the partitions' logits are summed in float).
+TEST(SparseTrainingTest, EmbeddingMlpPartitionsEndWhereTheWholeModelDoes) {
+  const Data data = GenerateData("parts", 2);
+  auto fields = OptimizerFields(OptimizerSpec());  // AdaGrad
+  ASSERT_TRUE(fields.ok());
+  EmbeddingMlpConfig model;
+  model.prefix = "parts";
+  model.num_buckets = 16;
+  model.num_fields = 2;
+  model.hidden = 10;  // 5 and 5, or 3, 3 and 4
+  SparseTrainerConfig config;
+  config.max_train_examples = 20000;
+  config.batch_size = 64;
+  std::vector<std::vector<float>> whole;
+  double whole_logloss = 0;
+  for (int k : {1, 2, 3}) {
+    auto cluster = InProcessCluster::Start(2);
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    auto admin = (*cluster)->Connect(100);
+    for (const proto::TableDef& def : EmbeddingMlpTables(model, *fields)) {
+      ASSERT_TRUE(admin->CreateTable(def).ok()) << def.name();
+    }
+    LocalGroup group(k, absl::Seconds(60));
+    std::vector<std::thread> threads;
+    std::vector<absl::StatusOr<SparseTrainStats>> stats(k);
+    for (int p = 0; p < k; ++p) {
+      threads.emplace_back([&, p] {
+        auto client = (*cluster)->Connect(p);
+        SparseTrainerConfig mine = config;
+        if (k > 1) mine.partitions = group.Member(p);
+        stats[p] = TrainEmbeddingMlp(*client, data.train, mine, model, NoProgress);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (int p = 0; p < k; ++p) {
+      ASSERT_TRUE(stats[p].ok()) << "partition " << p << ": " << stats[p].status();
+      EXPECT_EQ(stats[p]->steps, (20000 + 63) / 64);
+      // Only partition 0 reads and writes the embedding rows.
+      EXPECT_EQ(stats[p]->keys > 0, p == 0) << "partition " << p;
+    }
+    std::vector<std::vector<float>> tables;
+    for (const char* name : {"w1", "b1", "w2", "b2"}) {
+      const uint64_t n = std::string(name) == "w1" ? 2 * 8 * 10 : std::string(name) == "b2" ? 1 : 10;
+      std::vector<float>& t = tables.emplace_back(n);
+      const PullRange op[] = {{std::string("parts/") + name, 0, n, absl::MakeSpan(t)}};
+      ASSERT_TRUE(admin->Pull(op).ok());
+    }
+    const auto eval = EvaluateEmbeddingMlp(*admin, data.test, model, 1000);
+    ASSERT_TRUE(eval.ok()) << eval.status();
+    if (k == 1) {
+      whole = tables;
+      whole_logloss = eval->logloss;
+      continue;
+    }
+    for (size_t t = 0; t < tables.size(); ++t) {
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < tables[t].size(); ++i) {
+        diff += std::pow(double{tables[t][i]} - whole[t][i], 2);
+        norm += std::pow(double{whole[t][i]}, 2);
+      }
+      EXPECT_LT(std::sqrt(diff / norm), 1e-4) << "K = " << k << ", table " << t;
+    }
+    EXPECT_NEAR(eval->logloss, whole_logloss, 1e-4 * whole_logloss) << "K = " << k;
+    std::printf("embedding mlp, K = %d: test log-loss %.6f (whole model %.6f)\n", k, eval->logloss,
+                whole_logloss);
+  }
+}
+
 TEST(SparseTrainingTest, AnEmbeddingMlpWithFourFieldsLearnsThePlantedModel) {
   const Data data = GenerateData("fields", 4);
   const MlpRun run = TrainEmbeddingMlpOn(data, 4);

@@ -148,10 +148,12 @@ absl::Status CheckSparseConfig(const WorkerConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrCat("--model=", config.model, " trains asynchronously: use --consistency=async"));
   }
-  if (config.model_partitions > 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--model_partitions=", config.model_partitions,
-                                                   " splits --model=mlp; --model=", config.model,
-                                                   " trains whole in each worker"));
+  if (config.model_partitions > 1 &&
+      (config.model != "embedding_mlp" || config.averaging.algorithm != Algorithm::kDownpour)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model_partitions=", config.model_partitions,
+        " splits hidden layers: it needs --model=mlp or embedding_mlp (not ", config.model,
+        ") and --algorithm=downpour (not ", AlgorithmName(config.averaging.algorithm), ")"));
   }
   if (config.dense_allreduce &&
       (config.model != "embedding_mlp" || config.averaging.algorithm != Algorithm::kDownpour)) {
@@ -197,6 +199,7 @@ absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
   sc.progress_interval = config.trainer.progress_interval;
   sc.on_progress = env.observer->Sink();
   sc.averaging = config.averaging;
+  sc.partitions = env.partitions;
   if (config.dense_allreduce) {
     sc.dense_allreduce.group = env.workers;
     sc.dense_allreduce.optimizer = config.optimizer;
@@ -217,9 +220,10 @@ absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
       static_cast<long long>(stats->keys_pulled), stats->mean_loss_last_epoch,
       static_cast<long long>(stats->bad_lines));
   std::printf(
-      "RESULT worker=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld keys_pushed=%lld "
-      "dense_bytes=%lld allreduce_rounds=%lld\n",
-      config.trainer.worker_index, stats->seconds, static_cast<long long>(stats->examples),
+      "RESULT worker=%d partition=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld "
+      "keys_pushed=%lld dense_bytes=%lld allreduce_rounds=%lld\n",
+      config.trainer.worker_index, config.partition, stats->seconds,
+      static_cast<long long>(stats->examples),
       static_cast<long long>(stats->keys), static_cast<long long>(stats->keys_pulled),
       static_cast<long long>(stats->keys_pushed), static_cast<long long>(stats->dense_bytes),
       static_cast<long long>(stats->allreduce_rounds));
@@ -488,19 +492,22 @@ absl::Status RunSparseWorker(WorkerConfig config, const WorkerEnv& env) {
   emb.seed = config.trainer.seed;
   absl::StatusOr<std::vector<proto::TableDef>> tables = SparseServerTables(config, emb);
   if (!tables.ok()) return tables.status();
-  auto client = ConnectAndCreate(
-      ClientOptions(config, env, SparseClientBase(config.client), config.trainer.worker_index),
-      *tables);
+  // Partition P of replica r is worker r * K + P to the servers.
+  const int id = config.trainer.worker_index * config.model_partitions + config.partition;
+  auto client =
+      ConnectAndCreate(ClientOptions(config, env, SparseClientBase(config.client), id), *tables);
   if (!client.ok()) return client.status();
   const std::string& table = (*tables)[0].name();
   if (!config.eval_only) {
     if (absl::Status s = TrainSparse(config, env, emb, table, **client); !s.ok()) return s;
   }
   if (!config.evaluate && !config.eval_only) return absl::OkStatus();
-  // The ranks of an allreduce job hold one model: rank 0 evaluates it.
+  // The ranks of an allreduce job hold one model, the partitions of a
+  // replica one: rank 0, or partition 0, evaluates it.
   if (config.dense_allreduce && !config.eval_only && config.trainer.worker_index != 0) {
     return absl::OkStatus();
   }
+  if (config.partition != 0) return absl::OkStatus();
   return EvaluateSparse(config, env, emb, table, **client);
 }
 
@@ -532,10 +539,9 @@ absl::Status RunDenseWorker(WorkerConfig config, const WorkerEnv& env) {
   }
   if (config.model_partitions > 1) {
     if (config.model != "mlp") {
-      return absl::InvalidArgumentError(absl::StrCat("--model_partitions=", config.model_partitions,
-                                                     " splits hidden layers: it needs --model=mlp, "
-                                                     "not ",
-                                                     config.model));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model_partitions=", config.model_partitions,
+          " splits hidden layers: it needs --model=mlp or embedding_mlp, not ", config.model));
     }
     return RunPartition(config, env, **model, *data, widths);
   }

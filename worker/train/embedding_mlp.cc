@@ -10,6 +10,7 @@
 #include "worker/train/allreduced_tables.h"
 #include "worker/train/averaging_rows.h"
 #include "worker/train/dense_allreduce.h"
+#include "worker/train/embedding_mlp_math.h"
 #include "worker/train/libsvm_reader.h"
 #include "worker/train/sparse_batch.h"
 #include "worker/train/sparse_row_io.h"
@@ -22,38 +23,36 @@ namespace {
 // feature id is asked for nothing (BatchKeys needs one).
 constexpr uint64_t kUnusedKey = ~uint64_t{0};
 
-// The MLP's parameters, pulled each step: w1[u * in + i] weighs input i
-// (component i % dim of field i / dim's sum) into hidden unit u.
-struct Mlp {
-  uint32_t dim = 0, in = 0, hidden = 0;
-  std::vector<float> w1, b1, w2, b2;
-
-  explicit Mlp(const EmbeddingMlpConfig& model)
-      : dim(model.dim),
-        in(model.num_fields * model.dim),
-        hidden(model.hidden),
-        w1(static_cast<size_t>(in) * hidden),
-        b1(hidden),
-        w2(hidden),
-        b2(1) {}
-  void Zero() {
-    std::fill(w1.begin(), w1.end(), 0.0f);
-    std::fill(b1.begin(), b1.end(), 0.0f);
-    std::fill(w2.begin(), w2.end(), 0.0f);
-    b2[0] = 0;
-  }
-};
-
 std::string Name(const EmbeddingMlpConfig& model, const char* table) {
   return absl::StrCat(model.prefix, "/", table);
 }
 
+// The keys of `mlp`'s units in each dense table (w1 holds `in` per unit).
+template <typename Op, typename Values>
+std::vector<Op> MlpOps(const EmbeddingMlpConfig& model, Values w1, Values b1, Values w2, Values b2,
+                       const Mlp& mlp, bool with_b2) {
+  const uint64_t first = mlp.first, end = mlp.first + mlp.hidden, in = mlp.in;
+  std::vector<Op> ops = {Op{Name(model, "w1"), first * in, end * in, w1},
+                         Op{Name(model, "b1"), first, end, b1},
+                         Op{Name(model, "w2"), first, end, w2}};
+  if (with_b2) ops.push_back(Op{Name(model, "b2"), 0, 1, b2});
+  return ops;
+}
+
+// Pulls `mlp`'s units (and b2).
 absl::Status PullMlp(PsClient& client, const EmbeddingMlpConfig& model, Mlp* mlp) {
-  const PullRange ops[] = {{Name(model, "w1"), 0, mlp->w1.size(), absl::MakeSpan(mlp->w1)},
-                           {Name(model, "b1"), 0, mlp->b1.size(), absl::MakeSpan(mlp->b1)},
-                           {Name(model, "w2"), 0, mlp->w2.size(), absl::MakeSpan(mlp->w2)},
-                           {Name(model, "b2"), 0, 1, absl::MakeSpan(mlp->b2)}};
-  return client.Pull(ops);
+  return client.Pull(MlpOps<PullRange>(model, absl::MakeSpan(mlp->w1), absl::MakeSpan(mlp->b1),
+                                       absl::MakeSpan(mlp->w2), absl::MakeSpan(mlp->b2), *mlp,
+                                       true));
+}
+
+// Pushes the gradient of `grad`'s units (and b2's when they own it).
+absl::Status PushMlp(PsClient& client, const EmbeddingMlpConfig& model, const Mlp& grad,
+                     uint64_t clock) {
+  using V = absl::Span<const float>;
+  return client.Push(MlpOps<PushRange>(model, V(grad.w1), V(grad.b1), V(grad.w2), V(grad.b2), grad,
+                                       grad.owns_b2()),
+                     clock);
 }
 
 // How training reads and writes the MLP's dense tables: whole, through the
@@ -115,11 +114,7 @@ class MlpIo {
     }
     if (averaged_.empty()) {
       bytes_ += MlpBytes(grad);
-      const PushRange ops[] = {{Name(model_, "w1"), 0, grad.w1.size(), grad.w1},
-                               {Name(model_, "b1"), 0, grad.b1.size(), grad.b1},
-                               {Name(model_, "w2"), 0, grad.w2.size(), grad.w2},
-                               {Name(model_, "b2"), 0, 1, grad.b2}};
-      return client_.Push(ops, clock);
+      return PushMlp(client_, model_, grad, clock);
     }
     const std::vector<float>* parts[] = {&grad.w1, &grad.b1, &grad.w2, &grad.b2};
     for (size_t t = 0; t < averaged_.size(); ++t) {
@@ -218,31 +213,14 @@ absl::Status CheckFields(const std::vector<SparseExample>& batch, uint32_t num_f
   return absl::OkStatus();
 }
 
-// Forward pass of example i: its per-field sums `e` (num_fields * dim),
-// hidden pre-activations `a` and activations `h` (hidden); returns the
-// probability. The example's fields are < num_fields (CheckFields).
+// The probability of example `ex` (its rows at `rows`, by index) under the
+// whole MLP; e, a and h are scratch.
 double Forward(const SparseExample& ex, const std::vector<uint32_t>& index, const float* rows,
                const Mlp& mlp, std::vector<float>* e, std::vector<float>* a,
                std::vector<float>* h) {
-  const uint32_t d = mlp.dim, in = mlp.in, H = mlp.hidden;
-  e->assign(in, 0.0f);
-  for (size_t j = 0; j < ex.values.size(); ++j) {
-    const float* row = rows + static_cast<size_t>(index[j]) * d;
-    float* sum = e->data() + static_cast<size_t>(ex.field(j)) * d;
-    for (uint32_t k = 0; k < d; ++k) sum[k] += ex.values[j] * row[k];
-  }
-  a->resize(H);
-  h->resize(H);
-  double z = mlp.b2[0];
-  for (uint32_t u = 0; u < H; ++u) {
-    float s = mlp.b1[u];
-    const float* w = mlp.w1.data() + static_cast<size_t>(u) * in;
-    for (uint32_t i = 0; i < in; ++i) s += w[i] * (*e)[i];
-    (*a)[u] = s;
-    (*h)[u] = std::max(s, 0.0f);
-    z += mlp.w2[u] * (*h)[u];
-  }
-  return Sigmoid(z);
+  e->resize(mlp.in);
+  EmbedSums(ex, index, rows, mlp.dim, mlp.in, e->data());
+  return Sigmoid(HiddenShare(mlp, e->data(), a, h));
 }
 
 }  // namespace
@@ -288,52 +266,77 @@ absl::StatusOr<SparseTrainStats> TrainEmbeddingMlp(
     PsClient& client, const std::string& train_path, const SparseTrainerConfig& config,
     const EmbeddingMlpConfig& model, const std::function<void(const std::string&)>& progress) {
   if (absl::Status s = CheckNumFields(model); !s.ok()) return s;
-  const uint32_t d = model.dim, H = model.hidden, in = model.num_fields * model.dim;
+  Collective* const group = config.partitions;
+  const int k = group == nullptr ? 1 : group->size(), p = group == nullptr ? 0 : group->rank();
+  if (model.hidden < static_cast<uint32_t>(k)) {
+    return absl::InvalidArgumentError(absl::StrCat("embedding_mlp: ", model.hidden,
+                                                   " hidden units are too few for ", k,
+                                                   " partitions (each owns at least one)"));
+  }
+  const uint32_t d = model.dim, in = model.num_fields * model.dim;
   absl::StatusOr<std::unique_ptr<RowIo>> made = MakeRowIo(client, Name(model, "emb"), d, config);
   if (!made.ok()) return made.status();
   RowIo& io = **made;
   BatchKeys bk;
-  Mlp mlp(model), grad(model);
+  // This partition's units (all of them without partitions).
+  const uint32_t first = static_cast<uint32_t>(uint64_t{model.hidden} * p / k);
+  const uint32_t count = static_cast<uint32_t>(uint64_t{model.hidden} * (p + 1) / k) - first;
+  Mlp mlp(model, first, count), grad(model, first, count);
   MlpIo mlp_io(client, model);
   if (absl::Status s = mlp_io.Init(config, mlp); !s.ok()) return s;
-  std::vector<float> rows, row_grads, e, a, h, de;
+  std::vector<float> rows, row_grads, sums, z_sum, de;
+  std::vector<double> z;
+  std::vector<std::vector<float>> as, hs;
+  // One minibatch. Partition 0 pulls the embedding rows, sums them per
+  // field (`sums`, batch x in) and hands the sums to the others; each
+  // partition computes its units' share of every logit (`z`, summed over
+  // the partitions) and, from the common dL/dz, its units' gradients and
+  // share of dL/d(sums) (`de`, summed); partition 0 pushes the rows'.
   auto step = [&](const std::vector<SparseExample>& batch,
                   uint64_t clock) -> absl::StatusOr<StepOutcome> {
-    if (absl::Status s = CheckFields(batch, model.num_fields, train_path); !s.ok()) return s;
-    bk.Build(batch, kUnusedKey);
-    rows.assign(bk.keys.size() * d, 0.0f);
-    if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(rows)); !s.ok()) return s;
-    if (absl::Status s = mlp_io.Pull(clock, &mlp); !s.ok()) return s;
+    const size_t n = batch.size();
     StepOutcome outcome;
-    outcome.keys = static_cast<int64_t>(bk.keys.size());
-    row_grads.assign(rows.size(), 0.0f);
-    grad.Zero();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const double p = Forward(batch[i], bk.index[i], rows.data(), mlp, &e, &a, &h);
-      outcome.loss_sum += LogLoss(p, batch[i].label);
-      // Back-propagation of the log-loss: dL/dz = p - y.
-      const float g = static_cast<float>(p - batch[i].label);
-      grad.b2[0] += g;
-      de.assign(in, 0.0f);  // dL/de, per field and component
-      for (uint32_t u = 0; u < H; ++u) {
-        grad.w2[u] += g * h[u];
-        if (a[u] <= 0) continue;  // ReLU: no gradient below zero
-        const float da = g * mlp.w2[u];
-        grad.b1[u] += da;
-        const size_t row = static_cast<size_t>(u) * in;
-        for (uint32_t i = 0; i < in; ++i) {
-          grad.w1[row + i] += da * e[i];
-          de[i] += da * mlp.w1[row + i];
-        }
-      }
-      // A feature's row gets its field's share of dL/de.
-      for (size_t j = 0; j < batch[i].values.size(); ++j) {
-        float* rg = row_grads.data() + static_cast<size_t>(bk.index[i][j]) * d;
-        const float* df = de.data() + static_cast<size_t>(batch[i].field(j)) * d;
-        for (uint32_t k = 0; k < d; ++k) rg[k] += batch[i].values[j] * df[k];
-      }
+    sums.assign(n * in, 0.0f);
+    if (p == 0) {
+      if (absl::Status s = CheckFields(batch, model.num_fields, train_path); !s.ok()) return s;
+      bk.Build(batch, kUnusedKey);
+      rows.assign(bk.keys.size() * d, 0.0f);
+      if (absl::Status s = io.Pull(bk.keys, clock, absl::MakeSpan(rows)); !s.ok()) return s;
+      for (size_t i = 0; i < n; ++i)
+        EmbedSums(batch[i], bk.index[i], rows.data(), d, in, &sums[i * in]);
+      outcome.keys = static_cast<int64_t>(bk.keys.size());
     }
-    if (absl::Status s = io.Push(bk.keys, row_grads, clock); !s.ok()) return s;
+    if (k > 1) {
+      if (absl::Status s = group->Broadcast(absl::MakeSpan(sums), 0); !s.ok()) return s;
+    }
+    if (absl::Status s = mlp_io.Pull(clock, &mlp); !s.ok()) return s;
+    z.resize(n);
+    as.resize(n);
+    hs.resize(n);
+    for (size_t i = 0; i < n; ++i) z[i] = HiddenShare(mlp, &sums[i * in], &as[i], &hs[i]);
+    if (k > 1) {  // the partitions' shares, summed (in float on the wire)
+      z_sum.assign(z.begin(), z.end());
+      if (absl::Status s = group->AllreduceSum(absl::MakeSpan(z_sum)); !s.ok()) return s;
+      z.assign(z_sum.begin(), z_sum.end());
+    }
+    grad.Zero();
+    de.assign(n * in, 0.0f);
+    for (size_t i = 0; i < n; ++i) {
+      const double prob = Sigmoid(z[i]);
+      outcome.loss_sum += LogLoss(prob, batch[i].label);
+      // Back-propagation of the log-loss: dL/dz = p - y.
+      const float g = static_cast<float>(prob - batch[i].label);
+      BackShare(mlp, &sums[i * in], as[i], hs[i], g, &grad, &de[i * in]);
+    }
+    if (k > 1) {
+      if (absl::Status s = group->AllreduceSum(absl::MakeSpan(de)); !s.ok()) return s;
+    }
+    if (p == 0) {
+      row_grads.assign(rows.size(), 0.0f);
+      for (size_t i = 0; i < n; ++i)
+        AddRowGrads(batch[i], bk.index[i], &de[i * in], d, row_grads.data());
+      if (absl::Status s = io.Push(bk.keys, row_grads, clock); !s.ok()) return s;
+    }
     if (absl::Status s = mlp_io.Push(grad, clock); !s.ok()) return s;
     return outcome;
   };

@@ -71,6 +71,11 @@ struct SparseTrainerConfig {
   // worker and stepped together by allreduce (--dense_sync=allreduce,
   // worker/train/dense_allreduce.h); the embedding rows stay as above.
   DenseAllreduceConfig dense_allreduce;
+  // (embedding_mlp) With a group of K > 1: this worker is partition
+  // group->rank() of a model replica split by hidden units
+  // (--model_partitions); the partitions share the replica's minibatches,
+  // partition 0 reads and writes the embedding rows.
+  Collective* partitions = nullptr;
 };
 
 // The row cache and filter settings of a config.
