@@ -11,6 +11,7 @@
 #                           [--checkpoint_dir DIR [--checkpoint_every SECONDS] [--resume]]
 #                           [--replicas R [--kill_server_after SECONDS]]
 #                           [--python_workers]
+#                           [--model_partitions K] [--dense_sync allreduce]
 #                           [-- extra ps_worker flags]
 #
 # Each worker writes its training curve as CSV (ps_worker --curve_csv), and
@@ -35,6 +36,14 @@
 #   deploy/local_cluster.sh --model embedding_mlp --epochs 1 -- \
 #     --train_data=train.ffm --test_data=test.ffm --num_fields=4 --optimizer=adagrad
 #
+# --model_partitions K (mlp, embedding_mlp): each of the W workers (model
+# replicas) is K processes, each holding 1/K of every hidden layer; the
+# W * K processes run as one mpirun job (Open MPI), and so does the final
+# evaluation (K processes). --dense_sync allreduce (embedding_mlp): the
+# workers keep the MLP's dense layers and average them by MPI allreduce
+# every step, the embedding rows staying on the servers; one mpirun job of W
+# processes. See docs/guide/mpi.md.
+#
 # --python_workers: the workers are PyTorch processes instead of ps_worker
 # (python/examples/torch_mnist.py under /usr/bin/python3, over the paramserver
 # module built from //python): the same MLP and defaults, on the same
@@ -56,6 +65,8 @@ resume=0
 replicas=0
 kill_after=0
 python_workers=0
+partitions=1
+dense_sync=servers
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,8 +82,10 @@ while [ $# -gt 0 ]; do
     --replicas) replicas="$2"; shift 2 ;;
     --kill_server_after) kill_after="$2"; shift 2 ;;
     --python_workers) python_workers=1; shift ;;
+    --model_partitions) partitions="$2"; shift 2 ;;
+    --dense_sync) dense_sync="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -88,12 +101,21 @@ if [ "$python_workers" = 1 ] && [ "$model" != mlp ]; then
   echo "local_cluster.sh: --python_workers trains the MLP (python/examples/torch_mnist.py): --model must be mlp, not $model" >&2
   exit 2
 fi
+if [ "$dense_sync" != servers ] && [ "$dense_sync" != allreduce ]; then
+  echo "local_cluster.sh: --dense_sync=$dense_sync: expected servers or allreduce" >&2
+  exit 2
+fi
+if { [ "$partitions" != 1 ] || [ "$dense_sync" = allreduce ]; } && [ "$python_workers" = 1 ]; then
+  echo "local_cluster.sh: --model_partitions and --dense_sync allreduce run ps_worker under mpirun, not --python_workers" >&2
+  exit 2
+fi
 if [ "$kill_after" != 0 ] && [ "$replicas" = 0 ]; then
   echo "local_cluster.sh: --kill_server_after needs --replicas (a static cluster loses the shard)" >&2
   exit 2
 fi
 for pair in "servers:$servers" "workers:$workers" "epochs:$epochs" \
-    "checkpoint_every:$checkpoint_every" "replicas:${replicas/#0/1}" "kill_server_after:${kill_after/#0/1}"; do
+    "checkpoint_every:$checkpoint_every" "replicas:${replicas/#0/1}" "kill_server_after:${kill_after/#0/1}" \
+    "model_partitions:$partitions"; do
   name="${pair%%:*}"; value="${pair#*:}"
   if ! [[ "$value" =~ ^[1-9][0-9]*$ ]]; then
     echo "local_cluster.sh: --$name=$value must be a positive integer" >&2; exit 2
@@ -174,13 +196,27 @@ fi
 [ "$resume" = 1 ] && grep -h "restored\|passed over" "$run_dir"/server0.log | sed 's/^/local_cluster.sh: /'
 
 worker_pids=()
-for ((w = 0; w < workers; w++)); do
-  "${worker_cmd[@]}" "${connect[@]}" --worker_index="$w" --num_workers="$workers" \
-    "${model_flags[@]}" --epochs="$epochs" --curve_csv="$run_dir/curve$w.csv" --progress_seconds=0.5 \
-    "${worker_flags[@]}" "${extra[@]}" > >(tee "$run_dir/worker$w.log") 2>&1 &
+eval_cmd=("${worker_cmd[@]}" --worker_index=0 --num_workers="$workers")
+if [ "$partitions" != 1 ] || [ "$dense_sync" = allreduce ]; then
+  # One MPI job: rank r is worker r / K, partition r % K (deploy/lib/mpi.sh).
+  source deploy/lib/mpi.sh
+  model_flags+=(--model_partitions="$partitions" --dense_sync="$dense_sync")
+  mpi_run $((workers * partitions)) "${worker_cmd[@]}" "${connect[@]}" "${model_flags[@]}" \
+    --epochs="$epochs" --curve_csv="$run_dir/curve@RANK@.csv" --progress_seconds=0.5 \
+    "${worker_flags[@]}" "${extra[@]}" > >(tee "$run_dir/worker0.log") 2>&1 &
   worker_pids+=($!)
   all_pids+=($!)
-done
+  # The evaluation: the K partitions of a replica together.
+  [ "$partitions" != 1 ] && eval_cmd=(mpi_run "$partitions" "${worker_cmd[@]}")
+else
+  for ((w = 0; w < workers; w++)); do
+    "${worker_cmd[@]}" "${connect[@]}" --worker_index="$w" --num_workers="$workers" \
+      "${model_flags[@]}" --epochs="$epochs" --curve_csv="$run_dir/curve$w.csv" --progress_seconds=0.5 \
+      "${worker_flags[@]}" "${extra[@]}" > >(tee "$run_dir/worker$w.log") 2>&1 &
+    worker_pids+=($!)
+    all_pids+=($!)
+  done
+fi
 
 if [ "$kill_after" != 0 ]; then
   victim=$((servers - 1))
@@ -190,7 +226,7 @@ if [ "$kill_after" != 0 ]; then
 fi
 
 failed=0
-for ((w = 0; w < workers; w++)); do
+for ((w = 0; w < ${#worker_pids[@]}; w++)); do
   if ! wait "${worker_pids[$w]}"; then
     echo "local_cluster.sh: worker $w failed (log: $run_dir/worker$w.log)" >&2
     failed=1
@@ -200,15 +236,14 @@ done
 train_end=$(date +%s.%N)
 
 echo "local_cluster.sh: all workers done; evaluating the final parameters"
-"${worker_cmd[@]}" "${connect[@]}" --worker_index=0 --num_workers="$workers" \
-  "${model_flags[@]}" "${extra[@]}" --eval_only > "$run_dir/eval.log" 2>&1 ||
+"${eval_cmd[@]}" "${connect[@]}" "${model_flags[@]}" "${extra[@]}" --eval_only > "$run_dir/eval.log" 2>&1 ||
   { cat "$run_dir/eval.log" >&2; exit 1; }
 accuracy=$(sed -n 's/^RESULT .*test_accuracy=\([0-9.]*\).*/\1/p' "$run_dir/eval.log")
 auc=$(sed -n 's/^RESULT .*test_auc=\([0-9.]*\).*/\1/p' "$run_dir/eval.log")
 end=$(date +%s.%N)
-awk -v s="$servers" -v w="$workers" -v m="$model_name" -v e="$epochs" -v a="$accuracy" -v u="$auc" \
+awk -v s="$servers" -v w="$workers" -v k="$partitions" -v m="$model_name" -v e="$epochs" -v a="$accuracy" -v u="$auc" \
   -v t0="$start" -v t1="$train_end" -v t2="$end" 'BEGIN {
-    printf "local_cluster.sh: RESULT servers=%d workers=%d model=%s epochs=%d%s test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
-      s, w, m, e, (u != "" ? " test_auc=" u : ""), a, t1 - t0, t2 - t0 }'
+    printf "local_cluster.sh: RESULT servers=%d workers=%d%s model=%s epochs=%d%s test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
+      s, w, (k > 1 ? " model_partitions=" k : ""), m, e, (u != "" ? " test_auc=" u : ""), a, t1 - t0, t2 - t0 }'
 "$(dirname "$0")/plot_training.sh" "$plot" "$run_dir"/curve*.csv ||
   echo "local_cluster.sh: no plot ($plot)" >&2

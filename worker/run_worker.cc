@@ -430,7 +430,7 @@ absl::Status RunPartition(const WorkerConfig& config, const WorkerEnv& env, cons
   auto client = ConnectAndCreate(ClientOptions(config, env, config.client, id), tables);
   if (!client.ok()) return client.status();
   TrainerConfig run = trainer;
-  if (config.partition == 0) run.on_progress = env.observer->Sink();
+  run.on_progress = env.observer->Sink();
   if (!config.eval_only) {
     if (config.resume) {
       absl::StatusOr<uint64_t> clock = ResumeClock(**client, tables, who);
