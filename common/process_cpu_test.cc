@@ -1,6 +1,7 @@
 #include "common/process_cpu.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
@@ -24,6 +25,15 @@ TEST(ProcessCpuSeconds, DoesNotCountSleep) {
   const double before = ProcessCpuSeconds();
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_LT(ProcessCpuSeconds() - before, 0.1);
+}
+
+TEST(ProcessPeakRssMib, GrowsWithMemoryTouched) {
+  const double before = ProcessPeakRssMib();
+  EXPECT_GT(before, 0);
+  std::vector<char> block(size_t{96} << 20);
+  for (size_t i = 0; i < block.size(); i += 4096) block[i] = static_cast<char>(i);
+  EXPECT_GE(ProcessPeakRssMib(), before + 64);  // pages touched count, wherever they came from
+  EXPECT_EQ(block[4096], static_cast<char>(4096));
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ for setting in $settings; do
     seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     stop_servers
     acc=$(sed -n 's/^RESULT test_accuracy=//p' "$work/worker.log")
-    bytes=$(sed -n 's/^RESULT worker=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' "$work/worker.log" |
+    bytes=$(sed -n 's/^RESULT worker=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\).*/\1 \2/p' "$work/worker.log" |
             awk '{ printf "%.0f\n", $1 + $2 }')
     if [ "$seed" = 1 ]; then
       steps=$(tail -1 "$work/curve.csv" | cut -d, -f3)

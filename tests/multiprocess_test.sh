@@ -109,7 +109,7 @@ for p in 0 1; do
   wait "${hier_pids[$p]}" || { cat "$dir/hier$p.log"; fail "hierarchical process $p failed"; }
 done
 for p in 0 1; do
-  workers=$(sed -n 's/^RESULT worker=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' "$dir/hier$p.log" |
+  workers=$(sed -n 's/^RESULT worker=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\).*/\1 \2/p' "$dir/hier$p.log" |
             awk '{ s += $1 + $2; n++ } END { if (n == 2) printf "%.0f", s }')
   host=$(sed -n 's/^RESULT host=.*value_bytes_pushed=\([0-9]*\) value_bytes_pulled=\([0-9]*\)/\1 \2/p' "$dir/hier$p.log" |
          awk '{ printf "%.0f", $1 + $2 }')

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/process_cpu.h"
 #include "worker/client/local_aggregator.h"
 #include "worker/train/dataset.h"
 #include "worker/train/dense_allreduce.h"
@@ -223,10 +224,9 @@ absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
       "RESULT worker=%d partition=%d seconds=%.3f examples=%lld keys=%lld keys_pulled=%lld "
       "keys_pushed=%lld dense_bytes=%lld allreduce_rounds=%lld\n",
       config.trainer.worker_index, config.partition, stats->seconds,
-      static_cast<long long>(stats->examples),
-      static_cast<long long>(stats->keys), static_cast<long long>(stats->keys_pulled),
-      static_cast<long long>(stats->keys_pushed), static_cast<long long>(stats->dense_bytes),
-      static_cast<long long>(stats->allreduce_rounds));
+      static_cast<long long>(stats->examples), static_cast<long long>(stats->keys),
+      static_cast<long long>(stats->keys_pulled), static_cast<long long>(stats->keys_pushed),
+      static_cast<long long>(stats->dense_bytes), static_cast<long long>(stats->allreduce_rounds));
   return absl::OkStatus();
 }
 
@@ -284,12 +284,13 @@ absl::Status TrainOneDense(const WorkerConfig& config, const TrainerConfig& trai
               absl::StrJoin(stats->clock_lag_histogram, " ").c_str());
   std::printf(
       "RESULT worker=%d seconds=%.3f wait_seconds=%.3f examples=%lld algorithm=%s pushes=%lld "
-      "pulls=%lld value_bytes_pushed=%lld value_bytes_pulled=%lld\n",
+      "pulls=%lld value_bytes_pushed=%lld value_bytes_pulled=%lld peak_rss_mib=%.1f\n",
       trainer.worker_index, stats->seconds, stats->wait_seconds,
       static_cast<long long>(stats->examples), AlgorithmName(config.averaging.algorithm),
       static_cast<long long>(stats->pushes), static_cast<long long>(stats->pulls),
       static_cast<long long>(stats->values_pushed) * static_cast<long long>(sizeof(float)),
-      static_cast<long long>(stats->values_pulled) * static_cast<long long>(sizeof(float)));
+      static_cast<long long>(stats->values_pulled) * static_cast<long long>(sizeof(float)),
+      ProcessPeakRssMib());
   std::fflush(stdout);
   return absl::OkStatus();
 }
@@ -455,13 +456,13 @@ absl::Status RunPartition(const WorkerConfig& config, const WorkerEnv& env, cons
     std::printf(
         "RESULT worker=%d partition=%d partitions=%d seconds=%.3f examples=%lld steps=%lld "
         "params_held=%lld params_total=%lld value_bytes_pulled=%lld value_bytes_pushed=%lld "
-        "activation_bytes=%lld\n",
+        "activation_bytes=%lld peak_rss_mib=%.1f\n",
         trainer.worker_index, config.partition, k, stats->seconds,
         static_cast<long long>(stats->examples), static_cast<long long>(stats->steps),
         static_cast<long long>(stats->params_held), static_cast<long long>(model.num_params()),
         static_cast<long long>(stats->values_pulled) * 4,
         static_cast<long long>(stats->values_pushed) * 4,
-        static_cast<long long>(stats->activation_values) * 4);
+        static_cast<long long>(stats->activation_values) * 4, ProcessPeakRssMib());
     std::fflush(stdout);
   }
   if (trainer.worker_index != 0) return absl::OkStatus();
