@@ -9,12 +9,15 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "common/placement.h"
 #include "deploy/bench/local_param_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/in_process_cluster.h"
 #include "worker/collective/local_collective.h"
 #include "worker/collective/on_each_member.h"
 #include "worker/train/model.h"
@@ -140,6 +143,62 @@ TEST(PartitionedMlpTest, PartitionsGiveTheWholeModelsParameters) {
     }
     EXPECT_EQ(held, total) << "K = " << k;
   }
+}
+
+// Under BSP on two real servers (in-process, gRPC) with slices of 16 keys,
+// some partition's share of some table lies on one server only; with
+// every_server its clock-only calls let the other server's rounds go on
+// (without them that server would wait for its reads and pushes until the
+// deadline). The parameters are the whole model's after 30 steps.
+TEST(PartitionedMlpTest, BspRoundsGoOnWhereAPartitionHasNoKeys) {
+  constexpr int kK = 4, kSteps = 30;
+  const PlacementConfig placement{16, 64};
+  auto cluster = InProcessCluster::Start(2, placement);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  std::unique_ptr<Model> model = MakeMlp(kDim, kHidden, kClasses);
+  auto admin = (*cluster)->Connect(100);
+  ASSERT_TRUE(CreateModelTables(*admin, Tables(*model)).ok());
+  // The premise: partition p's rows of the output layer (fc2/w: its units of
+  // the 9 of hidden layer 2, 5 classes each) miss a server for some p.
+  const Placement where(2, placement);
+  bool misses = false;
+  for (int p = 0; p < kK; ++p) {
+    auto part = MlpPartition::Make(Widths(), kK, p);
+    ASSERT_TRUE(part.ok());
+    std::set<int> owners;
+    for (const RangePart& r : where.SplitRange("mlp/fc2/w", part->First(2) * kClasses,
+                                               (part->First(2) + part->Count(2)) * kClasses)) {
+      owners.insert(r.owner);
+    }
+    misses = misses || owners.size() < 2;
+  }
+  ASSERT_TRUE(misses) << "every share spans both servers: the test checks nothing";
+
+  const Dataset data = MakeLinearlySeparable(2000, kDim, kClasses, 11);
+  TrainerConfig config = Config();
+  config.max_steps = kSteps;
+  config.consistency = Consistency::kBsp;
+  LocalGroup group(kK, absl::Seconds(60));
+  OnEachMember(group, [&](int p, Collective* c) {
+    auto client = (*cluster)->Connect((*cluster)->BoundedClientOptions(p, 0));
+    ASSERT_TRUE(client->WaitForWorkers(kK, absl::Seconds(30)).ok());
+    auto stats = TrainPartitionedMlp(*client, Widths(), data, config, c, nullptr);
+    ASSERT_TRUE(stats.ok()) << "partition " << p << ": " << stats.status();
+    client->Leave();
+  });
+  std::vector<float> split = AllParams(*admin, *model);
+
+  LocalParamClient local;
+  ASSERT_TRUE(CreateModelTables(local, Tables(*model)).ok());
+  ASSERT_TRUE(TrainDownpour(local, *model, data, config, nullptr).ok());
+  const std::vector<float> whole = AllParams(local, *model);
+  ASSERT_EQ(split.size(), whole.size());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < whole.size(); ++i) {
+    diff += std::pow(double{split[i]} - whole[i], 2);
+    norm += std::pow(double{whole[i]}, 2);
+  }
+  EXPECT_LT(std::sqrt(diff / norm), 1e-5);
 }
 
 TEST(PartitionedMlpTest, UnitsAreSplitInContiguousRuns) {

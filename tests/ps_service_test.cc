@@ -54,6 +54,10 @@ class PsServiceTest : public ::testing::Test {
     grpc::ClientContext ctx;
     return stub_->Push(&ctx, req, resp);
   }
+  grpc::Status Pull(const proto::PullRequest& req, proto::PullResponse* resp) {
+    grpc::ClientContext ctx;
+    return stub_->Pull(&ctx, req, resp);
+  }
 
   float ValueOf(uint64_t key) {
     proto::PullRequest req;
@@ -163,6 +167,14 @@ TEST_F(PsServiceTest, MalformedRequestsAreRejected) {
   EXPECT_TRUE(Push(no_keys, &resp).ok());
   no_keys.set_table("missing");
   EXPECT_EQ(Push(no_keys, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  // Likewise a pull of no keys: it marks the table read and returns nothing.
+  proto::PullRequest read_mark;
+  read_mark.set_table("t");
+  proto::PullResponse pulled;
+  ASSERT_TRUE(Pull(read_mark, &pulled).ok());
+  EXPECT_TRUE(pulled.values().empty());
+  read_mark.set_table("missing");
+  EXPECT_EQ(Pull(read_mark, &pulled).error_code(), grpc::StatusCode::NOT_FOUND);
 
   proto::PushRequest both = OneKeyPush(own_, 1.0f, 0);
   std::vector<uint64_t> k = {own_};

@@ -292,7 +292,7 @@ PsCore::CallId PsCore::Pull(const PullArgs* args, absl::Time deadline, Allocate 
                    absl::Status status, uint64_t params_clock) {
     proto::PullResponse reply;
     if (status.ok()) {
-      status = Serve(args->header, args->keys, params_clock, arrived, allocate, &reply);
+      status = Serve(*args, params_clock, arrived, allocate, &reply);
     }
     if (status.ok()) {
       done(std::move(reply));
@@ -412,12 +412,17 @@ absl::StatusOr<proto::PushPullResponse> PsCore::PushPullMany(const proto::PushPu
   return response;
 }
 
-absl::Status PsCore::Serve(const proto::PullRequest& h, const KeySpec& keys, uint64_t params_clock,
-                           absl::Time arrived, const Allocate& allocate,
-                           proto::PullResponse* reply) {
-  auto version = ReadEncoded(
-      h.value_encoding(), allocate,
-      [&](absl::FunctionRef<char*(size_t)> room) { return store_.Pull(h.table(), keys, room); });
+absl::Status PsCore::Serve(const PullArgs& args, uint64_t params_clock, absl::Time arrived,
+                           const Allocate& allocate, proto::PullResponse* reply) {
+  const proto::PullRequest& h = args.header;
+  if (args.clock_only) {
+    RecordRead(h, params_clock, arrived, 0, reply);
+    return absl::OkStatus();
+  }
+  auto version =
+      ReadEncoded(h.value_encoding(), allocate, [&](absl::FunctionRef<char*(size_t)> room) {
+        return store_.Pull(h.table(), args.keys, room);
+      });
   if (!version.ok()) return version.status();
   RecordRead(h, params_clock, arrived, *version, reply);
   return absl::OkStatus();

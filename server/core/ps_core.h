@@ -227,8 +227,9 @@ class PsCore {
   absl::Status CheckClock(const std::string& what, uint64_t clock) const;
   // Heartbeat without the log.
   absl::StatusOr<proto::HeartbeatResponse> TakeHeartbeat(const proto::HeartbeatRequest& request);
-  absl::Status Serve(const proto::PullRequest& header, const KeySpec& keys, uint64_t params_clock,
-                     absl::Time arrived, const Allocate& allocate, proto::PullResponse* reply);
+  // Reads the pull's keys (none for a clock-only pull) and records the read.
+  absl::Status Serve(const PullArgs& args, uint64_t params_clock, absl::Time arrived,
+                     const Allocate& allocate, proto::PullResponse* reply);
   // Accounts for a read of the table (clocks, staleness statistics) and
   // fills the reply's version, params clock and wait.
   void RecordRead(const proto::PullRequest& header, uint64_t params_clock, absl::Time arrived,

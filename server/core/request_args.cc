@@ -126,6 +126,9 @@ absl::Status DecodePull(const proto::PullRequest& header, const SegmentedBytes& 
                         KeyListCache* cache, PullArgs* out) {
   out->header = header;
   out->header.clear_key_list();
+  out->clock_only =
+      header.ranges_size() == 0 && key_list.empty() && header.key_list_signature() == 0;
+  if (out->clock_only) return absl::OkStatus();
   absl::StatusOr<KeySpec> keys =
       KeysOf(header, key_list, cache, &out->flat_keys, &out->key_storage, &out->cached_keys);
   if (!keys.ok()) return keys.status();

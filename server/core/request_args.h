@@ -36,6 +36,10 @@ struct PushArgs {
 
 struct PullArgs {
   proto::PullRequest header;  // key_list is not used: see keys
+  // No keys: only marks the table read at the clock (after the consistency
+  // mode's wait), for a worker that reads none of the table's keys on this
+  // server but takes part in its rounds (a model partition).
+  bool clock_only = false;
   KeySpec keys;
   std::string flat_keys;
   std::vector<uint64_t> key_storage;
@@ -56,7 +60,8 @@ absl::Status DecodePush(const proto::PushRequest& header, const SegmentedBytes& 
 // The same for a push whose bytes are all in the proto.
 absl::Status DecodePush(const proto::PushRequest& request, KeyListCache* cache, PushArgs* out);
 
-// Decodes a pull's keys. Errors as for DecodePush.
+// Decodes a pull's keys; a pull of no keys (no ranges, list or signature)
+// is clock-only. Errors as for DecodePush.
 absl::Status DecodePull(const proto::PullRequest& header, const SegmentedBytes& key_list,
                         KeyListCache* cache, PullArgs* out);
 absl::Status DecodePull(const proto::PullRequest& request, KeyListCache* cache, PullArgs* out);

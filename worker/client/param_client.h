@@ -21,6 +21,12 @@ namespace ps {
 // end - begin), their values one run after the other: columns
 // [begin, end) of a table read as a row-major matrix of rows of `stride`
 // keys (a model partition's share of a layer), in one request per server.
+//
+// every_server: the servers none of the op's keys go to get a part with no
+// keys too (a clock-only pull or push), so that under bounded delay or BSP
+// this worker takes part in every server's rounds of the table although it
+// reads and writes only some of its keys (a model partition); without it a
+// server would wait for this worker's reads and pushes of the table.
 struct PullRange {
   std::string table;
   uint64_t begin = 0;
@@ -28,6 +34,7 @@ struct PullRange {
   absl::Span<float> out;
   uint64_t rows = 1;
   uint64_t stride = 0;
+  bool every_server = false;
 };
 struct PushRange {
   std::string table;
@@ -40,6 +47,7 @@ struct PushRange {
   const proto::LayerNorms* layer_norms = nullptr;
   uint64_t rows = 1;  // as PullRange's
   uint64_t stride = 0;
+  bool every_server = false;
 };
 
 // For each op i and server s, versions[i * num_servers + s] is the largest
@@ -89,7 +97,8 @@ bool SameOpKeys(absl::Span<const A> a, absl::Span<const B> b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].table != b[i].table || a[i].begin != b[i].begin || a[i].end != b[i].end ||
-        a[i].rows != b[i].rows || (a[i].rows > 1 && a[i].stride != b[i].stride)) {
+        a[i].rows != b[i].rows || (a[i].rows > 1 && a[i].stride != b[i].stride) ||
+        a[i].every_server != b[i].every_server) {
       return false;
     }
   }

@@ -69,6 +69,14 @@ void PlanOneRange(const Placement& placement, const DenseOp& op, size_t op_index
   }
   const size_t first = parts.size();
   for (int s = 0; s < placement.num_servers(); ++s) {
+    if (by_server[s].empty() && op.every_server) {  // a clock-only part
+      Part& part = parts.emplace_back();
+      part.server = s;
+      part.op = op_index;
+      part.table = std::string(op.table);
+      part.width = width;
+      continue;
+    }
     uint64_t keys_in_part = max_keys;  // forces a new part first
     for (const Run& r : by_server[s]) {
       uint64_t k = r.begin;
@@ -124,7 +132,8 @@ absl::StatusOr<std::vector<Part>> PlanPull(const Placement& placement,
   std::vector<DenseOp> dense;
   dense.reserve(ops.size());
   for (const PullRange& op : ops) {
-    dense.push_back({op.table, op.begin, op.end, op.out.size(), op.rows, op.stride});
+    dense.push_back(
+        {op.table, op.begin, op.end, op.out.size(), op.rows, op.stride, op.every_server});
   }
   return PlanDense(placement, dense, max_values_per_request, "pull of");
 }
@@ -135,7 +144,8 @@ absl::StatusOr<std::vector<Part>> PlanPush(const Placement& placement,
   std::vector<DenseOp> dense;
   dense.reserve(ops.size());
   for (const PushRange& op : ops) {
-    dense.push_back({op.table, op.begin, op.end, op.grads.size(), op.rows, op.stride});
+    dense.push_back(
+        {op.table, op.begin, op.end, op.grads.size(), op.rows, op.stride, op.every_server});
   }
   return PlanDense(placement, dense, max_values_per_request, "push to");
 }

@@ -63,13 +63,16 @@ struct DenseOp {
   size_t num_values = 0;
   uint64_t rows = 1;  // a strided op (PullRange): runs [begin, end) + r * stride
   uint64_t stride = 0;
+  bool every_server = false;  // a part with no keys for each server not reached
 };
 
 // Plans dense ops: each op's range (each run of a strided op) is split by
 // owning server (slices of one server in key order), and each server's keys
 // are cut into parts of at most max(1, max_values_per_request / width)
 // keys. Parts are ordered by op, then server, then key. Empty ranges give
-// no parts. `what` starts error messages ("pull of", "push to"). Errors:
+// no parts. With every_server, a non-empty op also gets a part with no
+// ranges for each server none of its keys go to (round_parts 1 there).
+// `what` starts error messages ("pull of", "push to"). Errors:
 // INVALID_ARGUMENT naming the table for a reversed range, a value count
 // that is not a positive multiple of the key count, or a strided op whose
 // runs overlap (stride < end - begin).

@@ -170,6 +170,25 @@ TEST(PlannerTest, StridedOpsCoverEachRunOnceWithItsOwnOffsets) {
   EXPECT_THAT(bad.status().message(), HasSubstr("push to table 'm': 3 runs"));
 }
 
+// every_server: a server none of the op's keys go to gets a part with no
+// keys (a clock-only call); without it, no part.
+TEST(PlannerTest, EveryServerGivesClockOnlyPartsToTheServersNotReached) {
+  const Placement placement(3, {/*slice_size=*/4, 64});
+  std::vector<float> values(4);
+  // Keys [0, 4): one slice, one owner.
+  const int owner = placement.OwnerOfKey("t", 0);
+  for (bool every : {false, true}) {
+    PushRange op{"t", 0, 4, values, nullptr, 1, 0, every};
+    auto parts = PlanPush(placement, {&op, 1}, 100);
+    ASSERT_TRUE(parts.ok()) << parts.status();
+    ASSERT_EQ(parts->size(), every ? 3u : 1u);
+    for (const Part& p : *parts) {
+      EXPECT_EQ(p.round_parts, 1u);
+      EXPECT_EQ(p.num_keys(), p.server == owner ? 4u : 0u) << "server " << p.server;
+    }
+  }
+}
+
 TEST(PlannerTest, KeyListsGoToTheirOwnersInCappedPartsCoveringTheBuffer) {
   const Placement placement(3, {/*slice_size=*/4, 64});
   std::vector<uint64_t> keys;

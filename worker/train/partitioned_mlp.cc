@@ -103,10 +103,13 @@ void PartitionedRun::BuildOps() {
     auto add = [&](const std::string& table, uint64_t begin, uint64_t count, int64_t at,
                    uint64_t rows, uint64_t stride) {
       const size_t n = count * rows;
-      pull_ops_.push_back(
-          {table, begin, begin + count, absl::MakeSpan(params_).subspan(at, n), rows, stride});
+      // Under bounded delay and BSP every partition takes part in every
+      // server's rounds of every table, whether its share is there or not.
+      const bool every_server = config_.consistency != Consistency::kAsync;
+      pull_ops_.push_back({table, begin, begin + count, absl::MakeSpan(params_).subspan(at, n),
+                           rows, stride, every_server});
       push_ops_.push_back({table, begin, begin + count, absl::MakeSpan(grads_).subspan(at, n),
-                           nullptr, rows, stride});
+                           nullptr, rows, stride, every_server});
     };
     if (l + 1 < L()) {
       // Into a hidden layer: its units' columns, a run of keys per input
