@@ -54,6 +54,7 @@ PACKAGES=(
   "libopenblas0-pthread:optimized BLAS for PyTorch (Debian's default BLAS is the reference one)"
   "libopenmpi-dev:Open MPI's library and headers, for the collectives of worker/collective (dense layers by allreduce)"
   "openmpi-bin:mpirun, which starts the MPI processes of mpi_collective_test"
+  "libpmix-dev:pmix2/lib/libpmix.so, which Slurm's mpi/pmix plugin loads for srun --mpi=pmix (MPI workers under Slurm); slurm-wlm does not depend on it"
 )
 
 # What `bazel build` of the binaries needs: the toolchain, and every library

@@ -40,7 +40,7 @@ In README.md and every docs/**/*.md under ROOT:
      - a standalone `--` after deploy/local_cluster.sh or
        deploy/sparse_experiment.sh: the flags after it are passed to
        ps_worker and are checked against ps_worker (when given);
-     - any other command (bazel, etcd, docker, ps_bench, ps_gen_libsvm, ...,
+     - any other command (bazel, etcd, docker, mpirun, srun, ps_gen_libsvm, ...,
        or a Bazel label such as //server:ps_server): not checked.
 
 Prints each failure as `file:line: message` naming the link or the flag and
@@ -71,6 +71,7 @@ OTHER_COMMANDS = [
     "bazel", "bazelisk", "etcd", "etcdctl", "docker", "docker-compose", "kubectl", "sbatch",
     "scancel", "squeue", "srun", "openssl", "pip", "python", "python3", "iperf3", "perf",
     "grpcurl", "grpc_cli", "ip", "git", "npm", "node", "yamllint", "apt-get", "dd", "gnuplot",
+    "mpirun", "mpiexec",
     "ps_bench", "ps_gen_libsvm", "store_bench", "optimizer_bench", "train_bench",
     "exact_sum_client", "soak_client", "torch_mnist.py", "torch_embedding.py",
     "py_pushpull.py", "cpp_pushpull", "valgrind", "callgrind",
