@@ -17,6 +17,8 @@
 #      0 alone reading and writing the embedding rows.
 #   4. A partition SIGKILLed mid-training: mpirun ends the job, non-zero,
 #      naming the killed rank, within the time limit (no hang).
+#   5. A checkpoint of the servers holds rank 0's allreduced tables: restored
+#      onto 3 servers they give the AUC rank 0 reported.
 set -euo pipefail
 # shellcheck source=tests/cluster_lib.sh
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cluster_lib.sh"
@@ -33,7 +35,12 @@ below() { awk -v v="$1" -v t="$2" 'BEGIN { exit !(v < t) }'; }
 # loss FILE FILTER: the last-epoch loss of the "done:" line matching FILTER.
 loss() { grep "$2.*: done:" "$1" | sed -n 's/.*last-epoch loss \([0-9.]*\).*/\1/p' | head -1; }
 
-start_servers "$root" "$dir" 2
+# The servers checkpoint into $ck when asked (ps_admin checkpoint); they
+# find each other through $dir/spec.
+ck="$dir/ck"
+start_servers "$root" "$dir" 2 --checkpoint_dir="$ck" --servers_file="$dir/spec" \
+  --checkpoint_on_exit=false
+echo "$spec" >"$dir/spec"
 mlp=(--servers="$spec" --model=mlp --hidden="64,32" --consistency=bsp --epochs=1
   --max_train_examples=9600 --progress_seconds=100)
 
@@ -127,4 +134,21 @@ wait "$job" || status=$?
 [ "$status" -ne 0 ] || fail "mpirun succeeded though rank 1 was killed"
 grep -qi "rank 1 .*signal 9\|signal 9 (Killed)" "$dir/killed.log" || fail "mpirun does not say rank 1 was killed"
 echo "killed partition: mpirun ended with status $status"
+
+# ---- 5. the allreduced tables in a checkpoint --------------------------------
+# Rank 0's tables (values and optimizer state) are on the servers: a
+# checkpoint holds them, and restored onto 3 servers they give its AUC.
+"$root/tools/ps_admin" checkpoint --servers="$spec" >"$dir/checkpoint.log" 2>&1 ||
+  fail "ps_admin checkpoint failed"
+for p in "${server_pids[@]}"; do kill -KILL "$p"; done
+for p in "${server_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+rm -f "$dir/spec"
+start_servers "$root" "$dir" 3 --checkpoint_dir="$ck" --servers_file="$dir/spec" --restore \
+  --checkpoint_on_exit=false
+echo "$spec" >"$dir/spec"
+"$worker_bin" "${emb[@]/--servers=*/--servers=$spec}" --eval_only >"$dir/restored.log" 2>&1 ||
+  fail "--eval_only on the restored servers failed"
+[ "$(field "$dir/restored.log" test_auc)" = "$auc" ] ||
+  fail "restored onto 3 servers: AUC $(field "$dir/restored.log" test_auc), rank 0 reported $auc"
+echo "checkpoint: restored onto 3 servers, AUC $auc"
 echo "mpi_training_test: PASS"
