@@ -17,16 +17,20 @@ uint64_t HashFloats(const AlignedVector<float>& v) {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<Optimizer>> AllreducedOptimizer(const proto::TableDef& def) {
+  if (def.kind() != proto::TABLE_DENSE) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", def.name(), "': only dense tables are kept by allreduce"));
+  }
+  return MakeOptimizer(def);
+}
+
 absl::StatusOr<std::unique_ptr<AllreducedTables>> AllreducedTables::Create(
     const std::vector<proto::TableDef>& defs, Collective* group) {
   std::unique_ptr<AllreducedTables> tables(new AllreducedTables(group));
   size_t total = 0;
   for (const proto::TableDef& def : defs) {
-    if (def.kind() != proto::TABLE_DENSE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("table '", def.name(), "': only dense tables are kept by allreduce"));
-    }
-    absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
+    absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = AllreducedOptimizer(def);
     if (!optimizer.ok()) return optimizer.status();
     Table t;
     t.def = def;

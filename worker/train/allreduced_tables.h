@@ -29,6 +29,10 @@
 
 namespace ps {
 
+// The optimizer a table kept by allreduce steps with. Errors:
+// INVALID_ARGUMENT naming a table that is not dense, MakeOptimizer's.
+absl::StatusOr<std::unique_ptr<Optimizer>> AllreducedOptimizer(const proto::TableDef& def);
+
 class AllreducedTables {
  public:
   // The tables, each num_keys * width values, zero until set (values()) or

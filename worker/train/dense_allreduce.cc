@@ -42,11 +42,7 @@ absl::StatusOr<std::vector<proto::TableDef>> ServerCopyTables(
   const proto::TableDef adds = AveragingTableOptimizer();
   std::vector<proto::TableDef> out;
   for (const proto::TableDef& def : local) {
-    if (def.kind() != proto::TABLE_DENSE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("table '", def.name(), "': only dense tables are kept by allreduce"));
-    }
-    absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(def);
+    absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = AllreducedOptimizer(def);
     if (!optimizer.ok()) return optimizer.status();
     proto::TableDef copy = adds;
     copy.set_name(def.name());
