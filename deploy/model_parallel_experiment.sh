@@ -106,7 +106,7 @@ if [[ " $parts " == *" A "* ]]; then
   done
   stop_servers
   gnuplot <<EOF
-set terminal pngcairo size 900,420
+set terminal pngcairo size 900,420 noenhanced
 set output "$out/partitions.png"
 set multiplot layout 1,2 title "MLP 784-$hidden-$hidden-10 split in K partitions (BSP, one replica, this machine)"
 set style data histograms
@@ -116,6 +116,7 @@ set ylabel "MiB per process"
 set key top right
 plot "$out/partitions.dat" using 2:xtic(sprintf("K=%d", \$1)) title "parameters held", '' using 3 title "peak RSS"
 set ylabel "ms"
+set yrange [0:*]
 plot "$out/partitions.dat" using 4:xtic(sprintf("K=%d", \$1)) title "step time"
 unset multiplot
 EOF
@@ -175,12 +176,13 @@ if [[ " $parts " == *" B "* ]]; then
   row "pytorch_ddp" "$(field "$line" seconds_per_epoch)" "$ddp_dense" \
     "$(awk -v a="$ddp_bytes" -v d="$ddp_dense" 'BEGIN { print a - d }')" "$(field "$line" test_auc)"
   gnuplot <<EOF
-set terminal pngcairo size 900,420
+set terminal pngcairo size 900,420 noenhanced
 set output "$out/embedding.png"
 set multiplot layout 1,2 title "Embedding MLP, $examples examples, 2 workers (this machine)"
 set style data histograms
 set style fill solid 0.8 border -1
 set ylabel "seconds per epoch"
+set yrange [0:*]
 plot "$out/embedding.dat" using 2:xtic(1) notitle
 set ylabel "test AUC"
 set yrange [0.5:*]
@@ -202,13 +204,14 @@ if [[ " $parts " == *" C "* ]]; then
                printf "%s %s %s %s\n", s, d[s, 0], d[s, 2], d[s, 4] > "/dev/stderr" } }' \
     "$work/divergence.txt" >>"$out/divergence.md" 2>"$out/divergence.dat"
   gnuplot <<EOF
-set terminal pngcairo size 700,420
+set terminal pngcairo size 700,420 noenhanced
 set output "$out/divergence.png"
 set title "MLP 784-$hidden-$hidden-10: parameters' distance from the whole model's"
 set xlabel "steps (batch 32, AdaGrad 0.05)"
 set ylabel "largest table |diff| / |whole|"
 set logscale y
-set key top left
+set format y "%.0e"
+set key bottom right
 plot "$out/divergence.dat" using 1:2 with linespoints title "control: pixels 1e-6 brighter", \
      '' using 1:3 with linespoints title "K = 2", '' using 1:4 with linespoints title "K = 4"
 EOF
