@@ -211,8 +211,8 @@ MlpRun TrainEmbeddingMlpOn(const Data& data, uint32_t fields, bool allreduce = f
     base.dense_allreduce.publish_every = 50;
     base.dense_allreduce.check_every = 1;
   }
-  const auto stats = TrainOnWorkers(
-      **cluster, base, [&](PsClient& client, const SparseTrainerConfig& config) {
+  const auto stats =
+      TrainOnWorkers(**cluster, base, [&](PsClient& client, const SparseTrainerConfig& config) {
         SparseTrainerConfig mine = config;
         if (allreduce) mine.dense_allreduce.group = group.Member(config.worker_index);
         return TrainEmbeddingMlp(client, data.train, mine, model, NoProgress);
@@ -300,7 +300,9 @@ TEST(SparseTrainingTest, EmbeddingMlpPartitionsEndWhereTheWholeModelDoes) {
     }
     std::vector<std::vector<float>> tables;
     for (const char* name : {"w1", "b1", "w2", "b2"}) {
-      const uint64_t n = std::string(name) == "w1" ? 2 * 8 * 10 : std::string(name) == "b2" ? 1 : 10;
+      const uint64_t n = std::string(name) == "w1"   ? 2 * 8 * 10
+                         : std::string(name) == "b2" ? 1
+                                                     : 10;
       std::vector<float>& t = tables.emplace_back(n);
       const PullRange op[] = {{std::string("parts/") + name, 0, n, absl::MakeSpan(t)}};
       ASSERT_TRUE(admin->Pull(op).ok());

@@ -419,9 +419,9 @@ absl::Status GroupsFromFlags(ps::WorkerConfig* config) {
   config->max_worker_memory_mb = absl::GetFlag(FLAGS_max_worker_memory_mb);
   const int k = config->model_partitions;
   if (k < 1 || k > 64 || config->partition < 0 || config->partition >= k) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--model_partitions=", k, " --partition=", config->partition,
-                     ": expected 1 <= model_partitions <= 64 and 0 <= partition < model_partitions"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model_partitions=", k, " --partition=", config->partition,
+        ": expected 1 <= model_partitions <= 64 and 0 <= partition < model_partitions"));
   }
   if (config->dense_allreduce && k > 1) {
     return absl::InvalidArgumentError(
@@ -567,8 +567,8 @@ int main(int argc, char** argv) {
   if (ps::NeedsWorkerGroups(*config)) {
     auto mpi = ps::MpiCollective::Start(nullptr, nullptr);
     if (!mpi.ok()) {
-      return Fail(absl::StrCat("--dense_sync=allreduce / --model_partitions: ",
-                               mpi.status().message()));
+      return Fail(
+          absl::StrCat("--dense_sync=allreduce / --model_partitions: ", mpi.status().message()));
     }
     groups.world = *std::move(mpi);
     if (absl::Status s = ps::JoinWorkerGroups(&*config, &groups); !s.ok()) {

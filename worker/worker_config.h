@@ -79,8 +79,8 @@ struct WorkerConfig {
 
   bool sparse_model() const { return model == "sparse_lr" || model == "embedding_mlp"; }
   std::string who() const {
-    std::string w =
-        "worker " + std::to_string(trainer.worker_index) + "/" + std::to_string(trainer.num_workers);
+    std::string w = "worker " + std::to_string(trainer.worker_index) + "/" +
+                    std::to_string(trainer.num_workers);
     if (model_partitions > 1) {
       w += " partition " + std::to_string(partition) + "/" + std::to_string(model_partitions);
     }

@@ -1,8 +1,7 @@
 #include "worker/collective/mpi_collective.h"
 
-#include <cstdlib>
-
 #include <climits>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
