@@ -180,8 +180,9 @@ ABSL_FLAG(int, allreduce_check_every, 0,
           "--dense_sync=allreduce: every this many steps the ranks check that they hold the same "
           "bits (0: only at the end)");
 ABSL_FLAG(int, model_partitions, 1,
-          "mlp: split each model replica over this many processes by hidden units (launch "
-          "replicas * K processes with mpirun or srun; rank r is replica r / K, partition r % K)");
+          "mlp, embedding_mlp: split each model replica over this many processes by hidden units "
+          "(launch replicas * K processes with mpirun or srun; rank r is replica r / K, "
+          "partition r % K)");
 ABSL_FLAG(int, partition, 0,
           "--model_partitions: this process's partition (optional: mpirun's rank decides it)");
 ABSL_FLAG(int64_t, max_worker_memory_mb, 0,
