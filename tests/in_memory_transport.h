@@ -132,6 +132,11 @@ class InMemoryTransport final : public Transport {
              proto::StatsResponse* reply, Done done) override;
   void VectorOps(int server, const proto::VectorOpsRequest& request, absl::Time deadline,
                  proto::VectorOpsResponse* reply, Done done) override;
+  // The progress board is the gRPC service's, not a core's: UNIMPLEMENTED.
+  void ReportProgress(int, const proto::ReportProgressRequest&, absl::Time,
+                      proto::ReportProgressResponse*, Done done) override {
+    done(absl::UnimplementedError("ReportProgress: not served by a bare core"));
+  }
 
   // What one delivery to a core produced: `commit` hands it to the caller
   // (writes the reply, runs consume_values) and returns the call's status.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -48,6 +49,30 @@ PsClientOptions ClientOptions(const WorkerConfig& config, const WorkerEnv& env,
     SpanFailoverWithRetries(&base);
   }
   return base;
+}
+
+// The observer's sink (curves, gauges), with each point also sent to the
+// servers (their web UI and Stats show the workers' progress). A failed
+// report is said once and does not stop training.
+ProgressSink ReportingSink(TrainingObserver* observer, PsClient* client, const std::string& job) {
+  ProgressSink sink = observer != nullptr ? observer->Sink() : ProgressSink();
+  auto warned = std::make_shared<bool>(false);
+  return [sink, client, job, warned](const ProgressPoint& p) {
+    if (sink) sink(p);
+    proto::ProgressPoint point;
+    point.set_seconds(p.seconds);
+    point.set_epoch(static_cast<uint32_t>(std::max(0, p.epoch)));
+    point.set_step(static_cast<uint64_t>(std::max<int64_t>(0, p.step)));
+    point.set_examples(static_cast<uint64_t>(std::max<int64_t>(0, p.examples)));
+    point.set_loss(std::isfinite(p.loss) ? std::max(0.0, p.loss) : 0.0);
+    point.set_examples_per_second(p.examples_per_second);
+    point.set_staleness(p.mean_staleness);
+    if (absl::Status s = client->ReportProgress(job, point); !s.ok() && !*warned) {
+      *warned = true;
+      std::fprintf(stderr, "progress not reported to the servers (said once): %s\n",
+                   std::string(s.message()).c_str());
+    }
+  };
 }
 
 // Sparse models train asynchronously without a lease, as they always have:
@@ -198,7 +223,7 @@ absl::Status TrainSparse(const WorkerConfig& config, const WorkerEnv& env,
   sc.batch_size = config.trainer.batch_size;
   sc.max_train_examples = config.max_train_examples;
   sc.progress_interval = config.trainer.progress_interval;
-  sc.on_progress = env.observer->Sink();
+  sc.on_progress = ReportingSink(env.observer, &client, table.substr(0, table.rfind('/')));
   sc.averaging = config.averaging;
   sc.partitions = env.partitions;
   if (config.dense_allreduce) {
@@ -250,10 +275,10 @@ absl::Status EvaluateSparse(const WorkerConfig& config, const WorkerEnv& env,
 
 // Trains one worker's shard of `train` by Downpour SGD (or averaging):
 // worker `trainer.worker_index` of `trainer.num_workers`, through `client`.
-// Progress goes to `observer` when set; prints the worker's lines and its
+// Progress goes to `on_progress` when set; prints the worker's lines and its
 // RESULT line (what it exchanged through `client`).
 absl::Status TrainOneDense(const WorkerConfig& config, const TrainerConfig& trainer,
-                           TrainingObserver* observer, const Model& model, const Dataset& train,
+                           ProgressSink on_progress, const Model& model, const Dataset& train,
                            const TrainTestData& shape, ParamClient& client) {
   const std::string who = absl::StrCat("worker ", trainer.worker_index, "/", trainer.num_workers);
   const int64_t limit = config.max_train_examples;
@@ -267,7 +292,7 @@ absl::Status TrainOneDense(const WorkerConfig& config, const TrainerConfig& trai
       client.num_servers());
   std::fflush(stdout);
   TrainerConfig run = trainer;
-  if (observer != nullptr) run.on_progress = observer->Sink();
+  run.on_progress = std::move(on_progress);
   const bool averaging = config.averaging.algorithm != Algorithm::kDownpour;
   auto stats = averaging ? TrainAveraging(client, model, shard, run, config.averaging, PrintLine)
                          : TrainDownpour(client, model, shard, run, PrintLine);
@@ -323,7 +348,10 @@ absl::Status TrainDense(const WorkerConfig& config, const WorkerEnv& env, const 
     mine.start_clock = start_clocks[aggregator ? 0 : j];
     ParamClient& client = aggregator ? aggregator->member(j) : *clients[j];
     status[j] =
-        TrainOneDense(config, mine, j == 0 ? env.observer : nullptr, model, train, shape, client);
+        TrainOneDense(config, mine,
+                      j == 0 ? ReportingSink(env.observer, clients[0].get(), trainer.table_prefix)
+                             : ProgressSink(),
+                      model, train, shape, client);
     if (aggregator) {
       aggregator->Leave(j);
     } else {
@@ -431,7 +459,7 @@ absl::Status RunPartition(const WorkerConfig& config, const WorkerEnv& env, cons
   auto client = ConnectAndCreate(ClientOptions(config, env, config.client, id), tables);
   if (!client.ok()) return client.status();
   TrainerConfig run = trainer;
-  run.on_progress = env.observer->Sink();
+  run.on_progress = ReportingSink(env.observer, client->get(), trainer.table_prefix);
   if (!config.eval_only) {
     if (config.resume) {
       absl::StatusOr<uint64_t> clock = ResumeClock(**client, tables, who);

@@ -75,6 +75,7 @@ void PsService::Register(DataCallQueue* queue) {
       {"Info", &PsService::Info},
       {"Heartbeat", &PsService::Heartbeat},
       {"Stats", &PsService::Stats},
+      {"ReportProgress", &PsService::ReportProgress},
       {"VectorOps", &PsService::VectorOps}};
   for (const auto& [name, method] : methods) {
     queue->Handle(prefix + name,
@@ -269,7 +270,19 @@ void PsService::Stats(DataCall* call) {
     r->set_catch_up_entries(link->catch_up_entries);
     r->set_pending(link->pending);
   }
+  progress_.Snapshot(absl::Now(), reply.mutable_workers());
   call->Reply(absl::OkStatus(), reply);
+}
+
+void PsService::ReportProgress(DataCall* call) {
+  proto::ReportProgressRequest request;
+  if (!call->ParseRequest(&request)) return;
+  if (absl::Status s = Authorize(authorizer_, call->context(), Role::kWorker, "ReportProgress");
+      !s.ok()) {
+    return call->Finish(s);
+  }
+  if (absl::Status s = progress_.Report(request, absl::Now()); !s.ok()) return call->Finish(s);
+  call->Reply(absl::OkStatus(), proto::ReportProgressResponse());
 }
 
 }  // namespace ps

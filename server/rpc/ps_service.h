@@ -28,6 +28,7 @@
 #include "proto/ps.pb.h"
 #include "server/core/ps_core.h"
 #include "server/replication/shard_host.h"
+#include "server/core/progress_board.h"
 #include "server/rpc/authorizer.h"
 #include "server/rpc/data_call_queue.h"
 
@@ -63,6 +64,7 @@ class PsService {
                       absl::StatusOr<Reply> (PsCore::*method)(const Request&));
   void Stats(DataCall* call);
   void VectorOps(DataCall* call);
+  void ReportProgress(DataCall* call);
   // The core the call's shard metadata names (and the shard, when asked),
   // after the token check; `what` names the call in errors.
   absl::StatusOr<std::shared_ptr<PsCore>> CoreFor(const grpc::ServerContextBase& ctx,
@@ -71,6 +73,8 @@ class PsService {
 
   ShardHost* const host_;
   const Authorizer* const authorizer_;
+  // The workers' progress reports (one board for the process's shards).
+  ProgressBoard progress_;
   absl::Mutex admin_mu_;
   std::deque<std::function<void()>> admin_tasks_ ABSL_GUARDED_BY(admin_mu_);
   bool stopping_ ABSL_GUARDED_BY(admin_mu_) = false;

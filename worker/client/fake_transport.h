@@ -72,6 +72,10 @@ class FakeTransport final : public Transport {
                  Done done) override {
     done(Unimplemented("VectorOps"));
   }
+  void ReportProgress(int, const proto::ReportProgressRequest&, absl::Time,
+                      proto::ReportProgressResponse*, Done done) override {
+    done(Unimplemented("ReportProgress"));
+  }
 
  private:
   static absl::Status Unimplemented(const char* method) {

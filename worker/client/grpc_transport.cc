@@ -322,6 +322,13 @@ void GrpcTransport::VectorOps(int server, const proto::VectorOpsRequest& request
   TypedQueued(server, NewContext(server, deadline), "VectorOps", request, reply, std::move(done));
 }
 
+void GrpcTransport::ReportProgress(int server, const proto::ReportProgressRequest& request,
+                                   absl::Time deadline, proto::ReportProgressResponse* reply,
+                                   Done done) {
+  TypedQueued(server, NewContext(server, deadline), "ReportProgress", request, reply,
+              std::move(done));
+}
+
 void GrpcTransport::Stats(int server, const proto::StatsRequest& request, absl::Time deadline,
                           proto::StatsResponse* reply, Done done) {
   TypedQueued(server, NewContext(server, deadline), "Stats", request, reply, std::move(done));

@@ -80,6 +80,8 @@ class GrpcTransport final : public Transport {
              proto::StatsResponse* reply, Done done) override;
   void VectorOps(int server, const proto::VectorOpsRequest& request, absl::Time deadline,
                  proto::VectorOpsResponse* reply, Done done) override;
+  void ReportProgress(int server, const proto::ReportProgressRequest& request, absl::Time deadline,
+                      proto::ReportProgressResponse* reply, Done done) override;
 
  private:
   struct PushState;

@@ -190,6 +190,23 @@ absl::StatusOr<std::vector<ServerStats>> PsClient::Stats() {
   return out;
 }
 
+absl::Status PsClient::ReportProgress(const std::string& job, const proto::ProgressPoint& point) {
+  const std::vector<int> servers = AllServers();
+  proto::ReportProgressRequest request;
+  request.set_worker_id(options_.worker_id);
+  request.set_job(job);
+  *request.mutable_point() = point;
+  std::vector<proto::ReportProgressResponse> replies(servers.size());
+  // One short attempt: progress is for people to look at, and training
+  // must not wait on it.
+  CallPolicy once;
+  once.timeout = absl::Seconds(1);
+  return CallRunner::FirstError(RunCalls(
+      servers, "ReportProgress", once, [&](size_t i, absl::Time deadline, Transport::Done done) {
+        transport_->ReportProgress(servers[i], request, deadline, &replies[i], std::move(done));
+      }));
+}
+
 absl::Status PsClient::WaitForWorkers(int n, absl::Duration timeout) {
   return lease_.WaitForWorkers(n, timeout);
 }

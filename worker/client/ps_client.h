@@ -236,6 +236,10 @@ class PsClient final : public ParamClient {
   void Leave();
   // The Stats of every server. Errors name the first server that failed.
   absl::StatusOr<std::vector<ServerStats>> Stats();
+  // Sends this worker's progress point to every server (their web UI and
+  // Stats show it), one attempt each within a second. Errors name the first
+  // server that failed; the point may have reached the others.
+  absl::Status ReportProgress(const std::string& job, const proto::ProgressPoint& point);
   // Where this worker (options().worker_id) stands on the servers, as server
   // 0 knows it: after a restore, the checkpoint's clocks (rounds completed
   // per table) and which checkpoint it was.

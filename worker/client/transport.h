@@ -87,6 +87,10 @@ class Transport {
   // Sandblaster L-BFGS's vector ops on the server's part of a table.
   virtual void VectorOps(int server, const proto::VectorOpsRequest& request, absl::Time deadline,
                          proto::VectorOpsResponse* reply, Done done) = 0;
+  // A worker's progress point, for the server's web UI.
+  virtual void ReportProgress(int server, const proto::ReportProgressRequest& request,
+                              absl::Time deadline, proto::ReportProgressResponse* reply,
+                              Done done) = 0;
 };
 
 }  // namespace ps
