@@ -27,6 +27,12 @@ _PKG_CONFIG_LIBS = {
     "benchmark": ["benchmark"],
 }
 
+# Libraries whose headers must be compiled with the -D flags pkg-config
+# gives: Debian's cpp-httplib is a compiled library built with OpenSSL
+# support, which changes the layout of its Request and client classes; code
+# that includes httplib.h without the same macros would disagree with it.
+_WITH_DEFINES = ["httplib"]
+
 # Libraries without a pkg-config module: target name -> link flags.
 _PLAIN_LIBS = {
     "grpcpp_reflection": ["-lgrpc++_reflection"],
@@ -48,6 +54,9 @@ def _system_libs_impl(ctx):
         lines.append("cc_library(")
         lines.append("    name = %r," % name)
         lines.append("    linkopts = %r," % linkopts)
+        if name in _WITH_DEFINES:
+            cflags = ctx.execute(["pkg-config", "--cflags"] + modules).stdout.strip().split(" ")
+            lines.append("    defines = %r," % [f[2:] for f in cflags if f.startswith("-D")])
         lines.append(")")
         lines.append("")
 
