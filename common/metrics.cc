@@ -168,6 +168,18 @@ void MetricsRegistry::AddCollector(std::function<void(MetricsWriter&)> collect) 
   collectors_.push_back(std::move(collect));
 }
 
+std::vector<std::pair<MetricLabels, Histogram::Snapshot>> MetricsRegistry::ReadHistograms(
+    const std::string& name) const {
+  std::vector<std::pair<MetricLabels, Histogram::Snapshot>> out;
+  absl::MutexLock lock(&mu_);
+  auto it = histograms_.find(name);
+  if (it == histograms_.end()) return out;
+  for (const auto& [key, series] : it->second.series) {
+    out.emplace_back(series.first, series.second->Read());
+  }
+  return out;
+}
+
 std::string MetricsRegistry::Render() const {
   // Families by name: each one's text.
   std::map<std::string, std::string> text;

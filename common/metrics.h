@@ -106,6 +106,10 @@ class MetricsRegistry {
 
   // Every family, sorted by name, in the text exposition format.
   std::string Render() const;
+  // The series of histogram family `name` kept here (not collectors'), with
+  // their labels; none when there is no such family.
+  std::vector<std::pair<MetricLabels, Histogram::Snapshot>> ReadHistograms(
+      const std::string& name) const;
 
  private:
   template <typename T>

@@ -25,9 +25,9 @@ absl::StatusOr<int> MetricsPortFromFlags() {
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags(
     int port, const std::string& host, const MetricsRegistry* metrics,
-    std::function<absl::Status()> ready) {
+    std::function<absl::Status()> ready, HttpOptions http) {
   if (port < 0) return nullptr;
-  auto started = MetricsHttpServer::Start(host, port, metrics, std::move(ready));
+  auto started = MetricsHttpServer::Start(host, port, metrics, std::move(ready), std::move(http));
   if (!started.ok()) return started.status();
   if (const std::string f = absl::GetFlag(FLAGS_metrics_port_file); !f.empty()) {
     if (absl::Status s = WritePortFile(f, (*started)->port(), "--metrics_port_file"); !s.ok()) {

@@ -29,7 +29,7 @@ absl::StatusOr<int> MetricsPortFromFlags();
 // Errors: those of starting the endpoint or writing the file, naming them.
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> StartMetricsFromFlags(
     int port, const std::string& host, const MetricsRegistry* metrics,
-    std::function<absl::Status()> ready);
+    std::function<absl::Status()> ready, HttpOptions http = {});
 
 }  // namespace ps
 

@@ -7,11 +7,33 @@
 
 namespace ps {
 
+namespace {
+
+// The request's authorization: its header, else its `token` parameter.
+std::string AuthorizationOf(const httplib::Request& req) {
+  if (req.has_header("Authorization")) return req.get_header_value("Authorization");
+  if (req.has_param("token")) return absl::StrCat("Bearer ", req.get_param_value("token"));
+  return "";
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     const std::string& host, int port, const MetricsRegistry* registry,
-    std::function<absl::Status()> ready) {
+    std::function<absl::Status()> ready, HttpOptions options) {
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
-  server->http_ = std::make_unique<httplib::Server>();
+  if (!options.tls_cert_file.empty() && !options.tls_key_file.empty()) {
+    auto https = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
+                                                      options.tls_key_file.c_str());
+    if (!https->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metrics: HTTPS with certificate ", options.tls_cert_file, " and key ",
+          options.tls_key_file, ": could not load them (PEM files, the key matching)"));
+    }
+    server->http_ = std::move(https);
+  } else {
+    server->http_ = std::make_unique<httplib::Server>();
+  }
   httplib::Server& http = *server->http_;
   // httplib's default is SO_REUSEPORT, with which a second process on the
   // same port silently shares it: a taken port must be an error.
@@ -20,8 +42,30 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   http.Get("/metrics", [registry](const httplib::Request&, httplib::Response& res) {
-    res.set_content(registry->Render(), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(registry != nullptr ? registry->Render() : std::string(),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
+  for (HttpRoute& route : options.routes) {
+    const std::string path = route.path;  // the lambda takes the route
+    http.Get(path, [route = std::move(route), check = options.check](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+      if (check) {
+        if (absl::Status s = check(AuthorizationOf(req)); !s.ok()) {
+          res.status = 401;
+          res.set_content(absl::StrCat(s.message(), "\n"), "text/plain");
+          return;
+        }
+      }
+      absl::StatusOr<std::string> body = route.body();
+      if (!body.ok()) {
+        res.status = 503;
+        res.set_content(absl::StrCat(body.status().message(), "\n"), "text/plain");
+        return;
+      }
+      res.set_header("Cache-Control", "no-store");
+      res.set_content(*std::move(body), route.content_type);
+    });
+  }
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

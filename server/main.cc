@@ -41,6 +41,8 @@
 #include "server/core/server_limits.h"
 #include "server/ps_server.h"
 #include "server/rpc/authorizer.h"
+#include "server/ui/cluster_reader.h"
+#include "server/ui/ui_http.h"
 
 ABSL_FLAG(std::string, servers, "",
           "cluster spec: comma-separated host:port of every server, in shard order");
@@ -338,9 +340,29 @@ int main(int argc, char** argv) {
   auto server = ps::PsServer::Start(options);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   ps::PsServer* const started_server = server->get();
-  auto metrics_http =
-      ps::StartMetricsFromFlags(*metrics_port, ListenHost(options.listen_address), &metrics,
-                                [started_server] { return started_server->Readiness(); });
+  // The web UI on the metrics port: the page, and the cluster as this
+  // server reads it (its peers' Stats, the ring, the checkpoints).
+  ps::ClusterReaderOptions ui;
+  ui.source = absl::StrCat("ps_server ", options.server_index, " ", (*server)->address());
+  ui.servers = options.checkpoint.servers;
+  ui.servers_file = options.checkpoint.servers_file;
+  ui.self = (*server)->address();
+  ui.kv = kv.get();
+  ui.cluster = connection.cluster;
+  ui.checkpoint_dir = options.checkpoint.dir;
+  ui.placement = options.placement;
+  ps::ClusterReader cluster_reader(ui);
+  auto metrics_http = ps::StartMetricsFromFlags(
+      *metrics_port, ListenHost(options.listen_address), &metrics,
+      [started_server] { return started_server->Readiness(); },
+      ps::UiHttpOptions(
+          &cluster_reader,
+          authorizer == nullptr
+              ? std::function<absl::Status(const std::string&)>()
+              : [auth = authorizer.get()](const std::string& authorization) {
+                  return auth->CheckAuthorization(authorization, ps::Role::kWorker, "the web UI");
+                },
+          connection.tls));
   if (!metrics_http.ok()) return Fail(std::string(metrics_http.status().message()));
   if (const std::string f = absl::GetFlag(FLAGS_port_file); !f.empty()) {
     if (absl::Status w = ps::WritePortFile(f, (*server)->port(), "--port_file"); !w.ok()) {

@@ -116,7 +116,7 @@ absl::Status PsServer::StartHost() {
 
 void PsServer::MakeServices() {
   const Authorizer* auth = options_.authorizer;
-  service_ = std::make_unique<PsService>(host_.get(), auth);
+  service_ = std::make_unique<PsService>(host_.get(), auth, options_.metrics);
   replication_ = std::make_unique<ReplicationService>(host_.get(), etcd_contact_.get(), auth);
   admin_ = std::make_unique<AdminService>(checkpoints_->PartHandler(), options_.server_index,
                                           checkpoints_->CoordinateHandler(), auth);

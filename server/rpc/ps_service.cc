@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -61,8 +62,11 @@ void CancelParkedOnCancel(DataCall* call, const std::shared_ptr<PsCore>& core, P
 
 }  // namespace
 
-PsService::PsService(ShardHost* host, const Authorizer* authorizer)
-    : host_(host), authorizer_(authorizer), admin_thread_([this] { AdminLoop(); }) {}
+PsService::PsService(ShardHost* host, const Authorizer* authorizer, const MetricsRegistry* metrics)
+    : host_(host),
+      authorizer_(authorizer),
+      metrics_(metrics),
+      admin_thread_([this] { AdminLoop(); }) {}
 
 void PsService::Register(DataCallQueue* queue) {
   const std::string prefix = absl::StrCat("/", proto::ParameterServer::service_full_name(), "/");
@@ -271,6 +275,19 @@ void PsService::Stats(DataCall* call) {
     r->set_pending(link->pending);
   }
   progress_.Snapshot(absl::Now(), reply.mutable_workers());
+  if (metrics_ != nullptr) {
+    // Labels are method="ParameterServer/Push": the data methods' calls.
+    for (const auto& [labels, h] : metrics_->ReadHistograms("ps_grpc_server_handling_seconds")) {
+      for (const auto& [key, value] : labels) {
+        constexpr absl::string_view kPrefix = "ParameterServer/";
+        if (key != "method" || !absl::StartsWith(value, kPrefix)) continue;
+        proto::CallStats* c = reply.add_calls();
+        c->set_method(value.substr(kPrefix.size()));
+        c->set_count(h.cumulative.empty() ? 0 : h.cumulative.back());
+        c->set_seconds_total(h.sum);
+      }
+    }
+  }
   call->Reply(absl::OkStatus(), reply);
 }
 

@@ -25,10 +25,11 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "common/metrics.h"
 #include "proto/ps.pb.h"
+#include "server/core/progress_board.h"
 #include "server/core/ps_core.h"
 #include "server/replication/shard_host.h"
-#include "server/core/progress_board.h"
 #include "server/rpc/authorizer.h"
 #include "server/rpc/data_call_queue.h"
 
@@ -39,7 +40,10 @@ class PsService {
   // Each call goes to the core of the shard its x-ps-shard metadata names
   // (ShardHost::ForWorker), once its token has the worker role
   // (`authorizer` null: every call allowed). Both must outlive the service.
-  explicit PsService(ShardHost* host, const Authorizer* authorizer = nullptr);
+  // `metrics` (may be null): the process's registry, whose gRPC handling
+  // times Stats reports (StatsResponse.calls).
+  explicit PsService(ShardHost* host, const Authorizer* authorizer = nullptr,
+                     const MetricsRegistry* metrics = nullptr);
   // Waits for the admin thread to finish the CreateTable calls it holds.
   ~PsService();
 
@@ -73,6 +77,7 @@ class PsService {
 
   ShardHost* const host_;
   const Authorizer* const authorizer_;
+  const MetricsRegistry* const metrics_;
   // The workers' progress reports (one board for the process's shards).
   ProgressBoard progress_;
   absl::Mutex admin_mu_;
