@@ -25,17 +25,21 @@
 //
 // Exits 0 when done (a checkpoint: its MANIFEST written), 1 when it failed
 // (the message names the server and what went wrong), 2 on bad usage.
+#include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -45,12 +49,15 @@
 #include "common/connection_flags.h"
 #include "common/etcd_kv_store.h"
 #include "common/grpc_channels.h"
+#include "common/metrics_http.h"
 #include "common/peer_security.h"
 #include "server/checkpoint/checkpoint_coordinator.h"
 #include "server/checkpoint/checkpoint_files.h"
 #include "server/checkpoint/checkpoint_peer.h"
 #include "server/replication/cluster_admin.h"
 #include "server/replication/cluster_status.h"
+#include "server/ui/cluster_reader.h"
+#include "server/ui/ui_http.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
 
@@ -66,6 +73,8 @@ ABSL_FLAG(double, timeout_seconds, 60,
           "before the cut; add-server, drain: how long to wait for the ring to settle");
 ABSL_FLAG(int, server_id, -1, "add-server, drain: the server's id");
 ABSL_FLAG(uint64_t, slice_size, 4096, "keys per slice, recorded in the manifest");
+ABSL_FLAG(std::string, ui_host, "127.0.0.1", "ui: the address the web UI listens on");
+ABSL_FLAG(int, ui_port, 8080, "ui: the web UI's port (0: a free one, printed)");
 ABSL_FLAG(int, virtual_nodes, 512, "virtual nodes per server, recorded in the manifest");
 
 namespace {
@@ -78,6 +87,8 @@ int Usage(const std::string& why) {
                "       ps_admin add-server|drain --etcd=h:p --cluster=NAME --server_id=N\n"
                "       ps_admin status --servers=h:p,... | --etcd=h:p --cluster=NAME "
                "[--checkpoint_dir=DIR]\n"
+               "       ps_admin ui --servers=h:p,... | --etcd=h:p --cluster=NAME "
+               "[--checkpoint_dir=DIR] [--ui_port=8080]\n"
                "(see --help)\n",
                why.c_str());
   return 2;
@@ -285,6 +296,65 @@ int Checkpoint(const ps::ConnectionFlags& connection) {
   return 0;
 }
 
+// ui: the web UI for a whole cluster, served until SIGINT or SIGTERM; with
+// a token (--token_file) the page needs it (/?token=T), with a certificate
+// and key (--tls_cert, --tls_key) it is HTTPS.
+int Ui(const ps::ConnectionFlags& connection) {
+  std::unique_ptr<ps::EtcdKvStore> kv;
+  ps::ClusterReaderOptions reader_options;
+  reader_options.source = "ps_admin ui";
+  reader_options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
+  reader_options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
+  reader_options.checkpoint_dir = absl::GetFlag(FLAGS_checkpoint_dir);
+  if (!connection.etcd.empty()) {
+    kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{connection.etcd});
+    reader_options.kv = kv.get();
+    reader_options.cluster = connection.cluster;
+  } else {
+    auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
+    if (!spec.ok()) {
+      return Usage(absl::StrCat("ui needs --servers or --etcd: ", spec.status().message()));
+    }
+    reader_options.servers = spec->servers;
+  }
+  std::string token;
+  if (!connection.token_file.empty()) {
+    std::ifstream in(connection.token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) return Failed("reading --token_file", absl::NotFoundError(connection.token_file));
+    token = std::string(absl::StripAsciiWhitespace(text.str()));
+  }
+  // Block the stop signals before any thread starts: the wait below takes them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  ps::ClusterReader reader(reader_options);
+  std::function<absl::Status(const std::string&)> check;
+  if (!token.empty()) {
+    check = [expected = absl::StrCat("Bearer ", token)](const std::string& authorization) {
+      return authorization == expected
+                 ? absl::OkStatus()
+                 : absl::UnauthenticatedError(
+                       "the web UI needs this cluster's token: open /?token=T");
+    };
+  }
+  auto http = ps::MetricsHttpServer::Start(absl::GetFlag(FLAGS_ui_host),
+                                           absl::GetFlag(FLAGS_ui_port), nullptr, nullptr,
+                                           ps::UiHttpOptions(&reader, check, connection.tls));
+  if (!http.ok()) return Failed("starting the web UI", http.status());
+  const bool https = !connection.tls.cert.empty() && !connection.tls.key.empty();
+  std::printf("ps_admin ui: %s://%s:%d/%s\n", https ? "https" : "http",
+              absl::GetFlag(FLAGS_ui_host).c_str(), (*http)->port(),
+              token.empty() ? "" : "?token=...");
+  std::fflush(stdout);
+  int signal_number = 0;
+  sigwait(&stop, &signal_number);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -299,8 +369,9 @@ int main(int argc, char** argv) {
     return Membership(command, connection);
   }
   if (command == "status") return Status(connection);
+  if (command == "ui") return Ui(connection);
   if (command != "checkpoint") {
-    return Usage("expected one command: checkpoint, status, ring, add-server or drain");
+    return Usage("expected one command: checkpoint, status, ui, ring, add-server or drain");
   }
   return Checkpoint(connection);
 }
