@@ -23,7 +23,10 @@ import sysconfig
 import zipfile
 
 NAME = "paramserver"
-PACKAGE_FILES = ["__init__.py", "_errors.py", "py.typed"]
+PACKAGE_FILES = ["__init__.py", "_errors.py", "flags.py", "py.typed", "torch/__init__.py",
+                 "torch/_embedding.py", "torch/_metrics.py", "torch/_parameters.py",
+                 "torch/_progress.py", "torch/_row_cache.py", "torch/_tables.py",
+                 "torch/_trainer.py"]
 SUMMARY = "Python client of the parameter server (NumPy arrays, over the C++ client library)"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -80,7 +83,8 @@ def main():
         "Requires-Dist: numpy",
         "",
         "The extension links Debian's gRPC, protobuf and Abseil shared libraries",
-        "(deploy/setup.sh installs them). See docs/guide/python.md.",
+        "(deploy/setup.sh installs them). paramserver.torch needs Debian's",
+        "python3-torch (and python3-tqdm for its progress bar). See docs/guide/python.md.",
         "",
     ])
     wheel = "\n".join([

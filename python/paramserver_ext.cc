@@ -136,6 +136,7 @@ class Client {
     std::string token, ca_cert, cert, key;
     std::optional<uint64_t> slice_size;
     std::optional<int> virtual_nodes;
+    bool key_list_caching = false;
   };
 
   static std::unique_ptr<Client> Connect(const Options& o) {
@@ -156,6 +157,7 @@ class Client {
     options.staleness = o.staleness;
     options.connect_timeout = absl::Seconds(o.connect_timeout);
     options.lease = absl::Seconds(o.lease);
+    options.key_list_caching = o.key_list_caching;
     if (o.slice_size.has_value()) options.placement.slice_size = *o.slice_size;
     if (o.virtual_nodes.has_value()) options.placement.virtual_nodes = *o.virtual_nodes;
     options.security = SecurityOf("Client", o.token, o.ca_cert, o.cert, o.key);
@@ -272,8 +274,9 @@ class Client {
   // back into outs[i]. One round trip per server carries every op (a model's
   // small tables cost one call, not one each). Every op is checked before
   // anything is sent.
-  void PushPullMany(const std::vector<std::string>& tables, const py::sequence& grads,
-                    const std::vector<uint64_t>& begins, const py::sequence& outs, uint64_t clock) {
+  py::dict PushPullMany(const std::vector<std::string>& tables, const py::sequence& grads,
+                        const std::vector<uint64_t>& begins, const py::sequence& outs,
+                        uint64_t clock) {
     constexpr const char* kCall = "push_pull_many";
     const size_t n = tables.size();
     if (py::len(grads) != n || begins.size() != n || py::len(outs) != n) {
@@ -319,8 +322,93 @@ class Client {
         }
       }
     }
-    ThrowIfError(WithoutGil(std::move(connection),
-                            [&](PsClient& c) { return c.PushPull(push, pull, clock); }));
+    PullInfo info;
+    int num_servers = 0;
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      num_servers = c.num_servers();
+      return c.PushPull(push, pull, clock, &info);
+    }));
+    return InfoDict(info, n, num_servers);
+  }
+
+  // Several dense tables read in one PsClient::Pull: op i reads the keys
+  // of tables[i] from begins[i] into outs[i] (as many keys as outs[i] holds
+  // rows). Returns the pull's versions, params_clock and wait.
+  py::dict PullMany(const std::vector<std::string>& tables, const std::vector<uint64_t>& begins,
+                    const py::sequence& outs, uint64_t clock) {
+    constexpr const char* kCall = "pull_many";
+    const size_t n = tables.size();
+    if (begins.size() != n || py::len(outs) != n) {
+      throw py::value_error(absl::StrCat(kCall, ": ", n, " tables, ", begins.size(), " begins and ",
+                                         py::len(outs), " outs: expected one of each per op"));
+    }
+    std::shared_ptr<Connection> connection = Live();
+    std::vector<std::string> out_names(n);
+    std::vector<py::array> arrays;
+    arrays.reserve(n);
+    std::vector<PullRange> pull(n);
+    for (size_t i = 0; i < n; ++i) {
+      out_names[i] = absl::StrCat("outs[", i, "]");
+      const ArgName out_arg{kCall, out_names[i].c_str()};
+      arrays.push_back(ArrayArg(out_arg, outs[i]));
+      const proto::TableDef def = Definition(connection, tables[i]);
+      const uint64_t size = static_cast<uint64_t>(arrays.back().size());
+      if (def.width() == 0 || size % def.width() != 0) {
+        throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " has ", size,
+                                           " values, not whole rows of table '", tables[i],
+                                           "' (width ", def.width(), ")"));
+      }
+      const uint64_t num_keys = size / def.width();
+      const absl::Span<float> values = OutputValues(out_arg, arrays.back(), num_keys, def.width());
+      pull[i] = PullRange{tables[i], begins[i], begins[i] + num_keys, values};
+      for (size_t j = 0; j < i; ++j) {
+        if (Overlap(pull[i].out, pull[j].out)) {
+          throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " shares memory with ",
+                                             out_names[j], ": pass separate arrays"));
+        }
+      }
+    }
+    PullInfo info;
+    int num_servers = 0;
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      num_servers = c.num_servers();
+      return c.Pull(pull, clock, &info);
+    }));
+    return InfoDict(info, n, num_servers);
+  }
+
+  // Several dense tables pushed in one PsClient::Push: grads[i] to
+  // tables[i] from key begins[i]. Returns the versions the push reached,
+  // a uint64 array of shape (ops, servers).
+  py::array PushMany(const std::vector<std::string>& tables, const py::sequence& grads,
+                     const std::vector<uint64_t>& begins, uint64_t clock) {
+    constexpr const char* kCall = "push_many";
+    const size_t n = tables.size();
+    if (py::len(grads) != n || begins.size() != n) {
+      throw py::value_error(absl::StrCat(kCall, ": ", n, " tables, ", py::len(grads), " grads and ",
+                                         begins.size(), " begins: expected one of each per op"));
+    }
+    std::shared_ptr<Connection> connection = Live();
+    std::vector<std::string> grad_names(n);
+    std::vector<py::array> arrays;
+    arrays.reserve(n);
+    std::vector<PushRange> push(n);
+    for (size_t i = 0; i < n; ++i) {
+      grad_names[i] = absl::StrCat("grads[", i, "]");
+      const ArgName grad_arg{kCall, grad_names[i].c_str()};
+      arrays.push_back(ArrayArg(grad_arg, grads[i]));
+      const absl::Span<const float> values = FloatValues(grad_arg, arrays.back());
+      const proto::TableDef def = Definition(connection, tables[i]);
+      const uint64_t num_keys = KeysOf(grad_arg, tables[i], values, begins[i], def.width());
+      push[i] = PushRange{tables[i], begins[i], begins[i] + num_keys, values};
+    }
+    Versions versions;
+    int num_servers = 0;
+    ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
+      num_servers = c.num_servers();
+      return c.Push(push, clock, &versions);
+    }));
+    return VersionsArray(versions, n, num_servers);
   }
 
   py::array PushPullKeys(const std::string& table, py::handle keys, py::handle grads,
@@ -341,6 +429,10 @@ class Client {
       return c.PushPullKeys(table, key_span, def.width(), values, pulled, clock);
     }));
     return result;
+  }
+
+  py::dict TableDefinition(const std::string& table) {
+    return ProtoToDict(Definition(Live(), table));
   }
 
   void WaitForWorkers(int n, double timeout) {
@@ -450,6 +542,27 @@ class Client {
     }
   }
 
+  // Versions (op i, server s at i * num_servers + s) as a uint64 array of
+  // shape (ops, servers); zeros where the client reported none.
+  static py::array VersionsArray(const Versions& versions, size_t ops, int num_servers) {
+    py::array_t<uint64_t> result(
+        std::vector<py::ssize_t>{static_cast<py::ssize_t>(ops), num_servers});
+    uint64_t* data = result.mutable_data();
+    const size_t size = ops * static_cast<size_t>(num_servers);
+    for (size_t i = 0; i < size; ++i) data[i] = i < versions.size() ? versions[i] : 0;
+    return result;
+  }
+
+  // What a pull learned: {"versions": (ops, servers) uint64 array,
+  // "params_clock": int, "waited": seconds}.
+  static py::dict InfoDict(const PullInfo& info, size_t ops, int num_servers) {
+    py::dict result;
+    result["versions"] = VersionsArray(info.versions, ops, num_servers);
+    result["params_clock"] = info.params_clock;
+    result["waited"] = absl::ToDoubleSeconds(info.waited);
+    return result;
+  }
+
   std::shared_ptr<Connection> connection_;  // null once closed
 };
 
@@ -513,16 +626,17 @@ PYBIND11_MODULE(_paramserver, m) {
                        std::optional<double> timeout, double connect_timeout,
                        std::optional<int> max_attempts, double lease, const std::string& token,
                        const std::string& ca_cert, const std::string& cert, const std::string& key,
-                       std::optional<uint64_t> slice_size, std::optional<int> virtual_nodes) {
+                       std::optional<uint64_t> slice_size, std::optional<int> virtual_nodes,
+                       bool key_list_caching) {
              return Client::Connect({servers, etcd, cluster, worker_id, consistency, staleness,
                                      timeout, connect_timeout, max_attempts, lease, token, ca_cert,
-                                     cert, key, slice_size, virtual_nodes});
+                                     cert, key, slice_size, virtual_nodes, key_list_caching});
            }),
            py::kw_only(), py::arg("servers"), py::arg("etcd"), py::arg("cluster"),
            py::arg("worker_id"), py::arg("consistency"), py::arg("staleness"), py::arg("timeout"),
            py::arg("connect_timeout"), py::arg("max_attempts"), py::arg("lease"), py::arg("token"),
            py::arg("ca_cert"), py::arg("cert"), py::arg("key"), py::arg("slice_size"),
-           py::arg("virtual_nodes"))
+           py::arg("virtual_nodes"), py::arg("key_list_caching"))
       .def("close", &Client::Close)
       .def_property_readonly("num_servers", &Client::NumServers)
       .def(
@@ -547,6 +661,11 @@ PYBIND11_MODULE(_paramserver, m) {
            py::arg("clock"), py::arg("out"))
       .def("push_pull_many", &Client::PushPullMany, py::arg("tables"), py::arg("grads"),
            py::arg("begins"), py::arg("outs"), py::arg("clock"))
+      .def("pull_many", &Client::PullMany, py::arg("tables"), py::arg("begins"), py::arg("outs"),
+           py::arg("clock"))
+      .def("push_many", &Client::PushMany, py::arg("tables"), py::arg("grads"), py::arg("begins"),
+           py::arg("clock"))
+      .def("table_definition", &Client::TableDefinition, py::arg("table"))
       .def("pull_keys", &Client::PullKeys, py::arg("table"), py::arg("keys"), py::arg("out"))
       .def("push_keys", &Client::PushKeys, py::arg("table"), py::arg("keys"), py::arg("grads"),
            py::arg("clock"))

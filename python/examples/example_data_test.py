@@ -1,5 +1,6 @@
 """Unit tests of the examples' pieces that need no server: the IDX and LibSVM
-readers, the sharding and batch selection, the AUC, and the curve CSV."""
+readers (fields and bags included), the sharding and batch selection. The
+AUC and the curve CSV are paramserver.torch's (python/tests/torch_parts_test.py)."""
 
 import gzip
 import os
@@ -14,8 +15,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import idx_data  # noqa: E402
 import libsvm_data  # noqa: E402
 from idx_data import DataError  # noqa: E402
-from torch_embedding import auc  # noqa: E402
-from training_log import CSV_HEADER, ProgressLog  # noqa: E402
 
 
 def idx_bytes(magic, shape, data):
@@ -112,10 +111,28 @@ class LibsvmDataTest(TempDirTest):
         np.testing.assert_array_equal(batch.ids, np.array([4, 5, 6, 1, 2], np.uint64))
         np.testing.assert_array_equal(batch.labels, [1, 1])
 
+    def test_fields_sort_each_example_and_cut_it_into_bags(self):
+        # libffm lines (field:index:value), a plain feature being in field 0.
+        path = self.write("f.svm", "1 2:20:1 0:5:0.5 1:7:1 0:9:2\n0 9:1\n1 1:3:1 3:4:1 0:1:1\n")
+        data = libsvm_data.read_libsvm(path)
+        np.testing.assert_array_equal(data.offsets, [0, 4, 5, 8])
+        np.testing.assert_array_equal(data.ids, np.array([5, 9, 7, 20, 9, 1, 3, 4], np.uint64))
+        np.testing.assert_array_equal(data.fields, [0, 0, 1, 2, 0, 0, 1, 3])
+        np.testing.assert_array_equal(data.values, [0.5, 2, 1, 1, 1, 1, 1, 1])
+        batch = data[np.array([2, 0])]
+        # Bag 2i + f: example i's features of field f (2 fields of example 2's 4 are empty).
+        with self.assertRaisesRegex(DataError, "f.svm: a feature has field 3, but the model "
+                                               r"has 2 field\(s\) \(--num_fields=2\)"):
+            batch.bag_offsets(2)
+        np.testing.assert_array_equal(batch.bag_offsets(4), [0, 1, 2, 2, 3, 5, 6, 7])
+        np.testing.assert_array_equal(batch.ids, np.array([1, 3, 4, 5, 9, 7, 20], np.uint64))
+        np.testing.assert_array_equal(data[np.array([1])].bag_offsets(1), [0])
+
     def test_errors_name_the_file_line_and_token(self):
         cases = [
-            ("1 5:1:1 7\n", r":1: token 2: expected a libffm field:index:value feature"),
-            ("1 5:1 7\n", r":1: token 3: expected index:value, got '7'"),
+            ("1 5:1:1:1 7\n", r":1: token 2: expected index:value or field:index:value"),
+            ("1 5:1 7\n", r":1: token 3: expected index:value or field:index:value, got '7'"),
+            ("1 70000:1:1\n", r":1: token 2: field 70000 is not in \[0, 65535\]"),
             ("1 x:1\n", r":1: token 2: expected index:value with an unsigned integer index"),
             ("1 -3:1\n", r":1: token 2: index -3 is not a 64-bit unsigned integer"),
             ("0 1:1\n2 3:1\n", r":2: label '2' is not binary"),
@@ -128,47 +145,8 @@ class LibsvmDataTest(TempDirTest):
                 libsvm_data.read_libsvm(path)
         with self.assertRaisesRegex(DataError, "nothing.svm: cannot read it"):
             libsvm_data.read_libsvm(os.path.join(self.dir, "nothing.svm"))
-
-
-class AucTest(unittest.TestCase):
-    def test_matches_the_pairwise_definition_with_ties(self):
-        rng = np.random.default_rng(7)
-        for _ in range(5):
-            labels = (rng.random(400) < 0.3).astype(np.float32)
-            scores = np.round(rng.random(400) + 0.3 * labels, 1)  # many ties
-            positives, negatives = scores[labels > 0.5], scores[labels < 0.5]
-            wins = (positives[:, None] > negatives[None, :]).sum()
-            ties = (positives[:, None] == negatives[None, :]).sum()
-            expected = (wins + 0.5 * ties) / (positives.size * negatives.size)
-            self.assertAlmostEqual(auc(labels, scores), expected, places=12)
-
-    def test_perfect_reversed_and_one_class(self):
-        labels = np.array([0, 0, 1, 1], np.float32)
-        self.assertEqual(auc(labels, np.array([0.1, 0.2, 0.8, 0.9])), 1.0)
-        self.assertEqual(auc(labels, np.array([0.9, 0.8, 0.2, 0.1])), 0.0)
-        self.assertEqual(auc(np.ones(3, np.float32), np.array([0.1, 0.5, 0.9])), 0.5)
-
-
-class ProgressLogTest(TempDirTest):
-    def test_csv_has_ps_workers_columns_and_ends_with_the_test_result(self):
-        path = os.path.join(self.dir, "curve.csv")
-        log = ProgressLog("worker 0/1", interval=1e9, curve_csv=path)
-        log.step(1, 1, 32, 2.0, 32, epoch_end=False)  # inside the window: no row
-        log.step(1, 2, 64, 1.0, 32, epoch_end=True)
-        log.finish("accuracy", 0.87654)
-        with open(path) as f:
-            rows = f.read().splitlines()
-        self.assertEqual(rows[0] + "\n", CSV_HEADER)
-        self.assertEqual(len(rows), 3)
-        self.assertTrue(all(len(row.split(",")) == 9 for row in rows))
-        self.assertEqual(rows[1].split(",")[1:5], ["1", "2", "64", "1.500000"])
-        self.assertEqual(rows[2].split(",")[-2:], ["accuracy", "0.8765"])
-
-    def test_unwritable_csv_names_the_path(self):
-        path = os.path.join(self.dir, "no_such_dir", "curve.csv")
-        with self.assertRaisesRegex(ValueError, "--curve_csv=.*no_such_dir/curve.csv: cannot "
-                                                "create it"):
-            ProgressLog("worker 0/1", 5.0, path)
+        with self.assertRaisesRegex(DataError, r"no LibSVM file given \(--train_data"):
+            libsvm_data.read_libsvm("")
 
 
 if __name__ == "__main__":

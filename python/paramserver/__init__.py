@@ -37,6 +37,10 @@ code's name, e.g. "UNAVAILABLE", "NOT_FOUND", "INVALID_ARGUMENT") and
 Threads: the GIL is released while a call waits on the network (pulls,
 pushes, create_table, wait_for_workers, stats, position, checkpoint), so
 other threads run meanwhile. One Client may be shared by several threads.
+
+Also: paramserver.flags (ps_worker's command-line flags for Python workers)
+and paramserver.torch (PyTorch modules whose parameters live on the
+servers: ShardedEmbeddingBag, ServerParameters, Trainer).
 """
 
 import math
@@ -115,6 +119,22 @@ def _servers(call: str, servers: Union[str, Sequence[str]]) -> str:
     return ",".join(servers)
 
 
+def _ops(call: str, ops: Any, size: int, shape: str) -> List[tuple]:
+    """`ops` as a list of tuples of `size` items, or TypeError naming the bad one."""
+    ops = list(ops)
+    for i, op in enumerate(ops):
+        if not isinstance(op, tuple) or len(op) != size:
+            raise TypeError(f"{call}: ops[{i}] must be a tuple {shape}; "
+                            f"got {type(op).__name__}")
+    return ops
+
+
+def _begins(call: str, begins: Optional[Sequence[int]], n: int) -> List[int]:
+    if begins is None:
+        return [0] * n
+    return [_count(call, f"begins[{i}]", b) for i, b in enumerate(begins)]
+
+
 class Client:
     """A worker's connection to every server of a job.
 
@@ -149,6 +169,11 @@ class Client:
             (ps_worker's --tls_ca, --tls_cert, --tls_key).
         slice_size, virtual_nodes: the placement; must match the servers'
             (defaults: the servers' defaults).
+        key_list_caching: a key list (pull_keys, push_keys,
+            push_pull_keys) sent to a server once is sent again as its
+            signature alone while the server holds it (ps_worker's
+            --key_caching): a step that pulls and then pushes the same
+            rows sends their keys once.
 
     Raises:
         Error: UNAVAILABLE or DEADLINE_EXCEEDED naming a server that did not
@@ -168,7 +193,8 @@ class Client:
                  max_attempts: Optional[int] = None, lease: float = 0.0,
                  token: Optional[str] = None, ca_cert: Optional[str] = None,
                  cert: Optional[str] = None, key: Optional[str] = None,
-                 slice_size: Optional[int] = None, virtual_nodes: Optional[int] = None) -> None:
+                 slice_size: Optional[int] = None, virtual_nodes: Optional[int] = None,
+                 key_list_caching: bool = False) -> None:
         call = "Client"
         if (servers is None) == (etcd is None):
             raise ValueError(f"{call}: give exactly one of servers (a static cluster) and etcd "
@@ -176,6 +202,9 @@ class Client:
         spec = "" if servers is None else _servers(call, servers)
         where = f"servers={spec}" if spec else f"etcd={etcd} cluster={cluster}"
         self._description = f"{where} worker_id={worker_id} consistency={consistency}"
+        # What checkpoint() needs to reach the same cluster the same way.
+        self._cluster_args = dict(servers=spec or None, etcd=etcd, cluster=cluster, token=token,
+                                  ca_cert=ca_cert, cert=cert, key=key)
         self._client = _paramserver.Client(
             servers=spec,
             etcd=_optional_text(call, "etcd", etcd),
@@ -194,7 +223,11 @@ class Client:
             key=_optional_text(call, "key", key),
             slice_size=None if slice_size is None else _positive(call, "slice_size", slice_size),
             virtual_nodes=(None if virtual_nodes is None
-                           else _positive(call, "virtual_nodes", virtual_nodes, bits=31)))
+                           else _positive(call, "virtual_nodes", virtual_nodes, bits=31)),
+            key_list_caching=bool(key_list_caching))
+        self._worker_id = worker_id
+        self._consistency = consistency
+        self._staleness = staleness
 
     def __repr__(self) -> str:
         return f"<paramserver.Client {self._description}>"
@@ -216,6 +249,31 @@ class Client:
     def num_servers(self) -> int:
         """The number of servers (shards) of the cluster."""
         return self._client.num_servers
+
+    @property
+    def worker_id(self) -> int:
+        """This worker's id, as given to the constructor."""
+        return self._worker_id
+
+    @property
+    def consistency(self) -> str:
+        """"async", "bsp" or "bounded", as given to the constructor."""
+        return self._consistency
+
+    @property
+    def staleness(self) -> int:
+        """With "bounded", the rounds a pull may be behind; 0 otherwise."""
+        return self._staleness
+
+    def table_definition(self, table: str) -> Dict[str, Any]:
+        """The definition of `table` as the servers hold it, as a dict.
+
+        Keys as in proto::TableDef: "name", "kind" ("TABLE_DENSE" or
+        "TABLE_SPARSE"), "width", "num_keys", "initializer", "optimizer",
+        "learning_rate", ... Raises Error NOT_FOUND naming the table when no
+        server holds it.
+        """
+        return self._client.table_definition(_text("table_definition", "table", table))
 
     def create_table(self, name: str, *, size: Optional[int] = None, width: int = 1,
                      sparse: bool = False, buckets: int = 0, initializer: str = "zeros",
@@ -323,7 +381,7 @@ class Client:
                                       out)
 
     def push_pull_many(self, ops: Sequence[Tuple[str, np.ndarray, np.ndarray]], *,
-                       clock: int = 0, begins: Optional[Sequence[int]] = None) -> None:
+                       clock: int = 0, begins: Optional[Sequence[int]] = None) -> Dict[str, Any]:
         """push_pull of several dense tables in one call: a model's tensors at once.
 
         Each op is (table, grads, out): grads are pushed to the table from
@@ -332,20 +390,59 @@ class Client:
         grads). One round trip per server carries every op, so a model of
         many small tables pays one round trip a step, not one per table.
         Every op is checked before anything is sent; no `out` may share
-        memory with another op's grads or out.
+        memory with another op's grads or out. With "bsp" or "bounded" it
+        pushes, then reads at clock + 1 (which may wait).
+
+        Returns:
+            What the read learned (see pull_many): {"versions", "params_clock",
+            "waited"}; the versions count this push.
         """
         call = "push_pull_many"
-        ops = list(ops)
-        for i, op in enumerate(ops):
-            if not isinstance(op, tuple) or len(op) != 3:
-                raise TypeError(f"{call}: ops[{i}] must be a tuple (table, grads, out); "
-                                f"got {type(op).__name__}")
-        if begins is None:
-            begins = [0] * len(ops)
-        begins = [_count(call, f"begins[{i}]", b) for i, b in enumerate(begins)]
-        self._client.push_pull_many([_text(call, f"ops[{i}] table", op[0]) for i, op in enumerate(ops)],
-                                    [op[1] for op in ops], begins, [op[2] for op in ops],
-                                    _count(call, "clock", clock))
+        ops = _ops(call, ops, 3, "(table, grads, out)")
+        return self._client.push_pull_many(
+            [_text(call, f"ops[{i}] table", op[0]) for i, op in enumerate(ops)],
+            [op[1] for op in ops], _begins(call, begins, len(ops)), [op[2] for op in ops],
+            _count(call, "clock", clock))
+
+    def pull_many(self, ops: Sequence[Tuple[str, np.ndarray]], *, clock: int = 0,
+                  begins: Optional[Sequence[int]] = None) -> Dict[str, Any]:
+        """pull of several dense tables in one call (one round trip per server).
+
+        Each op is (table, out): out (float32, C-contiguous, writable, whole
+        rows of the table's width) gets the values of the keys from
+        begins[i] (default 0) on, as many keys as it holds rows. With "bsp"
+        or "bounded" the read waits as pull does at `clock`.
+
+        Returns:
+            {"versions": uint64 array of shape (ops, servers), the largest
+            version of op i's keys on server s (pushes applied before the
+            read; 0 where the op has no keys there), "params_clock": every
+            live worker's rounds below it had been applied, "waited":
+            seconds the longest server held the read}.
+        """
+        call = "pull_many"
+        ops = _ops(call, ops, 2, "(table, out)")
+        return self._client.pull_many(
+            [_text(call, f"ops[{i}] table", op[0]) for i, op in enumerate(ops)],
+            _begins(call, begins, len(ops)), [op[1] for op in ops], _count(call, "clock", clock))
+
+    def push_many(self, ops: Sequence[Tuple[str, np.ndarray]], *, clock: int = 0,
+                  begins: Optional[Sequence[int]] = None) -> np.ndarray:
+        """push of several dense tables in one call (one round trip per server).
+
+        Each op is (table, grads), grads pushed from key begins[i] (default
+        0). Every op is checked before anything is sent.
+
+        Returns:
+            The versions the push reached: a uint64 array of shape (ops,
+            servers), the largest version of op i's keys on server s with
+            this push applied (0 where the op has no keys there).
+        """
+        call = "push_many"
+        ops = _ops(call, ops, 2, "(table, grads)")
+        return self._client.push_many(
+            [_text(call, f"ops[{i}] table", op[0]) for i, op in enumerate(ops)],
+            [op[1] for op in ops], _begins(call, begins, len(ops)), _count(call, "clock", clock))
 
     def pull_keys(self, table: str, keys: np.ndarray, *,
                   out: Optional[np.ndarray] = None) -> Values:
@@ -416,6 +513,16 @@ class Client:
         for server in servers:
             server["tables"] = {t["table"]: t for t in server["tables"]}
         return servers
+
+    def checkpoint(self, *, full: bool = False, timeout: float = 60.0) -> Dict[str, Any]:
+        """paramserver.checkpoint() of this client's cluster, reached as this client reaches it.
+
+        The same servers (or etcd and cluster), token and TLS files. The
+        cut waits for the workers with a lease to finish their rounds below
+        it, this one included: call it from another thread than the one
+        that trains (the GIL is released while it waits).
+        """
+        return checkpoint(full=full, timeout=timeout, **self._cluster_args)
 
     def position(self) -> Dict[str, Any]:
         """Where this worker stands after the servers restored a checkpoint.

@@ -100,6 +100,46 @@ class RoundTripTest(unittest.TestCase):
             c.push_pull_many([("many_b", grads_b, out_b)], begins=[0, 0])
         np.testing.assert_array_equal(c.pull("many_b").ravel(), expected_b)
 
+    def test_pull_many_push_many_and_their_versions(self):
+        c = self.client
+        c.create_table("mv_a", size=5000, optimizer="sgd", learning_rate=1.0)
+        c.create_table("mv_b", size=4, width=2, optimizer="sgd", learning_rate=1.0)
+        a = np.empty(5000, dtype=np.float32)
+        b = np.empty((4, 2), dtype=np.float32)
+        info = c.pull_many([("mv_a", a), ("mv_b", b)], clock=0)
+        self.assertEqual(info["versions"].dtype, np.uint64)
+        self.assertEqual(info["versions"].shape, (2, 2))  # (ops, servers)
+        self.assertEqual(info["versions"].max(), 0)  # nothing pushed yet
+        self.assertGreaterEqual(info["waited"], 0.0)
+        # Two pushes of both tables: every server holding some of a table's
+        # keys reports version 2 for them; a server holding none, 0.
+        for clock in (0, 1):
+            versions = c.push_many([("mv_a", np.ones(5000, np.float32)),
+                                    ("mv_b", np.ones(8, np.float32))], clock=clock)
+        for op in range(2):
+            self.assertEqual(versions[op].max(), 2)
+            self.assertTrue(set(versions[op].tolist()) <= {0, 2}, versions)
+        info = c.pull_many([("mv_a", a[1000:]), ("mv_b", b)], clock=2, begins=[1000, 0])
+        np.testing.assert_array_equal(a[1000:], -2)
+        np.testing.assert_array_equal(b, -2)
+        np.testing.assert_array_equal(info["versions"][1], versions[1])
+        info = c.push_pull_many([("mv_b", np.ones(8, np.float32), b)], clock=2)
+        np.testing.assert_array_equal(b, -3)
+        self.assertEqual(info["versions"].max(), 3)  # the push's version
+        with self.assertRaisesRegex(ValueError, r"outs\[0\] has 3 values, not whole rows of "
+                                                r"table 'mv_b' \(width 2\)"):
+            c.pull_many([("mv_b", np.empty(3, np.float32))])
+        with self.assertRaisesRegex(ValueError, r"outs\[1\] shares memory with outs\[0\]"):
+            c.pull_many([("mv_b", b), ("mv_b", b)])
+        with self.assertRaisesRegex(TypeError, r"ops\[0\] must be a tuple \(table, grads\)"):
+            c.push_many([("mv_b", b, b)])
+        definition = c.table_definition("mv_b")
+        self.assertEqual((definition["width"], definition["num_keys"], definition["kind"]),
+                         (2, 4, "TABLE_DENSE"))
+        with self.assertRaises(ps.Error) as caught:
+            c.table_definition("no_such_table")
+        self.assertEqual(caught.exception.code, "NOT_FOUND")
+
     def test_sparse_keys(self):
         c = self.client
         c.create_table("sparse", width=2, sparse=True, optimizer="sgd", learning_rate=2.0)
@@ -428,6 +468,10 @@ class CheckpointTest(unittest.TestCase):
         second = ps.checkpoint(servers.split(","), full=True, timeout=10)
         self.assertEqual(second["sequence"], first["sequence"] + 1)
         self.assertEqual(second["base_sequence"], 0)
+        # A client asks its own cluster, reached as it reaches it.
+        with ps.Client(servers=servers) as c:
+            third = c.checkpoint(full=True, timeout=10)
+        self.assertEqual(third["sequence"], second["sequence"] + 1)
 
     def test_servers_without_checkpoints(self):
         with self.assertRaises(ps.Error) as caught:
@@ -443,7 +487,9 @@ class ModuleTest(unittest.TestCase):
         for name in ["Client", "Error", "checkpoint"]:
             self.assertTrue(getattr(ps, name).__doc__)
         for name in ["pull", "push", "push_pull", "pull_keys", "push_keys", "push_pull_keys",
-                     "create_table", "wait_for_workers", "stats", "position", "close"]:
+                     "pull_many", "push_many", "push_pull_many", "table_definition",
+                     "create_table", "wait_for_workers", "stats", "position", "checkpoint",
+                     "close"]:
             self.assertTrue(getattr(ps.Client, name).__doc__, name)
 
 

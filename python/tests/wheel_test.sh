@@ -2,7 +2,8 @@
 # The wheel: assembled from the built extension as build_wheel.sh does (Bazel
 # has built it already), installed with pip --no-index into a fresh virtual
 # environment of Debian's Python, and used from there: help(paramserver)
-# describes the module, and a round trip against a real ps_server works.
+# describes the module, a round trip against a real ps_server works, and
+# paramserver.torch and paramserver.flags import.
 set -euo pipefail
 # shellcheck source=tests/cluster_lib.sh
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/cluster_lib.sh"
@@ -43,6 +44,10 @@ with ps.Client(servers=os.environ["PS_SERVERS"]) as c:
     assert values.shape == (100, 2) and (values == -0.5).all(), values
     rows = c.pull_keys("wheel", np.array([0, 99], dtype=np.uint64))
     assert (rows == -0.5).all(), rows
+# paramserver.torch and the flags come with it (torch from Debian's site packages).
+from paramserver.torch import ServerParameters, ShardedEmbeddingBag, Trainer  # noqa: E402
+import paramserver.flags  # noqa: E402
+assert ShardedEmbeddingBag.__module__.startswith("paramserver.torch"), ShardedEmbeddingBag
 print(f"installed paramserver {ps.__version__} from {ps.__file__}: help and a round trip work")
 PY
 echo "PASS: the wheel installs offline into a fresh venv and works from there"
