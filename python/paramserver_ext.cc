@@ -444,6 +444,20 @@ class Client {
     WithoutGil(Live(), [](PsClient& c) { c.Leave(); });
   }
 
+  // A progress point for the servers' web UI (PsClient::ReportProgress).
+  void ReportProgress(const std::string& job, double seconds, int epoch, int64_t step,
+                      int64_t examples, double loss, double examples_per_second, double staleness) {
+    proto::ProgressPoint p;
+    p.set_seconds(seconds);
+    p.set_epoch(static_cast<uint32_t>(std::max(0, epoch)));
+    p.set_step(static_cast<uint64_t>(std::max<int64_t>(0, step)));
+    p.set_examples(static_cast<uint64_t>(std::max<int64_t>(0, examples)));
+    p.set_loss(loss);
+    p.set_examples_per_second(examples_per_second);
+    p.set_staleness(staleness);
+    ThrowIfError(WithoutGil(Live(), [&](PsClient& c) { return c.ReportProgress(job, p); }));
+  }
+
   py::list Stats() {
     std::vector<ServerStats> stats =
         ValueOrThrow(WithoutGil(Live(), [](PsClient& c) { return c.Stats(); }));
@@ -673,6 +687,9 @@ PYBIND11_MODULE(_paramserver, m) {
            py::arg("grads"), py::arg("clock"), py::arg("out"))
       .def("wait_for_workers", &Client::WaitForWorkers, py::arg("n"), py::arg("timeout"))
       .def("leave", &Client::Leave)
+      .def("report_progress", &Client::ReportProgress, py::arg("job"), py::arg("seconds"),
+           py::arg("epoch"), py::arg("step"), py::arg("examples"), py::arg("loss"),
+           py::arg("examples_per_second"), py::arg("staleness"))
       .def("stats", &Client::Stats)
       .def("position", &Client::Position);
 

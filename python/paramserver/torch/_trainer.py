@@ -27,6 +27,7 @@ Not thread-safe: one fit at a time.
 """
 
 import argparse
+import sys
 import math
 import resource
 import threading
@@ -277,8 +278,10 @@ class Trainer:
             self._checkpoint = None
 
     def _maybe_checkpoint(self, step: int, final: bool) -> None:
-        """Every checkpoint_every_steps steps, a checkpoint asked from a thread;
-        final: one now, waited for. Raises the error of a failed one."""
+        """Every checkpoint_every_steps steps, a checkpoint asked from a thread
+        (waiting first for the one before, if it still runs: every due
+        checkpoint is taken); final: one now, waited for. Raises the error of
+        a failed one."""
         if not self.checkpoint_every_steps:
             return
         if self._checkpoint_error is not None:
@@ -290,8 +293,12 @@ class Trainer:
                 error, self._checkpoint_error = self._checkpoint_error, None
                 raise error
             return
-        if step % self.checkpoint_every_steps or (self._checkpoint and self._checkpoint.is_alive()):
+        if step % self.checkpoint_every_steps:
             return
+        self._wait_for_checkpoint()
+        if self._checkpoint_error is not None:
+            error, self._checkpoint_error = self._checkpoint_error, None
+            raise error
         self._checkpoint = threading.Thread(target=self._take_checkpoint, args=(step,),
                                             name="checkpoint", daemon=True)
         self._checkpoint.start()
@@ -307,6 +314,18 @@ class Trainer:
                            f"{result['seconds']:.3f}s")
 
     # ---- evaluation ---------------------------------------------------------
+
+    def report_progress(self, seconds: float, epoch: int, step: int, examples: int, loss: float,
+                        examples_per_second: float, staleness: float) -> None:
+        """Sends a progress point to the servers (their web UI); a failure is said once."""
+        try:
+            self.client.report_progress("pytorch", seconds, epoch, step, examples,
+                                        max(0.0, loss), examples_per_second, staleness)
+        except Exception as err:  # pylint: disable=broad-except
+            if not getattr(self, "_report_warned", False):
+                self._report_warned = True
+                print(f"{self.who}: progress not reported to the servers (said once): {err}",
+                      file=sys.stderr, flush=True)
 
     def predict(self, data: Any, predict: Callable[[Any], torch.Tensor],
                 batch_size: int = 4096) -> np.ndarray:
@@ -438,6 +457,8 @@ class _Run:
             f"pushed), log-loss {loss:.4f}")
         t.progress.point(seconds, epoch, step, self.examples, loss, self.examples / seconds,
                          self._staleness())
+        t.report_progress(seconds, epoch, step, self.examples, loss, self.examples / seconds,
+                          self._staleness())
         self.next_line = now + t.progress_seconds
 
     def _dense_line(self, now: float, epoch: int, step: int, epoch_end: bool) -> None:
@@ -458,6 +479,7 @@ class _Run:
             f"waited {waited:.2f}s of {now - self.start:.2f}s"
             f"{' (epoch end)' if epoch_end else ''}")
         t.progress.point(now - self.start, epoch, step, self.examples, loss, rate, staleness)
+        t.report_progress(now - self.start, epoch, step, self.examples, loss, rate, staleness)
         self.window_start = now
         self.window_loss = 0.0
         self.window_steps = self.window_examples = 0
