@@ -1,35 +1,44 @@
 #!/usr/bin/env bash
 # The Docker Compose cluster end to end (deploy/docker), in two parts.
 #
-# A. Replicated, with a server killed during training:
-#   1. builds the images (deploy/docker/build_images.sh: starts the engine if
-#      needed; with cached layers and Bazel's cache it takes a second when
-#      nothing changed, and is incremental after a source change);
-#   2. brings up, under a Compose project name of its own, the cluster of
-#      deploy/docker/compose_file.sh: etcd, 3 servers with every shard on 2
-#      of them (lease 2 s), 2 workers training the MLP for 3 epochs, and
-#      Prometheus;
+# First, without the engine: deploy/docker/compose_file.sh with no variable
+# set must write deploy/docker/compose.yaml byte for byte (the checked-in
+# file is the generator's output with the default sizes). Then it builds the
+# images (deploy/docker/build_images.sh: starts the engine if needed; with
+# cached layers and Bazel's cache it takes seconds when nothing changed, and
+# is incremental after a source change).
+#
+# A. The checked-in deploy/docker/compose.yaml, as a user runs it, with a
+#    server killed during training:
+#   1. runs `docker-compose -f deploy/docker/compose.yaml up` (attached, as
+#      in the docs; in the background, its output to a file) under a
+#      Compose project name of its own: etcd, 3 servers with every shard on
+#      2 of them (lease 3 s), 2 workers training the MLP for 3 epochs,
+#      Prometheus; PS_UI_PORT and PS_PROMETHEUS_PORT unset (free ports);
+#   2. checks that server0's metrics port (the web UI's) answers /metrics on
+#      its published address on 127.0.0.1;
 #   3. once worker 0 has finished epoch 1 (and no worker has a result yet),
 #      SIGKILLs one server's container (docker kill);
 #   4. checks that every worker exits 0 with a test accuracy >=
-#      PS_MIN_ACCURACY, that the ring moved on (etcd's ring version), that
-#      only Prometheus publishes a port, on 127.0.0.1, and the processes'
-#      network is internal, and that Prometheus, queried on 127.0.0.1,
-#      scraped every server and worker and holds the workers' results.
-# B. Static (PS_MODE=static), checkpoints in the Compose volume: 2 servers,
-#    2 workers, 2 epochs, a checkpoint every 3 s; the whole project is
-#    stopped (docker-compose stop) during epoch 2, then started again with
-#    PS_RESUME=1: the servers must restore a checkpoint from the volume and
-#    each worker continue from its position in it (past its first step;
-#    worker 0 in epoch 2, a slower one possibly still in epoch 1) to an
-#    accuracy >= PS_MIN_ACCURACY.
+#      PS_MIN_ACCURACY, printed by `up` too, that the ring moved on (etcd's
+#      ring version), that only Prometheus (9090) and server0 (9100) publish
+#      a port, each on 127.0.0.1 only, and the processes' network is
+#      internal, and that Prometheus, queried on 127.0.0.1, scraped every
+#      server and worker and holds the workers' results.
+# B. Static (PS_MODE=static, a file from the generator), checkpoints in the
+#    Compose volume: 2 servers, 2 workers, 2 epochs, a checkpoint every 3 s;
+#    the whole project is stopped (docker-compose stop) during epoch 2, then
+#    started again with PS_RESUME=1: the servers must restore a checkpoint
+#    from the volume and each worker continue from its position in it (past
+#    its first step; worker 0 in epoch 2, a slower one possibly still in
+#    epoch 1) to an accuracy >= PS_MIN_ACCURACY.
 # After each part, `docker-compose down -v` must leave no container, network
 # or volume of its project (checked with docker ps -a / network ls / volume
 # ls, by the project's label and name).
 #
 # On failure it prints the end of every container's log and keeps its
-# directory (the Compose files). Traffic goes only to the projects'
-# containers and to 127.0.0.1. Every wait is bounded.
+# directory (the generated Compose files, `up`'s output). Traffic goes only
+# to the projects' containers and to 127.0.0.1. Every wait is bounded.
 #
 # Usage (root; packages docker.io and docker-compose, see deploy/setup.sh):
 #   tests/compose_test.sh
@@ -40,7 +49,10 @@
 #   PS_COMPOSE_NO_BUILD  1: use the images as they are (fail if one is missing)
 #   PS_COMPOSE_PARTS     which parts to run (default "A B")
 #   PS_TRAIN_TIMEOUT     seconds the workers of one run may take (default 300)
+# PS_UI_PORT and PS_PROMETHEUS_PORT are ignored (unset): the test's ports
+# are free ones, so that it can run beside a user's cluster.
 set -euo pipefail
+unset PS_UI_PORT PS_PROMETHEUS_PORT
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 docker=${DOCKER:-/usr/bin/docker}
@@ -64,9 +76,10 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/compose_test.XXXXXX")
 # Project names of their own (lower case and digits, as Compose wants).
 base_name="pscomposetest$(date +%s)$$"
 project="" file=""          # the project the helpers below act on
+up_pid=""                   # an attached `docker-compose up` running in the background
 declare -A project_file     # every project brought up -> its Compose file
 
-compose() { docker-compose --no-ansi -p "$project" -f "$file" "$@"; }
+compose() { docker-compose --ansi never -p "$project" -f "$file" "$@"; }
 # The container of a service (stopped ones included).
 cid() { compose ps -q "$1" 2>/dev/null | head -n 1; }
 state() { "$docker" inspect -f '{{.State.Status}}' "$1" 2>/dev/null || echo gone; }
@@ -91,9 +104,11 @@ cleanup() {
   local status=$? p
   trap - EXIT
   for p in "${!project_file[@]}"; do
-    docker-compose --no-ansi -p "$p" -f "${project_file[$p]}" down -v --remove-orphans -t 10 \
+    docker-compose --ansi never -p "$p" -f "${project_file[$p]}" down -v --remove-orphans -t 10 \
       >>"$dir/down.log" 2>&1 || echo "compose_test: docker-compose down of $p failed; see $dir/down.log" >&2
   done
+  # An attached `up` ends with its containers; in case it did not.
+  [ -z "$up_pid" ] || kill "$up_pid" 2>/dev/null || true
   if [ "$status" -eq 0 ]; then rm -rf "$dir"; else echo "compose_test: files kept in $dir" >&2; fi
   exit "$status"
 }
@@ -106,10 +121,49 @@ use_project() { project=$1 file=$2; project_file[$project]=$file; }
 # up: `docker-compose up -d`, which returns once etcd and the servers are
 # healthy (/readyz) and the workers started (bounded: 180 s).
 up() {
-  if ! timeout 180 docker-compose --no-ansi -p "$project" -f "$file" up -d >"$dir/up.log" 2>&1; then
+  if ! timeout 180 docker-compose --ansi never -p "$project" -f "$file" up -d >"$dir/up.log" 2>&1; then
     cat "$dir/up.log" >&2
     fail "docker-compose up of $project failed or took over 180 s (see above)"
   fi
+}
+
+# up_attached LOG: `docker-compose up` as a user runs it (attached: the
+# containers' output goes to LOG), in the background (its pid in up_pid);
+# returns once every service's container has started (bounded: 180 s, as
+# up). `up` itself ends when its containers are taken down (bounded anyway).
+up_attached() {
+  local log=$1 n started deadline
+  n=$(compose config --services | wc -l)
+  timeout $((180 + train_timeout + 180)) docker-compose --ansi never -p "$project" -f "$file" \
+    up --no-color </dev/null >"$log" 2>&1 &
+  up_pid=$!
+  deadline=$(($(date +%s) + 180))
+  while :; do
+    # Services with a container past "Created" (running, or already exited).
+    started=$("$docker" ps -a --filter "label=com.docker.compose.project=$project" \
+      --format '{{.Label "com.docker.compose.service"}} {{.Status}}' |
+      awk '$2 != "Created" { print $1 }' | sort -u | wc -l)
+    [ "$started" -lt "$n" ] || return 0
+    kill -0 "$up_pid" 2>/dev/null || { cat "$log" >&2; fail "docker-compose up of $project ended early (see above)"; }
+    [ "$(date +%s)" -lt "$deadline" ] ||
+      { tail -n 20 "$log" >&2; fail "docker-compose up of $project had started $started of $n services after 180 s (see above)"; }
+    sleep 0.5
+  done
+}
+
+# end_attached: after `down`, waits for the attached `up` to end (bounded: 30 s).
+end_attached() {
+  local i
+  for ((i = 0; i < 60; i++)); do
+    kill -0 "$up_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 "$up_pid" 2>/dev/null; then
+    kill "$up_pid" 2>/dev/null || true
+    fail "the attached docker-compose up of $project went on 30 s after down"
+  fi
+  wait "$up_pid" 2>/dev/null || true
+  up_pid=""
 }
 
 # wait_epoch1 CONTAINER...: until worker 0 (the first) ends epoch 1 (bounded:
@@ -169,6 +223,16 @@ down_and_check() {
   say "down: no container, network or volume of $project left"
 }
 
+# ---- the checked-in Compose file is the generator's output -----------------------
+# With no variable set (env -i): nothing of this environment may reach it.
+env -i PATH="$PATH" "$repo/deploy/docker/compose_file.sh" >"$dir/generated.yaml" ||
+  fail "deploy/docker/compose_file.sh failed with the default sizes"
+if ! cmp -s "$dir/generated.yaml" "$repo/deploy/docker/compose.yaml"; then
+  diff -u "$repo/deploy/docker/compose.yaml" "$dir/generated.yaml" | head -n 40 >&2 || true
+  fail "deploy/docker/compose.yaml is not what deploy/docker/compose_file.sh writes with the default sizes (diff above); regenerate it: env -i PATH=\"\$PATH\" deploy/docker/compose_file.sh >deploy/docker/compose.yaml"
+fi
+say "deploy/docker/compose.yaml is the generator's output with the default sizes"
+
 # ---- images --------------------------------------------------------------------
 if [ "${PS_COMPOSE_NO_BUILD:-0}" = 1 ]; then
   "$repo/deploy/docker/dockerd.sh"
@@ -183,17 +247,26 @@ say "images ready"
 
 # ---- A. replicated, a server SIGKILLed -------------------------------------------
 if [[ " $parts " == *" A "* ]]; then
-  servers=3 workers=2
-  use_project "${base_name}a" "$dir/replicated.yml"
-  PS_SERVERS=$servers PS_WORKERS=$workers PS_REPLICAS=2 PS_EPOCHS=3 PS_LEASE_SECONDS=2 \
-    PS_CLUSTER=test "$repo/deploy/docker/compose_file.sh" >"$file" || fail "compose_file.sh failed"
-  up
-  say "A: replicated cluster up (project $project: etcd, $servers servers, replicas 2, $workers workers, 3 epochs)"
+  servers=3 workers=2  # the checked-in file's sizes (its cluster: "compose")
+  use_project "${base_name}a" "$repo/deploy/docker/compose.yaml"
+  up_attached "$dir/up-a.log"
+  say "A: deploy/docker/compose.yaml up (project $project: etcd, $servers servers, replicas 2, $workers workers, 3 epochs)"
+  # Every service's container, in one call (one docker-compose call each
+  # takes seconds on a loaded machine, and epoch 1 is short).
   declare -A id
+  while read -r s c; do id[$s]=$c; done < <("$docker" ps -a --filter "label=com.docker.compose.project=$project" \
+    --format '{{.Label "com.docker.compose.service"}} {{.ID}}')
   for s in etcd prometheus server0 server1 server2 worker0 worker1; do
-    id[$s]=$(cid "$s")
-    [ -n "${id[$s]}" ] || fail "no container for service $s"
+    [ -n "${id[$s]:-}" ] || fail "no container for service $s"
   done
+
+  # server0's metrics port, the web UI's, on its published address (before
+  # the kill, which may hit server0).
+  ui=$("$docker" port "${id[server0]}" 9100/tcp | head -n 1)
+  [[ "$ui" =~ ^127\.0\.0\.1:[0-9]+$ ]] || fail "server0's port 9100 is published at '$ui', not on 127.0.0.1"
+  curl -sf --max-time 5 "http://$ui/metrics" | grep -q '^ps_server_ready' ||
+    fail "server0's metrics port at $ui (published) does not serve /metrics with ps_server_ready"
+  say "A: server0's metrics and UI port published at $ui"
 
   wait_epoch1 "${id[worker0]}" "${id[worker1]}"
   victim=server$victim_index
@@ -202,25 +275,36 @@ if [[ " $parts " == *" A "* ]]; then
   say "A: worker 0 finished epoch 1; SIGKILLed $victim (container ${id[$victim]:0:12})"
 
   check_workers "$workers"
+  # What the user of `up` sees: each worker's accuracy in up's output.
+  for ((w = 0; w < workers; w++)); do
+    grep -qE "worker $w/$workers: test accuracy [0-9.]+" "$dir/up-a.log" ||
+      fail "docker-compose up's output ($dir/up-a.log) lacks worker $w's test accuracy"
+  done
   [ "$(state "${id[$victim]}")" = exited ] || fail "$victim is $(state "${id[$victim]}") after its SIGKILL"
   code=$("$docker" inspect -f '{{.State.ExitCode}}' "${id[$victim]}")
   [ "$code" = 137 ] || fail "$victim exited with $code, not 137 (SIGKILL)"
 
   # The ring moved on past its first version.
   ring=$("$docker" exec "${id[etcd]}" etcdctl --endpoints=127.0.0.1:2379 --command-timeout=3s \
-    get --print-value-only /paramserver/test/ring 2>&1) || fail "etcdctl get the ring: $ring"
+    get --print-value-only /paramserver/compose/ring 2>&1) || fail "etcdctl get the ring: $ring"
   ring_version=$(grep -o '"version": *"*[0-9]*' <<<"$ring" | grep -o '[0-9]*$' | head -n 1)
   if [ -z "$ring_version" ] || [ "$ring_version" -le 1 ]; then
     fail "the ring is still at version '${ring_version}' after $victim was killed: $ring"
   fi
   say "A: ring at version $ring_version after the kill"
 
-  # Only Prometheus publishes a port, on 127.0.0.1; the processes' network is internal.
+  # Only Prometheus (9090) and server0 (9100, the UI) publish a port, each
+  # on 127.0.0.1 only; the processes' network is internal.
   for s in "${!id[@]}"; do
     # shellcheck disable=SC2016  # a Go template, not shell
     bindings=$("$docker" inspect -f '{{range $p, $b := .HostConfig.PortBindings}}{{$p}}={{range $b}}{{.HostIp}}:{{.HostPort}} {{end}}{{end}}' "${id[$s]}")
-    if [ "$s" = prometheus ]; then
-      [[ "$bindings" =~ ^9090/tcp=127\.0\.0\.1:[0-9]*\ $ ]] || fail "prometheus publishes '$bindings', not 9090 on 127.0.0.1 only"
+    case $s in
+      prometheus) port=9090 ;;
+      server0) port=9100 ;;
+      *) port="" ;;
+    esac
+    if [ -n "$port" ]; then
+      [[ "$bindings" =~ ^$port/tcp=127\.0\.0\.1:[0-9]*\ $ ]] || fail "$s publishes '$bindings', not $port on 127.0.0.1 only"
     else
       [ -z "$bindings" ] || fail "$s publishes ports: $bindings"
     fi
@@ -250,6 +334,7 @@ if [[ " $parts " == *" A "* ]]; then
     fail "Prometheus has ps_worker_test_result for fewer than $workers workers: '$results'"
   say "A: Prometheus at $published scraped all $want targets; ps_worker_test_result there: $results"
   down_and_check
+  end_attached
   summary_a="A: trained through a SIGKILL of $victim at ${kill_time}s, accuracies$accuracies"
 fi
 
@@ -263,7 +348,7 @@ if [[ " $parts " == *" B "* ]]; then
   up
   say "B: static cluster up (project $project: 2 servers checkpointing every 3 s, 2 workers, 2 epochs)"
   wait_epoch1 "$(cid worker0)" "$(cid worker1)"
-  timeout 120 docker-compose --no-ansi -p "$project" -f "$file" stop -t 20 >"$dir/stop.log" 2>&1 ||
+  timeout 120 docker-compose --ansi never -p "$project" -f "$file" stop -t 20 >"$dir/stop.log" 2>&1 ||
     { cat "$dir/stop.log" >&2; fail "docker-compose stop of $project failed or took over 120 s"; }
   taken=$(compose logs --no-color server0 2>/dev/null | grep -c 'checkpoint /checkpoints/test/ckpt-' || true)
   [ "${taken:-0}" -ge 1 ] || fail "server 0 logged no checkpoint into the volume before the stop"
@@ -280,8 +365,9 @@ if [[ " $parts " == *" B "* ]]; then
     # the slower one still in epoch 1. Each must continue past its start.
     resumed=$(grep -o "^worker $w/2 resumed at epoch [0-9]* step [0-9]*" <<<"$logs" || true)
     step=${resumed##* }
-    [ -n "$resumed" ] && [ "$step" -gt 1 ] ||
+    if [ -z "$resumed" ] || [ "$step" -le 1 ]; then
       fail "worker $w resumed at '${resumed:-nothing}', expected a step past the first"
+    fi
     say "B: worker $w: $(grep -o 'servers restored [^;]*' <<<"$logs" | head -n 1); $resumed"
   done
   down_and_check

@@ -1,27 +1,44 @@
 #!/usr/bin/env bash
-# Writes to standard output a Docker Compose file (format 2.4, for Debian's
-# docker-compose 1.29) for a parameter-server cluster on this machine, sized
-# by the environment. It is generated because every server and worker needs
-# its own index (--index, --worker_index), which Compose's scaling cannot
-# give. Services:
+# Writes to standard output a Docker Compose file (format 2.4: Debian's
+# docker-compose 1.29, and the `docker compose` plugin where it is installed)
+# for a parameter-server cluster on this machine, sized by the environment.
+# deploy/docker/compose.yaml is its output with every variable below unset
+# (tests/compose_test.sh checks that they agree byte for byte): after
+# changing this script, regenerate it with
+#   env -i PATH="$PATH" deploy/docker/compose_file.sh >deploy/docker/compose.yaml
+# so nothing written may depend on the machine or the time of generation.
+# It is generated because every server and worker needs its own index
+# (--index, --worker_index), which Compose's scaling cannot give. Services:
 #   etcd         membership and the ring (image paramserver-etcd)
 #   server0..    PS_SERVERS ps_server, each shard on PS_REPLICAS of them;
-#                gRPC on :7000 and metrics, /healthz, /readyz on :9100
-#                inside the project's network; healthy once /readyz says
-#                ready (it has a ring); the volume `checkpoints` mounted at
-#                /checkpoints (see PS_MODE)
+#                gRPC on :7000 and metrics, /healthz, /readyz and the web
+#                UI (/) on :9100 inside the project's network; healthy once
+#                /readyz says ready (it has a ring); the volume `checkpoints`
+#                mounted at /checkpoints (see PS_MODE). server0's :9100 is
+#                published on 127.0.0.1 (the UI; see the ports below)
 #   worker0..    PS_WORKERS ps_worker training the MLP on Fashion-MNIST for
 #                PS_EPOCHS epochs, started once every server is healthy; each
 #                ends with "worker i/W: test accuracy X (10000 test
 #                examples)" and "RESULT test_accuracy=X", and exits 0
 #   prometheus   scrapes every server and worker every 2 s; its port 9090
-#                is published on 127.0.0.1 only (PS_PROMETHEUS_PORT, default
-#                a free port: `docker-compose port prometheus 9090` says which)
+#                is published on 127.0.0.1
 # The processes talk over the internal network `cluster` (no route out of
-# it); Prometheus alone is also on `web`, the network its port is published
-# through. Nothing else is published. Every container runs under Docker's
-# init (init: true), which passes SIGTERM on: a process that is PID 1 itself
-# ignores it unless it handles it, and ps_worker does not.
+# it); Prometheus and server0 are also on `web`, the network their ports are
+# published through (Docker publishes no port of a container that is only on
+# an internal network). Nothing else is published. Every container runs
+# under Docker's init (init: true), which passes SIGTERM on: a process that
+# is PID 1 itself ignores it unless it handles it, and ps_worker does not.
+#
+# Host ports (both bound to 127.0.0.1 only): PS_UI_PORT (server0's 9100)
+# and PS_PROMETHEUS_PORT (Prometheus's 9090). Set when generating, the port
+# is written into the file. Unset, the file says ${PS_UI_PORT:-} (and
+# ${PS_PROMETHEUS_PORT:-}), which Compose reads from its environment at `up`;
+# unset there too, the engine picks a free port, which
+# `docker-compose -f FILE port server0 9100` (prometheus 9090) shows. Free
+# ports by default because a fixed one fails `up` when it is taken (9100 and
+# 9090 are the defaults of Prometheus's node exporter and of Prometheus
+# itself), and so that two projects of one file (a user's and
+# tests/compose_test.sh's, on a shared machine) can run at once.
 #
 # PS_MODE=replicated (default): the cluster above. ps_server refuses
 #   --checkpoint_dir together with --etcd (replicated clusters cannot take
@@ -37,7 +54,7 @@
 #   PS_EPOCHS=3 PS_MODE=replicated PS_LEASE_SECONDS=3 (servers' etcd lease)
 #   PS_CLUSTER=compose (the etcd prefix; the checkpoints' subdirectory)
 #   PS_CHECKPOINT_SECONDS=10 PS_RESUME=0 (static mode)
-#   PS_PROMETHEUS_PORT= (host port on 127.0.0.1; empty: a free one)
+#   PS_UI_PORT= PS_PROMETHEUS_PORT= (see above)
 #   PS_IMAGE=paramserver:latest PS_ETCD_IMAGE=paramserver-etcd:latest
 #   PS_PROMETHEUS_IMAGE=paramserver-prometheus:latest
 #   PS_SERVER_ARGS, PS_WORKER_ARGS: more flags, split on spaces
@@ -48,6 +65,7 @@
 #   PS_WORKERS=4 PS_EPOCHS=5 deploy/docker/compose_file.sh >/tmp/ps.yml
 #   docker-compose -f /tmp/ps.yml -p ps up       # Ctrl-C once the workers have printed
 #   docker-compose -f /tmp/ps.yml -p ps down -v  # removes containers, networks, volume
+# With the default sizes, use deploy/docker/compose.yaml itself.
 set -euo pipefail
 
 die() { echo "compose_file.sh: $*" >&2; exit 2; }
@@ -61,6 +79,7 @@ cluster=${PS_CLUSTER:-compose}
 ckpt_seconds=${PS_CHECKPOINT_SECONDS:-10}
 resume=${PS_RESUME:-0}
 prom_port=${PS_PROMETHEUS_PORT:-}
+ui_port=${PS_UI_PORT:-}
 image=${PS_IMAGE:-paramserver:latest}
 etcd_image=${PS_ETCD_IMAGE:-paramserver-etcd:latest}
 prom_image=${PS_PROMETHEUS_IMAGE:-paramserver-prometheus:latest}
@@ -75,7 +94,11 @@ case "$mode" in replicated|static) ;; *) die "PS_MODE=$mode must be replicated o
 case "$resume" in 0|1) ;; *) die "PS_RESUME=$resume must be 0 or 1" ;; esac
 [ "$resume" = 0 ] || [ "$mode" = static ] || die "PS_RESUME=1 needs PS_MODE=static (replicated clusters take no checkpoints yet)"
 [[ "$cluster" =~ ^[A-Za-z0-9_.-]+$ ]] || die "PS_CLUSTER=$cluster: letters, digits, '_', '.', '-' only"
-[ -z "$prom_port" ] || [[ "$prom_port" =~ ^[1-9][0-9]*$ ]] || die "PS_PROMETHEUS_PORT=$prom_port must be a port number"
+for v in PS_PROMETHEUS_PORT PS_UI_PORT; do
+  p=${!v:-}
+  [ -z "$p" ] || { [[ "$p" =~ ^[1-9][0-9]{0,4}$ ]] && [ "$p" -le 65535 ]; } ||
+    die "$v=$p must be a port number (1..65535), or unset"
+done
 for v in PS_SERVER_ARGS PS_WORKER_ARGS; do
   # Compose would expand $ itself, and the list below is written unescaped.
   [[ "${!v:-}" != *[\$\"\\]* ]] || die "$v may not contain \$, \" or \\"
@@ -102,7 +125,31 @@ if [ "$mode" = static ]; then
   shape="static, no replicas, a checkpoint every ${ckpt_seconds}s"
   [ "$resume" = 0 ] || shape="$shape, resuming"
 fi
-echo "# Generated by deploy/docker/compose_file.sh: $servers servers ($shape), $workers workers, $epochs epochs."
+# Host ports: the one given, or Compose's variable, read when `up` runs.
+# shellcheck disable=SC2016  # written as is, for Compose to expand
+{ ui_host=$ui_port; [ -n "$ui_host" ] || ui_host='${PS_UI_PORT:-}'; }
+# shellcheck disable=SC2016  # written as is, for Compose to expand
+{ prom_host=$prom_port; [ -n "$prom_host" ] || prom_host='${PS_PROMETHEUS_PORT:-}'; }
+
+cat <<YAML
+# A parameter-server cluster: $servers servers ($shape), $workers workers, $epochs epochs.
+# Generated by deploy/docker/compose_file.sh (deploy/docker/compose.yaml is its
+# output with the default sizes: change the script, then regenerate). After
+# deploy/docker/build_images.sh (docker-compose is Debian's Compose; the
+# \`docker compose\` plugin, where installed, takes the same arguments):
+#   docker-compose -f FILE up          # trains; each worker prints its test accuracy
+#   docker-compose -f FILE port server0 9100     # the web UI: http://127.0.0.1:PORT/
+#   docker-compose -f FILE port prometheus 9090  # Prometheus: http://127.0.0.1:PORT/
+#   docker-compose -f FILE down -v     # removes the containers, networks and volume
+YAML
+if [ -z "$ui_port" ] || [ -z "$prom_port" ]; then
+  cat <<'YAML'
+# Both ports are bound to 127.0.0.1 only. A port written ${VAR:-} below is read
+# from the environment at `up` (e.g. PS_UI_PORT=8080); unset, it is a free one.
+YAML
+else
+  echo "# Both ports are bound to 127.0.0.1 only."
+fi
 cat <<YAML
 version: "2.4"
 networks:
@@ -149,7 +196,17 @@ for ((i = 0; i < servers; i++)); do
     init: true
     command: ["ps_server", $flags,
               "--listen=0.0.0.0:7000", "--metrics_port=9100"$server_extra]
-    networks: [cluster]
+YAML
+  if [ "$i" = 0 ]; then
+    cat <<YAML
+    networks: [cluster, web]
+    ports:
+      - "127.0.0.1:$ui_host:9100"  # the web UI (/), /metrics, /healthz, /readyz
+YAML
+  else
+    echo "    networks: [cluster]"
+  fi
+  cat <<YAML
     volumes:
       - checkpoints:/checkpoints
     healthcheck:
@@ -203,5 +260,5 @@ cat <<YAML
           --web.listen-address=0.0.0.0:9090
     networks: [cluster, web]
     ports:
-      - "127.0.0.1:$prom_port:9090"
+      - "127.0.0.1:$prom_host:9090"
 YAML
