@@ -14,9 +14,13 @@
 #                           [--model_partitions K] [--dense_sync allreduce]
 #                           [-- extra ps_worker flags]
 #
+# Installs first what the job needs (deploy/setup.sh --build: the build
+# tools, libraries and data; the options below add theirs when given).
+#
 # Each worker writes its training curve as CSV (ps_worker --curve_csv), and
 # the loss and speed of every worker against time are plotted with gnuplot
-# into --plot (default $TMPDIR/ps_training.png, or /tmp/ps_training.png).
+# into --plot (default $TMPDIR/ps_training.png, or /tmp/ps_training.png)
+# when gnuplot is installed; --plot installs it (gnuplot-nox).
 #
 # --checkpoint_dir DIR: the servers checkpoint the model into DIR every
 # --checkpoint_every seconds (default 10) and when stopped (Ctrl-C included).
@@ -59,6 +63,7 @@ model=mlp
 epochs=5
 keep_logs=0
 plot="${TMPDIR:-/tmp}/ps_training.png"
+plot_asked=0
 checkpoint_dir=""
 checkpoint_every=10
 resume=0
@@ -75,7 +80,7 @@ while [ $# -gt 0 ]; do
     --model) model="$2"; shift 2 ;;
     --epochs) epochs="$2"; shift 2 ;;
     --keep_logs) keep_logs=1; shift ;;
-    --plot) plot="$2"; shift 2 ;;
+    --plot) plot="$2"; plot_asked=1; shift 2 ;;
     --checkpoint_dir) checkpoint_dir="$2"; shift 2 ;;
     --checkpoint_every) checkpoint_every="$2"; shift 2 ;;
     --resume) resume=1; shift ;;
@@ -85,7 +90,7 @@ while [ $# -gt 0 ]; do
     --model_partitions) partitions="$2"; shift 2 ;;
     --dense_sync) dense_sync="$2"; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,57p' "$0"; exit 0 ;;
     *) echo "local_cluster.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -125,7 +130,13 @@ done
 cd "$(dirname "$0")/.."
 source deploy/lib/servers.sh
 source deploy/lib/etcd.sh
-deploy/setup.sh
+# What this run needs, and no more (deploy/setup.sh's profiles).
+profiles=(--build)
+[ "$replicas" != 0 ] && profiles+=(--etcd)
+[ "$python_workers" = 1 ] && profiles+=(--python)
+[ "$plot_asked" = 1 ] && profiles+=(--plot)
+{ [ "$partitions" != 1 ] || [ "$dense_sync" = allreduce ]; } && profiles+=(--mpi)
+deploy/setup.sh "${profiles[@]}"
 targets=(//server:ps_server //worker:ps_worker)
 [ "$python_workers" = 1 ] && targets+=(//python:paramserver)
 bazel build --ui_event_filters=-info --noshow_progress "${targets[@]}"
@@ -245,5 +256,9 @@ awk -v s="$servers" -v w="$workers" -v k="$partitions" -v m="$model_name" -v e="
   -v t0="$start" -v t1="$train_end" -v t2="$end" 'BEGIN {
     printf "local_cluster.sh: RESULT servers=%d workers=%d%s model=%s epochs=%d%s test_accuracy=%s train_seconds=%.1f wall_seconds=%.1f\n",
       s, w, (k > 1 ? " model_partitions=" k : ""), m, e, (u != "" ? " test_auc=" u : ""), a, t1 - t0, t2 - t0 }'
-"$(dirname "$0")/plot_training.sh" "$plot" "$run_dir"/curve*.csv ||
-  echo "local_cluster.sh: no plot ($plot)" >&2
+if command -v gnuplot >/dev/null; then
+  "$(dirname "$0")/plot_training.sh" "$plot" "$run_dir"/curve*.csv ||
+    echo "local_cluster.sh: no plot ($plot)" >&2
+else
+  echo "local_cluster.sh: no plot: gnuplot is not installed (--plot FILE.png installs it)"
+fi
