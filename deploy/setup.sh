@@ -127,3 +127,13 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "setup.sh: done"
+
+# Bazel reads the installed libraries into @system (third_party/system_libs.bzl)
+# once per server: stop this workspace's server, if one runs, so that the
+# next build sees what was just installed (Python's headers after a first
+# build without them, say). Outside a workspace (the image's package layer)
+# there is none.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -f "$root/WORKSPACE" ] && command -v bazel >/dev/null; then
+  (cd "$root" && bazel shutdown) || true
+fi
