@@ -1,7 +1,6 @@
 #include "worker/run_worker.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -14,66 +13,18 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/process_cpu.h"
 #include "worker/client/local_aggregator.h"
+#include "worker/run_common.h"
+#include "worker/run_partition.h"
 #include "worker/train/dataset.h"
 #include "worker/train/dense_allreduce.h"
 #include "worker/train/idx_reader.h"
 #include "worker/train/model.h"
-#include "worker/train/partitioned_mlp.h"
 
 namespace ps {
 namespace {
-
-// Progress lines, flushed (the scripts stream them).
-void PrintLine(const std::string& line) {
-  std::printf("%s\n", line.c_str());
-  std::fflush(stdout);
-}
-
-absl::Status Prefixed(const std::string& prefix, const absl::Status& status) {
-  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
-}
-
-// `base` (config.client, or the sparse models' options) with where the
-// cluster is (the servers, or the ring's directory) and the worker's id
-// (this process's, or one of its local workers').
-PsClientOptions ClientOptions(const WorkerConfig& config, const WorkerEnv& env,
-                              PsClientOptions base, int worker_id) {
-  base.servers = config.servers;
-  base.worker_id = static_cast<uint32_t>(worker_id);
-  if (env.directory != nullptr) {
-    base.directory = env.directory;
-    SpanFailoverWithRetries(&base);
-  }
-  return base;
-}
-
-// The observer's sink (curves, gauges), with each point also sent to the
-// servers (their web UI and Stats show the workers' progress). A failed
-// report is said once and does not stop training.
-ProgressSink ReportingSink(TrainingObserver* observer, PsClient* client, const std::string& job) {
-  ProgressSink sink = observer != nullptr ? observer->Sink() : ProgressSink();
-  auto warned = std::make_shared<bool>(false);
-  return [sink, client, job, warned](const ProgressPoint& p) {
-    if (sink) sink(p);
-    proto::ProgressPoint point;
-    point.set_seconds(p.seconds);
-    point.set_epoch(static_cast<uint32_t>(std::max(0, p.epoch)));
-    point.set_step(static_cast<uint64_t>(std::max<int64_t>(0, p.step)));
-    point.set_examples(static_cast<uint64_t>(std::max<int64_t>(0, p.examples)));
-    point.set_loss(std::isfinite(p.loss) ? std::max(0.0, p.loss) : 0.0);
-    point.set_examples_per_second(p.examples_per_second);
-    point.set_staleness(p.mean_staleness);
-    if (absl::Status s = client->ReportProgress(job, point); !s.ok() && !*warned) {
-      *warned = true;
-      std::fprintf(stderr, "progress not reported to the servers (said once): %s\n",
-                   std::string(s.message()).c_str());
-    }
-  };
-}
 
 // Sparse models train asynchronously without a lease, as they always have:
 // of config.client they take only the deadline, placement and traffic
@@ -85,14 +36,6 @@ PsClientOptions SparseClientBase(const PsClientOptions& client) {
   base.value_encoding = client.value_encoding;
   base.key_list_caching = client.key_list_caching;
   return base;
-}
-
-absl::StatusOr<std::unique_ptr<PsClient>> ConnectAndCreate(
-    const PsClientOptions& options, const std::vector<proto::TableDef>& tables) {
-  absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Connect(options);
-  if (!client.ok()) return client.status();
-  if (absl::Status s = CreateModelTables(**client, tables); !s.ok()) return s;
-  return client;
 }
 
 // The servers' view of the pulls of this job's tables: staleness histogram
@@ -122,31 +65,6 @@ void PrintServerStats(PsClient& client, const std::string& prefix) {
       "waited %.2fs in all, longest %.3fs\n",
       static_cast<unsigned long long>(pulls), prefix.c_str(), absl::StrJoin(histogram, " ").c_str(),
       wait_us / 1e6, wait_max / 1e6);
-}
-
-// The clock to resume at: the smallest of this worker's restored clocks on
-// the model's tables (0 when the servers restored nothing).
-absl::StatusOr<uint64_t> ResumeClock(PsClient& client, const std::vector<proto::TableDef>& tables,
-                                     const std::string& who) {
-  absl::StatusOr<PsClient::WorkerPosition> position = client.Position();
-  if (!position.ok()) return position.status();
-  if (position->restored_from.empty()) {
-    std::printf("%s: --resume: the servers restored no checkpoint; starting from the beginning\n",
-                who.c_str());
-    return 0;
-  }
-  uint64_t clock = UINT64_MAX;
-  for (const auto& def : tables) {
-    auto it = position->clocks.find(def.name());
-    clock = std::min(clock, it == position->clocks.end() ? 0 : it->second);
-  }
-  if (tables.empty()) clock = 0;
-  std::printf("%s: --resume: servers restored %s (cut %llu); this worker continues at clock %llu\n",
-              who.c_str(), position->restored_from.c_str(),
-              static_cast<unsigned long long>(position->restored_cut),
-              static_cast<unsigned long long>(clock));
-  std::fflush(stdout);
-  return clock;
 }
 
 // The optimizer fields of the job's tables: the optimizer flags' for
@@ -395,113 +313,6 @@ absl::Status EvaluateDense(const WorkerConfig& config, const WorkerEnv& env, con
               static_cast<long long>(test.num_examples));
   std::printf("RESULT test_accuracy=%.4f\n", accuracy);
   env.observer->Finish("accuracy", accuracy);
-  return absl::OkStatus();
-}
-
-// ---- model partitions (--model_partitions) ---------------------------------
-
-// The widths {dim, hidden..., classes} of the MLP on `data`.
-std::vector<int> MlpWidths(const WorkerConfig& config, const TrainTestData& data) {
-  std::vector<int> widths = {data.train.dim};
-  widths.insert(widths.end(), config.hidden.begin(), config.hidden.end());
-  widths.push_back(data.train.num_classes);
-  return widths;
-}
-
-// --max_worker_memory_mb: the parameters this process would hold (each
-// value and its gradient, 8 bytes) against the limit.
-absl::Status CheckWorkerMemory(const WorkerConfig& config, const Model& model,
-                               const std::vector<int>& widths) {
-  if (config.max_worker_memory_mb <= 0) return absl::OkStatus();
-  int64_t held = model.num_params() * config.local_workers;
-  if (config.model_partitions > 1) {
-    absl::StatusOr<MlpPartition> part =
-        MlpPartition::Make(widths, config.model_partitions, config.partition);
-    if (!part.ok()) return part.status();
-    held = part->ParamsHeld();
-  }
-  constexpr double kMiB = 1 << 20;
-  const double mb = 8.0 * held / kMiB, total = 8.0 * model.num_params() / kMiB;
-  if (mb <= config.max_worker_memory_mb) return absl::OkStatus();
-  const int64_t k = static_cast<int64_t>(std::ceil(total / config.max_worker_memory_mb));
-  return absl::ResourceExhaustedError(absl::StrFormat(
-      "--max_worker_memory_mb=%d: this process would hold %.1f MiB of the model's parameters "
-      "(%d values and their gradients; the whole %s model is %.1f MiB), over the limit; split "
-      "the model over more processes with --model_partitions (about %d or more, under mpirun "
-      "or srun)",
-      config.max_worker_memory_mb, mb, held, model.name(), total, k));
-}
-
-// One partition of a replica: trains with the others of config's replica
-// (env.partitions), then replica 0's partitions evaluate together.
-absl::Status RunPartition(const WorkerConfig& config, const WorkerEnv& env, const Model& model,
-                          const TrainTestData& data, const std::vector<int>& widths) {
-  const TrainerConfig& trainer = config.trainer;
-  const std::string who = config.who();
-  if (env.partitions == nullptr || env.partitions->size() != config.model_partitions) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(who, ": --model_partitions=", config.model_partitions,
-                     " needs the processes of the replica: launch replicas * ",
-                     config.model_partitions, " processes with mpirun or srun"));
-  }
-  if (config.local_workers > 1 || config.local_aggregation || config.bsp_reduce ||
-      trainer.overlap || trainer.layer_norms || trainer.n_fetch != 1 || trainer.n_push != 1 ||
-      config.averaging.algorithm != Algorithm::kDownpour) {
-    return absl::InvalidArgumentError(
-        "--model_partitions trains by Downpour with a pull and a push every step: it does not "
-        "combine with --local_workers, --local_aggregation, --bsp_reduce, --overlap, --lars_eta, "
-        "--n_fetch/--n_push other than 1, or --algorithm other than downpour");
-  }
-  const int k = config.model_partitions;
-  const int id = trainer.worker_index * k + config.partition;
-  const std::vector<proto::TableDef> tables =
-      ModelTables(model, trainer.table_prefix, config.optimizer, trainer.seed);
-  auto client = ConnectAndCreate(ClientOptions(config, env, config.client, id), tables);
-  if (!client.ok()) return client.status();
-  TrainerConfig run = trainer;
-  run.on_progress = ReportingSink(env.observer, client->get(), trainer.table_prefix);
-  if (!config.eval_only) {
-    if (config.resume) {
-      absl::StatusOr<uint64_t> clock = ResumeClock(**client, tables, who);
-      if (!clock.ok()) return Prefixed(who + ": --resume: ", clock.status());
-      run.start_clock = *clock;
-    }
-    if (trainer.consistency != Consistency::kAsync) {
-      const absl::Status s = (*client)->WaitForWorkers(
-          trainer.num_workers * k, absl::Seconds(config.wait_for_workers_seconds));
-      if (!s.ok()) return Prefixed(who + ": ", s);
-    }
-    const int64_t limit = config.max_train_examples;
-    const Dataset shard = ShardOf(limit > 0 ? Head(data.train, limit) : data.train,
-                                  trainer.worker_index, trainer.num_workers);
-    auto stats = TrainPartitionedMlp(**client, widths, shard, run, env.partitions, PrintLine);
-    if (!stats.ok()) return Prefixed(who + ": training failed: ", stats.status());
-    (*client)->Leave();
-    std::printf(
-        "%s: done: %lld steps, %lld examples in %.1fs (%.0f examples/s), last-epoch loss %.4f\n",
-        who.c_str(), static_cast<long long>(stats->steps), static_cast<long long>(stats->examples),
-        stats->seconds, stats->examples_per_second, stats->mean_loss_last_epoch);
-    std::printf(
-        "RESULT worker=%d partition=%d partitions=%d seconds=%.3f examples=%lld steps=%lld "
-        "params_held=%lld params_total=%lld value_bytes_pulled=%lld value_bytes_pushed=%lld "
-        "activation_bytes=%lld peak_rss_mib=%.1f\n",
-        trainer.worker_index, config.partition, k, stats->seconds,
-        static_cast<long long>(stats->examples), static_cast<long long>(stats->steps),
-        static_cast<long long>(stats->params_held), static_cast<long long>(model.num_params()),
-        static_cast<long long>(stats->values_pulled) * 4,
-        static_cast<long long>(stats->values_pushed) * 4,
-        static_cast<long long>(stats->activation_values) * 4, ProcessPeakRssMib());
-    std::fflush(stdout);
-  }
-  if (trainer.worker_index != 0) return absl::OkStatus();
-  absl::StatusOr<double> accuracy =
-      PartitionedMlpAccuracy(**client, widths, data.test, trainer.table_prefix, env.partitions);
-  if (!accuracy.ok()) return Prefixed(who + ": evaluating: ", accuracy.status());
-  if (config.partition != 0) return absl::OkStatus();
-  std::printf("%s: test accuracy %.4f (%lld test examples)\n", who.c_str(), *accuracy,
-              static_cast<long long>(data.test.num_examples));
-  std::printf("RESULT test_accuracy=%.4f\n", *accuracy);
-  env.observer->Finish("accuracy", *accuracy);
   return absl::OkStatus();
 }
 
