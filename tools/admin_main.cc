@@ -58,8 +58,6 @@
 #include "server/replication/cluster_status.h"
 #include "server/ui/cluster_reader.h"
 #include "server/ui/ui_http.h"
-#include "worker/client/ps_client.h"
-#include "worker/client/shard_directory.h"
 
 ABSL_FLAG(std::string, servers, "", "cluster spec: comma-separated host:port of every server");
 ABSL_FLAG(std::string, checkpoint_dir, "",
@@ -163,50 +161,30 @@ int Status(const ps::ConnectionFlags& connection) {
   if (!(timeout > 0) || timeout > 3600) {
     return Usage(absl::StrCat("--timeout_seconds=", timeout, " must be in (0, 3600]"));
   }
-  // Declared before `options`, so destroyed after the directory that
-  // options holds: the directory's watch thread reads the ring from `kv`
-  // until the directory's destructor joins it.
+  // Declared before the reader, whose directory reads the ring from it.
   std::unique_ptr<ps::EtcdKvStore> kv;
-  ps::PsClientOptions options;
+  ps::ClusterReaderOptions options;
   options.timeout = absl::Seconds(std::min(timeout, 10.0));
   options.connect_timeout = absl::Seconds(timeout);
   options.placement.slice_size = absl::GetFlag(FLAGS_slice_size);
   options.placement.virtual_nodes = absl::GetFlag(FLAGS_virtual_nodes);
-  std::string ring_line;
-  std::function<std::string(int)> name;  // of a shard's primary
   if (const std::string& endpoint = connection.etcd; !endpoint.empty()) {
     kv = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{endpoint});
-    absl::StatusOr<ps::ShardRing> ring = ps::ReadRing(*kv, connection.cluster);
-    if (!ring.ok()) return Failed("reading the ring", ring.status());
-    ring_line = ring->Describe();
-    name = [r = *ring](int shard) {
-      std::optional<uint32_t> primary = r.Primary(shard);
-      return primary ? absl::StrCat("server ", *primary, " (", r.Address(*primary), ")")
-                     : std::string("no primary");
-    };
-    auto directory =
-        ps::EtcdShardDirectory::Start(kv.get(), connection.cluster, absl::Seconds(timeout));
-    if (!directory.ok()) return Failed("following the ring", directory.status());
-    options.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
+    options.kv = kv.get();
+    options.cluster = connection.cluster;
   } else {
     auto spec = ps::ClusterSpec::Parse(absl::GetFlag(FLAGS_servers));
     if (!spec.ok())
       return Usage(absl::StrCat("status needs --servers or --etcd: ", spec.status().message()));
     options.servers = spec->servers;
-    name = [servers = spec->servers](int shard) {
-      return absl::StrCat("server ", shard, " (", servers[shard], ")");
-    };
   }
-  auto client = ps::PsClient::Connect(options);
-  if (!client.ok()) return Failed("connecting", client.status());
-  absl::StatusOr<std::vector<ps::ServerStats>> stats = (*client)->Stats();
-  if (!stats.ok()) return Failed("reading the statistics", stats.status());
-  std::vector<ps::ShardStatus> shards;
-  for (ps::ServerStats& s : *stats) {
-    shards.push_back({s.server, name(s.server), std::move(s.stats)});
+  ps::ClusterReader reader(options);
+  ps::ClusterShards cluster;
+  if (absl::Status s = reader.ReadShards(&cluster); !s.ok()) {
+    return Failed("reading the cluster", s);
   }
-  if (!ring_line.empty()) std::printf("%s\n", ring_line.c_str());
-  std::printf("%s", ps::FormatClusterStatus(shards).c_str());
+  if (cluster.ring) std::printf("%s\n", cluster.ring->Describe().c_str());
+  std::printf("%s", ps::FormatClusterStatus(cluster.shards).c_str());
   if (const std::string dir = absl::GetFlag(FLAGS_checkpoint_dir); !dir.empty()) {
     absl::StatusOr<ps::FoundCheckpoint> newest = ps::FindNewestValidCheckpoint(dir, nullptr);
     if (!newest.ok()) {

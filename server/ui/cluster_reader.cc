@@ -45,11 +45,12 @@ void ReadCheckpoint(const std::string& dir, ClusterViewInput* view) {
 absl::Status ClusterReader::ConnectLocked() {
   PsClientOptions options;
   options.timeout = options_.timeout;
-  options.connect_timeout = options_.timeout;
+  options.connect_timeout = options_.connect_timeout;
   options.placement = options_.placement;
   if (options_.kv != nullptr) {
     if (directory_ == nullptr) {
-      auto directory = EtcdShardDirectory::Start(options_.kv, options_.cluster, options_.timeout);
+      auto directory =
+          EtcdShardDirectory::Start(options_.kv, options_.cluster, options_.connect_timeout);
       if (!directory.ok()) return directory.status();
       directory_ = std::shared_ptr<const ShardDirectory>(std::move(*directory));
     }
@@ -78,50 +79,54 @@ absl::Status ClusterReader::ConnectLocked() {
   return absl::OkStatus();
 }
 
+absl::Status ClusterReader::ReadShards(ClusterShards* out) {
+  absl::Status status;
+  if (options_.kv != nullptr) {
+    absl::StatusOr<ShardRing> ring = ReadRing(*options_.kv, options_.cluster);
+    if (ring.ok()) {
+      out->ring = *std::move(ring);
+    } else {
+      status = absl::Status(ring.status().code(),
+                            absl::StrCat("reading the ring: ", ring.status().message()));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  absl::Status s = client_ != nullptr ? absl::OkStatus() : ConnectLocked();
+  absl::StatusOr<std::vector<ServerStats>> stats =
+      s.ok() ? client_->Stats() : absl::StatusOr<std::vector<ServerStats>>(s);
+  if (!stats.ok()) {
+    client_.reset();  // connect again next time
+    return status.ok() ? stats.status() : status;
+  }
+  for (ServerStats& st : *stats) {
+    std::string name;
+    if (out->ring) {
+      std::optional<uint32_t> primary = out->ring->Primary(st.server);
+      name = primary ? absl::StrCat("server ", *primary, " (", out->ring->Address(*primary), ")")
+                     : std::string("no primary");
+    } else {
+      name = absl::StrCat("server ", st.server, " (", servers_[st.server], ")");
+    }
+    out->shards.push_back({st.server, name, std::move(st.stats)});
+  }
+  return status;
+}
+
 std::string ClusterReader::ReadJson() {
   ClusterViewInput view;
   view.source = options_.source;
   view.now = absl::Now();
-  std::optional<ShardRing> ring;
-  if (options_.kv != nullptr) {
-    absl::StatusOr<ShardRing> read = ReadRing(*options_.kv, options_.cluster);
-    if (read.ok()) {
-      ring = *std::move(read);
-    } else {
-      view.stats_error = absl::StrCat("reading the ring: ", read.status().message());
-    }
-  }
-  view.ring = ring;
+  ClusterShards read;
+  if (absl::Status s = ReadShards(&read); !s.ok()) view.stats_error = std::string(s.message());
+  view.ring = std::move(read.ring);
+  view.shards = std::move(read.shards);
   if (options_.kv == nullptr && options_.servers.empty() && options_.servers_file.empty()) {
     view.stats_error =
         "this server was not told its peers (--servers or --servers_file): "
         "it shows itself only";
   }
-  {
-    absl::MutexLock lock(&mu_);
-    absl::Status s = client_ != nullptr ? absl::OkStatus() : ConnectLocked();
-    absl::StatusOr<std::vector<ServerStats>> stats =
-        s.ok() ? client_->Stats() : absl::StatusOr<std::vector<ServerStats>>(s);
-    if (stats.ok()) {
-      for (ServerStats& st : *stats) {
-        std::string name;
-        if (ring) {
-          std::optional<uint32_t> primary = ring->Primary(st.server);
-          name = primary ? absl::StrCat("server ", *primary, " (", ring->Address(*primary), ")")
-                         : std::string("no primary");
-        } else {
-          name = absl::StrCat("server ", st.server, " (", servers_[st.server], ")");
-        }
-        view.shards.push_back({st.server, name, std::move(st.stats)});
-      }
-    } else {
-      view.stats_error = std::string(stats.status().message());
-      client_.reset();  // connect again next time
-    }
-  }
   if (!options_.checkpoint_dir.empty()) ReadCheckpoint(options_.checkpoint_dir, &view);
-  std::string json = ClusterViewJson(view);
-  return json;
+  return ClusterViewJson(view);
 }
 
 }  // namespace ps

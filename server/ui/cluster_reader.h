@@ -1,12 +1,13 @@
-// ClusterReader: reads a cluster's state for the web UI as ps_admin status
-// does (each shard's Stats from its primary through a PsClient, the ring
-// from etcd for a replicated cluster, the newest checkpoint in a directory)
-// and gives it as ClusterViewJson. Connects at the first read and again
-// after a failed one. Thread-safe (reads one at a time).
+// ClusterReader: reads a cluster's state (each shard's Stats from its
+// primary through a PsClient, the ring from etcd for a replicated cluster,
+// the newest checkpoint in a directory) for the web UI, as
+// ClusterViewJson, and for ps_admin status. Connects at the first read and
+// again after a failed one. Thread-safe (reads one at a time).
 #ifndef PS_SERVER_UI_CLUSTER_READER_H_
 #define PS_SERVER_UI_CLUSTER_READER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "absl/time/time.h"
 #include "common/kv_store.h"
 #include "common/placement.h"
+#include "common/shard_ring.h"
+#include "server/replication/cluster_status.h"
 #include "worker/client/ps_client.h"
 #include "worker/client/shard_directory.h"
 
@@ -28,12 +31,23 @@ struct ClusterReaderOptions {
   std::string cluster;
   std::string checkpoint_dir;  // "": no checkpoints shown
   PlacementConfig placement;
-  absl::Duration timeout = absl::Seconds(3);
+  absl::Duration timeout = absl::Seconds(3);          // of each call
+  absl::Duration connect_timeout = absl::Seconds(3);  // of connecting and following the ring
+};
+
+// The ring (replicated clusters) and each shard's Stats, named
+// "server N (address)" after its primary ("no primary" when it has none).
+struct ClusterShards {
+  std::optional<ShardRing> ring;
+  std::vector<ShardStatus> shards;
 };
 
 class ClusterReader {
  public:
   explicit ClusterReader(ClusterReaderOptions options) : options_(std::move(options)) {}
+  // Fills *out with what could be read. Errors: reading the ring (named),
+  // following it or connecting, reading the Stats.
+  absl::Status ReadShards(ClusterShards* out);
   // The cluster now, as JSON; what could not be read becomes an alert.
   std::string ReadJson();
 
