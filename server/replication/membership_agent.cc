@@ -141,19 +141,23 @@ void MembershipAgent::KeepAliveLoop() {
     const absl::Time sent = options_.clock->Now();
     absl::Status s = lease == 0 ? Register() : options_.kv->KeepAlive(lease);
     contact_->Note(sent, s);
+    const absl::Time answered = options_.clock->Now();
     absl::MutexLock lock(&mu_);
     if (s.ok()) {
       // An answer after renewals went unanswered (an etcd stall, a
       // partition from etcd): the others' leases may have lapsed meanwhile,
       // and they are registering again; a manager waits one lease for them
       // before it drops anyone (else the first server back would empty the
-      // chains of the others).
-      if (last_renewed_ != absl::InfinitePast() && sent - last_renewed_ > options_.lease * 2 / 3) {
-        const absl::Time after = options_.clock->Now() + options_.lease;
+      // chains of the others). Measured to the answer: a renewal sent just
+      // before a stall hangs through it, and etcd may renew this lease on
+      // waking while it expires the others'.
+      if (last_renewed_ != absl::InfinitePast() &&
+          answered - last_renewed_ > options_.lease * 2 / 3) {
+        const absl::Time after = answered + options_.lease;
         if (after > manage_after_) {
           manage_after_ = after;
           LogEvent(Who(), absl::StrCat("etcd answers again after ",
-                                       absl::FormatDuration(sent - last_renewed_),
+                                       absl::FormatDuration(answered - last_renewed_),
                                        " without; ring changes wait one lease for the others"));
         }
       }
@@ -294,8 +298,12 @@ absl::StatusOr<int64_t> MembershipAgent::Step() {
   if (live.empty() || live.begin()->first != options_.server_id) return range->revision;
   {
     absl::MutexLock lock(&mu_);
+    // Renewals must be current too: the read above may be the first answer
+    // after a stall, before the renewal that hung through it returns (and
+    // starts the wait above).
+    const absl::Time now = options_.clock->Now();
     if (lease_ == 0 || live.begin()->second.incarnation() != incarnation_ ||
-        options_.clock->Now() < manage_after_) {
+        now < manage_after_ || now - last_renewed_ > options_.lease * 2 / 3) {
       return range->revision;
     }
   }
