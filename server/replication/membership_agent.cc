@@ -302,8 +302,8 @@ absl::StatusOr<int64_t> MembershipAgent::Step() {
     // after a stall, before the renewal that hung through it returns (and
     // starts the wait above).
     const absl::Time now = options_.clock->Now();
-    if (lease_ == 0 || live.begin()->second.incarnation() != incarnation_ ||
-        now < manage_after_ || now - last_renewed_ > options_.lease * 2 / 3) {
+    if (lease_ == 0 || live.begin()->second.incarnation() != incarnation_ || now < manage_after_ ||
+        now - last_renewed_ > options_.lease * 2 / 3) {
       return range->revision;
     }
   }
