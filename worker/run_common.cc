@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "worker/train/progress_reporter.h"
 
 namespace ps {
 
@@ -31,9 +33,7 @@ PsClientOptions ClientOptions(const WorkerConfig& config, const WorkerEnv& env,
 
 ProgressSink ReportingSink(TrainingObserver* observer, PsClient* client, const std::string& job) {
   ProgressSink sink = observer != nullptr ? observer->Sink() : ProgressSink();
-  auto warned = std::make_shared<bool>(false);
-  return [sink, client, job, warned](const ProgressPoint& p) {
-    if (sink) sink(p);
+  auto reporter = std::make_shared<ProgressReporter>([client, job](const ProgressPoint& p) {
     proto::ProgressPoint point;
     point.set_seconds(p.seconds);
     point.set_epoch(static_cast<uint32_t>(std::max(0, p.epoch)));
@@ -42,11 +42,11 @@ ProgressSink ReportingSink(TrainingObserver* observer, PsClient* client, const s
     point.set_loss(std::isfinite(p.loss) ? std::max(0.0, p.loss) : 0.0);
     point.set_examples_per_second(p.examples_per_second);
     point.set_staleness(p.mean_staleness);
-    if (absl::Status s = client->ReportProgress(job, point); !s.ok() && !*warned) {
-      *warned = true;
-      std::fprintf(stderr, "progress not reported to the servers (said once): %s\n",
-                   std::string(s.message()).c_str());
-    }
+    return client->ReportProgress(job, point);
+  });
+  return [sink, reporter](const ProgressPoint& p) {
+    if (sink) sink(p);
+    reporter->Add(p);
   };
 }
 

@@ -34,8 +34,10 @@ PsClientOptions ClientOptions(const WorkerConfig& config, const WorkerEnv& env,
                               PsClientOptions base, int worker_id);
 
 // The observer's sink (curves, gauges; null: none), with each point also
-// sent to the servers (their web UI and Stats show the workers' progress).
-// A failed report is said once and does not stop training.
+// sent to the servers (their web UI and Stats show the workers' progress)
+// off the training thread (ProgressReporter: a server that does not answer
+// never holds a step up; a failed report is said once). The sink's last copy
+// waits for the last report: `client` must outlive it.
 ProgressSink ReportingSink(TrainingObserver* observer, PsClient* client, const std::string& job);
 
 // Connects and creates the tables (the errors of either).
