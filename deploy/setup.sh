@@ -10,7 +10,8 @@
 #     --etcd    a replicated cluster (local_cluster.sh --replicas)
 #     --python  the Python module and PyTorch workers (--python_workers)
 #     --plot    training-curve plots (local_cluster.sh --plot)
-#     --mpi     mpirun (local_cluster.sh --model_partitions, --dense_sync)
+#     --mpi     Open MPI and mpirun (local_cluster.sh --model_partitions,
+#               --dense_sync; the container image)
 #     --test    everything the tests and CI need (deploy/test.sh): all of
 #               the above and the test and check tools
 #     --bench   --test, and what the benchmarks need (deploy/bench.sh)
@@ -20,7 +21,9 @@ set -euo pipefail
 # package's dependencies; a reason names those the project uses directly.
 
 # What `bazel build` of the binaries needs: the toolchain, and every library
-# the @system repository asks pkg-config for (third_party/system_libs.bzl).
+# the @system repository asks pkg-config for (third_party/system_libs.bzl)
+# but Open MPI (--mpi) and the test libraries (--test), without which it
+# builds the binaries anyway.
 BUILD=(
   "bazel-bootstrap:build system (Bazel 4.2.3, works offline); brings the C++ compiler g++ (build-essential), zlib1g-dev (the IDX files' gzip reader) and python3"
   "libgrpc++-dev:gRPC C++ runtime (client and server); brings Abseil (libabsl-dev: Status, flags, Mutex, time) and pkg-config, which locates the libraries for Bazel"
@@ -29,9 +32,6 @@ BUILD=(
   "libeigen3-dev:Eigen (models and optimizer kernels)"
   "libcpp-httplib-dev:HTTP for etcd's v3 JSON gateway and the metrics endpoints"
   "nlohmann-json3-dev:JSON for etcd's v3 JSON gateway"
-  "libopenmpi-dev:Open MPI, linked into ps_worker for the collectives of worker/collective (dense layers by allreduce, model partitions); brings mpirun (openmpi-bin)"
-  "libgmock-dev:GoogleTest and GoogleMock (libgtest-dev) for the tests; the @system repository asks pkg-config for them even when only the binaries are built"
-  "libbenchmark-dev:Google Benchmark for the benchmarks; asked for by the @system repository likewise"
   "dataset-fashion-mnist:Fashion-MNIST data set, which the default job trains on"
 )
 
@@ -53,11 +53,14 @@ PLOT=(
 )
 
 MPI=(
+  "libopenmpi-dev:Open MPI, linked into ps_worker for the collectives of worker/collective (dense layers by allreduce, model partitions); without it ps_worker builds and refuses those options"
   "openmpi-bin:mpirun, which starts the MPI processes of --model_partitions and --dense_sync allreduce jobs and of mpi_collective_test"
 )
 
 # The tests and checks, beyond the profiles above.
 TEST=(
+  "libgmock-dev:GoogleTest and GoogleMock (libgtest-dev) for the tests"
+  "libbenchmark-dev:Google Benchmark for the benchmarks (deploy/bench), which bazel test //... builds"
   "clang:second C++ compiler: checks the thread-safety annotations (deploy/clang_tsa_build.sh) and builds the fuzzers (deploy/fuzz.sh)"
   "clang-format:the C++ format check (deploy/check_format.sh)"
   "clang-tidy:the static checks of server/ and worker/client/ (deploy/clang_tidy.sh)"

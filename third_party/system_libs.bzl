@@ -38,6 +38,15 @@ _PLAIN_LIBS = {
     "grpcpp_reflection": ["-lgrpc++_reflection"],
 }
 
+# Libraries only the tests and benchmarks use: target name -> the package
+# that has it. Missing, their targets fail to build saying so, and the
+# binaries build without them (deploy/setup.sh --build does not install them).
+_TEST_ONLY = {
+    "gtest": "libgmock-dev",
+    "gtest_main": "libgtest-dev",
+    "benchmark": "libbenchmark-dev",
+}
+
 def _pkg_config_libs(ctx, modules):
     result = ctx.execute(["pkg-config", "--libs"] + modules)
     if result.return_code != 0:
@@ -45,9 +54,29 @@ def _pkg_config_libs(ctx, modules):
              (" ".join(modules), result.stderr))
     return result.stdout.strip().split(" ")
 
+def _unbuildable(name, message):
+    """A cc_library `name` whose every use fails the build with `message`."""
+    return [
+        "genrule(",
+        "    name = %r," % (name + "_missing"),
+        "    outs = [%r]," % (name + "_missing.h"),
+        "    cmd = %r," % ("echo '%s' >&2; exit 1" % message),
+        ")",
+        "",
+        "cc_library(",
+        "    name = %r," % name,
+        "    hdrs = [%r]," % (":" + name + "_missing.h"),
+        ")",
+        "",
+    ]
+
 def _system_libs_impl(ctx):
     lines = ['package(default_visibility = ["//visibility:public"])', ""]
     for name, modules in _PKG_CONFIG_LIBS.items():
+        if name in _TEST_ONLY and ctx.execute(["pkg-config", "--exists"] + modules).return_code != 0:
+            lines.extend(_unbuildable(name, "%s needs %s, which the tests use: run deploy/setup.sh --test." %
+                                            (name, _TEST_ONLY[name])))
+            continue
         linkopts = [f for f in _pkg_config_libs(ctx, modules) if f]
         if name == "benchmark":
             linkopts = linkopts + ["-lpthread"]
@@ -141,25 +170,19 @@ def _python_libs(ctx):
 def _mpi_lib(ctx):
     """mpi: Open MPI's C library (libopenmpi-dev), its headers linked in.
 
-    Without it only the targets that use MPI fail to build, saying which
-    package is missing: the servers and the container image do not need it.
+    Without it, `mpi` defines PS_NO_MPI: worker/collective/mpi_collective.cc
+    then builds an MpiCollective whose Start() says how to get MPI, so that
+    the default job's binaries build without Open MPI's 56 packages.
     """
     cflags = ctx.execute(["pkg-config", "--cflags-only-I", "ompi-c"])
     libs = ctx.execute(["pkg-config", "--libs", "ompi-c"])
     include_dirs = [f[2:] for f in cflags.stdout.strip().split(" ") if f.startswith("-I")]
     if (cflags.return_code != 0 or libs.return_code != 0 or not include_dirs or
         not ctx.path(include_dirs[0] + "/mpi.h").exists):
-        message = "MPI (worker/collective/) needs libopenmpi-dev: run deploy/setup.sh."
         return [
-            "genrule(",
-            '    name = "mpi_missing",',
-            '    outs = ["mpi_missing.h"],',
-            "    cmd = %r," % ("echo '%s' >&2; exit 1" % message),
-            ")",
-            "",
             "cc_library(",
             '    name = "mpi",',
-            '    hdrs = [":mpi_missing.h"],',
+            '    defines = ["PS_NO_MPI"],',
             ")",
             "",
         ]

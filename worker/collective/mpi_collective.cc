@@ -3,11 +3,19 @@
 #include <climits>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+
+#ifndef PS_NO_MPI
 #include "mpi.h"
 
 namespace ps {
+
+struct MpiCollective::Comm {
+  MPI_Comm comm;
+};
+
 namespace {
 
 std::string MpiMessage(int code) {
@@ -41,7 +49,8 @@ absl::StatusOr<std::unique_ptr<MpiCollective>> MpiCollective::Start(int* argc, c
                                                       " (is the process under mpirun or srun?)"));
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  return std::unique_ptr<MpiCollective>(new MpiCollective(MPI_COMM_WORLD, true));
+  return std::unique_ptr<MpiCollective>(
+      new MpiCollective(std::make_unique<Comm>(Comm{MPI_COMM_WORLD}), true));
 }
 
 void MpiCollective::AbortJob(int code) {
@@ -49,16 +58,17 @@ void MpiCollective::AbortJob(int code) {
   std::abort();  // MPI_Abort does not return; in case it does
 }
 
-MpiCollective::MpiCollective(MPI_Comm comm, bool world) : comm_(comm), world_(world) {
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+MpiCollective::MpiCollective(std::unique_ptr<Comm> comm, bool world)
+    : comm_(std::move(comm)), world_(world) {
+  MPI_Comm_rank(comm_->comm, &rank_);
+  MPI_Comm_size(comm_->comm, &size_);
 }
 
 MpiCollective::~MpiCollective() {
   if (world_) {
     MPI_Finalize();
   } else {
-    MPI_Comm_free(&comm_);
+    MPI_Comm_free(&comm_->comm);
   }
 }
 
@@ -68,18 +78,19 @@ absl::StatusOr<std::unique_ptr<Collective>> MpiCollective::Split(int color, int 
         absl::StrCat("rank ", rank_, ": Split with color ", color, ": colors are >= 0"));
   }
   MPI_Comm part;
-  if (absl::Status s = Check(MPI_Comm_split(comm_, color, key, &part), rank_, "MPI_Comm_split");
+  if (absl::Status s =
+          Check(MPI_Comm_split(comm_->comm, color, key, &part), rank_, "MPI_Comm_split");
       !s.ok()) {
     return s;
   }
   MPI_Comm_set_errhandler(part, MPI_ERRORS_RETURN);
-  return std::unique_ptr<Collective>(new MpiCollective(part, false));
+  return std::unique_ptr<Collective>(new MpiCollective(std::make_unique<Comm>(Comm{part}), false));
 }
 
 absl::Status MpiCollective::AllreduceSum(absl::Span<float> data) {
   if (absl::Status s = CheckCount(data.size(), rank_, "AllreduceSum"); !s.ok()) return s;
   return Check(MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT,
-                             MPI_SUM, comm_),
+                             MPI_SUM, comm_->comm),
                rank_, "MPI_Allreduce");
 }
 
@@ -91,7 +102,7 @@ absl::Status MpiCollective::Allgather(absl::Span<const float> in, absl::Span<flo
                                                    " times ", in.size()));
   }
   return Check(MPI_Allgather(in.data(), static_cast<int>(in.size()), MPI_FLOAT, out.data(),
-                             static_cast<int>(in.size()), MPI_FLOAT, comm_),
+                             static_cast<int>(in.size()), MPI_FLOAT, comm_->comm),
                rank_, "MPI_Allgather");
 }
 
@@ -101,8 +112,45 @@ absl::Status MpiCollective::Broadcast(absl::Span<float> data, int root) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank_, ": Broadcast from rank ", root, " of ", size_));
   }
-  return Check(MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_FLOAT, root, comm_), rank_,
-               "MPI_Bcast");
+  return Check(MPI_Bcast(data.data(), static_cast<int>(data.size()), MPI_FLOAT, root, comm_->comm),
+               rank_, "MPI_Bcast");
 }
 
 }  // namespace ps
+
+#else  // PS_NO_MPI: built without Open MPI
+
+namespace ps {
+
+struct MpiCollective::Comm {};
+
+absl::StatusOr<std::unique_ptr<MpiCollective>> MpiCollective::Start(int*, char***) {
+  return absl::FailedPreconditionError(
+      "this binary was built without Open MPI (libopenmpi-dev was not installed when Bazel "
+      "read the system libraries): install it with deploy/setup.sh --mpi and build again "
+      "(deploy/local_cluster.sh --model_partitions or --dense_sync does both)");
+}
+
+void MpiCollective::AbortJob(int code) { std::_Exit(code); }
+
+MpiCollective::MpiCollective(std::unique_ptr<Comm> comm, bool world)
+    : comm_(std::move(comm)), world_(world) {}
+
+MpiCollective::~MpiCollective() = default;
+
+absl::StatusOr<std::unique_ptr<Collective>> MpiCollective::Split(int, int) {
+  return absl::UnimplementedError("built without Open MPI");
+}
+absl::Status MpiCollective::AllreduceSum(absl::Span<float>) {
+  return absl::UnimplementedError("built without Open MPI");
+}
+absl::Status MpiCollective::Allgather(absl::Span<const float>, absl::Span<float>) {
+  return absl::UnimplementedError("built without Open MPI");
+}
+absl::Status MpiCollective::Broadcast(absl::Span<float>, int) {
+  return absl::UnimplementedError("built without Open MPI");
+}
+
+}  // namespace ps
+
+#endif  // PS_NO_MPI

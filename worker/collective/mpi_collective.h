@@ -6,13 +6,16 @@
 // (MPI_Comm_split), freed by their destructors. When a member dies, mpirun
 // (and srun) end the others: a job fails, it does not hang. Used by one
 // thread at a time.
+//
+// Built without Open MPI (libopenmpi-dev was not installed when Bazel read
+// the system libraries: third_party/system_libs.bzl defines PS_NO_MPI),
+// Start() fails saying how to get it; nothing else is reachable then.
 #ifndef PS_WORKER_COLLECTIVE_MPI_COLLECTIVE_H_
 #define PS_WORKER_COLLECTIVE_MPI_COLLECTIVE_H_
 
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "mpi.h"
 #include "worker/collective/collective.h"
 
 namespace ps {
@@ -41,10 +44,11 @@ class MpiCollective final : public Collective {
   [[noreturn]] static void AbortJob(int code);
 
  private:
+  struct Comm;  // MPI_Comm, whose type only mpi_collective.cc sees
   // `world`: the communicator of Start (finalizes MPI when destroyed), else
   // a split one (freed when destroyed).
-  MpiCollective(MPI_Comm comm, bool world);
-  MPI_Comm comm_;
+  MpiCollective(std::unique_ptr<Comm> comm, bool world);
+  std::unique_ptr<Comm> comm_;
   const bool world_;
   int rank_ = 0;
   int size_ = 0;
