@@ -18,8 +18,13 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "grpcpp/security/credentials.h"
-#include "grpcpp/security/server_credentials.h"
+
+// Declared only: gRPC's headers cost every file that includes this one
+// (the client library's users among them) about half a second to compile.
+namespace grpc {
+class ChannelCredentials;
+class ServerCredentials;
+}  // namespace grpc
 
 namespace ps {
 
