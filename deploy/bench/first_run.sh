@@ -48,7 +48,13 @@ cat >"$out/inside.sh" <<'EOF'
 #!/bin/bash
 set -uo pipefail
 start=$(date +%s%N)
-cpu() { awk '/^usage_usec/ { printf "%.1f", $2 / 1e6 }' /sys/fs/cgroup/cpu.stat 2>/dev/null || echo 0; }
+cpu() {  # cgroup v2, else v1's cpuacct
+  if [ -r /sys/fs/cgroup/cpu.stat ]; then
+    awk '/^usage_usec/ { printf "%.1f", $2 / 1e6 }' /sys/fs/cgroup/cpu.stat
+  else
+    awk '{ printf "%.1f", $1 / 1e9 }' /sys/fs/cgroup/cpuacct/cpuacct.usage 2>/dev/null || echo 0
+  fi
+}
 stamp() {
   while IFS= read -r line; do
     printf '%d %s %s\n' $(( ($(date +%s%N) - start) / 1000000 )) "$(cpu)" "$line"
@@ -108,7 +114,10 @@ awk '
       printf "\n"
     }
     printf "| after / before |"
-    for (c = 3; c <= 8; c++) printf " %.2f |", s["after", c] / n["after"] / (s["before", c] / n["before"])
+    for (c = 3; c <= 8; c++) {
+      if (s["before", c] > 0) printf " %.2f |", s["after", c] / n["after"] / (s["before", c] / n["before"])
+      else printf " - |"
+    }
     printf "\n"
     t = s["after", 6] / n["after"] / (s["before", 6] / n["before"])
     printf "first_run.sh: the first run takes %.0f%% less time after (%.2fx as fast)\n", 100 * (1 - t), 1 / t
