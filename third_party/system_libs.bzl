@@ -25,6 +25,7 @@ _PKG_CONFIG_LIBS = {
     "gtest": ["gtest", "gmock"],
     "gtest_main": ["gtest_main"],
     "benchmark": ["benchmark"],
+    "rocksdb": ["rocksdb"],
 }
 
 # Libraries whose headers must be compiled with the -D flags pkg-config
@@ -39,12 +40,14 @@ _PLAIN_LIBS = {
 }
 
 # Libraries only the tests and benchmarks use: target name -> the package
-# that has it. Missing, their targets fail to build saying so, and the
-# binaries build without them (deploy/setup.sh --build does not install them).
-_TEST_ONLY = {
-    "gtest": "libgmock-dev",
-    "gtest_main": "libgtest-dev",
-    "benchmark": "libbenchmark-dev",
+# that has it and the deploy/setup.sh profile that installs it. Missing,
+# their targets fail to build saying so, and the binaries build without them
+# (deploy/setup.sh --build does not install them).
+_OPTIONAL = {
+    "gtest": ("libgmock-dev", "--test"),
+    "gtest_main": ("libgtest-dev", "--test"),
+    "benchmark": ("libbenchmark-dev", "--test"),
+    "rocksdb": ("librocksdb-dev", "--test"),
 }
 
 def _pkg_config_libs(ctx, modules):
@@ -73,9 +76,10 @@ def _unbuildable(name, message):
 def _system_libs_impl(ctx):
     lines = ['package(default_visibility = ["//visibility:public"])', ""]
     for name, modules in _PKG_CONFIG_LIBS.items():
-        if name in _TEST_ONLY and ctx.execute(["pkg-config", "--exists"] + modules).return_code != 0:
-            lines.extend(_unbuildable(name, "%s needs %s, which the tests use: run deploy/setup.sh --test." %
-                                            (name, _TEST_ONLY[name])))
+        if name in _OPTIONAL and ctx.execute(["pkg-config", "--exists"] + modules).return_code != 0:
+            package, profile = _OPTIONAL[name]
+            lines.extend(_unbuildable(name, "%s needs %s: run deploy/setup.sh %s." %
+                                            (name, package, profile)))
             continue
         linkopts = [f for f in _pkg_config_libs(ctx, modules) if f]
         if name == "benchmark":

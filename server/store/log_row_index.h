@@ -1,0 +1,127 @@
+// LogRowIndex: the keys of one slice of a LogRowStore
+// (server/store/log_row_store.h) and where each key's row lies in the log,
+// in 12 bytes a slot.
+//
+// Robin-hood open addressing over packed slots of (key, place), any
+// capacity (a key's home slot is the high half of Mix64(key) * capacity),
+// at most 0.9 full, grown by 1/8 and shrunk when below 0.76 full, so a row
+// costs 13.3-15.8 bytes (12 / load). Deletion shifts the next slots back,
+// so there are no tombstones and probes stay short (a few slots on average
+// at 0.9). Not thread-safe: the store's lock guards it.
+#ifndef PS_SERVER_STORE_LOG_ROW_INDEX_H_
+#define PS_SERVER_STORE_LOG_ROW_INDEX_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "common/hash.h"
+
+namespace ps {
+
+class LogRowIndex {
+ public:
+  static constexpr uint32_t kNone = ~uint32_t{0};  // no place
+
+  size_t size() const { return size_; }
+  uint64_t bytes() const { return sizeof(*this) + cap_ * sizeof(Slot); }
+
+  // The place of key, or kNone.
+  uint32_t Find(uint64_t key) const {
+    const size_t i = Locate(key);
+    return i == cap_ ? kNone : slots_[i].loc;
+  }
+  // Sets key's place (not kNone); returns the one it had, or kNone.
+  uint32_t Insert(uint64_t key, uint32_t loc) {
+    const size_t i = Locate(key);
+    if (i != cap_) {
+      const uint32_t old = slots_[i].loc;
+      slots_[i].loc = loc;
+      return old;
+    }
+    if ((size_ + 1) * 10 > cap_ * 9) Rehash(std::max(cap_ + kMinSlots, cap_ + cap_ / 8));
+    Place(Slot{key, loc});
+    ++size_;
+    return kNone;
+  }
+  // Removes key; returns its place, or kNone.
+  uint32_t Erase(uint64_t key) {
+    size_t i = Locate(key);
+    if (i == cap_) return kNone;
+    const uint32_t old = slots_[i].loc;
+    for (size_t j = Next(i); slots_[j].loc != kNone && Distance(j, slots_[j].key) > 0;
+         i = j, j = Next(j)) {
+      slots_[i] = slots_[j];
+    }
+    slots_[i].loc = kNone;
+    if (--size_ * 100 < cap_ * 76 && cap_ > kMinSlots) {
+      Rehash(std::max(kMinSlots, size_ * 100 / 84 + 1));
+    }
+    return old;
+  }
+  // Calls f(key, place) for every key, in no particular order.
+  template <typename F>
+  void ForEach(F f) const {
+    for (size_t i = 0; i < cap_; ++i) {
+      if (slots_[i].loc != kNone) f(uint64_t{slots_[i].key}, uint32_t{slots_[i].loc});
+    }
+  }
+
+ private:
+  struct Slot {
+    uint64_t key;
+    uint32_t loc;  // kNone: empty
+  } __attribute__((packed));
+  static_assert(sizeof(Slot) == 12, "slots are packed");
+  static constexpr size_t kMinSlots = 8;
+
+  size_t Home(uint64_t key) const {
+    return static_cast<size_t>((static_cast<unsigned __int128>(Mix64(key)) * cap_) >> 64);
+  }
+  size_t Distance(size_t i, uint64_t key) const {
+    const size_t home = Home(key);
+    return i >= home ? i - home : i + cap_ - home;
+  }
+  size_t Next(size_t i) const { return i + 1 == cap_ ? 0 : i + 1; }
+  // The slot of key, or cap_ when absent (a probe ends at an empty slot or
+  // at one nearer its home than key would be).
+  size_t Locate(uint64_t key) const {
+    if (size_ == 0) return cap_;
+    for (size_t i = Home(key), d = 0;; i = Next(i), ++d) {
+      if (slots_[i].loc == kNone || Distance(i, slots_[i].key) < d) return cap_;
+      if (slots_[i].key == key) return i;
+    }
+  }
+  // Puts s (a key not present) in, displacing keys nearer their home.
+  void Place(Slot s) {
+    for (size_t i = Home(s.key), d = 0;; i = Next(i), ++d) {
+      if (slots_[i].loc == kNone) {
+        slots_[i] = s;
+        return;
+      }
+      const size_t theirs = Distance(i, slots_[i].key);
+      if (theirs < d) {
+        const Slot t = slots_[i];
+        slots_[i] = s, s = t, d = theirs;
+      }
+    }
+  }
+  void Rehash(size_t cap) {
+    const std::unique_ptr<Slot[]> old = std::exchange(slots_, std::make_unique<Slot[]>(cap));
+    const size_t old_cap = std::exchange(cap_, cap);
+    for (size_t i = 0; i < cap; ++i) slots_[i].loc = kNone;
+    for (size_t i = 0; i < old_cap; ++i) {
+      if (old[i].loc != kNone) Place(old[i]);
+    }
+  }
+
+  std::unique_ptr<Slot[]> slots_;
+  size_t cap_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_STORE_LOG_ROW_INDEX_H_

@@ -1,0 +1,283 @@
+#include "server/store/log_segments.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/store/log_format.h"
+
+namespace ps {
+namespace {
+
+constexpr size_t kReadRunBytes = size_t{256} << 10;  // one pread, at most
+
+}  // namespace
+
+LogSegmentFile::LogSegmentFile(int fd, uint32_t seq, std::string path)
+    : fd(fd), seq(seq), path(std::move(path)) {}
+
+LogSegmentFile::~LogSegmentFile() { close(fd); }
+
+LogSegments::LogSegments(size_t unit, uint32_t units_per_segment)
+    : unit_(unit),
+      units_per_segment_(units_per_segment),
+      max_segments_((kNoSegment - 1) / std::max(units_per_segment, 1u)) {}
+
+uint32_t LogSegments::Add(std::shared_ptr<const LogSegmentFile> file) {
+  uint32_t id;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else if (segs_.size() < max_segments_) {
+    id = static_cast<uint32_t>(segs_.size());
+    segs_.emplace_back();
+  } else {
+    return kNoSegment;
+  }
+  const uint32_t seq = file->seq;
+  segs_[id] = Segment{std::move(file), seq};
+  return id;
+}
+
+void LogSegments::Remove(uint32_t id) {
+  segs_[id] = Segment{};
+  free_.push_back(id);
+}
+
+uint64_t LogSegments::DiskBytes() const {
+  uint64_t units = 0;
+  for (const Segment& seg : segs_) units += seg.units;
+  return units * unit_;
+}
+
+uint64_t LogSegments::MemoryBytes() const {
+  uint64_t bytes = sizeof(*this) + segs_.capacity() * sizeof(Segment) + free_.capacity() * 4;
+  for (const Segment& seg : segs_) {
+    // The file, its path and the shared_ptr's control block.
+    if (seg.file != nullptr) bytes += sizeof(LogSegmentFile) + seg.file->path.capacity() + 32;
+  }
+  return bytes;
+}
+
+uint32_t LogSegments::OldestExcept(uint32_t id) const {
+  uint32_t oldest = ~uint32_t{0};
+  for (uint32_t j = 0; j < segs_.size(); ++j) {
+    if (j != id && segs_[j].file != nullptr) oldest = std::min(oldest, segs_[j].seq);
+  }
+  return oldest;
+}
+
+std::vector<uint32_t> LogSegments::ChooseVictims(uint32_t head, uint64_t incoming,
+                                                 const LogCompaction& policy) const {
+  struct Candidate {
+    double live_fraction;
+    uint64_t bytes, live;
+    uint32_t id, seq;
+  };
+  uint32_t oldest = ~uint32_t{0}, second = ~uint32_t{0};  // seqs
+  for (const Segment& seg : segs_) {
+    if (seg.file == nullptr) continue;
+    if (seg.seq < oldest) {
+      second = oldest, oldest = seg.seq;
+    } else {
+      second = std::min(second, seg.seq);
+    }
+  }
+  std::vector<Candidate> sealed;
+  uint64_t disk = 0, live = 0, tombs = 0;
+  for (uint32_t id = 0; id < segs_.size(); ++id) {
+    const Segment& seg = segs_[id];
+    if (seg.file == nullptr) continue;
+    const uint32_t oldest_other = seg.seq == oldest ? second : oldest;
+    const uint64_t tomb = oldest_other <= seg.max_killed ? seg.erase_bytes : 0;
+    const uint64_t bytes = seg.units * unit_;
+    const uint64_t l = std::min(bytes, seg.live_rows * unit_ + tomb);
+    disk += bytes, live += l, tombs += tomb;
+    if (id != head && bytes > 0) {
+      sealed.push_back(
+          {static_cast<double>(l) / static_cast<double>(bytes), bytes, l, id, seg.seq});
+    }
+  }
+  std::sort(sealed.begin(), sealed.end(), [](const Candidate& x, const Candidate& y) {
+    return x.live_fraction < y.live_fraction;
+  });
+  const uint64_t budget = policy.disk_budget;
+  uint64_t projected = disk + incoming, copied = 0;
+  std::vector<uint32_t> victims;
+  auto take = [&](const Candidate& c) {
+    victims.push_back(c.id);
+    copied += c.live, projected -= c.bytes - c.live;
+  };
+  // Compacting for space only helps when the live bytes and the batch fit.
+  const bool can_fit = budget > 0 && live + incoming + 2 * unit_ <= budget;
+  for (const Candidate& c : sealed) {
+    const bool short_of_space = can_fit && projected > budget;
+    const bool over_target =
+        static_cast<double>(projected) > policy.target_disk_ratio * static_cast<double>(live);
+    if (!(c.live_fraction < 0.5 || (over_target && c.live_fraction < 0.9) ||
+          (short_of_space && c.live_fraction < 1))) {
+      break;
+    }
+    if (!short_of_space && copied + c.live > policy.most_copied) break;
+    if (budget > 0 && disk + copied + c.live + 2 * unit_ > budget) continue;  // no room to copy
+    take(c);
+  }
+  if (tombs * 8 > live && !sealed.empty()) {
+    const Candidate& first = *std::min_element(
+        sealed.begin(), sealed.end(), [](const auto& x, const auto& y) { return x.seq < y.seq; });
+    if (std::find(victims.begin(), victims.end(), first.id) == victims.end() &&
+        copied + first.live <= policy.most_copied &&
+        (budget == 0 || disk + copied + first.live + 2 * unit_ <= budget)) {
+      take(first);
+    }
+  }
+  return victims;
+}
+
+absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_fd, size_t unit,
+                       uint32_t row_bytes, const LogReplay& to, uint32_t* next_seq) {
+  auto os_error = [&](int err, const std::string& what) {
+    return absl::Status(absl::ErrnoToStatusCode(err),
+                        absl::StrCat(who, ": ", what, ": ", std::strerror(err)));
+  };
+  std::vector<uint32_t> seqs;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return os_error(errno, "listing " + dir);
+  while (const dirent* e = readdir(d)) {
+    uint32_t seq;
+    if (row_log::ParseSegmentName(e->d_name, &seq)) seqs.push_back(seq);
+  }
+  closedir(d);
+  std::sort(seqs.begin(), seqs.end());
+  auto path = [&](size_t k) { return dir + "/" + row_log::SegmentName(seqs[k]); };
+  uint32_t records = 0, crc = 0;  // of the batch being read
+  size_t keep_file = 0;           // where the last complete batch ends
+  uint64_t keep_bytes = 0;
+  size_t bad_file = seqs.size();  // where a damaged record is, and why
+  uint64_t bad_off = 0;
+  std::string why, data;
+  for (size_t k = 0; k < seqs.size() && why.empty(); ++k) {
+    const int fd = open(path(k).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return os_error(errno, "opening " + path(k));
+    auto file = std::make_shared<const LogSegmentFile>(fd, seqs[k], path(k));
+    struct stat st;
+    if (fstat(fd, &st) != 0) return os_error(errno, "reading the size of " + path(k));
+    data.resize(static_cast<size_t>(st.st_size));
+    size_t got;
+    if (int err = row_log::ReadAll(fd, data.data(), data.size(), 0, &got)) {
+      return os_error(err, "reading " + path(k));
+    }
+    data.resize(got);
+    row_log::Header first;  // before its checksum: a wrong row_bytes fails that too
+    if (data.size() >= sizeof first) std::memcpy(&first, data.data(), sizeof first);
+    if (data.size() >= sizeof first && first.kind_units == (row_log::kSegmentHeader | 1 << 8) &&
+        first.b == row_log::kMagic && first.a != row_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": ", path(k), " holds rows of ", first.a, " bytes, not ", row_bytes,
+                       " (open it with the row_bytes it was written with)"));
+    }
+    const absl::StatusOr<uint32_t> id = to.add(std::move(file));
+    if (!id.ok()) return id.status();
+    if (data.empty()) why = "an empty segment", bad_file = k;
+    records = crc = 0;  // a commit counts its batch's records in its segment
+    for (uint64_t off = 0; off < data.size() && why.empty();) {
+      const char* rec = data.data() + off;
+      row_log::Record r;
+      why = row_log::ParseRecord(rec, data.size() - off, unit, &r);
+      const bool header = r.kind == row_log::kSegmentHeader;
+      if (why.empty() && ((off == 0) != header || (header && r.b != row_log::kMagic))) {
+        why = "a misplaced or bad segment header";
+      }
+      if (why.empty() && r.kind == row_log::kCommit &&
+          (r.b >> 32 != records || uint32_t(r.b) != crc)) {
+        why = "a commit that does not match its batch";
+      }
+      if (!why.empty()) {
+        bad_file = k, bad_off = off;
+        break;
+      }
+      to.record(*id, off / unit, r, rec);
+      if (!header && r.kind != row_log::kCommit) ++records, crc = row_log::Crc(rec, 4, crc);
+      off += r.units * unit;
+      if (r.kind == row_log::kCommit) records = crc = 0, keep_file = k, keep_bytes = off;
+    }
+  }
+  for (size_t k = bad_file + 1; k < seqs.size(); ++k) {
+    struct stat st;
+    if (stat(path(k).c_str(), &st) == 0 && st.st_size > 0) {
+      return absl::DataLossError(absl::StrCat(
+          who, ": ", path(bad_file), " offset ", bad_off, ": ", why, ", and ", path(k),
+          " after it holds data: the log is damaged before its last batch (restore the store "
+          "from a snapshot or checkpoint)"));
+    }
+  }
+  *next_seq = seqs.empty() ? 1 : seqs.back() + 1;
+  if (why.empty() && records == 0) return absl::OkStatus();
+  // A torn batch: cut the files where the last complete one ends.
+  for (size_t k = seqs.size(); k-- > keep_file;) {
+    const bool whole = k > keep_file || keep_bytes == 0;
+    if ((whole ? unlink(path(k).c_str())
+               : truncate(path(k).c_str(), static_cast<off_t>(keep_bytes))) != 0) {
+      return os_error(
+          errno, (whole ? "deleting the torn batch in " : "cutting the torn batch off ") + path(k));
+    }
+  }
+  to.cut(keep_bytes == 0 ? 0 : keep_file + 1, keep_bytes / unit);
+  if (fsync(dir_fd) != 0) return os_error(errno, "syncing " + dir);
+  return absl::OkStatus();
+}
+
+absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
+                         uint32_t slice, const std::vector<LogPlace>& places,
+                         const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
+                         absl::FunctionRef<absl::Status(const LogPlace&, const char*)> fn) {
+  const size_t most = std::max<size_t>(1, kReadRunBytes / unit);
+  auto id_of = [&](const LogPlace& p) { return p.place / units_per_segment; };
+  std::string buf;
+  size_t f = 0;  // files[f]: the file of places[i]
+  for (size_t i = 0, j; i < places.size(); i = j) {
+    const uint32_t id = id_of(places[i]);
+    if (i > 0 && id != id_of(places[i - 1])) ++f;
+    // A run of places in one segment, each the same as or next to the last.
+    for (j = i + 1;
+         j < places.size() && id_of(places[j]) == id &&
+         places[j].place - places[j - 1].place <= 1 && places[j].place - places[i].place < most;
+         ++j) {
+    }
+    const LogSegmentFile& file = *files[f];
+    const uint64_t off = places[i].place % units_per_segment * uint64_t{unit};
+    buf.resize((places[j - 1].place - places[i].place + 1) * unit);
+    size_t got;
+    if (int err = row_log::ReadAll(file.fd, buf.data(), buf.size(), off, &got)) {
+      return absl::Status(absl::ErrnoToStatusCode(err),
+                          absl::StrCat(who, ": reading ", file.path, " at offset ", off, ": ",
+                                       std::strerror(err), " (errno ", err, ")"));
+    }
+    for (size_t k = i; k < j; ++k) {
+      const uint64_t at = (places[k].place - places[i].place) * uint64_t{unit};
+      row_log::Record r;
+      std::string why = at >= got ? "the file ends before the record"
+                                  : row_log::ParseRecord(&buf[at], got - at, unit, &r);
+      if (why.empty() && (r.kind != row_log::kRow || r.a != slice || r.b != places[k].key)) {
+        why = absl::StrCat("a record of kind ", r.kind, " with key ", r.b, " of slice ", r.a,
+                           " where key ", places[k].key, " of slice ", slice, " should be");
+      }
+      if (!why.empty()) {
+        return absl::DataLossError(absl::StrCat(
+            who, ": ", file.path, " offset ", off + at, ": ", why,
+            "; the file is damaged (restore the store from a snapshot or checkpoint)"));
+      }
+      if (absl::Status s = fn(places[k], &buf[at] + row_log::kHeaderBytes); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ps

@@ -1,0 +1,147 @@
+// The segment files of a LogRowStore (server/store/log_row_store.h): the
+// table of them by id, with what each holds, the choice of which to
+// compact, and the reading of rows from them. Private to the log_row_store
+// library.
+//
+// A place in the log (what the index keeps for a row) is
+// id * units_per_segment + the row's unit in the segment, so ids are kept
+// small (a deleted segment's id is reused) and below max_segments.
+#ifndef PS_SERVER_STORE_LOG_SEGMENTS_H_
+#define PS_SERVER_STORE_LOG_SEGMENTS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/store/log_format.h"
+
+namespace ps {
+
+// An open segment file, closed with the last reference: readers hold one
+// while they read, so a segment compacted and deleted meanwhile stays
+// readable. Immutable; thread-safe.
+struct LogSegmentFile {
+  LogSegmentFile(int fd, uint32_t seq, std::string path);
+  ~LogSegmentFile();
+  LogSegmentFile(const LogSegmentFile&) = delete;
+  LogSegmentFile& operator=(const LogSegmentFile&) = delete;
+  const int fd;
+  const uint32_t seq;  // the file's number: the log's order
+  const std::string path;
+};
+
+// When to compact (LogSegments::ChooseVictims).
+struct LogCompaction {
+  double target_disk_ratio = 1.25;  // files / live bytes, compacted down to
+  uint64_t most_copied = 0;         // bytes of live records copied per batch
+  uint64_t disk_budget = 0;         // 0: none
+};
+
+// Not thread-safe: the store's lock guards it.
+class LogSegments {
+ public:
+  static constexpr uint32_t kNoSegment = ~uint32_t{0};
+
+  struct Segment {
+    std::shared_ptr<const LogSegmentFile> file;  // null: a free id
+    uint32_t seq = 0;
+    uint64_t units = 0;        // committed units in the file
+    uint64_t live_rows = 0;    // rows the index points at
+    uint64_t erase_bytes = 0;  // tombstones and dropped slices
+    uint32_t max_killed = 0;   // the largest killed seq among them
+  };
+
+  LogSegments(size_t unit, uint32_t units_per_segment);
+
+  uint32_t IdOf(uint32_t place) const { return place / units_per_segment_; }
+  uint32_t Place(uint32_t id, uint64_t unit) const {
+    return static_cast<uint32_t>(id * units_per_segment_ + unit);
+  }
+  uint64_t OffsetOf(uint32_t place) const { return place % units_per_segment_ * uint64_t{unit_}; }
+  size_t ids() const { return segs_.size(); }
+  Segment& operator[](uint32_t id) { return segs_[id]; }
+  const Segment& operator[](uint32_t id) const { return segs_[id]; }
+
+  // Adds a segment; its id, or kNoSegment when every id is taken.
+  uint32_t Add(std::shared_ptr<const LogSegmentFile> file);
+  // Forgets segment `id` (its id is reused).
+  void Remove(uint32_t id);
+  // Keeps the first n ids (Open, cutting a torn batch).
+  void Truncate(size_t n) { segs_.resize(n); }
+
+  uint64_t DiskBytes() const;
+  uint64_t MemoryBytes() const;
+  // The smallest seq of the segments other than `id` (~0 when none): a
+  // tombstone of segment id with a killed seq below it shadows nothing.
+  uint32_t OldestExcept(uint32_t id) const;
+
+  // The sealed segments (all but `head`) worth compacting before a batch
+  // of `incoming` bytes, fewest live bytes first, copying at most
+  // most_copied bytes (unless short of budget): those under half live;
+  // those under 0.9 live while the files would pass target_disk_ratio
+  // times the live bytes; any not full while the batch would pass the
+  // budget and compaction can make room for it (as long as their copies
+  // fit the budget); and, when tombstones still needed pass 1/8 of the
+  // live bytes, the oldest. Tombstones count as live while a segment they
+  // may shadow exists.
+  std::vector<uint32_t> ChooseVictims(uint32_t head, uint64_t incoming,
+                                      const LogCompaction& policy) const;
+
+ private:
+  const size_t unit_;
+  const uint32_t units_per_segment_;
+  const uint32_t max_segments_;  // ids that keep places below 2^32 - 1
+  std::vector<Segment> segs_;
+  std::vector<uint32_t> free_;  // ids of removed segments
+};
+
+// A row to read: its key, place, and where the caller wants it.
+struct LogPlace {
+  uint64_t key;
+  uint32_t place;
+  uint32_t index;
+};
+
+// Reads the row records at `places` (sorted by place; files[j]: the file
+// of the j-th distinct segment among them), adjacent ones in one pread,
+// checks each (checksum, slice, key) and calls fn(place, row) in order;
+// stops at fn's first error. Errors: DATA_LOSS naming `who`, the file and
+// the offset of a damaged record; the OS's error of a failed read.
+absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
+                         uint32_t slice, const std::vector<LogPlace>& places,
+                         const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
+                         absl::FunctionRef<absl::Status(const LogPlace&, const char*)> fn);
+
+// What ReplayLog reports, in log order.
+struct LogReplay {
+  // A segment file was opened; its id.
+  absl::FunctionRef<absl::StatusOr<uint32_t>(std::shared_ptr<const LogSegmentFile>)> add;
+  // A valid record at `unit` of segment `id`, of any kind (a kCommit ends
+  // a complete batch, whose count and checksum were checked).
+  absl::FunctionRef<void(uint32_t id, uint64_t unit, const row_log::Record& r, const char* rec)>
+      record;
+  // A torn batch was cut off the files: only the first n segments added
+  // remain, the last with `units` units; the records since the last
+  // commit are void.
+  absl::FunctionRef<void(size_t n, uint64_t units)> cut;
+};
+
+// Replays the segment files of `dir` (rows of row_bytes) in log order,
+// each read whole, and cuts a trailing batch without a valid commit off
+// the files (a torn write: truncates one file, deletes those after it).
+// *next_seq: the number for the next segment. Errors, naming `who` and the
+// file: INVALID_ARGUMENT for segments of another row_bytes; DATA_LOSS for a
+// damaged record with data after it in a later segment (a batch syncs a
+// full segment before it starts the next, so that is no torn write); the
+// OS's.
+absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_fd, size_t unit,
+                       uint32_t row_bytes, const LogReplay& to, uint32_t* next_seq);
+
+}  // namespace ps
+
+#endif  // PS_SERVER_STORE_LOG_SEGMENTS_H_

@@ -1,0 +1,106 @@
+// RowStore: the disk tier of a tiered sparse table (issue 32): every row of
+// the table's slices on this server, on disk in a directory of its own.
+// A row is addressed by (slice, key) and is `row_bytes` bytes: the row's
+// floats as the table keeps them in memory (values, optimizer state,
+// eviction metadata), so a row moves between the tiers without conversion.
+//
+// Writes come in batches (the table's write-back of dirty rows, a restore,
+// a replication snapshot): a batch is applied whole or not at all, together
+// with a small `meta` string the table stores with it (the replication
+// position its rows are as of), which Open returns after a restart. A batch
+// that would take the store past its disk budget, or that the disk refuses,
+// fails with nothing of it applied and the store still readable.
+//
+// Implementations: RocksDbRowStore (server/store/rocksdb_row_store.h) and
+// LogRowStore (server/store/log_row_store.h), compared by
+// deploy/bench/row_store_bench. Thread-safe: reads may run concurrently
+// with each other and with one writer.
+#ifndef PS_SERVER_STORE_ROW_STORE_H_
+#define PS_SERVER_STORE_ROW_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace ps {
+
+struct RowStoreOptions {
+  std::string dir;                 // created when missing; must not be shared
+  size_t row_bytes = 0;            // > 0
+  uint64_t disk_budget_bytes = 0;  // 0: no limit
+  // Names the store in errors ("table ctr/emb on server 1").
+  std::string name;
+};
+
+// What the store holds on disk and in memory.
+struct RowStoreStats {
+  uint64_t rows = 0;
+  uint64_t disk_bytes = 0;    // files in dir (live and not yet reclaimed)
+  uint64_t memory_bytes = 0;  // index and buffers this store holds in memory
+};
+
+class RowStore {
+ public:
+  virtual ~RowStore() = default;
+
+  // One atomic batch: rows put (replacing any), keys erased, and meta.
+  struct Batch {
+    struct Put {
+      uint32_t slice;
+      uint64_t key;
+      const char* row;  // row_bytes, valid until Write returns
+    };
+    struct Erase {
+      uint32_t slice;
+      uint64_t key;
+    };
+    std::vector<Put> puts;
+    std::vector<Erase> erases;
+    std::vector<uint32_t> dropped_slices;  // every row of these slices erased first
+    std::string meta;                      // stored when not empty
+  };
+  // Errors: RESOURCE_EXHAUSTED naming the store, its directory and the
+  // budget when the batch would pass it; the disk's error (naming the store
+  // and directory) when writing fails. Either way nothing of the batch is
+  // applied.
+  virtual absl::Status Write(const Batch& batch) = 0;
+
+  // Reads the rows of `keys` (all of `slice`) into dst, row_bytes each in
+  // order; found[i] says whether keys[i] has a row (dst left as is when
+  // not). Reads the keys in one batch (sorted by where they lie).
+  virtual absl::Status Read(uint32_t slice, absl::Span<const uint64_t> keys, char* dst,
+                            bool* found) const = 0;
+
+  // Calls fn(key, row) for every row of `slice`, in no particular order,
+  // as of the call (writes meanwhile may or may not be seen); stops at
+  // fn's first error.
+  using RowFn = absl::FunctionRef<absl::Status(uint64_t key, const char* row)>;
+  virtual absl::Status ForEach(uint32_t slice, RowFn fn) const = 0;
+
+  // A copy of the store as of now in `dir` (which must not exist), made of
+  // hard links to its files where it can: what a checkpoint keeps instead
+  // of copying every row. OpenAt(dir) reads it.
+  virtual absl::Status Snapshot(const std::string& dir) const = 0;
+
+  // The meta of the last batch that had one ("" when none).
+  virtual std::string meta() const = 0;
+  virtual RowStoreStats stats() const = 0;
+  size_t row_bytes() const { return row_bytes_; }
+
+ protected:
+  explicit RowStore(size_t row_bytes) : row_bytes_(row_bytes) {}
+
+ private:
+  const size_t row_bytes_;
+};
+
+}  // namespace ps
+
+#endif  // PS_SERVER_STORE_ROW_STORE_H_
