@@ -61,6 +61,7 @@ MPI=(
 TEST=(
   "libgmock-dev:GoogleTest and GoogleMock (libgtest-dev) for the tests"
   "libbenchmark-dev:Google Benchmark for the benchmarks (deploy/bench), which bazel test //... builds"
+  "librocksdb-dev:RocksDB, one of the disk tier's two stores for sparse tables larger than memory (server/store/rocksdb_row_store), compared with the project's own log"
   "clang:second C++ compiler: checks the thread-safety annotations (deploy/clang_tsa_build.sh) and builds the fuzzers (deploy/fuzz.sh)"
   "clang-format:the C++ format check (deploy/check_format.sh)"
   "clang-tidy:the static checks of server/ and worker/client/ (deploy/clang_tidy.sh)"
@@ -85,6 +86,7 @@ TEST=(
 
 BENCH=(
   "iperf3:loopback TCP bandwidth, the network limit benchmarks are compared with"
+  "fio:the disk's sequential bandwidth and random-read IOPS, which the disk tier's benchmark is compared with (deploy/bench/row_store.sh)"
 )
 
 [ $# -gt 0 ] || set -- --test
