@@ -60,6 +60,30 @@ class FakePeer final : public ForwardTransport {
   absl::StatusOr<proto::EtcdContactResponse> answer_ ABSL_GUARDED_BY(mu_) = Contact(true);
 };
 
+// Server 0 (incarnation 10) of cluster "c": its shard host, and its agent's
+// options (2 shards, the test's lease) over `kv`, asking `peer`.
+ShardHostOptions HostOptions(ForwardTransport* peer) {
+  ShardHostOptions host;
+  host.server_id = 0;
+  host.incarnation = 10;
+  host.transport = peer;
+  return host;
+}
+
+MembershipOptions AgentOptions(KvStore* kv, ForwardTransport* peer, int replicas) {
+  MembershipOptions m;
+  m.kv = kv;
+  m.cluster = "c";
+  m.server_id = 0;
+  m.incarnation = 10;
+  m.address = "self0";
+  m.num_shards = 2;
+  m.replicas = replicas;
+  m.lease = kLease;
+  m.peers = peer;
+  return m;
+}
+
 // Polls `cond` every 10 ms for at most 5 s.
 template <typename F>
 bool Until(F cond) {
@@ -81,22 +105,9 @@ class FenceTest : public ::testing::Test {
     one.set_address("peer1");
     one.set_incarnation(11);
     ASSERT_TRUE(kv_.Put(MemberKey("c", 1), ToJson(one), *lease).ok());
-    ShardHostOptions host;
-    host.server_id = 0;
-    host.incarnation = 10;
-    host.transport = &peer_;
-    host_ = std::make_unique<ShardHost>(host);
-    MembershipOptions m;
-    m.kv = &kv_;
-    m.cluster = "c";
-    m.server_id = 0;
-    m.incarnation = 10;
-    m.address = "self0";
-    m.num_shards = 2;
-    m.replicas = 1;
-    m.lease = kLease;
-    m.peers = &peer_;
-    absl::StatusOr<std::unique_ptr<MembershipAgent>> agent = MembershipAgent::Start(m, host_.get());
+    host_ = std::make_unique<ShardHost>(HostOptions(&peer_));
+    absl::StatusOr<std::unique_ptr<MembershipAgent>> agent =
+        MembershipAgent::Start(AgentOptions(&kv_, &peer_, /*replicas=*/1), host_.get());
     ASSERT_TRUE(agent.ok()) << agent.status();
     agent_ = *std::move(agent);
     ASSERT_TRUE(Until([&] { return host_->ForWorker(0).ok(); })) << "server 0 never served";
@@ -227,22 +238,9 @@ TEST(StallTest, TheManagerWaitsForServersWhoseLeasesLapsedInAStall) {
     return put.status();
   };
   ASSERT_TRUE(register_one().ok());
-  ShardHostOptions host_options;
-  host_options.server_id = 0;
-  host_options.incarnation = 10;
-  host_options.transport = &peer;
-  ShardHost host(host_options);
-  MembershipOptions m;
-  m.kv = &kv;
-  m.cluster = "c";
-  m.server_id = 0;
-  m.incarnation = 10;
-  m.address = "self0";
-  m.num_shards = 2;
-  m.replicas = 2;
-  m.lease = kLease;
-  m.peers = &peer;
-  absl::StatusOr<std::unique_ptr<MembershipAgent>> agent = MembershipAgent::Start(m, &host);
+  ShardHost host(HostOptions(&peer));
+  absl::StatusOr<std::unique_ptr<MembershipAgent>> agent =
+      MembershipAgent::Start(AgentOptions(&kv, &peer, /*replicas=*/2), &host);
   ASSERT_TRUE(agent.ok()) << agent.status();
   auto version = [&] { return host.ring() ? host.ring()->version() : 0; };
   ASSERT_TRUE(Until([&] { return version() == 1; })) << "no first ring";
