@@ -187,12 +187,28 @@ absl::Status ValidateKindFields(const proto::TableDef& def) {
     if (def.evict_after_clocks() > 0 && def.evict_after_seconds() > 0) {
       return Bad(def, "set evict_after_clocks or evict_after_seconds, not both");
     }
+    if (!proto::TableStorage_IsValid(def.storage())) {
+      return Bad(def, absl::StrCat("unknown storage ", def.storage()));
+    }
+    if (def.storage() == proto::STORAGE_TIERED) {
+      if (def.cache_mb() == 0) {
+        return Bad(def, "a tiered table (storage STORAGE_TIERED) needs cache_mb >= 1");
+      }
+      if (def.evict_after_clocks() != 0 || def.evict_after_seconds() != 0 || def.max_rows() != 0) {
+        return Bad(def,
+                   "eviction (evict_*, max_rows) does not work on tiered tables yet "
+                   "(issue 32): leave it off, the disk holds the rows memory cannot");
+      }
+    } else if (def.cache_mb() != 0) {
+      return Bad(def, "cache_mb is for tiered tables (storage STORAGE_TIERED)");
+    }
   } else if (def.num_buckets() != 0 || def.admit_after_pushes() != 0 ||
              def.admit_probability() != 0 || def.evict_after_clocks() != 0 ||
-             def.evict_after_seconds() != 0 || def.max_rows() != 0) {
+             def.evict_after_seconds() != 0 || def.max_rows() != 0 || def.storage() != 0 ||
+             def.cache_mb() != 0) {
     return Bad(def,
-               "num_buckets, admission (admit_*) and eviction (evict_*, max_rows) are for sparse "
-               "tables (kind TABLE_SPARSE), not dense ones");
+               "num_buckets, admission (admit_*), eviction (evict_*, max_rows) and storage "
+               "(storage, cache_mb) are for sparse tables (kind TABLE_SPARSE), not dense ones");
   } else if (def.num_keys() == 0) {
     return Bad(def, "num_keys must be >= 1");
   }

@@ -67,6 +67,12 @@ ABSL_FLAG(uint64_t, max_clock, uint64_t{1} << 62, "clocks at or above this are r
 ABSL_FLAG(double, dedup_retention_seconds, 120,
           "how long a push's request id is remembered to recognize its retries (must exceed "
           "the workers' --timeout_seconds times their attempts)");
+ABSL_FLAG(std::string, table_dir, "",
+          "directory the rows of tiered tables (TableDef storage STORAGE_TIERED) go under, one "
+          "directory per table; on a disk of its own for speed (\"\": tiered tables are refused)");
+ABSL_FLAG(uint64_t, disk_budget_mb, 0,
+          "MiB each tiered table's rows may take under --table_dir; a push past it is refused "
+          "naming the table and directory (0: no limit but the disk's)");
 ABSL_FLAG(uint64_t, key_list_cache_mb, 64,
           "MiB of key lists kept for workers' key-list caching (all workers together, apart "
           "from --memory_budget_mb; 0: none kept)");
@@ -172,6 +178,8 @@ absl::Status LimitsFromFlags(ps::ServerOptions* options, std::string* budget_sou
   limits.max_lease = absl::Seconds(lease);
   limits.dedup_retention = absl::Seconds(retention);
   limits.key_list_cache_bytes = absl::GetFlag(FLAGS_key_list_cache_mb) << 20;
+  limits.table_dir = absl::GetFlag(FLAGS_table_dir);
+  limits.disk_budget_bytes = absl::GetFlag(FLAGS_disk_budget_mb) << 20;
   return absl::OkStatus();
 }
 

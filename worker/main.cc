@@ -60,6 +60,10 @@ ABSL_FLAG(std::string, train_data, "",
           "sparse_lr, embedding_mlp: LibSVM training file (plain or gzip)");
 ABSL_FLAG(std::string, test_data, "", "sparse_lr, embedding_mlp: LibSVM test file (plain or gzip)");
 ABSL_FLAG(int, num_buckets, 1024, "sparse_lr, embedding_mlp: slices of the sparse weight table");
+ABSL_FLAG(uint64_t, tiered_cache_mb, 0,
+          "sparse_lr, embedding_mlp: > 0 keeps the sparse table's rows on the servers' disks "
+          "(ps_server --table_dir), this many MiB of the most pushed in each server's memory "
+          "(0: every row in memory)");
 ABSL_FLAG(bool, evaluate, true,
           "sparse_lr, embedding_mlp: evaluate on --test_data after training (false: train only)");
 ABSL_FLAG(uint64_t, row_cache_staleness, 0,
@@ -332,6 +336,7 @@ absl::Status ModelFromFlags(ps::WorkerConfig* config) {
   emb.hidden = static_cast<uint32_t>(std::max(1, absl::GetFlag(FLAGS_embedding_hidden)));
   emb.num_fields = static_cast<uint32_t>(num_fields);
   emb.num_buckets = static_cast<uint32_t>(std::max(0, absl::GetFlag(FLAGS_num_buckets)));
+  emb.tiered_cache_mb = absl::GetFlag(FLAGS_tiered_cache_mb);
   ps::SparseTrainerConfig& sparse = config->sparse;
   sparse.skip_bad_lines = absl::GetFlag(FLAGS_skip_bad_lines);
   sparse.row_cache_staleness = absl::GetFlag(FLAGS_row_cache_staleness);

@@ -116,11 +116,15 @@ absl::Status CheckSparseConfig(const WorkerConfig& config) {
 absl::StatusOr<std::vector<proto::TableDef>> SparseServerTables(const WorkerConfig& config,
                                                                 const EmbeddingMlpConfig& emb) {
   const proto::TableDef optimizer = TablesOptimizer(config);
-  if (config.model != "embedding_mlp") {
-    return std::vector<proto::TableDef>{
-        SparseLrTable(emb.prefix + "/w", optimizer, emb.num_buckets)};
+  std::vector<proto::TableDef> tables = config.model != "embedding_mlp"
+                                            ? std::vector<proto::TableDef>{SparseLrTable(
+                                                  emb.prefix + "/w", optimizer, emb.num_buckets)}
+                                            : EmbeddingMlpTables(emb, optimizer);
+  if (emb.tiered_cache_mb > 0) {  // the sparse table, first
+    tables[0].set_storage(proto::STORAGE_TIERED);
+    tables[0].set_cache_mb(emb.tiered_cache_mb);
   }
-  std::vector<proto::TableDef> tables = EmbeddingMlpTables(emb, optimizer);
+  if (config.model != "embedding_mlp") return tables;
   if (!config.dense_allreduce) return tables;
   absl::StatusOr<std::vector<proto::TableDef>> copies =
       ServerCopyTables({tables.begin() + 1, tables.end()});

@@ -31,6 +31,11 @@ struct ServerLimits {
   // Key lists kept for key-list caching, all workers together
   // (--key_list_cache_mb; 0: none kept, workers must send every list).
   uint64_t key_list_cache_bytes = uint64_t{64} << 20;
+  // Tiered tables: the directory their rows go under (--table_dir; "":
+  // tiered tables are refused) and the bytes each table's rows may take
+  // there (--disk_budget_mb; 0: no limit).
+  std::string table_dir;
+  uint64_t disk_budget_bytes = 0;
 };
 
 // A large fraction (3/4) of the memory this process may use: the smallest of

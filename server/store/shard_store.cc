@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/optimizer/lars.h"
 #include "common/optimizer/lbfgs_vectors.h"
 #include "common/table_def.h"
 #include "server/store/dense_table.h"
+#include "server/store/log_row_store.h"
 
 namespace ps {
 
@@ -110,6 +114,33 @@ absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) cons
 
 uint64_t ShardStore::bytes_used() const { return budget_.used(); }
 
+absl::StatusOr<std::unique_ptr<RowStore>> ShardStore::OpenTier(const proto::TableDef& def,
+                                                               size_t row_bytes) const {
+  const std::string where =
+      absl::StrCat("table '", def.name(), "' is tiered (storage STORAGE_TIERED)");
+  if (limits_.table_dir.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, ": start ps_server with --table_dir, the directory its rows go under"));
+  }
+  std::string name = def.name();
+  std::replace(name.begin(), name.end(), '/', '_');
+  RowStoreOptions options;
+  options.dir = absl::StrCat(limits_.table_dir, "/", name, ".server", server_index_);
+  options.row_bytes = row_bytes;
+  options.disk_budget_bytes = limits_.disk_budget_bytes;
+  options.name = absl::StrCat("table ", def.name(), " on server ", server_index_);
+  std::error_code ec;
+  if (std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": ", options.dir,
+        " holds rows of an earlier run; serving them again after a "
+        "restart is not built yet (issue 32): remove the directory, or give another --table_dir"));
+  }
+  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<RowStore>(*std::move(store));
+}
+
 absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   if (absl::Status s = ValidateTableDef(def); !s.ok()) return s;
   absl::StatusOr<uint64_t> bytes = TableBytes(def);
@@ -141,9 +172,21 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   // Build outside the lock (initialization touches every value), then insert;
   // a concurrent creator of the same table may win the race.
   auto table = std::make_shared<Table>();
+  std::unique_ptr<RowStore> tier;
+  if (def.storage() == proto::STORAGE_TIERED) {
+    absl::StatusOr<std::unique_ptr<RowStore>> opened =
+        OpenTier(def, SparseTable::StoreRowBytes(def, **optimizer));
+    if (!opened.ok()) {
+      absl::MutexLock lock(&tables_mu_);
+      --tables_pending_;
+      budget_.Release(*bytes);
+      return opened.status();
+    }
+    tier = *std::move(opened);
+  }
   if (def.kind() == proto::TABLE_SPARSE) {
     table->sparse = std::make_unique<SparseTable>(def, *std::move(optimizer), server_index_,
-                                                  placement_, &budget_, clock_);
+                                                  placement_, &budget_, clock_, std::move(tier));
     table->sparse->set_cut_state(&cut_state_);
   } else {
     table->dense = std::make_unique<DenseTable>(def, *std::move(optimizer), server_index_,
@@ -203,6 +246,11 @@ uint64_t ShardStore::Sweep(
   }
   uint64_t evicted = 0;
   for (const auto& table : sparse) {
+    // A tiered table's cache back under its size (pushes also demote, when
+    // far over it).
+    if (absl::StatusOr<uint64_t> demoted = table->sparse->Demote(); !demoted.ok()) {
+      LogEvent(absl::StrCat("server ", server_index_), std::string(demoted.status().message()));
+    }
     if (evicted_keys == nullptr) {
       evicted += table->sparse->Sweep();
       continue;
@@ -222,6 +270,14 @@ bool ShardStore::FillSparseStats(proto::TableStats* stats) const {
   stats->set_admitted(sparse.admitted());
   stats->set_refused(sparse.refused());
   stats->set_evicted(sparse.evicted());
+  if (sparse.tiered()) {
+    const RowStoreStats tier = sparse.tier_stats();
+    stats->set_disk_rows(tier.rows);
+    stats->set_disk_bytes(tier.disk_bytes);
+    stats->set_cache_hits(sparse.cache_hits());
+    stats->set_cache_misses(sparse.cache_misses());
+    stats->set_demoted(sparse.demoted());
+  }
   return true;
 }
 
@@ -395,7 +451,7 @@ absl::StatusOr<uint64_t> ShardStore::Pull(absl::string_view table_name, const Ke
                                             keys.size() * width, " values pulled"));
   }
   if (table.sparse != nullptr) {
-    table.sparse->Read(keys.keys, plan, dst);
+    if (absl::Status s = table.sparse->Read(keys.keys, plan, dst); !s.ok()) return s;
   } else {
     table.dense->Read(keys, dst);
   }

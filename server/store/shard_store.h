@@ -54,6 +54,11 @@ struct StoreLimits {
   // The process's budget, shared by the stores of all its shards (not
   // owned; null: this store's budget is the process's).
   MemoryBudget* process_budget = nullptr;
+  // Tiered tables (storage STORAGE_TIERED): the directory their rows go
+  // under (ps_server --table_dir; "": tiered tables are refused), and the
+  // bytes each table's store may take there (--disk_budget_mb; 0: none).
+  std::string table_dir;
+  uint64_t disk_budget_bytes = 0;
 };
 
 // What ShardStore::Push needs of a push besides its keys, values and clock.
@@ -232,6 +237,11 @@ class ShardStore {
   const Placement& placement() const { return placement_; }
 
  private:
+  // A tiered table's store (rows of `row_bytes`) under limits_.table_dir.
+  // FAILED_PRECONDITION without a table_dir, or when its directory holds
+  // rows already; the store's errors.
+  absl::StatusOr<std::unique_ptr<RowStore>> OpenTier(const proto::TableDef& def,
+                                                     size_t row_bytes) const;
   // A table here: a DenseTable or a SparseTable (shard_store.cc).
   struct Table;
 

@@ -12,23 +12,50 @@
 #include "server/store/initializer.h"
 
 namespace ps {
+namespace {
+
+// A reader lock on `mu`, or nothing when it is null (a table without a
+// tier), until Release or the end of the scope.
+class TierReadLock {
+ public:
+  explicit TierReadLock(absl::Mutex* mu) ABSL_NO_THREAD_SAFETY_ANALYSIS : mu_(mu) {
+    if (mu_ != nullptr) mu_->ReaderLock();
+  }
+  ~TierReadLock() { Release(); }
+  void Release() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (mu_ != nullptr) mu_->ReaderUnlock();
+    mu_ = nullptr;
+  }
+
+ private:
+  absl::Mutex* mu_;
+};
+
+}  // namespace
 
 SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer,
                          int server_index, const Placement& placement, MemoryBudget* budget,
-                         Clock* clock)
+                         Clock* clock, std::unique_ptr<RowStore> tier)
     : def_(def),
       optimizer_(std::move(optimizer)),
       num_buckets_(LayoutOf(def).num_buckets),
       width_(def.width()),
       state_floats_(def.width() * optimizer_->state_per_value()),
-      meta_(def.evict_after_clocks() > 0 || def.evict_after_seconds() > 0 || def.max_rows() > 0),
+      // A tiered table's rows count their pushes: Demote keeps the most pushed.
+      meta_(def.evict_after_clocks() > 0 || def.evict_after_seconds() > 0 || def.max_rows() > 0 ||
+            tier != nullptr),
       floats_per_row_(width_ + state_floats_ + (meta_ ? 2 : 0)),
       slice_cap_(def.max_rows() == 0 ? 0 : (def.max_rows() + num_buckets_ - 1) / num_buckets_),
       clock_(clock),
       created_(clock->Now()),
       server_index_(server_index),
       placement_(placement),
-      budget_(budget) {
+      budget_(budget),
+      tier_(std::move(tier)),
+      // Rows of cache_mb, each with its change tag and about 20 bytes of map.
+      cache_rows_(tier_ == nullptr ? 0
+                                   : std::max<uint64_t>(1, (def.cache_mb() << 20) /
+                                                               ((floats_per_row_ + 1) * 4 + 20))) {
   slices_.resize(num_buckets_);
   slot_refs_.reset(new std::atomic<uint64_t>[num_buckets_]);
   for (uint64_t s = 0; s < num_buckets_; ++s) slot_refs_[s].store(0, std::memory_order_relaxed);
@@ -106,6 +133,10 @@ uint32_t SparseTable::TouchCount(const float* row) const {
   uint32_t count;
   std::memcpy(&count, row + width_ + state_floats_ + 1, sizeof count);
   return count;
+}
+
+void SparseTable::SetTouchCount(float* row, uint32_t count) const {
+  std::memcpy(row + width_ + state_floats_ + 1, &count, sizeof count);
 }
 
 void SparseTable::EvictRow(Slice& slice, uint64_t key) {
@@ -353,17 +384,35 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   absl::Status status;
   const uint64_t reserved = Reserve(plan, keys, &status);
   if (!status.ok()) return status;
-  absl::StatusOr<bool> fresh = admit();
+  // A tiered table's rows on disk come into the cache first, before the
+  // push is admitted (a failed read changes nothing the push is about), and
+  // stay there until it is applied (Demote waits for tier_mu_).
+  TierReadLock tier_lock(tier_ != nullptr ? &tier_mu_ : nullptr);
+  uint64_t promoted_bytes = 0, promoted = 0;
+  if (tier_ != nullptr) {
+    status = LoadFromTier(keys, plan, &promoted_bytes, &promoted);
+    rows_.fetch_add(promoted, std::memory_order_relaxed);
+  }
+  absl::StatusOr<bool> fresh = status.ok() ? admit() : absl::StatusOr<bool>(status);
   if (!fresh.ok() || !*fresh) {
-    budget_->Release(reserved);
+    // What promoted rows took stays charged; the rest goes back.
+    bytes_.fetch_add(promoted_bytes, std::memory_order_relaxed);
+    if (promoted_bytes <= reserved) {
+      budget_->Release(reserved - promoted_bytes);
+    } else {
+      budget_->Charge(promoted_bytes - reserved);
+    }
     if (!fresh.ok()) return fresh.status();
-    if (dst != nullptr) Read(keys, plan, dst);
+    if (dst != nullptr) {
+      if (absl::Status s = Read(keys, plan, dst); !s.ok()) return s;
+    }
     return false;
   }
   // One group's rows (entry i - g.begin for key i). Every entry is set
   // before it is read: no zero-filling.
   const std::unique_ptr<float*[]> rows(new float*[plan.max_group]);
   PushState push{keys, plan.hashes.get(), grads, clock, dst, decisions};
+  push.grown = promoted_bytes;
   push.admission = def_.admit_after_pushes() > 1 ||
                    (def_.admit_probability() > 0 && def_.admit_probability() < 1);
   push.replay = decisions != nullptr && decisions->replay;
@@ -411,6 +460,11 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
     FinishGroup(g.slice, slice, may_grow, before, push);
   }
   FinishPush(reserved, push);
+  tier_lock.Release();
+  // Far over the cache: rows go to disk now rather than at the next sweep.
+  if (tier_ != nullptr && rows_.load(std::memory_order_relaxed) > cache_rows_ + cache_rows_ / 4) {
+    (void)Demote();  // an error is the next sweep's to report
+  }
   return true;
 }
 
@@ -557,25 +611,51 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::FinishPush(uint64_t reserv
 absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, char* dst) const {
   absl::StatusOr<KeyPlan> plan = Plan(keys);
   if (!plan.ok()) return plan.status();
-  Read(keys, *plan, dst);
-  return absl::OkStatus();
+  return Read(keys, *plan, dst);
 }
 
-void SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const {
+absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& plan,
+                               char* dst) const {
   const size_t row_bytes = width_ * sizeof(float);
   std::vector<float> initial(width_);
+  std::vector<size_t> missing;  // a tiered table's keys to read from disk
+  std::vector<char> rows;
+  std::unique_ptr<bool[]> found;
+  uint64_t misses = 0;
   for (const Group& g : plan.groups) {
     const Slice& slice = *slices_[g.slice];
     absl::ReaderMutexLock lock(&slice.mu);
+    missing.clear();
     for (size_t i = g.begin; i < g.end; ++i) {
       const float* row = slice.rows.Find(keys[i], plan.hashes[i]);
       if (row == nullptr) {
+        if (tier_ != nullptr) {
+          missing.push_back(i);
+          continue;
+        }
         InitializeValues(def_, keys[i], 1, initial.data());
         row = initial.data();
       }
       std::memcpy(dst + i * row_bytes, row, row_bytes);
     }
+    if (missing.empty()) continue;
+    misses += missing.size();
+    if (absl::Status s = ReadTier(g.slice, keys, missing, &rows, &found); !s.ok()) return s;
+    for (size_t j = 0; j < missing.size(); ++j) {
+      const size_t i = missing[j];
+      const char* src = rows.data() + j * stride_bytes();
+      if (!found[j]) {
+        InitializeValues(def_, keys[i], 1, initial.data());
+        src = reinterpret_cast<const char*>(initial.data());
+      }
+      std::memcpy(dst + i * row_bytes, src, row_bytes);
+    }
   }
+  if (tier_ != nullptr) {
+    cache_misses_.fetch_add(misses, std::memory_order_relaxed);
+    cache_hits_.fetch_add(keys.size() - misses, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
 }
 
 uint64_t SparseTable::BytesToCreate(const proto::TableDef& def) {

@@ -28,6 +28,18 @@
 // past the cap it is dropped whole, and every write on top of a cut before
 // the drop writes that slice whole (erased_lost).
 //
+// Tiered tables (storage STORAGE_TIERED, docs/design/tiered_tables.md):
+// every row that is not in memory is in a RowStore on disk; the slices'
+// SparseRows are a cache of at most cache_mb of rows, so a push or pull of a
+// cached row takes the path above. A push reads its keys missing from the
+// cache from the store first (one read a slice, before any row changes, so a
+// failed read leaves the table as it was) and keeps them in the cache; a
+// pull reads them without keeping them. Demote() moves the least pushed rows
+// (a count kept with each row, halved at each demotion) to the store, in
+// one batch, and drops them from the cache once it is durable. Not yet on
+// tiered tables: eviction (refused by ValidateTableDef), checkpoints and
+// replication snapshots (WriteCut and LoadRecord refuse).
+//
 // Thread-safe. Knows nothing of gRPC, clocks of workers or de-duplication:
 // the store's caller decides whether a push is applied (Admit).
 #ifndef PS_SERVER_STORE_SPARSE_TABLE_H_
@@ -36,6 +48,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -51,6 +64,7 @@
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
 #include "server/store/memory_budget.h"
+#include "server/store/row_store.h"
 #include "server/store/sparse_rows.h"
 
 namespace ps {
@@ -59,8 +73,12 @@ class SparseTable {
  public:
   // The slices `placement` gives server `server_index`, empty. `budget`
   // and `clock` (the time of evict_after_seconds) must outlive the table.
+  // A tiered table needs its `tier` (the store of this server's rows,
+  // empty or not: a table is created empty either way, rows on disk are
+  // found by their keys).
   SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> optimizer, int server_index,
-              const Placement& placement, MemoryBudget* budget, Clock* clock = Clock::Real());
+              const Placement& placement, MemoryBudget* budget, Clock* clock = Clock::Real(),
+              std::unique_ptr<RowStore> tier = nullptr);
   // Returns the table's bytes to the budget.
   ~SparseTable();
 
@@ -68,6 +86,11 @@ class SparseTable {
   // locks and maps, and admission counters): what the creator charges
   // before construction. Rows are charged as pushes create them.
   static uint64_t BytesToCreate(const proto::TableDef& def);
+  // Bytes of a row of a tiered table of `def` in its store: its values,
+  // optimizer state and push count, and its change tag.
+  static size_t StoreRowBytes(const proto::TableDef& def, const Optimizer& optimizer) {
+    return (def.width() * (1 + optimizer.state_per_value()) + 2 + 1) * sizeof(float);
+  }
 
   const proto::TableDef& def() const { return def_; }
   uint64_t num_buckets() const { return num_buckets_; }
@@ -128,8 +151,9 @@ class SparseTable {
   absl::StatusOr<bool> Push(absl::Span<const uint64_t> keys, absl::Span<const float> grads,
                             uint64_t clock, Admit admit, char* dst);
   // Copies the keys' values to dst (keys.size() * width floats); a key
-  // without a row reads as its initial values.
-  void Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const;
+  // without a row reads as its initial values. Errors: a tiered table's
+  // store's (its read failed).
+  absl::Status Read(absl::Span<const uint64_t> keys, const KeyPlan& plan, char* dst) const;
   // The same, planning the keys first (Plan's errors).
   absl::Status Read(absl::Span<const uint64_t> keys, char* dst) const;
 
@@ -151,6 +175,21 @@ class SparseTable {
   // Evicts the rows of `keys` that exist here (a primary's Sweep, replayed
   // on a copy). Returns the rows evicted.
   uint64_t EvictKeys(absl::Span<const uint64_t> keys);
+
+  // Tiered tables: moves the least pushed rows to the store until the cache
+  // holds at most 90% of cache_mb's rows, when it holds more than them;
+  // returns the rows moved (0 on other tables). Errors: the store's (nothing
+  // is dropped from the cache then).
+  absl::StatusOr<uint64_t> Demote();
+  bool tiered() const { return tier_ != nullptr; }
+  // Rows the cache holds at most (0: not tiered).
+  uint64_t cache_rows() const { return cache_rows_; }
+  // Keys of pushes and pulls found in the cache and read from the store,
+  // rows demoted, and the store's figures (zeros when not tiered).
+  uint64_t cache_hits() const { return cache_hits_.load(std::memory_order_relaxed); }
+  uint64_t cache_misses() const { return cache_misses_.load(std::memory_order_relaxed); }
+  uint64_t demoted() const { return demoted_.load(std::memory_order_relaxed); }
+  RowStoreStats tier_stats() const { return tier_ != nullptr ? tier_->stats() : RowStoreStats{}; }
 
   // Admission and eviction counts (proto::TableStats fields).
   uint64_t admitted() const { return admitted_.load(std::memory_order_relaxed); }
@@ -320,6 +359,7 @@ class SparseTable {
   void Touch(float* row, uint64_t clock) const;
   uint32_t LastTouch(const float* row) const;
   uint32_t TouchCount(const float* row) const;
+  void SetTouchCount(float* row, uint32_t count) const;
   // Evicts sampled rows of the slice until it is under its cap; with
   // decisions, records them, or (replay) evicts the recorded ones of this
   // slice instead.
@@ -332,6 +372,21 @@ class SparseTable {
   // Erases `key`'s row, counting it and its bytes.
   void EvictRow(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   static uint64_t NextRandom(uint64_t* state);
+
+  // A tiered table's push, before any row changes: reads the keys missing
+  // from the cache from the store and inserts the rows found (their growth
+  // added to push.grown, their count to *promoted). Errors: the store's.
+  absl::Status LoadFromTier(absl::Span<const uint64_t> keys, const KeyPlan& plan, uint64_t* grown,
+                            uint64_t* promoted);
+  // Reads the rows of `keys[i]` for i in `missing` (all of slice `s`) from
+  // the store into rows (stride_bytes() each) and found.
+  absl::Status ReadTier(uint64_t s, absl::Span<const uint64_t> keys,
+                        const std::vector<size_t>& missing, std::vector<char>* rows,
+                        std::unique_ptr<bool[]>* found) const;
+  // FAILED_PRECONDITION: `what` does not work on tiered tables yet.
+  absl::Status TierNotYet(const std::string& what) const;
+  // Bytes a row takes in the store: its floats and its change tag.
+  size_t stride_bytes() const { return (floats_per_row_ + 1) * sizeof(float); }
 
   // Step 1 of Push: charges the budget for the rows the push may create;
   // returns the bytes charged, or sets *status to RESOURCE_EXHAUSTED.
@@ -401,6 +456,16 @@ class SparseTable {
   std::atomic<uint64_t> rows_{0};
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> version_{0};
+
+  // Tiered tables. A push holds tier_mu_ shared from reading its missing
+  // rows to applying them, Demote exclusively while it drops rows from the
+  // cache: a row a push read cannot leave the cache before it is applied.
+  const std::unique_ptr<RowStore> tier_;
+  const uint64_t cache_rows_;
+  mutable absl::Mutex tier_mu_;
+  absl::Mutex demote_mu_;                                          // one Demote at a time
+  mutable std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};  // counted by Read too
+  std::atomic<uint64_t> demoted_{0};
 };
 
 }  // namespace ps

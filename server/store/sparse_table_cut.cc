@@ -184,6 +184,7 @@ std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
 
 absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
                                    uint64_t since, uint64_t prune_upto, size_t max_record_bytes) {
+  if (tier_ != nullptr) return TierNotYet("checkpoints and replication snapshots");
   for (uint64_t s = 0; s < slices_.size(); ++s) {
     Slice* slice = slices_[s].get();
     if (slice == nullptr) continue;
@@ -213,6 +214,7 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
 }
 
 absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
+  if (tier_ != nullptr) return TierNotYet("restoring checkpoints and loading snapshots");
   const proto::SliceHeader& h = record.header;
   if (!h.sparse() || h.floats_per_row() != floats_per_row_ || h.width() != width_) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -36,6 +36,9 @@ struct EmbeddingMlpConfig {
   uint32_t num_fields = 1;
   uint32_t num_buckets = 1024;
   uint64_t seed = 1;
+  // > 0: the sparse table is tiered (storage STORAGE_TIERED): its rows on
+  // the servers' disks, this many MiB of them in each server's memory.
+  uint64_t tiered_cache_mb = 0;
 };
 
 // The tables: "<prefix>/emb" (sparse, width dim, uniform in +-0.05), and

@@ -1,0 +1,251 @@
+// Tiered sparse tables (SparseTable with a RowStore): every value and its
+// optimizer state equal to an in-memory table's after the same pushes, with
+// six times more rows than the cache holds, through demotions and
+// promotions; a failed read or write of the store changes nothing.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/key_spec.h"
+#include "common/optimizer/optimizer.h"
+#include "common/placement.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/store/log_row_store.h"
+#include "server/store/memory_budget.h"
+#include "server/store/shard_store.h"
+#include "server/store/sparse_table.h"
+#include "tests/test_util/table_defs.h"
+
+namespace ps {
+namespace {
+
+using ::testing::HasSubstr;
+
+proto::TableDef Def(bool tiered) {
+  proto::TableDef def = SparseTableDef("ctr/emb", /*width=*/4, /*num_buckets=*/64);
+  def.set_initializer(proto::INIT_UNIFORM);
+  def.set_init_low(-0.1f);
+  def.set_init_high(0.1f);
+  def.set_seed(7);
+  def.set_optimizer(proto::OPT_ADAGRAD);
+  def.set_learning_rate(0.05f);
+  def.set_initial_accumulator(0.1f);
+  def.set_epsilon(1e-8f);
+  if (tiered) {
+    def.set_storage(proto::STORAGE_TIERED);
+    def.set_cache_mb(1);
+  }
+  return def;
+}
+
+std::unique_ptr<SparseTable> Make(const proto::TableDef& def, MemoryBudget* budget,
+                                  std::unique_ptr<RowStore> tier) {
+  auto optimizer = MakeOptimizer(def);
+  EXPECT_TRUE(optimizer.ok()) << optimizer.status();
+  return std::make_unique<SparseTable>(def, *std::move(optimizer), 0, Placement(1), budget,
+                                       Clock::Real(), std::move(tier));
+}
+
+std::unique_ptr<RowStore> OpenLog(const proto::TableDef& def, const std::string& name) {
+  RowStoreOptions options;
+  options.dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  auto optimizer = MakeOptimizer(def);
+  options.row_bytes = SparseTable::StoreRowBytes(def, **optimizer);
+  options.name = name;
+  auto store = LogRowStore::Open(options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::unique_ptr<RowStore>(*std::move(store)) : nullptr;
+}
+
+absl::StatusOr<bool> Admitted() { return true; }
+
+std::vector<float> ReadAll(const SparseTable& t, const std::vector<uint64_t>& keys) {
+  std::vector<float> out(keys.size() * t.def().width());
+  absl::Status s = t.Read(keys, reinterpret_cast<char*>(out.data()));
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
+TEST(SparseTableTierTest, TieredTableHoldsWhatAnInMemoryOneDoes) {
+  MemoryBudget budget(~uint64_t{0});
+  auto memory = Make(Def(false), &budget, nullptr);
+  auto tiered = Make(Def(true), &budget, OpenLog(Def(true), "same"));
+  const uint64_t cache = tiered->cache_rows();
+  ASSERT_GT(cache, 1000u);
+  const uint64_t kKeys = 6 * cache;
+  std::mt19937_64 rng(3);
+  // Pushes of 2,000 keys, most of them from a popular tenth (as CTR
+  // features are), then the rest; the same gradients to both tables.
+  std::vector<uint64_t> keys;
+  std::vector<float> grads;
+  for (int step = 0; step < 60; ++step) {
+    keys.clear();
+    for (int k = 0; k < 2000; ++k) {
+      const uint64_t r = rng() % 10 < 7 ? rng() % (kKeys / 10) : rng() % kKeys;
+      keys.push_back(r * 0x9e3779b97f4a7c15ULL);
+    }
+    grads.resize(keys.size() * 4);
+    for (float& g : grads) g = static_cast<float>(static_cast<int64_t>(rng() % 2001) - 1000) / 1000;
+    std::vector<float> back_memory(grads.size()), back_tiered(grads.size());
+    ASSERT_TRUE(
+        memory->Push(keys, grads, step, Admitted, reinterpret_cast<char*>(back_memory.data()))
+            .ok());
+    absl::StatusOr<bool> pushed =
+        tiered->Push(keys, grads, step, Admitted, reinterpret_cast<char*>(back_tiered.data()));
+    ASSERT_TRUE(pushed.ok()) << pushed.status();
+    // What a push reads back is the same, bit for bit.
+    ASSERT_EQ(0, std::memcmp(back_memory.data(), back_tiered.data(), grads.size() * 4))
+        << "step " << step;
+    if (step % 10 == 9) ASSERT_TRUE(tiered->Demote().ok());
+  }
+  ASSERT_TRUE(tiered->Demote().ok());
+  EXPECT_LE(tiered->rows(), cache) << "the cache holds more rows than cache_mb's";
+  EXPECT_GT(tiered->demoted(), 0u);
+  EXPECT_GT(tiered->cache_misses(), 0u);
+  EXPECT_GT(tiered->tier_stats().rows, tiered->rows());
+  // Every key ever pushed, and keys never pushed (their initial values).
+  std::vector<uint64_t> all;
+  for (uint64_t r = 0; r < kKeys + 100; ++r) all.push_back(r * 0x9e3779b97f4a7c15ULL);
+  const std::vector<float> want = ReadAll(*memory, all), got = ReadAll(*tiered, all);
+  ASSERT_EQ(want.size(), got.size());
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4));
+  // The optimizer state came back with the rows: the next push is the same.
+  keys.assign(all.begin(), all.begin() + 3000);
+  grads.assign(keys.size() * 4, 0.5f);
+  std::vector<float> a(grads.size()), b(grads.size());
+  ASSERT_TRUE(memory->Push(keys, grads, 99, Admitted, reinterpret_cast<char*>(a.data())).ok());
+  ASSERT_TRUE(tiered->Push(keys, grads, 99, Admitted, reinterpret_cast<char*>(b.data())).ok());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+}
+
+// A store whose reads or writes fail on demand, over a real one.
+class FailingStore final : public RowStore {
+ public:
+  explicit FailingStore(std::unique_ptr<RowStore> inner)
+      : RowStore(inner->row_bytes()), inner_(std::move(inner)) {}
+  bool fail_reads = false, fail_writes = false;
+  absl::Status Write(const Batch& batch) override {
+    if (fail_writes) return absl::UnavailableError("disk /dev/test failed a write");
+    return inner_->Write(batch);
+  }
+  absl::Status Read(uint32_t slice, absl::Span<const uint64_t> keys, char* dst,
+                    bool* found) const override {
+    if (fail_reads) return absl::DataLossError("disk /dev/test failed a read");
+    return inner_->Read(slice, keys, dst, found);
+  }
+  absl::Status ForEach(uint32_t slice, RowFn fn) const override {
+    return inner_->ForEach(slice, fn);
+  }
+  absl::Status Snapshot(const std::string& dir) const override { return inner_->Snapshot(dir); }
+  std::string meta() const override { return inner_->meta(); }
+  RowStoreStats stats() const override { return inner_->stats(); }
+
+ private:
+  std::unique_ptr<RowStore> inner_;
+};
+
+TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
+  MemoryBudget budget(~uint64_t{0});
+  auto owned = std::make_unique<FailingStore>(OpenLog(Def(true), "failing"));
+  FailingStore* store = owned.get();
+  auto tiered = Make(Def(true), &budget, std::move(owned));
+  const uint64_t n = tiered->cache_rows() * 2;
+  std::vector<uint64_t> keys(n);
+  for (uint64_t k = 0; k < n; ++k) keys[k] = k;
+  std::vector<float> ones(n * 4, 1.0f);
+  ASSERT_TRUE(tiered->Push(keys, ones, 1, Admitted, nullptr).ok());  // demotes half
+  ASSERT_GT(tiered->demoted(), 0u);
+  const std::vector<float> before = ReadAll(*tiered, keys);
+  // Reads fail: the push of rows on disk is refused before it is admitted.
+  store->fail_reads = true;
+  int admitted = 0;
+  auto admit = [&]() -> absl::StatusOr<bool> {
+    ++admitted;
+    return true;
+  };
+  absl::StatusOr<bool> pushed = tiered->Push(keys, ones, 2, admit, nullptr);
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_THAT(std::string(pushed.status().message()), HasSubstr("ctr/emb"));
+  EXPECT_THAT(std::string(pushed.status().message()), HasSubstr("/dev/test"));
+  EXPECT_EQ(admitted, 0) << "a push that could not read its rows was admitted";
+  std::vector<float> out(n * 4);
+  EXPECT_FALSE(tiered->Read(keys, reinterpret_cast<char*>(out.data())).ok());
+  store->fail_reads = false;
+  EXPECT_EQ(ReadAll(*tiered, keys), before);
+  // Writes fail: demotion keeps every row in the cache.
+  store->fail_writes = true;
+  const uint64_t held = tiered->rows();
+  std::vector<uint64_t> more(n);
+  for (uint64_t k = 0; k < n; ++k) more[k] = n + k;
+  ASSERT_TRUE(tiered->Push(more, ones, 3, Admitted, nullptr).ok());
+  absl::StatusOr<uint64_t> demoted = tiered->Demote();
+  ASSERT_FALSE(demoted.ok());
+  EXPECT_THAT(std::string(demoted.status().message()), HasSubstr("ctr/emb"));
+  EXPECT_EQ(tiered->rows(), held + n);
+  store->fail_writes = false;
+  EXPECT_EQ(ReadAll(*tiered, keys), before);
+  ASSERT_TRUE(tiered->Demote().ok());
+  EXPECT_LE(tiered->rows(), tiered->cache_rows());
+  EXPECT_EQ(ReadAll(*tiered, keys), before);
+}
+
+TEST(SparseTableTierTest, CheckpointsOfTieredTablesAreRefusedForNow) {
+  MemoryBudget budget(~uint64_t{0});
+  auto tiered = Make(Def(true), &budget, OpenLog(Def(true), "cut"));
+  absl::Status s = tiered->WriteCut([](std::string) { return absl::OkStatus(); });
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tiered"));
+}
+
+}  // namespace
+}  // namespace ps
+
+namespace ps {
+namespace {
+
+// Through the shard store, as ps_server uses it: --table_dir is needed, a
+// directory holding rows of an earlier run is refused, and a tiered table
+// takes pushes and pulls like any other.
+TEST(SparseTableTierTest, ShardStoreOpensAStoreUnderTheTableDir) {
+  StoreLimits no_dir;
+  ShardStore without(0, Placement(1), no_dir);
+  absl::StatusOr<bool> refused = without.CreateTable(Def(true));
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--table_dir"));
+
+  StoreLimits limits;
+  limits.table_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/tables");
+  const std::vector<uint64_t> keys = {1, 2, 3, 1ULL << 40};
+  const std::vector<float> grads(keys.size() * 4, 0.25f);
+  std::string before;
+  {
+    ShardStore store(0, Placement(1), limits);
+    ASSERT_TRUE(store.CreateTable(Def(true)).ok());
+    ASSERT_TRUE(store.Push("ctr/emb", KeySpec::List(keys), grads).ok());
+    ASSERT_TRUE(store.Pull("ctr/emb", KeySpec::List(keys), &before).ok());
+    std::string want;
+    ShardStore memory(0, Placement(1));
+    ASSERT_TRUE(memory.CreateTable(Def(false)).ok());
+    ASSERT_TRUE(memory.Push("ctr/emb", KeySpec::List(keys), grads).ok());
+    ASSERT_TRUE(memory.Pull("ctr/emb", KeySpec::List(keys), &want).ok());
+    EXPECT_EQ(before, want);
+    // Four rows, in memory: far under the cache.
+    proto::TableStats stats;
+    stats.set_table("ctr/emb");
+    ASSERT_TRUE(store.FillSparseStats(&stats));
+    EXPECT_EQ(stats.rows(), keys.size());
+  }
+  // The directory now holds the table's files: a new store refuses it.
+  ShardStore again(0, Placement(1), limits);
+  absl::StatusOr<bool> held = again.CreateTable(Def(true));
+  ASSERT_EQ(held.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(held.status().message()), HasSubstr("earlier run"));
+}
+
+}  // namespace
+}  // namespace ps
