@@ -9,14 +9,12 @@ set -euo pipefail
 check="$1"
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: needs root (a tmpfs in a private mount namespace)" >&2; exit 1; }
 root="${TEST_TMPDIR:-/tmp}/disk_full"
-for store in log; do
-  mkdir -p "$root/$store"
-  # shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
-  unshare -m bash -c '
-    set -euo pipefail
-    mount -t tmpfs -o size=16m tmpfs "$1"
-    dd if=/dev/zero of="$1/filler" bs=1M count=4 status=none
-    "$2" --store="$3" --dir="$1/store" --filler="$1/filler"
-  ' _ "$root/$store" "$check" "$store"
-done
+mkdir -p "$root"
+# shellcheck disable=SC2016  # expanded by the inner bash, from its arguments
+unshare -m bash -c '
+  set -euo pipefail
+  mount -t tmpfs -o size=16m tmpfs "$1"
+  dd if=/dev/zero of="$1/filler" bs=1M count=4 status=none
+  "$2" --store=log --dir="$1/store" --filler="$1/filler"
+' _ "$root" "$check"
 echo "PASS: the log store on a full disk"
