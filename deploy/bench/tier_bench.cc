@@ -1,0 +1,196 @@
+// A tiered sparse table against the same table in memory (issue 32's
+// benchmark), in one process and one run: a width-16 AdaGrad table of
+// --rows rows, every row pushed once, whose tiered copy keeps
+// --cache_fraction of its rows in memory; then requests of --batch distinct
+// keys drawn from a Zipf law (each --exponents value in turn), each a push
+// with the values read back (ShardStore::PushAndRead: the PushPull RPC's
+// work on the server), alternating between the two tables in blocks of 50
+// requests. Prints keys/s of each, their ratio, the tiered table's cache
+// hit rate, and its bytes on disk and in memory per row. The keys of a
+// request come grouped by slice, as the client's planner sends them.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/key_spec.h"
+#include "common/placement.h"
+#include "server/store/shard_store.h"
+#include "worker/train/libsvm_generator.h"
+
+ABSL_FLAG(std::string, dir, "/var/tmp/tier_bench", "the tiered table's directory (emptied)");
+ABSL_FLAG(int64_t, rows, 2000000, "rows of the table");
+ABSL_FLAG(double, cache_fraction, 0.1, "rows the tiered table keeps in memory, as a fraction");
+ABSL_FLAG(int64_t, batch, 512, "distinct keys a request");
+ABSL_FLAG(int64_t, requests, 2000, "requests measured on each table for each exponent");
+ABSL_FLAG(std::string, exponents, "1.05,1.2", "Zipf exponents of the keys");
+
+namespace ps {
+namespace {
+
+constexpr uint32_t kWidth = 16;
+constexpr uint32_t kBuckets = 1024;
+
+proto::TableDef Def(uint64_t cache_mb) {
+  proto::TableDef def;
+  def.set_name("ctr/emb");
+  def.set_kind(proto::TABLE_SPARSE);
+  def.set_width(kWidth);
+  def.set_num_buckets(kBuckets);
+  def.set_initializer(proto::INIT_UNIFORM);
+  def.set_init_low(-0.05f);
+  def.set_init_high(0.05f);
+  def.set_optimizer(proto::OPT_ADAGRAD);
+  def.set_learning_rate(0.05f);
+  def.set_initial_accumulator(0.1f);
+  def.set_epsilon(1e-8f);
+  if (cache_mb > 0) {
+    def.set_storage(proto::STORAGE_TIERED);
+    def.set_cache_mb(cache_mb);
+  }
+  return def;
+}
+
+void Die(const absl::Status& s) {
+  std::fprintf(stderr, "tier_bench: %s\n", s.ToString().c_str());
+  std::exit(1);
+}
+
+// Rank r's key: spread like hashed feature ids.
+uint64_t KeyOf(uint64_t r) { return (r + 1) * 0x9e3779b97f4a7c15ULL; }
+
+// Sorts keys by slice, as the client's planner sends them.
+void BySlice(std::vector<uint64_t>* keys) {
+  std::sort(keys->begin(), keys->end(), [](uint64_t a, uint64_t b) {
+    return Placement::SparseSliceOf(a, kBuckets) < Placement::SparseSliceOf(b, kBuckets);
+  });
+}
+
+// One request on `store`: push grads to keys, read the values back.
+void PushPull(ShardStore& store, const std::vector<uint64_t>& keys, const std::vector<float>& grads,
+              std::vector<float>* out) {
+  out->resize(keys.size() * kWidth);
+  absl::StatusOr<ShardStore::PushResult> r = store.PushAndRead(
+      "ctr/emb", KeySpec::List(keys), absl::MakeConstSpan(grads.data(), keys.size() * kWidth), 1,
+      [] { return absl::StatusOr<bool>(true); },
+      [&](size_t) { return reinterpret_cast<char*>(out->data()); });
+  if (!r.ok()) Die(r.status());
+}
+
+void Run(double exponent) {
+  const uint64_t n = static_cast<uint64_t>(absl::GetFlag(FLAGS_rows));
+  const std::string dir = absl::GetFlag(FLAGS_dir);
+  std::filesystem::remove_all(dir);
+  // Bytes a cached row takes (SparseTable: values, AdaGrad's accumulators,
+  // 2 floats of counts, the change tag, ~20 bytes of map).
+  const uint64_t row_bytes = (kWidth * 2 + 2 + 1) * 4 + 20;
+  const uint64_t cache_mb = std::max<uint64_t>(
+      1, static_cast<uint64_t>(absl::GetFlag(FLAGS_cache_fraction) * n * row_bytes) >> 20);
+  StoreLimits limits;
+  limits.table_dir = dir;
+  ShardStore tiered(0, Placement(1), limits), memory(0, Placement(1));
+  if (auto s = tiered.CreateTable(Def(cache_mb)); !s.ok()) Die(s.status());
+  if (auto s = memory.CreateTable(Def(0)); !s.ok()) Die(s.status());
+  std::vector<float> grads(size_t{4096} * kWidth, 0.01f), out;
+  // Every row pushed once.
+  const absl::Time fill = absl::Now();
+  std::vector<uint64_t> keys;
+  for (uint64_t b = 0; b < n; b += 4096) {
+    keys.clear();
+    for (uint64_t r = b; r < std::min(n, b + 4096); ++r) keys.push_back(KeyOf(r));
+    BySlice(&keys);
+    PushPull(tiered, keys, grads, &out);
+    PushPull(memory, keys, grads, &out);
+    tiered.Sweep();
+  }
+  std::printf("zipf %.2f: %llu rows pushed once to both tables in %.1f s; cache %llu MiB\n",
+              exponent, static_cast<unsigned long long>(n),
+              absl::ToDoubleSeconds(absl::Now() - fill), static_cast<unsigned long long>(cache_mb));
+  const ZipfSampler zipf(n, exponent);
+  SplitMix64 rng(11);
+  const size_t batch = static_cast<size_t>(absl::GetFlag(FLAGS_batch));
+  absl::flat_hash_set<uint64_t> seen;
+  auto draw = [&] {
+    keys.clear();
+    seen.clear();
+    while (keys.size() < batch) {
+      const uint64_t key = KeyOf(zipf.Sample(rng) - 1);
+      if (seen.insert(key).second) keys.push_back(key);
+    }
+    BySlice(&keys);
+  };
+  // The cache learns the popular rows first.
+  for (int i = 0; i < 200; ++i) {
+    draw();
+    PushPull(tiered, keys, grads, &out);
+    tiered.Sweep();
+  }
+  proto::TableStats before;
+  before.set_table("ctr/emb");
+  tiered.FillSparseStats(&before);
+  const int64_t requests = absl::GetFlag(FLAGS_requests);
+  absl::Duration spent[2];
+  for (int64_t done = 0; done < requests; done += 50) {
+    for (int t = 0; t < 2; ++t) {
+      ShardStore& store = t == 0 ? tiered : memory;
+      SplitMix64 block_rng(static_cast<uint64_t>(done) + 1);  // the same keys on both
+      rng = block_rng;
+      for (int i = 0; i < 50; ++i) {
+        draw();
+        const absl::Time start = absl::Now();
+        PushPull(store, keys, grads, &out);
+        if (t == 0) tiered.Sweep();
+        spent[t] += absl::Now() - start;
+      }
+    }
+  }
+  proto::TableStats after;
+  after.set_table("ctr/emb");
+  tiered.FillSparseStats(&after);
+  const double keys_total = static_cast<double>(requests) * static_cast<double>(batch);
+  const double rate_tiered = keys_total / absl::ToDoubleSeconds(spent[0]);
+  const double rate_memory = keys_total / absl::ToDoubleSeconds(spent[1]);
+  const double hits = static_cast<double>(after.cache_hits() - before.cache_hits());
+  const double misses = static_cast<double>(after.cache_misses() - before.cache_misses());
+  const double disk_per_row = static_cast<double>(after.disk_bytes()) / static_cast<double>(n);
+  std::printf(
+      "zipf %.2f: push+pull %.0f keys/s tiered, %.0f in memory (%.2fx); cache hit rate %.3f; "
+      "%llu rows in memory, %llu on disk, %.1f disk bytes a row\n",
+      exponent, rate_tiered, rate_memory, rate_tiered / rate_memory, hits / (hits + misses),
+      static_cast<unsigned long long>(after.rows()),
+      static_cast<unsigned long long>(after.disk_rows()), disk_per_row);
+  std::printf(
+      "RESULT exponent=%.2f rows=%llu cache_mb=%llu tiered_keys_per_second=%.0f "
+      "memory_keys_per_second=%.0f ratio=%.3f hit_rate=%.4f disk_bytes_per_row=%.1f\n",
+      exponent, static_cast<unsigned long long>(n), static_cast<unsigned long long>(cache_mb),
+      rate_tiered, rate_memory, rate_tiered / rate_memory, hits / (hits + misses), disk_per_row);
+  std::fflush(stdout);
+}
+
+}  // namespace
+}  // namespace ps
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  for (absl::string_view e : absl::StrSplit(absl::GetFlag(FLAGS_exponents), ',')) {
+    double exponent = 0;
+    if (!absl::SimpleAtod(e, &exponent) || !(exponent > 0)) {
+      std::fprintf(stderr, "tier_bench: --exponents: '%s' is not a positive number\n",
+                   std::string(e).c_str());
+      return 2;
+    }
+    ps::Run(exponent);
+  }
+  std::filesystem::remove_all(absl::GetFlag(FLAGS_dir));
+  return 0;
+}
