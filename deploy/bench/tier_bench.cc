@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/key_spec.h"
+#include "common/optimizer/optimizer.h"
 #include "common/placement.h"
 #include "server/store/shard_store.h"
 #include "worker/train/libsvm_generator.h"
@@ -91,9 +92,11 @@ void Run(double exponent) {
   const uint64_t n = static_cast<uint64_t>(absl::GetFlag(FLAGS_rows));
   const std::string dir = absl::GetFlag(FLAGS_dir);
   std::filesystem::remove_all(dir);
-  // Bytes a cached row takes (SparseTable: values, AdaGrad's accumulators,
-  // 2 floats of counts, the change tag, ~20 bytes of map).
-  const uint64_t row_bytes = (kWidth * 2 + 2 + 1) * 4 + 20;
+  // Bytes a cached row takes, as the table counts them against cache_mb.
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(Def(0));
+  if (!optimizer.ok()) Die(optimizer.status());
+  const uint64_t row_bytes =
+      SparseTable::StoreRowBytes(Def(0), **optimizer) + SparseTable::kCacheMapBytesPerRow;
   const uint64_t cache_mb = std::max<uint64_t>(
       1, static_cast<uint64_t>(absl::GetFlag(FLAGS_cache_fraction) * n * row_bytes) >> 20);
   StoreLimits limits;

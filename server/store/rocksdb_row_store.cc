@@ -119,11 +119,7 @@ absl::Status RocksDbRowStore::Write(const Batch& batch) {
   rocksdb::WriteBatch wb;
   uint64_t bytes = 0;
   for (uint32_t slice : batch.dropped_slices) {
-    const RowKey begin(slice, 0);
-    char end[kKeyBytes];
-    PutBigEndian(uint64_t{slice} + 1, 4, end);
-    std::memset(end + 4, 0, 8);
-    wb.DeleteRange(begin.slice(), rocksdb::Slice(end, kKeyBytes));
+    wb.DeleteRange(RowKey(slice, 0).slice(), RowKey(slice + 1, 0).slice());
   }
   for (const Batch::Erase& e : batch.erases) {
     wb.Delete(RowKey(e.slice, e.key).slice());
@@ -201,11 +197,8 @@ absl::Status RocksDbRowStore::Read(uint32_t slice, absl::Span<const uint64_t> ke
 }
 
 absl::Status RocksDbRowStore::ForEach(uint32_t slice, RowFn fn) const {
-  const RowKey begin(slice, 0);
-  char end[kKeyBytes];
-  PutBigEndian(uint64_t{slice} + 1, 4, end);
-  std::memset(end + 4, 0, 8);
-  const rocksdb::Slice upper(end, kKeyBytes);
+  const RowKey begin(slice, 0), end(slice + 1, 0);
+  const rocksdb::Slice upper = end.slice();
   rocksdb::ReadOptions read_options;
   read_options.iterate_upper_bound = &upper;
   read_options.fill_cache = false;  // a scan must not push the hot blocks out

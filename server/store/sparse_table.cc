@@ -52,10 +52,11 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
       placement_(placement),
       budget_(budget),
       tier_(std::move(tier)),
-      // Rows of cache_mb, each with its change tag and about 20 bytes of map.
-      cache_rows_(tier_ == nullptr ? 0
-                                   : std::max<uint64_t>(1, (def.cache_mb() << 20) /
-                                                               ((floats_per_row_ + 1) * 4 + 20))) {
+      // Rows of cache_mb, each with its change tag and its share of the map.
+      cache_rows_(tier_ == nullptr
+                      ? 0
+                      : std::max<uint64_t>(
+                            1, (def.cache_mb() << 20) / (stride_bytes() + kCacheMapBytesPerRow))) {
   slices_.resize(num_buckets_);
   slot_refs_.reset(new std::atomic<uint64_t>[num_buckets_]);
   for (uint64_t s = 0; s < num_buckets_; ++s) slot_refs_[s].store(0, std::memory_order_relaxed);
@@ -305,12 +306,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   absl::StatusOr<bool> fresh = status.ok() ? admit() : absl::StatusOr<bool>(status);
   if (!fresh.ok() || !*fresh) {
     // What promoted rows took stays charged; the rest goes back.
-    bytes_.fetch_add(promoted_bytes, std::memory_order_relaxed);
-    if (promoted_bytes <= reserved) {
-      budget_->Release(reserved - promoted_bytes);
-    } else {
-      budget_->Charge(promoted_bytes - reserved);
-    }
+    Settle(reserved, promoted_bytes);
     if (!fresh.ok()) return fresh.status();
     if (dst != nullptr) {
       if (absl::Status s = Read(keys, plan, dst); !s.ok()) return s;
@@ -500,19 +496,23 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::FinishGroup(uint64_t s, Sl
   }
 }
 
+void SparseTable::Settle(uint64_t reserved, uint64_t grown) {
+  // What was reserved beyond what was allocated goes back. A bound read from
+  // shapes that concurrent pushes then grew may prove low: the excess is
+  // allocated, so it is charged.
+  if (grown <= reserved) {
+    budget_->Release(reserved - grown);
+  } else {
+    budget_->Charge(grown - reserved);
+  }
+  bytes_.fetch_add(grown, std::memory_order_relaxed);
+}
+
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::FinishPush(uint64_t reserved,
                                                                  const PushState& push) {
   admitted_.fetch_add(push.created_rows, std::memory_order_relaxed);
   refused_.fetch_add(push.refused, std::memory_order_relaxed);
-  // What was reserved beyond what was allocated goes back. A bound read from
-  // shapes that concurrent pushes then grew may prove low: the excess is
-  // allocated, so it is charged.
-  if (push.grown <= reserved) {
-    budget_->Release(reserved - push.grown);
-  } else {
-    budget_->Charge(push.grown - reserved);
-  }
-  bytes_.fetch_add(push.grown, std::memory_order_relaxed);
+  Settle(reserved, push.grown);
   rows_.fetch_add(push.created_rows, std::memory_order_relaxed);
   version_.fetch_add(1, std::memory_order_relaxed);
 }

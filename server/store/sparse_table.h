@@ -87,7 +87,9 @@ class SparseTable {
   // before construction. Rows are charged as pushes create them.
   static uint64_t BytesToCreate(const proto::TableDef& def);
   // Bytes of a row of a tiered table of `def` in its store: its values,
-  // optimizer state and push count, and its change tag.
+  // optimizer state and push count, and its change tag. In the cache, it
+  // also takes about kCacheMapBytesPerRow of map (cache_mb counts both).
+  static constexpr size_t kCacheMapBytesPerRow = 20;
   static size_t StoreRowBytes(const proto::TableDef& def, const Optimizer& optimizer) {
     return (def.width() * (1 + optimizer.state_per_value()) + 2 + 1) * sizeof(float);
   }
@@ -423,6 +425,9 @@ class SparseTable {
   // before the group).
   inline void FinishGroup(uint64_t s, Slice& slice, bool may_grow, uint64_t before, PushState& push)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // Gives back what was reserved beyond the `grown` bytes allocated (or
+  // charges the excess), and counts them in bytes_.
+  void Settle(uint64_t reserved, uint64_t grown);
   // The end of Push (of step 3): gives back what was reserved beyond what
   // was allocated (or charges the excess) and counts the push.
   inline void FinishPush(uint64_t reserved, const PushState& push);
