@@ -3,7 +3,9 @@
 // in 12 bytes a slot.
 //
 // Robin-hood open addressing over packed slots of (key, place), any
-// capacity (a key's home slot is the high half of Mix64(key) * capacity),
+// capacity (a key's home slot is the high half of HomeHash(key) * capacity:
+// not of Mix64(key), whose high bits chose the key's slice, so that all of
+// a slice's keys would share a few home slots),
 // at most 0.9 full, grown by 1/8 and shrunk when below 0.76 full, so a row
 // costs 13.3-15.8 bytes (12 / load). Deletion shifts the next slots back,
 // so there are no tombstones and probes stay short (a few slots on average
@@ -61,6 +63,15 @@ class LogRowIndex {
     }
     return old;
   }
+  // How far the farthest key lies from its home slot (tests: probes stay
+  // short whatever slice the keys come from).
+  size_t MaxDisplacement() const {
+    size_t most = 0;
+    for (size_t i = 0; i < cap_; ++i) {
+      if (slots_[i].loc != kNone) most = std::max(most, Distance(i, slots_[i].key));
+    }
+    return most;
+  }
   // Calls f(key, place) for every key, in no particular order.
   template <typename F>
   void ForEach(F f) const {
@@ -77,8 +88,11 @@ class LogRowIndex {
   static_assert(sizeof(Slot) == 12, "slots are packed");
   static constexpr size_t kMinSlots = 8;
 
+  // A hash independent of Mix64(key): the keys of one slice share its high
+  // bits (Placement::SparseSliceOf).
+  static uint64_t HomeHash(uint64_t key) { return Mix64(key ^ 0x2545f4914f6cdd1dULL); }
   size_t Home(uint64_t key) const {
-    return static_cast<size_t>((static_cast<unsigned __int128>(Mix64(key)) * cap_) >> 64);
+    return static_cast<size_t>((static_cast<unsigned __int128>(HomeHash(key)) * cap_) >> 64);
   }
   size_t Distance(size_t i, uint64_t key) const {
     const size_t home = Home(key);
