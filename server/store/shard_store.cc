@@ -246,10 +246,10 @@ uint64_t ShardStore::Sweep(
   }
   uint64_t evicted = 0;
   for (const auto& table : sparse) {
-    // A tiered table's cache back under its size (pushes also demote, when
-    // far over it).
-    if (absl::StatusOr<uint64_t> demoted = table->sparse->Demote(); !demoted.ok()) {
-      LogEvent(absl::StrCat("server ", server_index_), std::string(demoted.status().message()));
+    // A tiered table's demoter's failures (it keeps the cache under its
+    // size on its own thread).
+    if (absl::Status failed = table->sparse->TakeDemoteError(); !failed.ok()) {
+      LogEvent(absl::StrCat("server ", server_index_), std::string(failed.message()));
     }
     if (evicted_keys == nullptr) {
       evicted += table->sparse->Sweep();

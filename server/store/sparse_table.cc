@@ -68,6 +68,7 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
       if (def_.admit_after_pushes() > 1) slices_[s]->sketch.assign(kSketchDepth * kSketchWidth, 0);
     }
   }
+  if (tier_ != nullptr) StartDemoter();
 }
 
 void SparseTable::PublishShape(uint64_t s, Slice& slice) {
@@ -118,7 +119,12 @@ void SparseTable::Touch(float* row, uint64_t clock) const {
                            : clock;
   const uint32_t last = static_cast<uint32_t>(std::min<uint64_t>(now, ~uint32_t{0}));
   uint32_t count = TouchCount(row);
-  if (count < ~uint32_t{0}) ++count;
+  if (tier_ != nullptr) {
+    const uint32_t epoch = TierEpoch();
+    count = (epoch << 16) | std::min<uint32_t>(AgedCount(row, epoch) + 1, 0xffff);
+  } else if (count < ~uint32_t{0}) {
+    ++count;
+  }
   float* meta = row + width_ + state_floats_;
   std::memcpy(meta, &last, sizeof last);
   std::memcpy(meta + 1, &count, sizeof count);
@@ -136,8 +142,10 @@ uint32_t SparseTable::TouchCount(const float* row) const {
   return count;
 }
 
-void SparseTable::SetTouchCount(float* row, uint32_t count) const {
-  std::memcpy(row + width_ + state_floats_ + 1, &count, sizeof count);
+uint32_t SparseTable::AgedCount(const float* row, uint32_t epoch) const {
+  const uint32_t word = TouchCount(row);
+  const uint32_t passed = (epoch - (word >> 16)) & 0xffff;
+  return passed >= 16 ? 0 : (word & 0xffff) >> passed;
 }
 
 void SparseTable::ForEachRun(bool write, uint64_t clock, RunFn fn) {
@@ -165,7 +173,10 @@ void SparseTable::ForEachRun(bool write, uint64_t clock, RunFn fn) {
   }
 }
 
-SparseTable::~SparseTable() { budget_->Release(bytes()); }
+SparseTable::~SparseTable() {
+  StopDemoter();
+  budget_->Release(bytes());
+}
 
 absl::StatusOr<SparseTable::KeyPlan> SparseTable::Plan(absl::Span<const uint64_t> keys) const {
   KeyPlan plan;
@@ -300,6 +311,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   TierReadLock tier_lock(tier_ != nullptr ? &tier_mu_ : nullptr);
   uint64_t promoted_bytes = 0, promoted = 0;
   if (tier_ != nullptr) {
+    tier_pushed_.fetch_add(keys.size(), std::memory_order_relaxed);
     status = LoadFromTier(keys, plan, &promoted_bytes, &promoted);
     rows_.fetch_add(promoted, std::memory_order_relaxed);
   }
@@ -366,9 +378,14 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   }
   FinishPush(reserved, push);
   tier_lock.Release();
-  // Far over the cache: rows go to disk now rather than at the next sweep.
-  if (tier_ != nullptr && rows_.load(std::memory_order_relaxed) > cache_rows_ + cache_rows_ / 4) {
-    (void)Demote();  // an error is the next sweep's to report
+  if (tier_ != nullptr) {
+    const uint64_t held = rows_.load(std::memory_order_relaxed);
+    if (held > cache_rows_ + cache_rows_ / 2) {
+      (void)Demote();  // the demoter is behind: this push waits for rows to go (its error is the
+                       // demoter's to report)
+    } else if (held > cache_rows_) {
+      WakeDemoter();
+    }
   }
   return true;
 }

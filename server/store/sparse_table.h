@@ -35,8 +35,9 @@
 // cache from the store first (one read a slice, before any row changes, so a
 // failed read leaves the table as it was) and keeps them in the cache; a
 // pull reads them without keeping them. Demote() moves the least pushed rows
-// (a count kept with each row, halved at each demotion) to the store, in
-// one batch, and drops them from the cache once it is durable. Not yet on
+// (a count kept with each row, halved as pushes go by: AgedCount) to the store, in
+// one batch, and drops them from the cache once it is durable; a thread of
+// the table's own runs it whenever a push takes the cache past cache_mb. Not yet on
 // tiered tables: eviction (refused by ValidateTableDef), checkpoints and
 // replication snapshots (WriteCut and LoadRecord refuse).
 //
@@ -49,6 +50,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -244,6 +246,10 @@ class SparseTable {
   // The fewest erased keys a slice may remember (see the cap above).
   static constexpr size_t kMinErasedCap = 64;
 
+  // A tiered table's last failed demotion since the last call (the
+  // demoter's, which retries every second), or OK.
+  absl::Status TakeDemoteError();
+
   // Rows and bytes (maps and chunks) held here.
   uint64_t rows() const { return rows_.load(std::memory_order_relaxed); }
   uint64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
@@ -361,7 +367,18 @@ class SparseTable {
   void Touch(float* row, uint64_t clock) const;
   uint32_t LastTouch(const float* row) const;
   uint32_t TouchCount(const float* row) const;
-  void SetTouchCount(float* row, uint32_t count) const;
+  // Tiered tables' popularity (LFU with aging): the count word holds a push
+  // count (low 16 bits, saturating) and the aging epoch it was last brought
+  // to (high 16 bits); the count halves for each epoch since, lazily. An
+  // epoch ends every kEpochCacheRows x cache_rows_ keys pushed. The count
+  // travels with the row to disk and back, so a row keeps its history.
+  static constexpr uint64_t kEpochCacheRows = 8;
+  uint32_t TierEpoch() const {
+    return static_cast<uint32_t>(tier_pushed_.load(std::memory_order_relaxed) /
+                                 (kEpochCacheRows * cache_rows_)) &
+           0xffff;
+  }
+  uint32_t AgedCount(const float* row, uint32_t epoch) const;
   // Evicts sampled rows of the slice until it is under its cap; with
   // decisions, records them, or (replay) evicts the recorded ones of this
   // slice instead.
@@ -385,6 +402,18 @@ class SparseTable {
   absl::Status ReadTier(uint64_t s, absl::Span<const uint64_t> keys,
                         const std::vector<size_t>& missing, std::vector<char>* rows,
                         std::unique_ptr<bool[]>* found) const;
+  // The demoter: a thread of each tiered table that keeps the cache under
+  // cache_rows_ (Demote), woken by pushes that take it past (WakeDemoter);
+  // a push past 1.5x the cache demotes on its own thread (the demoter is
+  // behind). Started by the constructor, stopped by the destructor.
+  void StartDemoter();
+  void StopDemoter();
+  void DemoteLoop();
+  void WakeDemoter();
+  bool DemoterCalled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(demoter_mu_) {
+    return demoter_stop_ || demoter_wake_;
+  }
+  bool DemoterStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(demoter_mu_) { return demoter_stop_; }
   // FAILED_PRECONDITION: `what` does not work on tiered tables yet.
   absl::Status TierNotYet(const std::string& what) const;
   // Bytes a row takes in the store: its floats and its change tag.
@@ -468,9 +497,17 @@ class SparseTable {
   const std::unique_ptr<RowStore> tier_;
   const uint64_t cache_rows_;
   mutable absl::Mutex tier_mu_;
-  absl::Mutex demote_mu_;                                          // one Demote at a time
+  absl::Mutex demote_mu_;                                   // one Demote at a time
+  uint64_t demote_cursor_ ABSL_GUARDED_BY(demote_mu_) = 0;  // the slice the next one starts at
   mutable std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};  // counted by Read too
   std::atomic<uint64_t> demoted_{0};
+  std::atomic<uint64_t> tier_pushed_{0};  // keys pushed: the aging epochs' clock
+  absl::Mutex demoter_mu_;
+  bool demoter_stop_ ABSL_GUARDED_BY(demoter_mu_) = false;
+  bool demoter_wake_ ABSL_GUARDED_BY(demoter_mu_) = false;
+  absl::Status demote_error_ ABSL_GUARDED_BY(demoter_mu_);
+  std::atomic<bool> demote_wanted_{false};  // a wake is pending: pushes skip the lock
+  std::thread demoter_;
 };
 
 }  // namespace ps

@@ -2,12 +2,59 @@
 // the store into the cache, and the least pushed rows moved to the store.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/store/sparse_table.h"
 
 namespace ps {
+
+void SparseTable::StartDemoter() {
+  demoter_ = std::thread([this] { DemoteLoop(); });
+}
+
+void SparseTable::StopDemoter() {
+  if (!demoter_.joinable()) return;
+  {
+    absl::MutexLock lock(&demoter_mu_);
+    demoter_stop_ = true;
+  }
+  demoter_.join();
+}
+
+void SparseTable::WakeDemoter() {
+  if (demote_wanted_.exchange(true, std::memory_order_acq_rel)) return;
+  absl::MutexLock lock(&demoter_mu_);
+  demoter_wake_ = true;
+}
+
+void SparseTable::DemoteLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&demoter_mu_);
+      demoter_mu_.Await(absl::Condition(this, &SparseTable::DemoterCalled));
+      if (demoter_stop_) return;
+      demoter_wake_ = false;
+    }
+    demote_wanted_.store(false, std::memory_order_release);
+    absl::StatusOr<uint64_t> demoted = Demote();
+    if (demoted.ok()) continue;
+    // A failing disk: kept for the sweep to report, tried again in a second
+    // (or by the next push once the cache is 1.5x its size).
+    absl::MutexLock lock(&demoter_mu_);
+    demote_error_ = demoted.status();
+    demoter_mu_.AwaitWithTimeout(absl::Condition(this, &SparseTable::DemoterStopped),
+                                 absl::Seconds(1));
+    if (demoter_stop_) return;
+    demoter_wake_ = true;
+  }
+}
+
+absl::Status SparseTable::TakeDemoteError() {
+  absl::MutexLock lock(&demoter_mu_);
+  return std::exchange(demote_error_, absl::OkStatus());
+}
 
 absl::Status SparseTable::TierNotYet(const std::string& what) const {
   return absl::FailedPreconditionError(
@@ -73,22 +120,22 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
   const uint64_t held = rows_.load(std::memory_order_relaxed);
   if (held <= cache_rows_) return 0;
   const uint64_t need = held - (cache_rows_ - cache_rows_ / 10);
-  // 1. How often the cached rows were pushed (since the last halving).
+  // 1. How often the cached rows were pushed (aged).
   constexpr uint32_t kBins = 64;
+  const uint32_t epoch = TierEpoch();
   std::vector<uint64_t> counts(kBins, 0);
   for (const auto& slice : slices_) {
     if (slice == nullptr) continue;
     absl::ReaderMutexLock lock(&slice->mu);
     slice->rows.ForEach([&](uint64_t, const float* row) {
-      ++counts[std::min<uint32_t>(TouchCount(row), kBins - 1)];
+      ++counts[std::min<uint32_t>(AgedCount(row, epoch), kBins - 1)];
     });
   }
   uint32_t threshold = 0;
   for (uint64_t below = 0; threshold < kBins - 1 && below + counts[threshold] < need; ++threshold) {
     below += counts[threshold];
   }
-  // 2. The rows pushed at most `threshold` times are copied (up to `need`),
-  // the others' counts halved: old popularity fades.
+  // 2. The rows pushed at most `threshold` times are copied (up to `need`).
   struct Victim {
     uint32_t slice;
     uint64_t key;
@@ -96,20 +143,20 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
   std::vector<Victim> victims;
   std::vector<char> copies;
   const size_t stride = stride_bytes();
-  for (uint64_t s = 0; s < slices_.size(); ++s) {
+  // From where the last demotion stopped, so that the rows at the
+  // threshold leave every slice in turn.
+  for (uint64_t i = 0; i < slices_.size() && victims.size() < need; ++i) {
+    const uint64_t s = demote_cursor_;
+    demote_cursor_ = (demote_cursor_ + 1) % slices_.size();
     if (slices_[s] == nullptr) continue;
     Slice& slice = *slices_[s];
-    absl::MutexLock lock(&slice.mu);
-    SparseRows* const rows = &slice.rows;
-    rows->ForEach([&](uint64_t key, float* row) {
-      const uint32_t count = TouchCount(row);
-      if (victims.size() < need && count <= threshold) {
+    absl::ReaderMutexLock lock(&slice.mu);
+    slice.rows.ForEach([&](uint64_t key, const float* row) {
+      if (victims.size() < need && AgedCount(row, epoch) <= threshold) {
         victims.push_back({static_cast<uint32_t>(s), key});
         const char* bytes = reinterpret_cast<const char*>(row);
         copies.insert(copies.end(), bytes, bytes + stride);
-        return;
       }
-      SetTouchCount(row, count / 2);
     });
   }
   if (victims.empty()) return 0;

@@ -3,6 +3,7 @@
 // six times more rows than the cache holds, through demotions and
 // promotions; a failed read or write of the store changes nothing.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/key_spec.h"
 #include "common/optimizer/optimizer.h"
 #include "common/placement.h"
@@ -128,7 +130,7 @@ class FailingStore final : public RowStore {
  public:
   explicit FailingStore(std::unique_ptr<RowStore> inner)
       : RowStore(inner->row_bytes()), inner_(std::move(inner)) {}
-  bool fail_reads = false, fail_writes = false;
+  std::atomic<bool> fail_reads{false}, fail_writes{false};  // the demoter reads them too
   absl::Status Write(const Batch& batch) override {
     if (fail_writes) return absl::UnavailableError("disk /dev/test failed a write");
     return inner_->Write(batch);
@@ -148,6 +150,51 @@ class FailingStore final : public RowStore {
  private:
   std::unique_ptr<RowStore> inner_;
 };
+
+// A push that takes the cache past its size (but not 1.5x past) leaves the
+// demotion to the table's demoter thread, which brings it back under.
+TEST(SparseTableTierTest, TheDemoterKeepsTheCacheUnderItsSize) {
+  MemoryBudget budget(~uint64_t{0});
+  auto tiered = Make(Def(true), &budget, OpenLog(Def(true), "demoter"));
+  const uint64_t n = tiered->cache_rows() + tiered->cache_rows() / 5;
+  std::vector<uint64_t> keys(n);
+  for (uint64_t k = 0; k < n; ++k) keys[k] = k * 0x9e3779b97f4a7c15ULL;
+  std::vector<float> ones(n * 4, 1.0f);
+  ASSERT_TRUE(tiered->Push(keys, ones, 1, Admitted, nullptr).ok());
+  const std::vector<float> before = ReadAll(*tiered, keys);
+  // Waits for the demoter (bounded: 20 s).
+  for (int i = 0; i < 2000 && tiered->rows() > tiered->cache_rows(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_LE(tiered->rows(), tiered->cache_rows());
+  EXPECT_GT(tiered->demoted(), 0u);
+  EXPECT_EQ(ReadAll(*tiered, keys), before);
+  EXPECT_TRUE(tiered->TakeDemoteError().ok());
+}
+
+// LFU: rows pushed often stay in memory while twice the cache's rows of
+// keys pushed once go through it (a cache of the most recent rows would
+// have lost them all).
+TEST(SparseTableTierTest, PopularRowsOutlastAPassOfColdOnes) {
+  MemoryBudget budget(~uint64_t{0});
+  auto tiered = Make(Def(true), &budget, OpenLog(Def(true), "lfu"));
+  const uint64_t cache = tiered->cache_rows();
+  std::vector<uint64_t> hot(cache / 4);
+  for (uint64_t k = 0; k < hot.size(); ++k) hot[k] = k * 0x9e3779b97f4a7c15ULL;
+  std::vector<float> grads(std::max<size_t>(hot.size(), 1000) * 4, 0.5f);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(tiered->Push(hot, grads, i, Admitted, nullptr).ok());
+  std::vector<uint64_t> cold(1000);
+  for (uint64_t b = 0; b < 2 * cache; b += cold.size()) {
+    for (uint64_t k = 0; k < cold.size(); ++k)
+      cold[k] = (hot.size() + b + k) * 0x9e3779b97f4a7c15ULL;
+    ASSERT_TRUE(tiered->Push(cold, grads, 30, Admitted, nullptr).ok());
+    ASSERT_TRUE(tiered->Demote().ok());
+  }
+  ASSERT_GT(tiered->demoted(), cache);
+  const uint64_t misses = tiered->cache_misses();
+  ReadAll(*tiered, hot);
+  EXPECT_EQ(tiered->cache_misses() - misses, 0u) << "popular rows were moved to disk";
+}
 
 TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
   MemoryBudget budget(~uint64_t{0});
