@@ -37,9 +37,13 @@
 // pull reads them without keeping them. Demote() moves the least pushed rows
 // (a count kept with each row, halved as pushes go by: AgedCount) to the store, in
 // one batch, and drops them from the cache once it is durable; a thread of
-// the table's own runs it whenever a push takes the cache past cache_mb. Not yet on
-// tiered tables: eviction (refused by ValidateTableDef), checkpoints and
-// replication snapshots (WriteCut and LoadRecord refuse).
+// the table's own runs it whenever a push takes the cache past cache_mb.
+// A cut (checkpoint, replication snapshot) of a tiered table is the cache's
+// rows as for any table, completed by the disk's rows the cache lacks: no
+// demotion runs from the cut's mark to its end, and a row read from disk
+// into a copied slice goes into the copy too. A record loaded (restore)
+// goes to the disk. Not yet on tiered tables: eviction (refused by
+// ValidateTableDef).
 //
 // Thread-safe. Knows nothing of gRPC, clocks of workers or de-duplication:
 // the store's caller decides whether a push is applied (Admit).
@@ -51,9 +55,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -301,9 +307,15 @@ class SparseTable {
   // raising the row's tag to `tag`.
   void ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad, uint64_t clock,
                    uint32_t tag);
-  // The record of bucket `s` holding `rows`.
-  std::string RecordOf(uint64_t s, const SparseRows& rows) const;
-  // RecordOf in records of at most max_record_bytes of rows each (0: one).
+  // Records of bucket `s` holding `rows` (floats_per_row_ floats each), in
+  // records of at most max_record_bytes of rows each (0: one record, which
+  // has no rows when `rows` is empty): the first replaces the bucket (or
+  // with `delta` adds to it, erasing `gone`), the others add to it.
+  using KeyedRow = std::pair<uint64_t, const float*>;
+  std::vector<std::string> RecordsOfRows(uint64_t s, const std::vector<KeyedRow>& rows,
+                                         size_t max_record_bytes, bool delta,
+                                         const std::vector<uint64_t>& gone) const;
+  // The records of bucket `s` holding every row of `rows`.
   std::vector<std::string> RecordsOf(uint64_t s, const SparseRows& rows,
                                      size_t max_record_bytes) const;
   // The delta record of bucket `s` on top of cut `since`: the rows of `rows`
@@ -414,8 +426,24 @@ class SparseTable {
     return demoter_stop_ || demoter_wake_;
   }
   bool DemoterStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(demoter_mu_) { return demoter_stop_; }
-  // FAILED_PRECONDITION: `what` does not work on tiered tables yet.
-  absl::Status TierNotYet(const std::string& what) const;
+  // A tiered table's cut of one slice: its cache's rows as of the cut
+  // (copied under the slice lock, changed since `since` only when since >
+  // 0), then completed from the disk by TierCutRecords.
+  struct TierCut {
+    uint64_t since = 0;                    // 0: the whole slice
+    absl::flat_hash_set<uint64_t> cached;  // every key the cache held
+    std::vector<uint64_t> keys;            // those written
+    std::vector<float> rows;               // floats_per_row_ each
+  };
+  TierCut CopyCutRows(const SparseRows& rows, uint64_t since) const;
+  // The slice's records: `cut`'s rows and the store's rows of keys it does
+  // not hold (tagged after cut->since when since > 0).
+  absl::StatusOr<std::vector<std::string>> TierCutRecords(uint64_t s, TierCut* cut,
+                                                          size_t max_record_bytes) const;
+  // LoadRecord on a tiered table: the record's rows go to the store (in one
+  // batch, replacing the bucket's rows unless it is a delta), and the
+  // cache's copies of them (of the whole bucket when replaced) go.
+  absl::StatusOr<uint64_t> LoadTierRecord(const SliceRecord& record, Slice& slice);
   // Bytes a row takes in the store: its floats and its change tag.
   size_t stride_bytes() const { return (floats_per_row_ + 1) * sizeof(float); }
 
@@ -499,6 +527,7 @@ class SparseTable {
   mutable absl::Mutex tier_mu_;
   absl::Mutex demote_mu_;                                   // one Demote at a time
   uint64_t demote_cursor_ ABSL_GUARDED_BY(demote_mu_) = 0;  // the slice the next one starts at
+  bool tier_frozen_ ABSL_GUARDED_BY(demote_mu_) = false;    // a cut is marked: no demotion
   mutable std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};  // counted by Read too
   std::atomic<uint64_t> demoted_{0};
   std::atomic<uint64_t> tier_pushed_{0};  // keys pushed: the aging epochs' clock

@@ -75,50 +75,34 @@ void SparseTable::DropCopy(Slice& slice) {
 }
 
 void SparseTable::SetCut(uint64_t cut) {
+  // A tiered table's disk must hold, until the cut is written, the rows the
+  // cache lacked at its mark: no demotion meanwhile (after the running one).
+  if (tier_ != nullptr && cut != 0) {
+    absl::MutexLock demoting(&demote_mu_);
+    tier_frozen_ = true;
+  }
   for (const auto& slice : slices_) {
     if (slice == nullptr) continue;
     absl::MutexLock lock(&slice->mu);
     DropCopy(*slice);
     slice->cut = cut;
   }
+  if (tier_ != nullptr && cut == 0) {
+    absl::MutexLock demoting(&demote_mu_);
+    tier_frozen_ = false;
+  }
 }
 
-std::string SparseTable::RecordOf(uint64_t s, const SparseRows& rows) const {
-  proto::SliceHeader header;
-  header.set_table(def_.name());
-  header.set_slice(s);
-  header.set_sparse(true);
-  header.set_num_rows(rows.size());
-  header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
-  header.set_width(static_cast<uint32_t>(width_));
-  std::string out;
-  AppendSliceHeader(header, &out);
-  const size_t start = out.size();
-  out.resize(start + rows.size() * (8 + floats_per_row_ * sizeof(float)));
-  char* keys = &out[start];
-  char* values = keys + rows.size() * 8;
+std::vector<std::string> SparseTable::RecordsOfRows(uint64_t s, const std::vector<KeyedRow>& rows,
+                                                    size_t max_record_bytes, bool delta,
+                                                    const std::vector<uint64_t>& gone) const {
   const size_t row_bytes = floats_per_row_ * sizeof(float);
-  rows.ForEach([&](uint64_t key, const float* row) {
-    std::memcpy(keys, &key, 8);
-    keys += 8;
-    std::memcpy(values, row, row_bytes);
-    values += row_bytes;
-  });
-  return out;
-}
-
-std::vector<std::string> SparseTable::RecordsOf(uint64_t s, const SparseRows& rows,
-                                                size_t max_record_bytes) const {
-  const size_t row_bytes = 8 + floats_per_row_ * sizeof(float);
   const size_t per_record =
-      max_record_bytes == 0 ? rows.size() : std::max<size_t>(1, max_record_bytes / row_bytes);
-  if (rows.size() <= per_record) return {RecordOf(s, rows)};
-  std::vector<std::pair<uint64_t, const float*>> all;
-  all.reserve(rows.size());
-  rows.ForEach([&](uint64_t key, const float* row) { all.emplace_back(key, row); });
+      max_record_bytes == 0 ? rows.size() : std::max<size_t>(1, max_record_bytes / (8 + row_bytes));
   std::vector<std::string> records;
-  for (size_t first = 0; first < all.size(); first += per_record) {
-    const size_t n = std::min(per_record, all.size() - first);
+  size_t first = 0;
+  do {
+    const size_t n = std::min(per_record, rows.size() - first);
     proto::SliceHeader header;
     header.set_table(def_.name());
     header.set_slice(s);
@@ -126,28 +110,41 @@ std::vector<std::string> SparseTable::RecordsOf(uint64_t s, const SparseRows& ro
     header.set_num_rows(n);
     header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
     header.set_width(static_cast<uint32_t>(width_));
-    header.set_delta(first > 0);  // the first replaces the bucket; the rest add to it
+    // The first replaces the bucket (unless `delta`); the rest add to it.
+    header.set_delta(delta || first > 0);
+    const bool with_gone = first == 0 && !gone.empty();
+    if (with_gone) header.set_num_erased(gone.size());
     std::string out;
     AppendSliceHeader(header, &out);
     const size_t start = out.size();
-    out.resize(start + n * row_bytes);
+    out.resize(start + n * (8 + row_bytes) + (with_gone ? gone.size() * 8 : 0));
     char* keys = &out[start];
     char* values = keys + n * 8;
     for (size_t i = first; i < first + n; ++i) {
-      std::memcpy(keys, &all[i].first, 8);
+      std::memcpy(keys, &rows[i].first, 8);
       keys += 8;
-      std::memcpy(values, all[i].second, row_bytes - 8);
-      values += row_bytes - 8;
+      std::memcpy(values, rows[i].second, row_bytes);
+      values += row_bytes;
     }
+    if (with_gone) std::memcpy(values, gone.data(), gone.size() * 8);
     records.push_back(std::move(out));
-  }
+    first += n;
+  } while (first < rows.size());
   return records;
+}
+
+std::vector<std::string> SparseTable::RecordsOf(uint64_t s, const SparseRows& rows,
+                                                size_t max_record_bytes) const {
+  std::vector<KeyedRow> all;
+  all.reserve(rows.size());
+  rows.ForEach([&](uint64_t key, const float* row) { all.emplace_back(key, row); });
+  return RecordsOfRows(s, all, max_record_bytes, /*delta=*/false, {});
 }
 
 std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
                                        const absl::flat_hash_map<uint64_t, uint64_t>& erased,
                                        uint64_t since) const {
-  std::vector<std::pair<uint64_t, const float*>> changed;
+  std::vector<KeyedRow> changed;
   rows.ForEach([&](uint64_t key, const float* row) {
     if (rows.tag(row) > since) changed.emplace_back(key, row);
   });
@@ -156,44 +153,24 @@ std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
     if (tag > since && rows.Find(key) == nullptr) gone.push_back(key);
   }
   if (changed.empty() && gone.empty()) return std::string();
-  proto::SliceHeader header;
-  header.set_table(def_.name());
-  header.set_slice(s);
-  header.set_sparse(true);
-  header.set_num_rows(changed.size());
-  header.set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
-  header.set_width(static_cast<uint32_t>(width_));
-  header.set_delta(true);
-  header.set_num_erased(gone.size());
-  std::string out;
-  AppendSliceHeader(header, &out);
-  const size_t row_bytes = floats_per_row_ * sizeof(float);
-  const size_t start = out.size();
-  out.resize(start + changed.size() * (8 + row_bytes) + gone.size() * 8);
-  char* keys = &out[start];
-  char* values = keys + changed.size() * 8;
-  for (const auto& [key, row] : changed) {
-    std::memcpy(keys, &key, 8);
-    keys += 8;
-    std::memcpy(values, row, row_bytes);
-    values += row_bytes;
-  }
-  if (!gone.empty()) std::memcpy(values, gone.data(), gone.size() * 8);
-  return out;
+  return RecordsOfRows(s, changed, 0, /*delta=*/true, gone).front();
 }
 
 absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
                                    uint64_t since, uint64_t prune_upto, size_t max_record_bytes) {
-  if (tier_ != nullptr) return TierNotYet("checkpoints and replication snapshots");
   for (uint64_t s = 0; s < slices_.size(); ++s) {
     Slice* slice = slices_[s].get();
     if (slice == nullptr) continue;
     std::vector<std::string> records;
+    TierCut tier_cut;
     {
       absl::MutexLock lock(&slice->mu);
       if (slice->cut == 0) continue;  // failed (cut_state_ says why)
       const SparseRows& rows = slice->copy != nullptr ? *slice->copy : slice->rows;
-      if (since == 0 || since >= kMaxRowTag || since < slice->erased_lost) {
+      const bool whole = since == 0 || since >= kMaxRowTag || since < slice->erased_lost;
+      if (tier_ != nullptr) {
+        tier_cut = CopyCutRows(rows, whole ? 0 : since);
+      } else if (whole) {
         records = RecordsOf(s, rows, max_record_bytes);
       } else {
         records.push_back(DeltaRecordOf(s, rows, slice->erased, since));
@@ -205,6 +182,14 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
       DropCopy(*slice);
       slice->cut = 0;
     }
+    if (tier_ != nullptr) {
+      // The rows on disk that the cache lacked, as of the cut (the demoter
+      // waits for the cut to end).
+      absl::StatusOr<std::vector<std::string>> tiered =
+          TierCutRecords(s, &tier_cut, max_record_bytes);
+      if (!tiered.ok()) return tiered.status();
+      records = *std::move(tiered);
+    }
     for (std::string& record : records) {
       if (record.empty()) continue;  // nothing changed since `since`
       if (absl::Status st = sink(std::move(record)); !st.ok()) return st;
@@ -214,7 +199,6 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
 }
 
 absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
-  if (tier_ != nullptr) return TierNotYet("restoring checkpoints and loading snapshots");
   const proto::SliceHeader& h = record.header;
   if (!h.sparse() || h.floats_per_row() != floats_per_row_ || h.width() != width_) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -230,6 +214,15 @@ absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
   }
   Slice* slice = slices_[h.slice()].get();
   if (slice == nullptr) return 0;  // another server's
+  for (uint64_t i = 0; i < h.num_rows(); ++i) {
+    const uint64_t key = record.Key(i);
+    if (SliceOf(key) != h.slice()) {
+      return absl::DataLossError(absl::StrCat("table '", def_.name(), "': key ", key,
+                                              " in the checkpoint record of bucket ", h.slice(),
+                                              " belongs to bucket ", SliceOf(key)));
+    }
+  }
+  if (tier_ != nullptr) return LoadTierRecord(record, *slice);
   absl::MutexLock lock(&slice->mu);
   const uint64_t before = slice->rows.bytes();
   const uint64_t rows_before = slice->rows.size();
@@ -240,11 +233,6 @@ absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {
   }
   for (uint64_t i = 0; i < h.num_rows(); ++i) {
     const uint64_t key = record.Key(i);
-    if (SliceOf(key) != h.slice()) {
-      return absl::DataLossError(absl::StrCat("table '", def_.name(), "': key ", key,
-                                              " in the checkpoint record of bucket ", h.slice(),
-                                              " belongs to bucket ", SliceOf(key)));
-    }
     bool created = false;
     float* row = slice->rows.Insert(key, &created);
     record.CopyRow(i, row);

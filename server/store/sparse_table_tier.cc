@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/sparse_table.h"
 
@@ -56,12 +57,6 @@ absl::Status SparseTable::TakeDemoteError() {
   return std::exchange(demote_error_, absl::OkStatus());
 }
 
-absl::Status SparseTable::TierNotYet(const std::string& what) const {
-  return absl::FailedPreconditionError(
-      absl::StrCat("table '", def_.name(), "' is tiered (storage STORAGE_TIERED): ", what,
-                   " of tiered tables are not built yet (issue 32); use a table in memory"));
-}
-
 absl::Status SparseTable::ReadTier(uint64_t s, absl::Span<const uint64_t> keys,
                                    const std::vector<size_t>& missing, std::vector<char>* rows,
                                    std::unique_ptr<bool[]>* found) const {
@@ -105,6 +100,15 @@ absl::Status SparseTable::LoadFromTier(absl::Span<const uint64_t> keys, const Ke
       // The row's floats and its change tag, as Demote wrote them.
       std::memcpy(row, rows.data() + j * stride_bytes(), stride_bytes());
       ++*promoted;
+      if (slice.copy != nullptr) {
+        // The cut's copy lacked the row (it was on disk): an in-cut push
+        // applies to the copy's row, which must be this one, not a new one.
+        const uint64_t copy_before = slice.copy->bytes();
+        float* const copied = slice.copy->Insert(keys[i], plan.hashes[i], &created);
+        if (created) std::memcpy(copied, rows.data() + j * stride_bytes(), stride_bytes());
+        budget_->Charge(slice.copy->bytes() - copy_before);
+        slice.copy_bytes += slice.copy->bytes() - copy_before;
+      }
     }
     *grown += slice.rows.bytes() - before;
     PublishShape(g.slice, slice);
@@ -117,6 +121,7 @@ absl::Status SparseTable::LoadFromTier(absl::Span<const uint64_t> keys, const Ke
 absl::StatusOr<uint64_t> SparseTable::Demote() {
   if (tier_ == nullptr) return 0;
   absl::MutexLock demoting(&demote_mu_);
+  if (tier_frozen_) return 0;  // until the cut is written
   const uint64_t held = rows_.load(std::memory_order_relaxed);
   if (held <= cache_rows_) return 0;
   const uint64_t need = held - (cache_rows_ - cache_rows_ / 10);
@@ -190,6 +195,94 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
   rows_.fetch_sub(dropped, std::memory_order_relaxed);
   demoted_.fetch_add(dropped, std::memory_order_relaxed);
   return dropped;
+}
+
+SparseTable::TierCut SparseTable::CopyCutRows(const SparseRows& rows, uint64_t since) const {
+  TierCut cut;
+  cut.since = since;
+  cut.cached.reserve(rows.size());
+  rows.ForEach([&](uint64_t key, const float* row) {
+    // Every cached key, written or not: the disk's older copy of a row the
+    // cache holds unchanged must not stand in for it.
+    cut.cached.insert(key);
+    if (since > 0 && rows.tag(row) <= since) return;
+    cut.keys.push_back(key);
+    cut.rows.insert(cut.rows.end(), row, row + floats_per_row_);
+  });
+  return cut;
+}
+
+absl::StatusOr<std::vector<std::string>> SparseTable::TierCutRecords(
+    uint64_t s, TierCut* cut, size_t max_record_bytes) const {
+  std::vector<KeyedRow> rows;
+  rows.reserve(cut->keys.size());
+  for (size_t i = 0; i < cut->keys.size(); ++i) {
+    rows.emplace_back(cut->keys[i], &cut->rows[i * floats_per_row_]);
+  }
+  const absl::flat_hash_set<uint64_t>& cached = cut->cached;
+  std::vector<char> disk;
+  std::vector<uint64_t> disk_keys;
+  const size_t stride = stride_bytes();
+  absl::Status status =
+      tier_->ForEach(static_cast<uint32_t>(s), [&](uint64_t key, const char* row) {
+        if (cached.contains(key)) return absl::OkStatus();
+        uint32_t tag;
+        std::memcpy(&tag, row + floats_per_row_ * sizeof(float), sizeof tag);
+        if (cut->since > 0 && tag <= cut->since) return absl::OkStatus();
+        disk_keys.push_back(key);
+        disk.insert(disk.end(), row, row + stride);
+        return absl::OkStatus();
+      });
+  if (!status.ok()) {
+    return absl::Status(status.code(),
+                        absl::StrCat("table '", def_.name(), "': reading bucket ", s,
+                                     " from disk for a checkpoint: ", status.message()));
+  }
+  for (size_t i = 0; i < disk_keys.size(); ++i) {
+    rows.emplace_back(disk_keys[i], reinterpret_cast<const float*>(disk.data() + i * stride));
+  }
+  if (cut->since > 0) {
+    if (rows.empty()) return std::vector<std::string>();
+    return RecordsOfRows(s, rows, max_record_bytes, /*delta=*/true, {});
+  }
+  return RecordsOfRows(s, rows, max_record_bytes, /*delta=*/false, {});
+}
+
+absl::StatusOr<uint64_t> SparseTable::LoadTierRecord(const SliceRecord& record, Slice& slice) {
+  const proto::SliceHeader& h = record.header;
+  const uint32_t s = static_cast<uint32_t>(h.slice());
+  const size_t stride = stride_bytes();
+  std::vector<char> rows(h.num_rows() * stride);
+  RowStore::Batch batch;
+  if (!h.delta()) batch.dropped_slices.push_back(s);
+  batch.puts.reserve(h.num_rows());
+  for (uint64_t i = 0; i < h.num_rows(); ++i) {
+    char* row = rows.data() + i * stride;
+    record.CopyRow(i, reinterpret_cast<float*>(row));
+    std::memset(row + floats_per_row_ * sizeof(float), 0, sizeof(uint32_t));  // tag 0: restored
+    batch.puts.push_back({s, record.Key(i), row});
+  }
+  for (uint64_t i = 0; i < h.num_erased(); ++i) batch.erases.push_back({s, record.ErasedKey(i)});
+  // No push may promote a row of the bucket while it is replaced.
+  absl::MutexLock tier_lock(&tier_mu_);
+  absl::MutexLock lock(&slice.mu);
+  if (absl::Status st = tier_->Write(batch); !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("table '", def_.name(), "': restoring bucket ",
+                                                h.slice(), " to disk: ", st.message()));
+  }
+  // The cache's rows the record replaced or erased go: the disk has them.
+  std::vector<uint64_t> gone;
+  if (!h.delta()) {
+    slice.rows.ForEach([&](uint64_t key, const float*) { gone.push_back(key); });
+  } else {
+    for (const RowStore::Batch::Put& put : batch.puts) gone.push_back(put.key);
+    for (const RowStore::Batch::Erase& erase : batch.erases) gone.push_back(erase.key);
+  }
+  uint64_t dropped = 0;
+  for (uint64_t key : gone) dropped += slice.rows.Erase(key) ? 1 : 0;
+  rows_.fetch_sub(dropped, std::memory_order_relaxed);
+  PublishShape(h.slice(), slice);
+  return h.num_rows();
 }
 
 }  // namespace ps

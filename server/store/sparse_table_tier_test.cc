@@ -1,7 +1,8 @@
 // Tiered sparse tables (SparseTable with a RowStore): every value and its
 // optimizer state equal to an in-memory table's after the same pushes, with
 // six times more rows than the cache holds, through demotions and
-// promotions; a failed read or write of the store changes nothing.
+// promotions; a failed read or write of the store changes nothing. Their
+// checkpoints: tiered_checkpoint_test.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -239,14 +240,6 @@ TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
   ASSERT_TRUE(tiered->Demote().ok());
   EXPECT_LE(tiered->rows(), tiered->cache_rows());
   EXPECT_EQ(ReadAll(*tiered, keys), before);
-}
-
-TEST(SparseTableTierTest, CheckpointsOfTieredTablesAreRefusedForNow) {
-  MemoryBudget budget(~uint64_t{0});
-  auto tiered = Make(Def(true), &budget, OpenLog(Def(true), "cut"));
-  absl::Status s = tiered->WriteCut([](std::string) { return absl::OkStatus(); });
-  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("tiered"));
 }
 
 }  // namespace
