@@ -29,7 +29,7 @@ PsCore::PsCore(const PsCoreOptions& options)
       store_(options.server_index, Placement(options.num_servers, options.placement),
              StoreLimits{options.limits.memory_budget_bytes, options.limits.max_tables,
                          options.process_budget, options.limits.table_dir,
-                         options.limits.disk_budget_bytes},
+                         options.limits.disk_budget_bytes, options.tier_scratch},
              options.clock),
       clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls,
               options.process_parked),
@@ -57,12 +57,6 @@ absl::StatusOr<proto::CreateTableResponse> PsCore::CreateTable(
         absl::StrCat("table name '", def.name().substr(0, 64), "...' is ", def.name().size(),
                      " bytes, over the limit of ", options_.limits.max_table_name_bytes,
                      " (ps_server --max_table_name_bytes)"));
-  }
-  if (def.storage() == proto::STORAGE_TIERED && log_ != nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "table '", def.name(),
-        "' is tiered (storage STORAGE_TIERED): tiered tables on "
-        "replicated servers are not built yet (issue 32); use a static cluster (--servers)"));
   }
   absl::StatusOr<bool> created;
   {

@@ -67,6 +67,9 @@ struct PsCoreOptions {
   // lists (KeyListCache).
   MemoryBudget* process_parked = nullptr;
   MemoryBudget* process_key_lists = nullptr;
+  // A replicated shard's copy: tiered tables in scratch directories named
+  // by this (StoreLimits::tier_scratch); "": a static server's.
+  std::string tier_scratch;
 };
 
 class PsCore {

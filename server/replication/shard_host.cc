@@ -1,7 +1,10 @@
 #include "server/replication/shard_host.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -18,6 +21,7 @@ ShardHost::ShardHost(ShardHostOptions options)
       process_parked_(options_.core.limits.max_parked_calls),
       process_key_lists_(options_.core.limits.key_list_cache_bytes, &process_budget_),
       process_history_(options_.core.limits.memory_budget_bytes / 4, &process_budget_) {
+  if (replicated()) RemoveOldTierScratch();
   if (!replicated()) {
     auto slot = std::make_shared<Slot>();
     slot->replica = NewReplica(options_.core.server_index, false);
@@ -62,6 +66,32 @@ void ShardHost::Close(const absl::Status& status) {
 
 std::string ShardHost::Who() const { return absl::StrCat("ps_server id ", options_.server_id); }
 
+std::string ShardHost::TierScratchPrefix() const {
+  return absl::StrCat("id", options_.server_id, "-", options_.incarnation, "-");
+}
+
+void ShardHost::RemoveOldTierScratch() const {
+  const std::string& root = options_.core.limits.table_dir;
+  if (root.empty()) return;
+  // Copies of earlier processes of this server id: their chains have moved on.
+  const std::string mine = absl::StrCat(".id", options_.server_id, "-");
+  const std::string now = absl::StrCat(".", TierScratchPrefix());
+  std::error_code ec;
+  std::vector<std::filesystem::path> old;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".shard") != std::string::npos && name.find(mine) != std::string::npos &&
+        name.find(now) == std::string::npos) {
+      old.push_back(entry.path());
+    }
+  }
+  for (const auto& path : old) {
+    std::filesystem::remove_all(path, ec);
+    LogEvent(Who(), absl::StrCat("removed ", path.string(),
+                                 ", a tiered table's copy of an earlier process"));
+  }
+}
+
 std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool history) const {
   auto replica = std::make_unique<Replica>();
   PsCoreOptions core = options_.core;
@@ -69,6 +99,9 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
   core.process_budget = &process_budget_;
   core.process_parked = &process_parked_;
   core.process_key_lists = &process_key_lists_;
+  if (replicated()) {
+    core.tier_scratch = absl::StrCat(TierScratchPrefix(), copies_made_.fetch_add(1));
+  }
   replica->core = std::make_shared<PsCore>(core);
   if (replicated()) {
     ReplicaLink::Options link;

@@ -32,6 +32,7 @@
 #ifndef PS_SERVER_REPLICATION_SHARD_HOST_H_
 #define PS_SERVER_REPLICATION_SHARD_HOST_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -205,6 +206,11 @@ class ShardHost {
   absl::Status Install(int shard, Slot& slot, std::shared_ptr<Replica> fresh, bool complete)
       ABSL_LOCKS_EXCLUDED(mu_);
   std::string Who() const;
+  // "id<server_id>-<incarnation>-": this process's copies' scratch
+  // directories start so (then a count); RemoveOldTierScratch removes the
+  // server id's others under the table_dir.
+  std::string TierScratchPrefix() const;
+  void RemoveOldTierScratch() const;
 
   const ShardHostOptions options_;
   // Every core's store charges this budget (core.limits.memory_budget_bytes
@@ -218,6 +224,9 @@ class ShardHost {
   mutable MemoryBudget process_parked_;
   mutable MemoryBudget process_key_lists_;
   mutable MemoryBudget process_history_;
+  // Names the scratch directories of the copies' tiered tables (each copy
+  // of a shard its own: a shard dropped and copied again starts afresh).
+  mutable std::atomic<uint64_t> copies_made_{0};
   mutable absl::Mutex mu_;
   std::shared_ptr<const ShardRing> ring_ ABSL_GUARDED_BY(mu_);
   bool fenced_ ABSL_GUARDED_BY(mu_) = false;

@@ -102,6 +102,7 @@ class ShardHostTest : public ::testing::Test {
       synced_[id].push_back(shard);
     };
     options.stuck_after = stuck_after_;
+    if (!table_dir_.empty()) options.core.limits.table_dir = absl::StrCat(table_dir_, "/h", id);
     options.on_successor_stuck = [this](int shard, uint32_t server, uint64_t incarnation,
                                         const absl::Status&) {
       absl::MutexLock lock(&mu_);
@@ -153,6 +154,7 @@ class ShardHostTest : public ::testing::Test {
   }
 
   absl::Duration stuck_after_ = absl::ZeroDuration();  // for hosts started after it is set
+  std::string table_dir_;  // tiered tables' (a directory per host under it), likewise
   absl::Mutex mu_;
   std::array<std::vector<int>, 3> synced_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> stuck_ ABSL_GUARDED_BY(mu_);  // on_successor_stuck's reports

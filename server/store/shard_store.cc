@@ -22,6 +22,13 @@ namespace ps {
 struct ShardStore::Table {
   std::unique_ptr<DenseTable> dense;
   std::unique_ptr<SparseTable> sparse;
+  std::string scratch_dir;  // a tiered table's scratch directory, removed with it
+
+  ~Table() {
+    sparse.reset();  // closes the store first
+    std::error_code ec;
+    if (!scratch_dir.empty()) std::filesystem::remove_all(scratch_dir, ec);
+  }
 
   const proto::TableDef& def() const { return dense != nullptr ? dense->def() : sparse->def(); }
   std::atomic<uint64_t>& version() {
@@ -115,7 +122,8 @@ absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) cons
 uint64_t ShardStore::bytes_used() const { return budget_.used(); }
 
 absl::StatusOr<std::unique_ptr<RowStore>> ShardStore::OpenTier(const proto::TableDef& def,
-                                                               size_t row_bytes) const {
+                                                               size_t row_bytes,
+                                                               std::string* scratch_dir) const {
   const std::string where =
       absl::StrCat("table '", def.name(), "' is tiered (storage STORAGE_TIERED)");
   if (limits_.table_dir.empty()) {
@@ -125,11 +133,21 @@ absl::StatusOr<std::unique_ptr<RowStore>> ShardStore::OpenTier(const proto::Tabl
   std::string name = def.name();
   std::replace(name.begin(), name.end(), '/', '_');
   RowStoreOptions options;
-  options.dir = absl::StrCat(limits_.table_dir, "/", name, ".server", server_index_);
   options.row_bytes = row_bytes;
   options.disk_budget_bytes = limits_.disk_budget_bytes;
-  options.name = absl::StrCat("table ", def.name(), " on server ", server_index_);
   std::error_code ec;
+  if (!limits_.tier_scratch.empty()) {
+    options.dir = absl::StrCat(limits_.table_dir, "/", name, ".shard", server_index_, ".",
+                               limits_.tier_scratch);
+    options.name = absl::StrCat("table ", def.name(), " of shard ", server_index_);
+    std::filesystem::remove_all(options.dir, ec);
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
+    if (!store.ok()) return store.status();
+    *scratch_dir = options.dir;
+    return std::unique_ptr<RowStore>(*std::move(store));
+  }
+  options.dir = absl::StrCat(limits_.table_dir, "/", name, ".server", server_index_);
+  options.name = absl::StrCat("table ", def.name(), " on server ", server_index_);
   if (std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec)) {
     return absl::FailedPreconditionError(absl::StrCat(
         where, ": ", options.dir,
@@ -175,7 +193,7 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   std::unique_ptr<RowStore> tier;
   if (def.storage() == proto::STORAGE_TIERED) {
     absl::StatusOr<std::unique_ptr<RowStore>> opened =
-        OpenTier(def, SparseTable::StoreRowBytes(def, **optimizer));
+        OpenTier(def, SparseTable::StoreRowBytes(def, **optimizer), &table->scratch_dir);
     if (!opened.ok()) {
       absl::MutexLock lock(&tables_mu_);
       --tables_pending_;

@@ -59,6 +59,11 @@ struct StoreLimits {
   // bytes each table's store may take there (--disk_budget_mb; 0: none).
   std::string table_dir;
   uint64_t disk_budget_bytes = 0;
+  // Not empty on a replicated shard's copy: each tiered table's directory
+  // is <table_dir>/<name>.shard<index>.<tier_scratch>, emptied when opened
+  // and removed with the table (the chain holds the rows: a copy that
+  // comes back is sent a snapshot).
+  std::string tier_scratch;
 };
 
 // What ShardStore::Push needs of a push besides its keys, values and clock.
@@ -237,11 +242,12 @@ class ShardStore {
   const Placement& placement() const { return placement_; }
 
  private:
-  // A tiered table's store (rows of `row_bytes`) under limits_.table_dir.
-  // FAILED_PRECONDITION without a table_dir, or when its directory holds
-  // rows already; the store's errors.
-  absl::StatusOr<std::unique_ptr<RowStore>> OpenTier(const proto::TableDef& def,
-                                                     size_t row_bytes) const;
+  // A tiered table's store (rows of `row_bytes`) under limits_.table_dir;
+  // *scratch_dir: its directory when it is a scratch one (tier_scratch).
+  // FAILED_PRECONDITION without a table_dir, or when its (not scratch)
+  // directory holds rows already; the store's errors.
+  absl::StatusOr<std::unique_ptr<RowStore>> OpenTier(const proto::TableDef& def, size_t row_bytes,
+                                                     std::string* scratch_dir) const;
   // A table here: a DenseTable or a SparseTable (shard_store.cc).
   struct Table;
 

@@ -1,0 +1,166 @@
+// Tiered tables (rows mostly on disk) on replicated servers: every copy of
+// a chain holds the values of the same table kept in memory, bit for bit,
+// through demotions; a joining server copies it by a snapshot (the cache's
+// rows and the disk's); after a failover the new primary goes on; each
+// copy's directory is its own and goes with it.
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/core/ps_core.h"
+#include "server/core/ps_core_test_peer.h"
+#include "server/core/request_args.h"
+#include "server/replication/shard_host_fixture.h"
+#include "server/store/shard_store.h"
+#include "tests/test_util/table_defs.h"
+
+namespace ps {
+namespace hosttest {
+namespace {
+
+// Width 4, AdaGrad, 16 buckets; tiered: a 1 MiB cache (about 16,000 rows).
+proto::TableDef Emb(bool tiered) {
+  proto::TableDef def = SparseTableDef("emb", /*width=*/4, /*num_buckets=*/16);
+  def = WithUniformInit(def, -0.1f, 0.1f, /*seed=*/3);
+  def = WithAdagrad(def, /*learning_rate=*/0.05f, /*initial_accumulator=*/0.1f);
+  if (tiered) {
+    def.set_storage(proto::STORAGE_TIERED);
+    def.set_cache_mb(1);
+  }
+  return def;
+}
+
+std::vector<uint64_t> Keys() {
+  std::vector<uint64_t> keys;
+  for (uint64_t i = 0; i < 40000; ++i) keys.push_back(i * 0x9e3779b97f4a7c15ULL + 1);
+  return keys;
+}
+
+// Gradients of one push: varying by key and request.
+std::vector<float> Grads(const std::vector<uint64_t>& keys, uint64_t request_id) {
+  std::vector<float> g;
+  for (uint64_t k : keys) {
+    for (int c = 0; c < 4; ++c) {
+      g.push_back(0.01f * static_cast<float>((k * 31 + request_id * 7 + c) % 13) - 0.06f);
+    }
+  }
+  return g;
+}
+
+// Every key pushed once, in requests of 4,000 keys from *request_id on, to
+// the primary `core` (replicated before it returns) and to `memory`.
+void PushRound(PsCore& core, ShardStore& memory, const std::vector<uint64_t>& keys,
+               uint64_t* request_id) {
+  for (size_t b = 0; b < keys.size(); b += 4000) {
+    const std::vector<uint64_t> part(keys.begin() + b, keys.begin() + b + 4000);
+    const uint64_t id = ++*request_id;
+    const std::vector<float> grads = Grads(part, id);
+    proto::PushRequest req;
+    req.set_table("emb");
+    req.set_worker_id(1);
+    req.set_request_id(id);
+    req.set_clock(id);
+    req.set_key_list(std::string(reinterpret_cast<const char*>(part.data()), part.size() * 8));
+    req.set_values(std::string(reinterpret_cast<const char*>(grads.data()), grads.size() * 4));
+    PushArgs args;
+    ASSERT_TRUE(DecodePush(req, &core.key_lists(), &args).ok());
+    absl::Status pushed = absl::DeadlineExceededError("an async push completes inside Push");
+    core.Push(&args, absl::InfiniteFuture(),
+              [&pushed](absl::StatusOr<proto::PushResponse> r) { pushed = r.status(); });
+    ASSERT_TRUE(pushed.ok()) << pushed;
+    ASSERT_TRUE(Replicated(core).ok());
+    ASSERT_TRUE(
+        memory
+            .Push("emb", KeySpec::List(part), grads, id, [] { return absl::StatusOr<bool>(true); })
+            .ok());
+  }
+}
+
+std::string Read(ShardStore& store, const std::vector<uint64_t>& keys) {
+  std::string bytes;
+  absl::StatusOr<uint64_t> read = store.Pull("emb", KeySpec::List(keys), &bytes);
+  EXPECT_TRUE(read.ok()) << read.status();
+  return bytes;
+}
+
+uint64_t Demoted(PsCore& core) {
+  proto::TableStats stats;
+  stats.set_table("emb");
+  EXPECT_TRUE(PsCoreTestPeer::store(core).FillSparseStats(&stats));
+  return stats.demoted();
+}
+
+// The scratch directories of tiered tables under host `id`'s table_dir.
+std::vector<std::string> Directories(const std::string& root, uint32_t id) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(absl::StrCat(root, "/h", id), ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
+TEST_F(ShardHostTest, TieredTablesReplicateCopyBySnapshotAndFailOver) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/tiers");
+  Start(0);
+  Start(1);
+  SetRing(Ring(1, {{{0, 1}}}), {1, 0});
+  std::shared_ptr<PsCore> primary = Primary(0);
+  ASSERT_NE(primary, nullptr);
+  ASSERT_TRUE(primary->CreateTable(CreateTableRequestFor(Emb(true))).ok());
+  ASSERT_TRUE(Replicated(*primary).ok());
+  ShardStore memory(0, Placement(1));
+  ASSERT_TRUE(memory.CreateTable(Emb(false)).ok());
+  const std::vector<uint64_t> keys = Keys();
+  uint64_t request_id = 0;
+  for (int round = 0; round < 2; ++round) PushRound(*primary, memory, keys, &request_id);
+  const std::string want = Read(memory, keys);
+  std::shared_ptr<PsCore> copy = OnlyCore(1);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_GT(Demoted(*primary), 0u);
+  EXPECT_GT(Demoted(*copy), 0u);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*primary), keys), want) << "the primary";
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*copy), keys), want) << "the copy";
+  ASSERT_EQ(Directories(table_dir_, 1).size(), 1u);
+
+  // Server 2 joins: a snapshot of the cache's rows and the disk's.
+  Start(2);
+  SetRing(Ring(2, {{{0, 1}, {2}}}), {2, 1, 0});
+  ASSERT_TRUE(WaitSynced(2, 0));
+  EXPECT_GE(transport_.snapshot_parts("h2"), 1);
+  SetRing(Ring(3, {{{0, 1, 2}}}), {2, 1, 0});
+  std::shared_ptr<PsCore> joined = OnlyCore(2);
+  ASSERT_NE(joined, nullptr);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*joined), keys), want) << "the joined copy";
+
+  // Server 0 fails: 1 is the primary and goes on with 2.
+  SetRing(Ring(4, {{{1, 2}}}), {2, 1, 0});
+  EXPECT_TRUE(host(0).Cores().empty());
+  primary.reset();  // the test's hold on the dropped core
+  EXPECT_TRUE(Directories(table_dir_, 0).empty()) << "a dropped copy's directory stays";
+  std::shared_ptr<PsCore> promoted = Primary(1);
+  ASSERT_NE(promoted, nullptr);
+  PushRound(*promoted, memory, keys, &request_id);
+  const std::string after = Read(memory, keys);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*promoted), keys), after) << "the new primary";
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*joined), keys), after) << "the new tail";
+}
+
+// A restarted process (a new incarnation of the server id) removes the
+// directories its earlier process left; other ids' stay.
+TEST_F(ShardHostTest, ARestartedServerRemovesItsEarlierCopiesDirectories) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/restart");
+  const std::string root = absl::StrCat(table_dir_, "/h1");
+  std::filesystem::create_directories(root + "/emb.shard0.id1-90-0");
+  std::filesystem::create_directories(root + "/emb.shard0.id11-90-0");
+  Start(1, 91);
+  EXPECT_EQ(Directories(table_dir_, 1), std::vector<std::string>{"emb.shard0.id11-90-0"});
+}
+
+}  // namespace
+}  // namespace hosttest
+}  // namespace ps
