@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/optimizer/lars.h"
@@ -18,6 +19,22 @@
 
 namespace ps {
 
+namespace {
+
+// The meta of a tiered table's store (not a scratch one): whether it was
+// closed cleanly, then its definition.
+constexpr absl::string_view kTierOpen = "open\n", kTierClosed = "closed\n";
+std::string TierMeta(absl::string_view state, const proto::TableDef& def) {
+  return absl::StrCat(state, def.SerializeAsString());
+}
+// The definition with what may change from run to run cleared.
+proto::TableDef TierIdentity(proto::TableDef def) {
+  def.clear_cache_mb();
+  return def;
+}
+
+}  // namespace
+
 // Exactly one of the two is set, at creation, and never changes.
 struct ShardStore::Table {
   std::unique_ptr<DenseTable> dense;
@@ -25,6 +42,13 @@ struct ShardStore::Table {
   std::string scratch_dir;  // a tiered table's scratch directory, removed with it
 
   ~Table() {
+    if (sparse != nullptr && sparse->tiered() && scratch_dir.empty()) {
+      // The cache to disk, then the mark that the directory may be served
+      // again (OpenTier): a crash leaves it marked open.
+      if (absl::Status s = sparse->CloseTier(TierMeta(kTierClosed, sparse->def())); !s.ok()) {
+        LogEvent("shard store", absl::StrCat(s.message(), "; the directory is left marked open"));
+      }
+    }
     sparse.reset();  // closes the store first
     std::error_code ec;
     if (!scratch_dir.empty()) std::filesystem::remove_all(scratch_dir, ec);
@@ -148,14 +172,37 @@ absl::StatusOr<std::unique_ptr<RowStore>> ShardStore::OpenTier(const proto::Tabl
   }
   options.dir = absl::StrCat(limits_.table_dir, "/", name, ".server", server_index_);
   options.name = absl::StrCat("table ", def.name(), " on server ", server_index_);
-  if (std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        where, ": ", options.dir,
-        " holds rows of an earlier run; serving them again after a "
-        "restart is not built yet (issue 32): remove the directory, or give another --table_dir"));
-  }
+  const bool earlier =
+      std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec);
   absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
   if (!store.ok()) return store.status();
+  if (earlier) {
+    // An earlier run's rows are served again when it closed the table
+    // cleanly (its cache written) and the table is the same.
+    const std::string meta = (*store)->meta();
+    proto::TableDef was;
+    const bool closed = absl::StartsWith(meta, kTierClosed);
+    if (!closed) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": ", options.dir,
+          " holds rows of an earlier run that did not stop cleanly (its cache was not written "
+          "to disk, so the rows there are of different ages); restore a checkpoint into an empty "
+          "directory (remove this one), or give another --table_dir"));
+    }
+    if (!was.ParseFromString(meta.substr(kTierClosed.size())) ||
+        !SameTableDef(TierIdentity(was), TierIdentity(def))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": ", options.dir, " holds the rows of another definition of the table (",
+          TableDefSummary(was), "; now ", TableDefSummary(def),
+          "); remove the directory, or give another --table_dir"));
+    }
+    LogEvent(options.name, absl::StrCat("serving ", (*store)->stats().rows, " rows from ",
+                                        options.dir, ", written by an earlier run"));
+  }
+  // Marked open until closed cleanly.
+  RowStore::Batch mark;
+  mark.meta = TierMeta(kTierOpen, def);
+  if (absl::Status s = (*store)->Write(mark); !s.ok()) return s;
   return std::unique_ptr<RowStore>(*std::move(store));
 }
 

@@ -244,8 +244,11 @@ class ShardStore {
  private:
   // A tiered table's store (rows of `row_bytes`) under limits_.table_dir;
   // *scratch_dir: its directory when it is a scratch one (tier_scratch).
-  // FAILED_PRECONDITION without a table_dir, or when its (not scratch)
-  // directory holds rows already; the store's errors.
+  // A directory an earlier run closed cleanly (its meta says so, with the
+  // same definition but for cache_mb) is served again. FAILED_PRECONDITION
+  // without a table_dir, or when the directory holds an earlier run's rows
+  // that were not closed cleanly or are of another definition; the store's
+  // errors.
   absl::StatusOr<std::unique_ptr<RowStore>> OpenTier(const proto::TableDef& def, size_t row_bytes,
                                                      std::string* scratch_dir) const;
   // A table here: a DenseTable or a SparseTable (shard_store.cc).

@@ -252,6 +252,11 @@ class SparseTable {
   // The fewest erased keys a slice may remember (see the cap above).
   static constexpr size_t kMinErasedCap = 64;
 
+  // A tiered table's close: stops the demoter, writes every cached row to
+  // the store (in batches), then `meta` with the last batch; the cache
+  // keeps its rows. Errors: the store's (the meta is then not written).
+  absl::Status CloseTier(const std::string& meta);
+
   // A tiered table's last failed demotion since the last call (the
   // demoter's, which retries every second), or OK.
   absl::Status TakeDemoteError();

@@ -52,6 +52,45 @@ void SparseTable::DemoteLoop() {
   }
 }
 
+absl::Status SparseTable::CloseTier(const std::string& meta) {
+  StopDemoter();
+  absl::MutexLock demoting(&demote_mu_);
+  constexpr size_t kBatchRows = 65536;
+  const size_t stride = stride_bytes();
+  std::vector<char> rows;
+  RowStore::Batch batch;
+  auto write = [&]() -> absl::Status {
+    absl::Status s = tier_->Write(batch);
+    batch.puts.clear();
+    rows.clear();
+    if (s.ok()) return s;
+    return absl::Status(s.code(),
+                        absl::StrCat("table '", def_.name(),
+                                     "': writing the cache to disk at close: ", s.message()));
+  };
+  for (uint64_t s = 0; s < slices_.size(); ++s) {
+    if (slices_[s] == nullptr) continue;
+    Slice& slice = *slices_[s];
+    absl::ReaderMutexLock lock(&slice.mu);
+    std::vector<uint64_t> keys;
+    slice.rows.ForEach([&](uint64_t key, const float* row) {
+      keys.push_back(key);
+      const char* bytes = reinterpret_cast<const char*>(row);
+      rows.insert(rows.end(), bytes, bytes + stride);
+    });
+    // Rows' addresses once the buffer stopped growing.
+    for (size_t i = 0; i < keys.size(); ++i) {
+      batch.puts.push_back({static_cast<uint32_t>(s), keys[i], nullptr});
+    }
+    for (size_t i = 0; i < batch.puts.size(); ++i) batch.puts[i].row = rows.data() + i * stride;
+    if (batch.puts.size() >= kBatchRows) {
+      if (absl::Status st = write(); !st.ok()) return st;
+    }
+  }
+  batch.meta = meta;
+  return write();
+}
+
 absl::Status SparseTable::TakeDemoteError() {
   absl::MutexLock lock(&demoter_mu_);
   return std::exchange(demote_error_, absl::OkStatus());

@@ -248,10 +248,12 @@ TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
 namespace ps {
 namespace {
 
-// Through the shard store, as ps_server uses it: --table_dir is needed, a
-// directory holding rows of an earlier run is refused, and a tiered table
-// takes pushes and pulls like any other.
-TEST(SparseTableTierTest, ShardStoreOpensAStoreUnderTheTableDir) {
+// Through the shard store, as ps_server uses it: --table_dir is needed; a
+// tiered table takes pushes and pulls like any other; a table closed
+// cleanly is served again from its directory by the next store (the next
+// run), and a directory left open (a crash) or of another definition is
+// refused.
+TEST(SparseTableTierTest, ShardStoreServesACleanlyClosedDirectoryAgain) {
   StoreLimits no_dir;
   ShardStore without(0, Placement(1), no_dir);
   absl::StatusOr<bool> refused = without.CreateTable(Def(true));
@@ -260,31 +262,67 @@ TEST(SparseTableTierTest, ShardStoreOpensAStoreUnderTheTableDir) {
 
   StoreLimits limits;
   limits.table_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/tables");
-  const std::vector<uint64_t> keys = {1, 2, 3, 1ULL << 40};
+  // Three times the cache's rows: most on disk, the rest in the cache at
+  // close.
+  std::vector<uint64_t> keys(50000);
+  for (uint64_t k = 0; k < keys.size(); ++k) keys[k] = k * 0x9e3779b97f4a7c15ULL + 5;
   const std::vector<float> grads(keys.size() * 4, 0.25f);
-  std::string before;
+  std::string want;
+  {
+    ShardStore memory(0, Placement(1));
+    ASSERT_TRUE(memory.CreateTable(Def(false)).ok());
+    ASSERT_TRUE(memory.Push("ctr/emb", KeySpec::List(keys), grads).ok());
+    ASSERT_TRUE(memory.Push("ctr/emb", KeySpec::List(keys), grads).ok());
+    ASSERT_TRUE(memory.Pull("ctr/emb", KeySpec::List(keys), &want).ok());
+  }
   {
     ShardStore store(0, Placement(1), limits);
     ASSERT_TRUE(store.CreateTable(Def(true)).ok());
     ASSERT_TRUE(store.Push("ctr/emb", KeySpec::List(keys), grads).ok());
-    ASSERT_TRUE(store.Pull("ctr/emb", KeySpec::List(keys), &before).ok());
-    std::string want;
-    ShardStore memory(0, Placement(1));
-    ASSERT_TRUE(memory.CreateTable(Def(false)).ok());
-    ASSERT_TRUE(memory.Push("ctr/emb", KeySpec::List(keys), grads).ok());
-    ASSERT_TRUE(memory.Pull("ctr/emb", KeySpec::List(keys), &want).ok());
-    EXPECT_EQ(before, want);
-    // Four rows, in memory: far under the cache.
-    proto::TableStats stats;
-    stats.set_table("ctr/emb");
-    ASSERT_TRUE(store.FillSparseStats(&stats));
-    EXPECT_EQ(stats.rows(), keys.size());
   }
-  // The directory now holds the table's files: a new store refuses it.
-  ShardStore again(0, Placement(1), limits);
-  absl::StatusOr<bool> held = again.CreateTable(Def(true));
+  {
+    // The next run: the rows of the first, then a second push.
+    ShardStore again(0, Placement(1), limits);
+    proto::TableDef bigger_cache = Def(true);
+    bigger_cache.set_cache_mb(2);
+    ASSERT_TRUE(again.CreateTable(bigger_cache).ok());
+    ASSERT_TRUE(again.Push("ctr/emb", KeySpec::List(keys), grads).ok());
+    std::string got;
+    ASSERT_TRUE(again.Pull("ctr/emb", KeySpec::List(keys), &got).ok());
+    EXPECT_TRUE(got == want) << "the restarted table's values differ from the in-memory table's";
+  }
+  // Another definition: refused, both named; rows of another size: the
+  // store refuses the files.
+  {
+    ShardStore other(0, Placement(1), limits);
+    proto::TableDef faster = Def(true);
+    faster.set_learning_rate(0.1f);
+    absl::StatusOr<bool> wrong = other.CreateTable(faster);
+    ASSERT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(wrong.status().message()), HasSubstr("another definition"));
+    proto::TableDef sgd = Def(true);
+    sgd.set_optimizer(proto::OPT_SGD);
+    wrong = other.CreateTable(sgd);
+    ASSERT_FALSE(wrong.ok());
+    EXPECT_THAT(std::string(wrong.status().message()), HasSubstr("holds rows of"));
+  }
+  // As a crash leaves it: the directory marked open (what opening it
+  // writes), its cache never written.
+  {
+    auto optimizer = MakeOptimizer(Def(true));
+    RowStoreOptions options;
+    options.dir = absl::StrCat(limits.table_dir, "/ctr_emb.server0");
+    options.row_bytes = SparseTable::StoreRowBytes(Def(true), **optimizer);
+    auto store = LogRowStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    RowStore::Batch mark;
+    mark.meta = "open\n" + Def(true).SerializeAsString();
+    ASSERT_TRUE((*store)->Write(mark).ok());
+  }
+  ShardStore crashed(0, Placement(1), limits);
+  absl::StatusOr<bool> held = crashed.CreateTable(Def(true));
   ASSERT_EQ(held.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(held.status().message()), HasSubstr("earlier run"));
+  EXPECT_THAT(std::string(held.status().message()), HasSubstr("did not stop cleanly"));
 }
 
 }  // namespace
