@@ -300,6 +300,12 @@ struct SparseTable::PushState {
 absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                                        absl::Span<const float> grads, uint64_t clock, Admit admit,
                                        char* dst, Decisions* decisions) {
+  // A tiered table's cache past 1.5x its size: the demoter is behind, or
+  // the disk refuses its writes. The push demotes first, and is refused with
+  // the disk's error, nothing changed, when the disk refuses.
+  if (tier_ != nullptr && rows_.load(std::memory_order_relaxed) > cache_rows_ + cache_rows_ / 2) {
+    if (absl::StatusOr<uint64_t> demoted = Demote(); !demoted.ok()) return demoted.status();
+  }
   // Memory for the rows this push may create is charged before anything
   // changes, so that once admitted the push is applied whole.
   absl::Status status;
@@ -378,15 +384,7 @@ absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const Ke
   }
   FinishPush(reserved, push);
   tier_lock.Release();
-  if (tier_ != nullptr) {
-    const uint64_t held = rows_.load(std::memory_order_relaxed);
-    if (held > cache_rows_ + cache_rows_ / 2) {
-      (void)Demote();  // the demoter is behind: this push waits for rows to go (its error is the
-                       // demoter's to report)
-    } else if (held > cache_rows_) {
-      WakeDemoter();
-    }
-  }
+  if (tier_ != nullptr && rows_.load(std::memory_order_relaxed) > cache_rows_) WakeDemoter();
   return true;
 }
 

@@ -140,7 +140,9 @@ class SparseTable {
   //     beyond what was allocated.
   // With `dst`, the rows' values after the push (or now, when skipped) are
   // copied there (keys.size() * width floats, any alignment). Returns
-  // whether the update was applied.
+  // whether the update was applied. A tiered table's push first reads its
+  // rows on disk (their errors fail it, nothing changed), and when the
+  // cache is past 1.5x its size first moves rows to disk (likewise).
   //
   // `decisions` (replication; null: decide here, keep nothing): what is not
   // deterministic, admission and eviction at the row cap, is decided by the
@@ -421,8 +423,9 @@ class SparseTable {
                         std::unique_ptr<bool[]>* found) const;
   // The demoter: a thread of each tiered table that keeps the cache under
   // cache_rows_ (Demote), woken by pushes that take it past (WakeDemoter);
-  // a push past 1.5x the cache demotes on its own thread (the demoter is
-  // behind). Started by the constructor, stopped by the destructor.
+  // a push into a cache past 1.5x its size demotes first on its own thread
+  // (the demoter is behind, or the disk refuses it), and fails with the
+  // disk's error. Started by the constructor, stopped by the destructor.
   void StartDemoter();
   void StopDemoter();
   void DemoteLoop();

@@ -206,7 +206,8 @@ TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
   std::vector<uint64_t> keys(n);
   for (uint64_t k = 0; k < n; ++k) keys[k] = k;
   std::vector<float> ones(n * 4, 1.0f);
-  ASSERT_TRUE(tiered->Push(keys, ones, 1, Admitted, nullptr).ok());  // demotes half
+  ASSERT_TRUE(tiered->Push(keys, ones, 1, Admitted, nullptr).ok());
+  ASSERT_TRUE(tiered->Demote().ok());  // more than half to disk (the demoter may be at it too)
   ASSERT_GT(tiered->demoted(), 0u);
   const std::vector<float> before = ReadAll(*tiered, keys);
   // Reads fail: the push of rows on disk is refused before it is admitted.
@@ -235,6 +236,16 @@ TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
   ASSERT_FALSE(demoted.ok());
   EXPECT_THAT(std::string(demoted.status().message()), HasSubstr("ctr/emb"));
   EXPECT_EQ(tiered->rows(), held + n);
+  // The cache is now past 1.5x its size: the next push must move rows to
+  // disk first, and is refused with the disk's error, nothing applied.
+  const std::vector<float> more_before = ReadAll(*tiered, more);
+  admitted = 0;
+  pushed = tiered->Push(more, ones, 4, admit, nullptr);
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_THAT(std::string(pushed.status().message()), HasSubstr("ctr/emb"));
+  EXPECT_THAT(std::string(pushed.status().message()), HasSubstr("/dev/test"));
+  EXPECT_EQ(admitted, 0);
+  EXPECT_EQ(ReadAll(*tiered, more), more_before);
   store->fail_writes = false;
   EXPECT_EQ(ReadAll(*tiered, keys), before);
   ASSERT_TRUE(tiered->Demote().ok());
