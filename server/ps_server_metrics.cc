@@ -50,6 +50,20 @@ void CollectShardMetrics(PsCore& core, const std::string& shard, MetricsWriter& 
                      static_cast<double>(t.refused()));
     out.CounterValue("ps_sparse_rows_evicted_total", "Sparse rows evicted", labels,
                      static_cast<double>(t.evicted()));
+    if (t.disk_rows() + t.cache_hits() + t.cache_misses() == 0) continue;  // not tiered
+    out.Gauge("ps_tier_disk_rows", "Rows of a tiered table on this server's disk", labels,
+              static_cast<double>(t.disk_rows()));
+    out.Gauge("ps_tier_disk_bytes", "Bytes of a tiered table's files on this server's disk", labels,
+              static_cast<double>(t.disk_bytes()));
+    out.CounterValue("ps_tier_cache_hits_total",
+                     "Keys of pushes and pulls of a tiered table found in its memory cache", labels,
+                     static_cast<double>(t.cache_hits()));
+    out.CounterValue("ps_tier_cache_misses_total",
+                     "Keys of pushes and pulls of a tiered table read from disk", labels,
+                     static_cast<double>(t.cache_misses()));
+    out.CounterValue("ps_tier_rows_demoted_total",
+                     "Rows of a tiered table moved from memory to disk", labels,
+                     static_cast<double>(t.demoted()));
   }
   for (const auto& [table, bytes] : core.TableBytes()) {
     out.Gauge("ps_table_bytes", "Bytes a table's slices and optimizer state take here",

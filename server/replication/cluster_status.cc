@@ -21,6 +21,7 @@ std::string FormatClusterStatus(const std::vector<ShardStatus>& shards) {
                       "tables", "rows", "memory MiB (budget)", "max clock", "pulls", "repl lag");
   struct TableTotals {
     uint64_t rows = 0, clock = 0, pulls = 0, admitted = 0, evicted = 0;
+    uint64_t disk_rows = 0, disk_bytes = 0, hits = 0, misses = 0, demoted = 0;
     int shards = 0;
   };
   std::map<std::string, TableTotals> tables;
@@ -37,6 +38,11 @@ std::string FormatClusterStatus(const std::vector<ShardStatus>& shards) {
       total.pulls += t.pulls();
       total.admitted += t.admitted();
       total.evicted += t.evicted();
+      total.disk_rows += t.disk_rows();
+      total.disk_bytes += t.disk_bytes();
+      total.hits += t.cache_hits();
+      total.misses += t.cache_misses();
+      total.demoted += t.demoted();
       ++total.shards;
     }
     memory += s.stats.memory_bytes();
@@ -56,6 +62,20 @@ std::string FormatClusterStatus(const std::vector<ShardStatus>& shards) {
   for (const auto& [name, t] : tables) {
     out += absl::StrFormat("%-24s  %6d  %10d  %9d  %10d  %10d  %10d\n", name, t.shards, t.rows,
                            t.clock, t.pulls, t.admitted, t.evicted);
+  }
+  // Tiered tables: where their rows are, and how often a key was in memory.
+  bool header = false;
+  for (const auto& [name, t] : tables) {
+    if (t.disk_rows + t.hits + t.misses == 0) continue;
+    if (!header) {
+      out += absl::StrFormat("\n%-24s  %10s  %10s  %9s  %8s  %10s\n", "tiered table", "in memory",
+                             "on disk", "disk MiB", "hit rate", "demoted");
+      header = true;
+    }
+    const uint64_t keys = t.hits + t.misses;
+    out += absl::StrFormat(
+        "%-24s  %10d  %10d  %9s  %8s  %10d\n", name, t.rows, t.disk_rows, Mib(t.disk_bytes),
+        keys == 0 ? "-" : absl::StrFormat("%.3f", 1.0 * t.hits / keys), t.demoted);
   }
   return out;
 }

@@ -43,6 +43,27 @@ TEST(ClusterStatusTest, OneLinePerShardThenPerTable) {
               HasSubstr("mlp/w0                         1           0          9          20"));
 }
 
+TEST(ClusterStatusTest, TieredTablesSayWhereTheirRowsAre) {
+  std::vector<ShardStatus> shards(2);
+  for (int s = 0; s < 2; ++s) {
+    shards[s].shard = s;
+    proto::TableStats t = Table("ctr/emb", 1000, 3, 10);
+    t.set_disk_rows(9000);
+    t.set_disk_bytes(uint64_t{3} << 20);
+    t.set_cache_hits(300);
+    t.set_cache_misses(100);
+    t.set_demoted(50);
+    *shards[s].stats.add_tables() = t;
+    *shards[s].stats.add_tables() = Table("mlp/w0", 0, 3, 10);
+  }
+  const std::string text = FormatClusterStatus(shards);
+  EXPECT_THAT(text, HasSubstr("tiered table"));
+  EXPECT_THAT(text,
+              HasSubstr("ctr/emb                         2000       18000        6.0     0.750"
+                        "         100\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("mlp/w0                          ")));
+}
+
 TEST(ClusterStatusTest, NoTablesSaysSo) {
   std::vector<ShardStatus> shards(1);
   shards[0].server = "server 0 (127.0.0.1:7000)";
