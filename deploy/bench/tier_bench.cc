@@ -95,13 +95,13 @@ void Run(double exponent) {
   const uint64_t n = static_cast<uint64_t>(absl::GetFlag(FLAGS_rows));
   const std::string dir = absl::GetFlag(FLAGS_dir);
   std::filesystem::remove_all(dir);
-  // Bytes a cached row takes, as the table counts them against cache_mb.
+  // A cache_mb that holds --cache_fraction of the rows (the table's own
+  // measure of its maps and chunks), rounded up to MiB.
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = MakeOptimizer(Def(0));
   if (!optimizer.ok()) Die(optimizer.status());
-  const uint64_t row_bytes =
-      SparseTable::StoreRowBytes(Def(0), **optimizer) + SparseTable::kCacheMapBytesPerRow;
-  const uint64_t cache_mb = std::max<uint64_t>(
-      1, static_cast<uint64_t>(absl::GetFlag(FLAGS_cache_fraction) * n * row_bytes) >> 20);
+  const uint64_t cached_rows = static_cast<uint64_t>(absl::GetFlag(FLAGS_cache_fraction) * n);
+  const uint64_t cache_mb =
+      (SparseTable::CacheBytes(Def(0), **optimizer, cached_rows, kBuckets) + (1 << 20) - 1) >> 20;
   StoreLimits limits;
   limits.table_dir = dir;
   ShardStore tiered(0, Placement(1), limits), memory(0, Placement(1));
@@ -118,9 +118,10 @@ void Run(double exponent) {
     PushPull(tiered, keys, grads, &out);
     PushPull(memory, keys, grads, &out);
   }
-  std::printf("zipf %.2f: %llu rows pushed once to both tables in %.1f s; cache %llu MiB\n",
-              exponent, static_cast<unsigned long long>(n),
-              absl::ToDoubleSeconds(absl::Now() - fill), static_cast<unsigned long long>(cache_mb));
+  std::printf(
+      "zipf %.2f: %llu rows pushed once to both tables in %.1f s; cache %llu MiB (%llu rows)\n",
+      exponent, static_cast<unsigned long long>(n), absl::ToDoubleSeconds(absl::Now() - fill),
+      static_cast<unsigned long long>(cache_mb), static_cast<unsigned long long>(cached_rows));
   const ZipfSampler zipf(n, exponent);
   SplitMix64 rng(11);
   const size_t batch = static_cast<size_t>(absl::GetFlag(FLAGS_batch));

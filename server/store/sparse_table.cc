@@ -51,12 +51,7 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
       server_index_(server_index),
       placement_(placement),
       budget_(budget),
-      tier_(std::move(tier)),
-      // Rows of cache_mb, each with its change tag and its share of the map.
-      cache_rows_(tier_ == nullptr
-                      ? 0
-                      : std::max<uint64_t>(
-                            1, (def.cache_mb() << 20) / (stride_bytes() + kCacheMapBytesPerRow))) {
+      tier_(std::move(tier)) {
   slices_.resize(num_buckets_);
   slot_refs_.reset(new std::atomic<uint64_t>[num_buckets_]);
   for (uint64_t s = 0; s < num_buckets_; ++s) slot_refs_[s].store(0, std::memory_order_relaxed);
@@ -68,7 +63,30 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
       if (def_.admit_after_pushes() > 1) slices_[s]->sketch.assign(kSketchDepth * kSketchWidth, 0);
     }
   }
-  if (tier_ != nullptr) StartDemoter();
+  if (tier_ != nullptr) {
+    // The most rows whose cache fits cache_mb over the slices owned here.
+    uint64_t owned = 0;
+    for (const auto& slice : slices_) owned += slice != nullptr ? 1 : 0;
+    uint64_t lo = 1, hi = (def_.cache_mb() << 20) + 1;
+    while (lo + 1 < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      if (CacheBytes(def_, *optimizer_, mid, std::max<uint64_t>(owned, 1)) <=
+          (def_.cache_mb() << 20)) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    cache_rows_ = lo;
+    StartDemoter();
+  }
+}
+
+uint64_t SparseTable::CacheBytes(const proto::TableDef& def, const Optimizer& optimizer,
+                                 uint64_t rows, uint64_t slices) {
+  const size_t floats_per_row = def.width() * (1 + optimizer.state_per_value()) + 2;
+  const uint64_t per_slice = (rows + rows / 4 + slices - 1) / slices;
+  return slices * SparseRows::BytesToInsert(floats_per_row, SparseRows::Shape{}, per_slice);
 }
 
 void SparseTable::PublishShape(uint64_t s, Slice& slice) {
@@ -300,10 +318,10 @@ struct SparseTable::PushState {
 absl::StatusOr<bool> SparseTable::Push(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                                        absl::Span<const float> grads, uint64_t clock, Admit admit,
                                        char* dst, Decisions* decisions) {
-  // A tiered table's cache past 1.5x its size: the demoter is behind, or
+  // A tiered table's cache past 1.25x its rows: the demoter is behind, or
   // the disk refuses its writes. The push demotes first, and is refused with
   // the disk's error, nothing changed, when the disk refuses.
-  if (tier_ != nullptr && rows_.load(std::memory_order_relaxed) > cache_rows_ + cache_rows_ / 2) {
+  if (tier_ != nullptr && rows_.load(std::memory_order_relaxed) > cache_rows_ + cache_rows_ / 4) {
     if (absl::StatusOr<uint64_t> demoted = Demote(); !demoted.ok()) return demoted.status();
   }
   // Memory for the rows this push may create is charged before anything

@@ -95,12 +95,17 @@ class SparseTable {
   // before construction. Rows are charged as pushes create them.
   static uint64_t BytesToCreate(const proto::TableDef& def);
   // Bytes of a row of a tiered table of `def` in its store: its values,
-  // optimizer state and push count, and its change tag. In the cache, it
-  // also takes about kCacheMapBytesPerRow of map (cache_mb counts both).
-  static constexpr size_t kCacheMapBytesPerRow = 20;
+  // optimizer state and push count, and its change tag.
   static size_t StoreRowBytes(const proto::TableDef& def, const Optimizer& optimizer) {
     return (def.width() * (1 + optimizer.state_per_value()) + 2 + 1) * sizeof(float);
   }
+  // Bytes a tiered table's cache of `rows` rows spread over `slices`
+  // slices takes at most: the maps and row chunks SparseRows allocates for
+  // that many rows a slice, 1.25x over (what a cache reaches before pushes
+  // demote rows themselves). A table's cache holds the most rows whose
+  // bytes are within cache_mb.
+  static uint64_t CacheBytes(const proto::TableDef& def, const Optimizer& optimizer, uint64_t rows,
+                             uint64_t slices);
 
   const proto::TableDef& def() const { return def_; }
   uint64_t num_buckets() const { return num_buckets_; }
@@ -142,7 +147,7 @@ class SparseTable {
   // copied there (keys.size() * width floats, any alignment). Returns
   // whether the update was applied. A tiered table's push first reads its
   // rows on disk (their errors fail it, nothing changed), and when the
-  // cache is past 1.5x its size first moves rows to disk (likewise).
+  // cache is past 1.25x its rows first moves rows to disk (likewise).
   //
   // `decisions` (replication; null: decide here, keep nothing): what is not
   // deterministic, admission and eviction at the row cap, is decided by the
@@ -423,7 +428,7 @@ class SparseTable {
                         std::unique_ptr<bool[]>* found) const;
   // The demoter: a thread of each tiered table that keeps the cache under
   // cache_rows_ (Demote), woken by pushes that take it past (WakeDemoter);
-  // a push into a cache past 1.5x its size demotes first on its own thread
+  // a push into a cache past 1.25x its rows demotes first on its own thread
   // (the demoter is behind, or the disk refuses it), and fails with the
   // disk's error. Started by the constructor, stopped by the destructor.
   void StartDemoter();
@@ -531,7 +536,7 @@ class SparseTable {
   // rows to applying them, Demote exclusively while it drops rows from the
   // cache: a row a push read cannot leave the cache before it is applied.
   const std::unique_ptr<RowStore> tier_;
-  const uint64_t cache_rows_;
+  uint64_t cache_rows_ = 0;  // set by the constructor
   mutable absl::Mutex tier_mu_;
   absl::Mutex demote_mu_;                                   // one Demote at a time
   uint64_t demote_cursor_ ABSL_GUARDED_BY(demote_mu_) = 0;  // the slice the next one starts at

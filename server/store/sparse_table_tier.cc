@@ -42,7 +42,7 @@ void SparseTable::DemoteLoop() {
     absl::StatusOr<uint64_t> demoted = Demote();
     if (demoted.ok()) continue;
     // A failing disk: kept for the sweep to report, tried again in a second
-    // (or by the next push once the cache is 1.5x its size).
+    // (or by the next push once the cache is 1.25x its rows).
     absl::MutexLock lock(&demoter_mu_);
     demote_error_ = demoted.status();
     demoter_mu_.AwaitWithTimeout(absl::Condition(this, &SparseTable::DemoterStopped),

@@ -152,7 +152,7 @@ class FailingStore final : public RowStore {
   std::unique_ptr<RowStore> inner_;
 };
 
-// A push that takes the cache past its size (but not 1.5x past) leaves the
+// A push that takes the cache past its size (but not 1.25x past) leaves the
 // demotion to the table's demoter thread, which brings it back under.
 TEST(SparseTableTierTest, TheDemoterKeepsTheCacheUnderItsSize) {
   MemoryBudget budget(~uint64_t{0});
@@ -236,7 +236,7 @@ TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
   ASSERT_FALSE(demoted.ok());
   EXPECT_THAT(std::string(demoted.status().message()), HasSubstr("ctr/emb"));
   EXPECT_EQ(tiered->rows(), held + n);
-  // The cache is now past 1.5x its size: the next push must move rows to
+  // The cache is now past 1.25x its rows: the next push must move rows to
   // disk first, and is refused with the disk's error, nothing applied.
   const std::vector<float> more_before = ReadAll(*tiered, more);
   admitted = 0;
