@@ -71,7 +71,8 @@ ABSL_FLAG(std::string, table_dir, "",
           "directory the rows of tiered tables (TableDef storage STORAGE_TIERED) go under, one "
           "directory per table; on a disk of its own for speed (\"\": tiered tables are refused)");
 ABSL_FLAG(uint64_t, disk_budget_mb, 0,
-          "MiB each tiered table's rows may take under --table_dir; a push past it is refused "
+          "MiB the files of all tiered tables may take together under --table_dir (like "
+          "--memory_budget_mb, for the whole process); a push that would need more is refused "
           "naming the table and directory (0: no limit but the disk's)");
 ABSL_FLAG(uint64_t, key_list_cache_mb, 64,
           "MiB of key lists kept for workers' key-list caching (all workers together, apart "

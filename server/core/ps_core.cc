@@ -21,16 +21,25 @@ bool IsBsp(proto::Consistency consistency, uint32_t staleness) {
   return consistency == proto::CONSISTENCY_BOUNDED && staleness == 0;
 }
 
+StoreLimits StoreLimitsOf(const PsCoreOptions& options) {
+  StoreLimits limits;
+  limits.memory_budget_bytes = options.limits.memory_budget_bytes;
+  limits.max_tables = options.limits.max_tables;
+  limits.process_budget = options.process_budget;
+  limits.table_dir = options.limits.table_dir;
+  limits.disk_budget_bytes = options.limits.disk_budget_bytes;
+  limits.process_disk_budget = options.process_disk;
+  limits.tier_scratch = options.tier_scratch;
+  return limits;
+}
+
 }  // namespace
 
 PsCore::PsCore(const PsCoreOptions& options)
     : options_(options),
       clock_(options.clock),
       store_(options.server_index, Placement(options.num_servers, options.placement),
-             StoreLimits{options.limits.memory_budget_bytes, options.limits.max_tables,
-                         options.process_budget, options.limits.table_dir,
-                         options.limits.disk_budget_bytes, options.tier_scratch},
-             options.clock),
+             StoreLimitsOf(options), options.clock),
       clocks_([clock = options.clock] { return clock->Now(); }, options.limits.max_parked_calls,
               options.process_parked),
       dedup_(options.clock, options.limits.dedup_retention),

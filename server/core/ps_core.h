@@ -67,6 +67,9 @@ struct PsCoreOptions {
   // lists (KeyListCache).
   MemoryBudget* process_parked = nullptr;
   MemoryBudget* process_key_lists = nullptr;
+  // The tiered tables' files of every core of the process (not owned; null:
+  // the core's store has limits.disk_budget_bytes of its own).
+  MemoryBudget* process_disk = nullptr;
   // A replicated shard's copy: tiered tables in scratch directories named
   // by this (StoreLimits::tier_scratch); "": a static server's.
   std::string tier_scratch;

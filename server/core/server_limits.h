@@ -32,8 +32,8 @@ struct ServerLimits {
   // (--key_list_cache_mb; 0: none kept, workers must send every list).
   uint64_t key_list_cache_bytes = uint64_t{64} << 20;
   // Tiered tables: the directory their rows go under (--table_dir; "":
-  // tiered tables are refused) and the bytes each table's rows may take
-  // there (--disk_budget_mb; 0: no limit).
+  // tiered tables are refused) and the bytes their files may take there,
+  // all tables of the process together (--disk_budget_mb; 0: no limit).
   std::string table_dir;
   uint64_t disk_budget_bytes = 0;
 };

@@ -20,7 +20,10 @@ ShardHost::ShardHost(ShardHostOptions options)
       process_budget_(options_.core.limits.memory_budget_bytes),
       process_parked_(options_.core.limits.max_parked_calls),
       process_key_lists_(options_.core.limits.key_list_cache_bytes, &process_budget_),
-      process_history_(options_.core.limits.memory_budget_bytes / 4, &process_budget_) {
+      process_history_(options_.core.limits.memory_budget_bytes / 4, &process_budget_),
+      process_disk_(options_.core.limits.disk_budget_bytes == 0
+                        ? ~uint64_t{0}
+                        : options_.core.limits.disk_budget_bytes) {
   if (replicated()) RemoveOldTierScratch();
   if (!replicated()) {
     auto slot = std::make_shared<Slot>();
@@ -99,6 +102,7 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
   core.process_budget = &process_budget_;
   core.process_parked = &process_parked_;
   core.process_key_lists = &process_key_lists_;
+  core.process_disk = &process_disk_;
   if (replicated()) {
     core.tier_scratch = absl::StrCat(TierScratchPrefix(), copies_made_.fetch_add(1));
   }

@@ -224,6 +224,9 @@ class ShardHost {
   mutable MemoryBudget process_parked_;
   mutable MemoryBudget process_key_lists_;
   mutable MemoryBudget process_history_;
+  // The tiered tables' files of every shard (core.limits.disk_budget_bytes;
+  // 0: no limit).
+  mutable MemoryBudget process_disk_;
   // Names the scratch directories of the copies' tiered tables (each copy
   // of a shard its own: a shard dropped and copied again starts afresh).
   mutable std::atomic<uint64_t> copies_made_{0};

@@ -79,6 +79,10 @@ LogRowStore::LogRowStore(const RowStoreOptions& options, const LogRowStoreOption
       segs_(unit_, units_per_segment_) {}
 
 LogRowStore::~LogRowStore() {
+  if (options_.shared_disk_budget != nullptr) {
+    absl::MutexLock w(&write_mu_);
+    options_.shared_disk_budget->Release(charged_);
+  }
   if (dir_fd_ >= 0) close(dir_fd_);
   if (lock_fd_ >= 0) close(lock_fd_);
 }
@@ -132,7 +136,22 @@ absl::Status LogRowStore::Init() {
   append_ = LogAppender::Log{where(), options_.dir,       dir_fd_,
                              unit_,   units_per_segment_, static_cast<uint32_t>(row_bytes())};
   absl::MutexLock w(&write_mu_);
-  return Replay();
+  absl::Status replayed = Replay();
+  SyncSharedLocked();
+  return replayed;
+}
+
+void LogRowStore::SyncSharedLocked() {
+  MemoryBudget* const shared = options_.shared_disk_budget;
+  if (shared == nullptr) return;
+  uint64_t disk;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    disk = segs_.DiskBytes();
+  }
+  if (disk > charged_) shared->Charge(disk - charged_);
+  if (disk < charged_) shared->Release(charged_ - disk);
+  charged_ = disk;
 }
 
 absl::Status LogRowStore::Replay() {
@@ -235,7 +254,15 @@ absl::Status LogRowStore::Write(const Batch& batch) {
                    batch.erases.size() / block_entries_ + 1;
   units += units / (units_per_segment_ - 1) + 2;
   const uint64_t incoming = units * unit_;
-  const uint64_t budget = options_.disk_budget_bytes;
+  // The store's own limit, and what the shared budget leaves it: its files
+  // now and the budget's room.
+  uint64_t budget = options_.disk_budget_bytes;
+  MemoryBudget* const shared = options_.shared_disk_budget;
+  if (shared != nullptr && shared->limit() != ~uint64_t{0}) {
+    absl::ReaderMutexLock l(&mu_);
+    const uint64_t room = segs_.DiskBytes() + shared->left();
+    budget = budget == 0 ? room : std::min(budget, room);
+  }
   const LogCompaction policy{log_.target_disk_ratio, std::max(2 * log_.segment_bytes, 4 * incoming),
                              budget};
   for (int round = 0; round < 8; ++round) {  // more than one only to fit the budget
@@ -246,28 +273,53 @@ absl::Status LogRowStore::Write(const Batch& batch) {
       victims = segs_.ChooseVictims(head_, incoming, policy);
     }
     if (victims.empty()) break;
-    if (absl::Status s = CompactLocked(victims); !s.ok()) return s;
+    absl::Status compacted = CompactLocked(victims);
+    SyncSharedLocked();
+    if (!compacted.ok()) return compacted;
   }
   if (budget > 0) {
     absl::ReaderMutexLock l(&mu_);
     const uint64_t disk = segs_.DiskBytes();
     if (disk + incoming > budget) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          where(), ": a batch of ", batch.puts.size(), " puts and ", batch.erases.size(),
-          " erases (up to ", incoming, " bytes) would take the files to ", disk + incoming,
-          " bytes, past the disk budget of ", budget,
-          " bytes; nothing of it was applied (raise disk_budget_bytes or keep fewer rows)"));
+      const std::string which =
+          budget == options_.disk_budget_bytes
+              ? absl::StrCat("the store's disk budget of ", budget, " bytes")
+              : absl::StrCat("the server's disk budget (ps_server --disk_budget_mb) of ",
+                             shared->limit(), " bytes for every tiered table, ", shared->used(),
+                             " of them used");
+      return absl::ResourceExhaustedError(
+          absl::StrCat(where(), ": a batch of ", batch.puts.size(), " puts and ",
+                       batch.erases.size(), " erases (up to ", incoming,
+                       " bytes) would take the files to ", disk + incoming, " bytes, past ", which,
+                       "; nothing of it was applied (raise the budget or keep fewer rows)"));
     }
   }
+  // Reserved while the batch is written (other stores write meanwhile).
+  if (shared != nullptr && !shared->TryCharge(incoming)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(where(), ": a batch of up to ", incoming,
+                     " bytes would pass the server's disk budget (ps_server --disk_budget_mb) of ",
+                     shared->limit(), " bytes for every tiered table, ", shared->used(),
+                     " of them used; nothing of it was applied"));
+  }
+  struct Unreserve {
+    MemoryBudget* shared;
+    uint64_t bytes;
+    ~Unreserve() {
+      if (shared != nullptr) shared->Release(bytes);
+    }
+  } unreserve{shared, incoming};
   Registry registry(this);
   LogAppender app(append_, &registry, HeadLocked(), &next_seq_);
   std::vector<Op> ops;
   if (absl::Status s = AppendBatchLocked(batch, meta, &app, &ops); !s.ok()) {
     RollbackLocked(&app);
+    SyncSharedLocked();
     return absl::Status(s.code(), absl::StrCat(s.message(), "; nothing of the batch was applied",
                                                broken_.empty() ? "" : ", but " + broken_));
   }
   FinishLocked(app, ops, meta);
+  SyncSharedLocked();
   return absl::OkStatus();
 }
 

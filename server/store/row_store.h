@@ -28,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "server/store/memory_budget.h"
 
 namespace ps {
 
@@ -37,6 +38,10 @@ struct RowStoreOptions {
   uint64_t disk_budget_bytes = 0;  // 0: no limit
   // Names the store in errors ("table ctr/emb on server 1").
   std::string name;
+  // A budget shared with other stores (a server's --disk_budget_mb; not
+  // owned; null: none): the store charges its files' bytes to it, and a
+  // batch that would pass it is refused like one past disk_budget_bytes.
+  MemoryBudget* shared_disk_budget = nullptr;
 };
 
 // What the store holds on disk and in memory.

@@ -132,7 +132,8 @@ ShardStore::ShardStore(int server_index, const Placement& placement, StoreLimits
       placement_(placement),
       limits_(limits),
       clock_(clock),
-      budget_(limits.memory_budget_bytes, limits.process_budget) {}
+      budget_(limits.memory_budget_bytes, limits.process_budget),
+      own_disk_budget_(limits.disk_budget_bytes == 0 ? ~uint64_t{0} : limits.disk_budget_bytes) {}
 
 ShardStore::~ShardStore() = default;
 
@@ -158,7 +159,8 @@ absl::StatusOr<std::unique_ptr<RowStore>> ShardStore::OpenTier(const proto::Tabl
   std::replace(name.begin(), name.end(), '/', '_');
   RowStoreOptions options;
   options.row_bytes = row_bytes;
-  options.disk_budget_bytes = limits_.disk_budget_bytes;
+  options.shared_disk_budget =
+      limits_.process_disk_budget != nullptr ? limits_.process_disk_budget : &own_disk_budget_;
   std::error_code ec;
   if (!limits_.tier_scratch.empty()) {
     options.dir = absl::StrCat(limits_.table_dir, "/", name, ".shard", server_index_, ".",

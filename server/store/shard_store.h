@@ -56,9 +56,12 @@ struct StoreLimits {
   MemoryBudget* process_budget = nullptr;
   // Tiered tables (storage STORAGE_TIERED): the directory their rows go
   // under (ps_server --table_dir; "": tiered tables are refused), and the
-  // bytes each table's store may take there (--disk_budget_mb; 0: none).
+  // bytes their files may take there together (--disk_budget_mb; 0: none):
+  // the process's budget, shared by the stores of all its shards (not
+  // owned), or when null this store's own of disk_budget_bytes.
   std::string table_dir;
   uint64_t disk_budget_bytes = 0;
+  MemoryBudget* process_disk_budget = nullptr;
   // Not empty on a replicated shard's copy: each tiered table's directory
   // is <table_dir>/<name>.shard<index>.<tier_scratch>, emptied when opened
   // and removed with the table (the chain holds the rows: a copy that
@@ -277,6 +280,9 @@ class ShardStore {
   // Charged: created tables, those being initialized, sparse tables' rows.
   // Declared before the tables, which give their bytes back when destroyed.
   MemoryBudget budget_;
+  // The tiered tables' files, when the process shares none
+  // (limits_.process_disk_budget); before the tables, likewise.
+  mutable MemoryBudget own_disk_budget_;  // thread-safe
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
   uint32_t tables_pending_ ABSL_GUARDED_BY(tables_mu_) = 0;

@@ -259,6 +259,46 @@ TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
 namespace ps {
 namespace {
 
+// --disk_budget_mb is the server's, over all its tiered tables: once one
+// table's files took it, another table's push that must move rows to disk
+// is refused, naming the budget; each table's rows stay readable.
+TEST(SparseTableTierTest, TheDiskBudgetIsSharedByEveryTieredTable) {
+  StoreLimits limits;
+  limits.table_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/budget");
+  limits.disk_budget_bytes = 4 << 20;
+  ShardStore store(0, Placement(1), limits);
+  proto::TableDef a = Def(true), b = Def(true);
+  a.set_name("a");
+  b.set_name("b");
+  ASSERT_TRUE(store.CreateTable(a).ok());
+  ASSERT_TRUE(store.CreateTable(b).ok());
+  const std::vector<float> grads(20000 * 4, 0.5f);
+  std::vector<uint64_t> keys(20000);
+  auto push = [&](const std::string& table, uint64_t round) {
+    for (uint64_t k = 0; k < keys.size(); ++k) keys[k] = (round * keys.size() + k) * 7919 + 1;
+    return store.Push(table, KeySpec::List(keys), grads).status();
+  };
+  // Table a's rows until the budget refuses them (bounded: 4 MiB is about
+  // 70,000 of its rows on disk).
+  absl::Status refused;
+  uint64_t round = 0;
+  for (; round < 50 && refused.ok(); ++round) refused = push("a", round);
+  ASSERT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("disk budget"));
+  const std::vector<uint64_t> a_keys = keys;
+  std::string before_a;
+  ASSERT_TRUE(store.Pull("a", KeySpec::List(a_keys), &before_a).ok());
+  // Table b's pushes: refused once its cache must move rows to disk.
+  absl::Status b_refused;
+  for (uint64_t r = 0; r < 10 && b_refused.ok(); ++r) b_refused = push("b", 1000 + r);
+  ASSERT_EQ(b_refused.code(), absl::StatusCode::kResourceExhausted) << b_refused;
+  EXPECT_THAT(std::string(b_refused.message()), HasSubstr("table 'b'"));
+  EXPECT_THAT(std::string(b_refused.message()), HasSubstr("--disk_budget_mb"));
+  std::string after_a;
+  ASSERT_TRUE(store.Pull("a", KeySpec::List(a_keys), &after_a).ok());
+  EXPECT_TRUE(before_a == after_a);
+}
+
 // Through the shard store, as ps_server uses it: --table_dir is needed; a
 // tiered table takes pushes and pulls like any other; a table closed
 // cleanly is served again from its directory by the next store (the next
