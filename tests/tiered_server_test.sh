@@ -11,6 +11,9 @@
 #     the disk; every acknowledged push is in the values (the refused round
 #     at most partly), reads keep working, and pushes are taken again once
 #     there is room.
+#  4. A checkpoint (ps_admin checkpoint), a push after it, SIGKILL: restored
+#     onto 3 servers, every value is the checkpoint's; ps_ckpt export writes
+#     the table's 100,000 rows.
 set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: needs root (a tmpfs in a private mount namespace)" >&2; exit 1; }
 if [ -z "${TIERED_SERVER_TEST_NS:-}" ]; then
@@ -88,3 +91,30 @@ rm -f "$tables/filler"
 check $((3 + acked)) $((4 + acked))
 stop_servers
 echo "PASS: pushes taken again once the disk had room"
+
+# 4. A checkpoint, restored onto another number of servers.
+rm -rf "${tables:?}"/*
+ck="$dir/ck"
+start_ckpt_servers() {  # start_ckpt_servers N TABLE_DIR [flags]
+  local n=$1 table_dir=$2
+  shift 2
+  rm -f "$dir/spec"
+  start_servers "$root" "$dir" "$n" --table_dir="$table_dir" --checkpoint_dir="$ck" \
+    --servers_file="$dir/spec" --checkpoint_on_exit=false "$@"
+  echo "$spec" >"$dir/spec"
+}
+start_ckpt_servers 2 "$tables/taken"
+[ "$(push 3)" = 3 ] || fail "3 rounds were not acknowledged"
+out=$("$root/tools/ps_admin" checkpoint --servers="$spec") || fail "ps_admin checkpoint: $out"
+path=$(sed -n 's/^checkpoint \([^:]*\):.*/\1/p' <<<"$out")
+[ -f "$path/MANIFEST" ] || fail "no MANIFEST in '$path' ($out)"
+[ "$(push 1)" = 1 ] || fail "the round after the checkpoint was not acknowledged"
+kill_servers
+"$root/tools/ps_ckpt" export "$path" "$dir/export" >"$dir/export.out" 2>&1 ||
+  fail "ps_ckpt export: $(cat "$dir/export.out")"
+grep -q "100000" "$dir/export.out" || fail "the export does not hold 100000 rows: $(cat "$dir/export.out")"
+start_ckpt_servers 3 "$tables/restored" --restore
+grep -q "restored $path" "$dir/server0.log" || fail "3 servers: the checkpoint was not restored"
+check 3
+echo "PASS: a checkpoint restored onto 3 servers, every value 3; exported: $(head -c 200 "$dir/export.out")"
+stop_servers
