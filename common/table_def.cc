@@ -194,11 +194,6 @@ absl::Status ValidateKindFields(const proto::TableDef& def) {
       if (def.cache_mb() == 0) {
         return Bad(def, "a tiered table (storage STORAGE_TIERED) needs cache_mb >= 1");
       }
-      if (def.evict_after_clocks() != 0 || def.evict_after_seconds() != 0 || def.max_rows() != 0) {
-        return Bad(def,
-                   "eviction (evict_*, max_rows) does not work on tiered tables yet "
-                   "(issue 32): leave it off, the disk holds the rows memory cannot");
-      }
     } else if (def.cache_mb() != 0) {
       return Bad(def, "cache_mb is for tiered tables (storage STORAGE_TIERED)");
     }

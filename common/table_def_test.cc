@@ -91,7 +91,8 @@ TEST(TableDefTest, SparseAndDenseTablesKeepToTheirOwnFields) {
               HasSubstr("are for sparse tables (kind TABLE_SPARSE), not dense ones"));
   EXPECT_THAT(Refusal([](proto::TableDef* d) { d->set_max_rows(8); }),
               HasSubstr("are for sparse tables"));
-  // Tiered tables: sparse, with a cache, without eviction (for now).
+  // Tiered tables: sparse, with a cache (eviction applies to them too:
+  // tiered_eviction_test).
   EXPECT_THAT(Refusal([](proto::TableDef* d) {
                 d->set_storage(proto::STORAGE_TIERED);
                 d->set_cache_mb(8);
@@ -102,13 +103,6 @@ TEST(TableDefTest, SparseAndDenseTablesKeepToTheirOwnFields) {
                 d->set_storage(proto::STORAGE_TIERED);
               }),
               HasSubstr("needs cache_mb >= 1"));
-  EXPECT_THAT(Refusal([&](proto::TableDef* d) {
-                sparse(d);
-                d->set_storage(proto::STORAGE_TIERED);
-                d->set_cache_mb(8);
-                d->set_max_rows(1000);
-              }),
-              HasSubstr("does not work on tiered tables yet"));
   EXPECT_THAT(Refusal([&](proto::TableDef* d) {
                 sparse(d);
                 d->set_cache_mb(8);

@@ -518,7 +518,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::ApplyGroupToCopy(
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void SparseTable::FinishGroup(uint64_t s, Slice& slice,
                                                                   bool may_grow, uint64_t before,
                                                                   PushState& push) {
-  if (slice_cap_ > 0) {
+  if (slice_cap_ > 0 && tier_ == nullptr) {  // a tiered table's cap: SweepTier
     // Evictions are outside any cut: the slice is copied first.
     if (slice.rows.size() > slice_cap_) CopyForCut(slice);
     EvictOverCap(s, slice, push.decisions);

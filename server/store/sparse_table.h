@@ -412,6 +412,21 @@ class SparseTable {
   // charging what the slice's free list grew.
   void EvictLocked(Slice& slice, absl::Span<const uint64_t> keys)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
+  // The oldest last-update time (clock or second, as rows keep it) a row
+  // may have and stay at `now` (evict_after_*), or 0 when none is too old.
+  uint64_t OldestKept(absl::Time now) const;
+  // A tiered table's eviction: Sweep's (every sweep the cache's expired
+  // rows, from the cache and the disk; every kDiskSweep the rows only on
+  // disk that are expired or, past max_rows, the least recently or often
+  // updated), and EvictKeys' (a primary's evictions on a copy).
+  uint64_t SweepTier(std::vector<uint64_t>* keys);
+  uint64_t EvictTierKeys(absl::Span<const uint64_t> keys);
+  static constexpr absl::Duration kDiskSweep = absl::Seconds(10);
+  // Evicts `keys` of slice s from the disk, then from the cache (a row left
+  // on disk would come back); a slice in a cut gets the rows into its copy
+  // first. A failing disk evicts nothing (logged; the next sweep retries).
+  uint64_t EvictTierSlice(uint64_t s, const std::vector<uint64_t>& keys)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(demote_mu_, tier_mu_);
   // Erases `key`'s row, counting it and its bytes.
   void EvictRow(Slice& slice, uint64_t key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   static uint64_t NextRandom(uint64_t* state);
@@ -447,8 +462,10 @@ class SparseTable {
     absl::flat_hash_set<uint64_t> cached;  // every key the cache held
     std::vector<uint64_t> keys;            // those written
     std::vector<float> rows;               // floats_per_row_ each
+    absl::flat_hash_set<uint64_t> erased;  // since > 0: keys erased after it
   };
-  TierCut CopyCutRows(const SparseRows& rows, uint64_t since) const;
+  TierCut CopyCutRows(const SparseRows& rows, const absl::flat_hash_map<uint64_t, uint64_t>& erased,
+                      uint64_t since) const;
   // The slice's records: `cut`'s rows and the store's rows of keys it does
   // not hold (tagged after cut->since when since > 0).
   absl::StatusOr<std::vector<std::string>> TierCutRecords(uint64_t s, TierCut* cut,
@@ -541,6 +558,7 @@ class SparseTable {
   absl::Mutex demote_mu_;                                   // one Demote at a time
   uint64_t demote_cursor_ ABSL_GUARDED_BY(demote_mu_) = 0;  // the slice the next one starts at
   bool tier_frozen_ ABSL_GUARDED_BY(demote_mu_) = false;    // a cut is marked: no demotion
+  absl::Time last_disk_sweep_ ABSL_GUARDED_BY(demote_mu_) = absl::InfinitePast();
   mutable std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};  // counted by Read too
   std::atomic<uint64_t> demoted_{0};
   std::atomic<uint64_t> tier_pushed_{0};  // keys pushed: the aging epochs' clock

@@ -169,7 +169,7 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
       const SparseRows& rows = slice->copy != nullptr ? *slice->copy : slice->rows;
       const bool whole = since == 0 || since >= kMaxRowTag || since < slice->erased_lost;
       if (tier_ != nullptr) {
-        tier_cut = CopyCutRows(rows, whole ? 0 : since);
+        tier_cut = CopyCutRows(rows, slice->erased, whole ? 0 : since);
       } else if (whole) {
         records = RecordsOf(s, rows, max_record_bytes);
       } else {

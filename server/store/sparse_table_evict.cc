@@ -45,6 +45,7 @@ void SparseTable::EvictOverCap(uint64_t s, Slice& slice, Decisions* decisions) {
 }
 
 uint64_t SparseTable::EvictKeys(absl::Span<const uint64_t> keys) {
+  if (tier_ != nullptr) return EvictTierKeys(keys);
   const uint64_t before = evicted();
   absl::flat_hash_map<uint64_t, std::vector<uint64_t>> by_slice;
   for (uint64_t key : keys) {
@@ -72,17 +73,10 @@ void SparseTable::EvictLocked(Slice& slice, absl::Span<const uint64_t> keys) {
 }
 
 uint64_t SparseTable::Sweep(std::vector<uint64_t>* keys) {
+  if (tier_ != nullptr) return SweepTier(keys);
   const absl::Time now = clock_->Now();
-  const uint64_t by_clocks = def_.evict_after_clocks(), by_seconds = def_.evict_after_seconds();
-  if (by_clocks == 0 && by_seconds == 0) return 0;
-  // The age of a row in the unit of its metadata.
-  const uint64_t current =
-      by_seconds > 0
-          ? static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Seconds(now - created_)))
-          : max_clock_.load(std::memory_order_relaxed);
-  const uint64_t limit = by_seconds > 0 ? by_seconds : by_clocks;
-  if (current <= limit) return 0;
-  const uint64_t oldest = current - limit;  // rows last updated before it go
+  const uint64_t oldest = OldestKept(now);
+  if (oldest == 0) return 0;
   uint64_t evicted = 0;
   std::vector<uint64_t> expired;
   for (const auto& slice : slices_) {
@@ -97,6 +91,18 @@ uint64_t SparseTable::Sweep(std::vector<uint64_t>* keys) {
     evicted += expired.size();
   }
   return evicted;
+}
+
+uint64_t SparseTable::OldestKept(absl::Time now) const {
+  const uint64_t by_clocks = def_.evict_after_clocks(), by_seconds = def_.evict_after_seconds();
+  if (by_clocks == 0 && by_seconds == 0) return 0;
+  // The age of a row in the unit of its metadata.
+  const uint64_t current =
+      by_seconds > 0
+          ? static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Seconds(now - created_)))
+          : max_clock_.load(std::memory_order_relaxed);
+  const uint64_t limit = by_seconds > 0 ? by_seconds : by_clocks;
+  return current <= limit ? 0 : current - limit;
 }
 
 }  // namespace ps

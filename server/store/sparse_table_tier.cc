@@ -236,9 +236,16 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
   return dropped;
 }
 
-SparseTable::TierCut SparseTable::CopyCutRows(const SparseRows& rows, uint64_t since) const {
+SparseTable::TierCut SparseTable::CopyCutRows(const SparseRows& rows,
+                                              const absl::flat_hash_map<uint64_t, uint64_t>& erased,
+                                              uint64_t since) const {
   TierCut cut;
   cut.since = since;
+  if (since > 0) {
+    for (const auto& [key, tag] : erased) {
+      if (tag > since) cut.erased.insert(key);
+    }
+  }
   cut.cached.reserve(rows.size());
   rows.ForEach([&](uint64_t key, const float* row) {
     // Every cached key, written or not: the disk's older copy of a row the
@@ -264,6 +271,7 @@ absl::StatusOr<std::vector<std::string>> SparseTable::TierCutRecords(
   const size_t stride = stride_bytes();
   absl::Status status =
       tier_->ForEach(static_cast<uint32_t>(s), [&](uint64_t key, const char* row) {
+        cut->erased.erase(key);  // on disk: not gone
         if (cached.contains(key)) return absl::OkStatus();
         uint32_t tag;
         std::memcpy(&tag, row + floats_per_row_ * sizeof(float), sizeof tag);
@@ -281,8 +289,13 @@ absl::StatusOr<std::vector<std::string>> SparseTable::TierCutRecords(
     rows.emplace_back(disk_keys[i], reinterpret_cast<const float*>(disk.data() + i * stride));
   }
   if (cut->since > 0) {
-    if (rows.empty()) return std::vector<std::string>();
-    return RecordsOfRows(s, rows, max_record_bytes, /*delta=*/true, {});
+    // Keys erased since, that neither the cache nor the disk holds now.
+    std::vector<uint64_t> gone;
+    for (uint64_t key : cut->erased) {
+      if (!cached.contains(key)) gone.push_back(key);
+    }
+    if (rows.empty() && gone.empty()) return std::vector<std::string>();
+    return RecordsOfRows(s, rows, max_record_bytes, /*delta=*/true, gone);
   }
   return RecordsOfRows(s, rows, max_record_bytes, /*delta=*/false, {});
 }
