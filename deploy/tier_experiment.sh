@@ -131,11 +131,11 @@ for model in $models; do
   gnuplot <<PLOT
 set terminal pngcairo size 800,450 noenhanced
 set output "$out/$model.png"
-set title "$model: test AUC after each epoch, the table in memory and tiered (budget 1/$ratio of it)"
+set title "$model: test AUC after each epoch (tiered: memory budget 1/$ratio of the table)"
 set xlabel "training seconds"
 set ylabel "test AUC"
 set xrange [0:*]
-set key right bottom
+set key outside bottom center horizontal
 plot "$out/$model.memory.dat" using 1:2 with linespoints pointtype 7 title "in memory", \
      "$out/$model.tiered.dat" using 1:2 with linespoints pointtype 5 title "tiered, budget $budget MiB", \
      $planted title "planted model" with lines dashtype 2
