@@ -545,19 +545,31 @@ std::vector<std::shared_ptr<const LogSegmentFile>> LogRowStore::SortPlacesLocked
 
 absl::Status LogRowStore::Read(uint32_t slice, absl::Span<const uint64_t> keys, char* dst,
                                bool* found) const {
+  std::vector<RowRef> refs(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) refs[i] = RowRef{slice, keys[i]};
+  return ReadMany(refs, dst, found);
+}
+
+absl::Status LogRowStore::ReadMany(absl::Span<const RowRef> refs, char* dst, bool* found) const {
   std::vector<LogPlace> places;
   std::vector<std::shared_ptr<const LogSegmentFile>> files;
   {
     absl::ReaderMutexLock l(&mu_);
-    auto it = slices_.find(slice);
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const uint32_t place = it == slices_.end() ? kNone : it->second->Find(keys[i]);
+    const LogRowIndex* index = nullptr;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (i == 0 || refs[i].slice != refs[i - 1].slice) {
+        auto it = slices_.find(refs[i].slice);
+        index = it == slices_.end() ? nullptr : it->second.get();
+      }
+      const uint32_t place = index == nullptr ? kNone : index->Find(refs[i].key);
       found[i] = place != kNone;
-      if (found[i]) places.push_back(LogPlace{keys[i], place, static_cast<uint32_t>(i)});
+      if (found[i]) {
+        places.push_back(LogPlace{refs[i].key, place, static_cast<uint32_t>(i), refs[i].slice});
+      }
     }
     files = SortPlacesLocked(&places);
   }
-  return ReadLogRows(where(), unit_, units_per_segment_, slice, places, files,
+  return ReadLogRows(where(), unit_, units_per_segment_, places, files,
                      [&](const LogPlace& p, const char* row) {
                        std::memcpy(dst + size_t{p.index} * row_bytes(), row, row_bytes());
                        return absl::OkStatus();
@@ -573,11 +585,11 @@ absl::Status LogRowStore::ForEach(uint32_t slice, RowFn fn) const {
     if (it == slices_.end()) return absl::OkStatus();
     places.reserve(it->second->size());
     it->second->ForEach([&](uint64_t key, uint32_t place) {
-      places.push_back(LogPlace{key, place, 0});
+      places.push_back(LogPlace{key, place, 0, slice});
     });
     files = SortPlacesLocked(&places);
   }
-  return ReadLogRows(where(), unit_, units_per_segment_, slice, places, files,
+  return ReadLogRows(where(), unit_, units_per_segment_, places, files,
                      [&](const LogPlace& p, const char* row) { return fn(p.key, row); });
 }
 

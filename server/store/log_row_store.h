@@ -107,6 +107,9 @@ class LogRowStore final : public RowStore {
   // or holds another key.
   absl::Status Read(uint32_t slice, absl::Span<const uint64_t> keys, char* dst,
                     bool* found) const override;
+  // The same over any slices' rows: one lookup under the lock, one pass
+  // over the files.
+  absl::Status ReadMany(absl::Span<const RowRef> refs, char* dst, bool* found) const override;
   // Copies the slice's (key, place) pairs (16 bytes a row) under the lock,
   // then reads the rows in file order without it, so fn may call the store.
   absl::Status ForEach(uint32_t slice, RowFn fn) const override;

@@ -235,7 +235,7 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
 }
 
 absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
-                         uint32_t slice, const std::vector<LogPlace>& places,
+                         const std::vector<LogPlace>& places,
                          const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
                          absl::FunctionRef<absl::Status(const LogPlace&, const char*)> fn) {
   const size_t most = std::max<size_t>(1, kReadRunBytes / unit);
@@ -265,6 +265,7 @@ absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per
       row_log::Record r;
       std::string why = at >= got ? "the file ends before the record"
                                   : row_log::ParseRecord(&buf[at], got - at, unit, &r);
+      const uint32_t slice = places[k].slice;
       if (why.empty() && (r.kind != row_log::kRow || r.a != slice || r.b != places[k].key)) {
         why = absl::StrCat("a record of kind ", r.kind, " with key ", r.b, " of slice ", r.a,
                            " where key ", places[k].key, " of slice ", slice, " should be");

@@ -105,15 +105,17 @@ struct LogPlace {
   uint64_t key;
   uint32_t place;
   uint32_t index;
+  uint32_t slice;
 };
 
 // Reads the row records at `places` (sorted by place; files[j]: the file
 // of the j-th distinct segment among them), adjacent ones in one pread,
-// checks each (checksum, slice, key) and calls fn(place, row) in order;
+// checks each (checksum, its place's slice and key) and calls fn(place,
+// row) in order;
 // stops at fn's first error. Errors: DATA_LOSS naming `who`, the file and
 // the offset of a damaged record; the OS's error of a failed read.
 absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
-                         uint32_t slice, const std::vector<LogPlace>& places,
+                         const std::vector<LogPlace>& places,
                          const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
                          absl::FunctionRef<absl::Status(const LogPlace&, const char*)> fn);
 

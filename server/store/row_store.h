@@ -82,6 +82,24 @@ class RowStore {
   // not). Reads the keys in one batch (sorted by where they lie).
   virtual absl::Status Read(uint32_t slice, absl::Span<const uint64_t> keys, char* dst,
                             bool* found) const = 0;
+  // The same for rows of any slices (refs[i]'s row into dst at i *
+  // row_bytes). This one reads each run of refs of one slice with Read.
+  struct RowRef {
+    uint32_t slice;
+    uint64_t key;
+  };
+  virtual absl::Status ReadMany(absl::Span<const RowRef> refs, char* dst, bool* found) const {
+    std::vector<uint64_t> keys;
+    for (size_t i = 0, j; i < refs.size(); i = j) {
+      keys.clear();
+      for (j = i; j < refs.size() && refs[j].slice == refs[i].slice; ++j)
+        keys.push_back(refs[j].key);
+      if (absl::Status s = Read(refs[i].slice, keys, dst + i * row_bytes_, found + i); !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
 
   // Calls fn(key, row) for every row of `slice`, in no particular order,
   // as of the call (writes meanwhile may or may not be seen); stops at

@@ -92,6 +92,32 @@ TEST_P(RowStoreConformanceTest, RowsComeBackAsWritten) {
   ExpectHolds(*store, {}, {1, 5, 9});
 }
 
+// ReadMany: rows of several slices in one call, in runs and interleaved,
+// with keys of no row among them; each found row where its ref is.
+TEST_P(RowStoreConformanceTest, ReadManyReadsAnySlicesRows) {
+  std::unique_ptr<RowStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  Model rows;
+  for (uint64_t key = 1; key <= 120; ++key) rows[{static_cast<uint32_t>(key % 3), key}] = 2;
+  ASSERT_TRUE(PutAll(*store, rows).ok());
+  std::vector<RowStore::RowRef> refs;
+  for (uint64_t key = 1; key <= 120; key += 7)
+    refs.push_back({static_cast<uint32_t>(key % 3), key});
+  refs.push_back({0, 5000});  // no row
+  refs.push_back({1, 3});     // key 3 is slice 0's
+  for (uint64_t key = 3; key <= 120; key += 3) refs.push_back({0, key});
+  std::vector<char> dst(refs.size() * kRowBytes, 'x');
+  std::unique_ptr<bool[]> found(new bool[refs.size()]);
+  ASSERT_TRUE(store->ReadMany(refs, dst.data(), found.get()).ok());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    const auto it = rows.find({refs[i].slice, refs[i].key});
+    ASSERT_EQ(found[i], it != rows.end()) << "slice " << refs[i].slice << " key " << refs[i].key;
+    if (it == rows.end()) continue;
+    EXPECT_EQ(std::string(dst.data() + i * kRowBytes, kRowBytes), RowOf(refs[i].key, 2))
+        << "slice " << refs[i].slice << " key " << refs[i].key;
+  }
+}
+
 TEST_P(RowStoreConformanceTest, OverwritesErasesAndDroppedSlices) {
   std::unique_ptr<RowStore> store = Open();
   ASSERT_NE(store, nullptr);

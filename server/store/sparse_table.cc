@@ -561,18 +561,16 @@ absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& p
   const size_t row_bytes = width_ * sizeof(float);
   std::vector<float> initial(width_);
   std::vector<size_t> missing;  // a tiered table's keys to read from disk
-  std::vector<char> rows;
-  std::unique_ptr<bool[]> found;
-  uint64_t misses = 0;
+  std::vector<RowStore::RowRef> refs;
   for (const Group& g : plan.groups) {
     const Slice& slice = *slices_[g.slice];
     absl::ReaderMutexLock lock(&slice.mu);
-    missing.clear();
     for (size_t i = g.begin; i < g.end; ++i) {
       const float* row = slice.rows.Find(keys[i], plan.hashes[i]);
       if (row == nullptr) {
         if (tier_ != nullptr) {
           missing.push_back(i);
+          refs.push_back({static_cast<uint32_t>(g.slice), keys[i]});
           continue;
         }
         InitializeValues(def_, keys[i], 1, initial.data());
@@ -580,22 +578,25 @@ absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& p
       }
       std::memcpy(dst + i * row_bytes, row, row_bytes);
     }
-    if (missing.empty()) continue;
-    misses += missing.size();
-    if (absl::Status s = ReadTier(g.slice, keys, missing, &rows, &found); !s.ok()) return s;
-    for (size_t j = 0; j < missing.size(); ++j) {
-      const size_t i = missing[j];
-      const char* src = rows.data() + j * stride_bytes();
-      if (!found[j]) {
-        InitializeValues(def_, keys[i], 1, initial.data());
-        src = reinterpret_cast<const char*>(initial.data());
-      }
-      std::memcpy(dst + i * row_bytes, src, row_bytes);
-    }
   }
-  if (tier_ != nullptr) {
-    cache_misses_.fetch_add(misses, std::memory_order_relaxed);
-    cache_hits_.fetch_add(keys.size() - misses, std::memory_order_relaxed);
+  if (tier_ == nullptr) return absl::OkStatus();
+  cache_misses_.fetch_add(missing.size(), std::memory_order_relaxed);
+  cache_hits_.fetch_add(keys.size() - missing.size(), std::memory_order_relaxed);
+  if (missing.empty()) return absl::OkStatus();
+  // The rows not in the cache, in one read with no slice locked: the disk
+  // holds a row's last value whenever the cache lacks it (a row leaves the
+  // cache only once written there).
+  std::vector<char> rows;
+  std::unique_ptr<bool[]> found;
+  if (absl::Status s = ReadTier(refs, &rows, &found); !s.ok()) return s;
+  for (size_t j = 0; j < missing.size(); ++j) {
+    const size_t i = missing[j];
+    const char* src = rows.data() + j * stride_bytes();
+    if (!found[j]) {
+      InitializeValues(def_, keys[i], 1, initial.data());
+      src = reinterpret_cast<const char*>(initial.data());
+    }
+    std::memcpy(dst + i * row_bytes, src, row_bytes);
   }
   return absl::OkStatus();
 }

@@ -432,14 +432,14 @@ class SparseTable {
   static uint64_t NextRandom(uint64_t* state);
 
   // A tiered table's push, before any row changes: reads the keys missing
-  // from the cache from the store and inserts the rows found (their growth
-  // added to push.grown, their count to *promoted). Errors: the store's.
+  // from the cache from the store (one read, no slice locked) and inserts
+  // the rows found (their growth added to push.grown, their count to
+  // *promoted). Errors: the store's.
   absl::Status LoadFromTier(absl::Span<const uint64_t> keys, const KeyPlan& plan, uint64_t* grown,
                             uint64_t* promoted);
-  // Reads the rows of `keys[i]` for i in `missing` (all of slice `s`) from
-  // the store into rows (stride_bytes() each) and found.
-  absl::Status ReadTier(uint64_t s, absl::Span<const uint64_t> keys,
-                        const std::vector<size_t>& missing, std::vector<char>* rows,
+  // Reads the rows of `refs` from the store into rows (stride_bytes() each)
+  // and found, in one call.
+  absl::Status ReadTier(absl::Span<const RowStore::RowRef> refs, std::vector<char>* rows,
                         std::unique_ptr<bool[]>* found) const;
   // The demoter: a thread of each tiered table that keeps the cache under
   // cache_rows_ (Demote), woken by pushes that take it past (WakeDemoter);

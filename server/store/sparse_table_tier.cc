@@ -96,65 +96,73 @@ absl::Status SparseTable::TakeDemoteError() {
   return std::exchange(demote_error_, absl::OkStatus());
 }
 
-absl::Status SparseTable::ReadTier(uint64_t s, absl::Span<const uint64_t> keys,
-                                   const std::vector<size_t>& missing, std::vector<char>* rows,
+absl::Status SparseTable::ReadTier(absl::Span<const RowStore::RowRef> refs, std::vector<char>* rows,
                                    std::unique_ptr<bool[]>* found) const {
-  std::vector<uint64_t> wanted;
-  wanted.reserve(missing.size());
-  for (size_t i : missing) wanted.push_back(keys[i]);
-  rows->resize(wanted.size() * stride_bytes());
-  found->reset(new bool[wanted.size()]);
-  absl::Status status = tier_->Read(static_cast<uint32_t>(s), wanted, rows->data(), found->get());
+  rows->resize(refs.size() * stride_bytes());
+  found->reset(new bool[refs.size()]);
+  absl::Status status = tier_->ReadMany(refs, rows->data(), found->get());
   if (status.ok()) return status;
   return absl::Status(status.code(),
-                      absl::StrCat("table '", def_.name(), "': reading ", wanted.size(),
-                                   " rows of slice ", s, " from disk: ", status.message()));
+                      absl::StrCat("table '", def_.name(), "': reading ", refs.size(),
+                                   " rows from disk: ", status.message()));
 }
 
 absl::Status SparseTable::LoadFromTier(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                                        uint64_t* grown, uint64_t* promoted) {
+  // 1. The keys missing from the cache, each slice under its reader lock.
   std::vector<size_t> missing;
+  std::vector<RowStore::RowRef> refs;
+  for (const Group& g : plan.groups) {
+    const Slice& slice = *slices_[g.slice];
+    absl::ReaderMutexLock lock(&slice.mu);
+    for (size_t i = g.begin; i < g.end; ++i) {
+      if (slice.rows.Find(keys[i], plan.hashes[i]) == nullptr) {
+        missing.push_back(i);
+        refs.push_back({static_cast<uint32_t>(g.slice), keys[i]});
+      }
+    }
+  }
+  cache_misses_.fetch_add(missing.size(), std::memory_order_relaxed);
+  cache_hits_.fetch_add(keys.size() - missing.size(), std::memory_order_relaxed);
+  if (missing.empty()) return absl::OkStatus();
+  // 2. One read of them all, no slice locked. The push holds tier_mu_: no
+  // row leaves the cache, so a row another push brought in meanwhile is
+  // found in step 3 and kept (it is the newer).
   std::vector<char> rows;
   std::unique_ptr<bool[]> found;
-  uint64_t misses = 0;
-  absl::Status status;
-  for (const Group& g : plan.groups) {
-    Slice& slice = *slices_[g.slice];
-    absl::MutexLock lock(&slice.mu);
-    missing.clear();
-    for (size_t i = g.begin; i < g.end; ++i) {
-      if (slice.rows.Find(keys[i], plan.hashes[i]) == nullptr) missing.push_back(i);
+  if (absl::Status s = ReadTier(refs, &rows, &found); !s.ok()) return s;
+  // 3. Into the cache, a slice at a time.
+  for (size_t j = 0, end; j < missing.size(); j = end) {
+    const uint64_t s = refs[j].slice;
+    for (end = j; end < missing.size() && refs[end].slice == s; ++end) {
     }
-    if (missing.empty()) continue;
-    misses += missing.size();
-    status = ReadTier(g.slice, keys, missing, &rows, &found);
-    if (!status.ok()) break;
+    Slice& slice = *slices_[s];
+    absl::MutexLock lock(&slice.mu);
     const uint64_t before = slice.rows.bytes();
-    for (size_t j = 0; j < missing.size(); ++j) {
-      if (!found[j]) continue;  // a new key: the push creates it (admission)
-      const size_t i = missing[j];
+    for (size_t k = j; k < end; ++k) {
+      if (!found[k]) continue;  // a new key: the push creates it (admission)
+      const size_t i = missing[k];
+      const char* const stored = rows.data() + k * stride_bytes();
       bool created = false;
       float* const row = slice.rows.Insert(keys[i], plan.hashes[i], &created);
-      if (!created) continue;  // listed twice
+      if (!created) continue;  // listed twice, or brought in by another push
       // The row's floats and its change tag, as Demote wrote them.
-      std::memcpy(row, rows.data() + j * stride_bytes(), stride_bytes());
+      std::memcpy(row, stored, stride_bytes());
       ++*promoted;
       if (slice.copy != nullptr) {
         // The cut's copy lacked the row (it was on disk): an in-cut push
         // applies to the copy's row, which must be this one, not a new one.
         const uint64_t copy_before = slice.copy->bytes();
         float* const copied = slice.copy->Insert(keys[i], plan.hashes[i], &created);
-        if (created) std::memcpy(copied, rows.data() + j * stride_bytes(), stride_bytes());
+        if (created) std::memcpy(copied, stored, stride_bytes());
         budget_->Charge(slice.copy->bytes() - copy_before);
         slice.copy_bytes += slice.copy->bytes() - copy_before;
       }
     }
     *grown += slice.rows.bytes() - before;
-    PublishShape(g.slice, slice);
+    PublishShape(s, slice);
   }
-  cache_misses_.fetch_add(misses, std::memory_order_relaxed);
-  cache_hits_.fetch_add(keys.size() - misses, std::memory_order_relaxed);
-  return status;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> SparseTable::Demote() {
