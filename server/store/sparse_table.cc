@@ -560,28 +560,19 @@ absl::Status SparseTable::Read(absl::Span<const uint64_t> keys, const KeyPlan& p
                                char* dst) const {
   const size_t row_bytes = width_ * sizeof(float);
   std::vector<float> initial(width_);
-  std::vector<size_t> missing;  // a tiered table's keys to read from disk
+  std::vector<size_t> missing;
   std::vector<RowStore::RowRef> refs;
-  for (const Group& g : plan.groups) {
-    const Slice& slice = *slices_[g.slice];
-    absl::ReaderMutexLock lock(&slice.mu);
-    for (size_t i = g.begin; i < g.end; ++i) {
-      const float* row = slice.rows.Find(keys[i], plan.hashes[i]);
-      if (row == nullptr) {
-        if (tier_ != nullptr) {
-          missing.push_back(i);
-          refs.push_back({static_cast<uint32_t>(g.slice), keys[i]});
-          continue;
-        }
-        InitializeValues(def_, keys[i], 1, initial.data());
-        row = initial.data();
-      }
-      std::memcpy(dst + i * row_bytes, row, row_bytes);
+  SplitByCache(keys, plan, &missing, &refs, [&](size_t i, const float* row) {
+    std::memcpy(dst + i * row_bytes, row, row_bytes);
+  });
+  if (tier_ == nullptr) {
+    // Keys without a row read as their initial values.
+    for (size_t i : missing) {
+      InitializeValues(def_, keys[i], 1, initial.data());
+      std::memcpy(dst + i * row_bytes, initial.data(), row_bytes);
     }
+    return absl::OkStatus();
   }
-  if (tier_ == nullptr) return absl::OkStatus();
-  cache_misses_.fetch_add(missing.size(), std::memory_order_relaxed);
-  cache_hits_.fetch_add(keys.size() - missing.size(), std::memory_order_relaxed);
   if (missing.empty()) return absl::OkStatus();
   // The rows not in the cache, in one read with no slice locked: the disk
   // holds a row's last value whenever the cache lacks it (a row leaves the

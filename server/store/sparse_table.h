@@ -437,6 +437,31 @@ class SparseTable {
   // *promoted). Errors: the store's.
   absl::Status LoadFromTier(absl::Span<const uint64_t> keys, const KeyPlan& plan, uint64_t* grown,
                             uint64_t* promoted);
+  // Each slice of the plan under its reader lock: calls cached(i, row) for
+  // each key i with a row in memory, and lists the others in *missing
+  // (indices) and *refs (slice and key); counts a tiered table's hits and
+  // misses.
+  template <typename F>
+  void SplitByCache(absl::Span<const uint64_t> keys, const KeyPlan& plan,
+                    std::vector<size_t>* missing, std::vector<RowStore::RowRef>* refs,
+                    F cached) const {
+    for (const Group& g : plan.groups) {
+      const Slice& slice = *slices_[g.slice];
+      absl::ReaderMutexLock lock(&slice.mu);
+      for (size_t i = g.begin; i < g.end; ++i) {
+        const float* row = slice.rows.Find(keys[i], plan.hashes[i]);
+        if (row != nullptr) {
+          cached(i, row);
+          continue;
+        }
+        missing->push_back(i);
+        refs->push_back({static_cast<uint32_t>(g.slice), keys[i]});
+      }
+    }
+    if (tier_ == nullptr) return;
+    cache_misses_.fetch_add(missing->size(), std::memory_order_relaxed);
+    cache_hits_.fetch_add(keys.size() - missing->size(), std::memory_order_relaxed);
+  }
   // Reads the rows of `refs` from the store into rows (stride_bytes() each)
   // and found, in one call.
   absl::Status ReadTier(absl::Span<const RowStore::RowRef> refs, std::vector<char>* rows,

@@ -60,6 +60,8 @@ absl::Status SparseTable::CloseTier(const std::string& meta) {
   std::vector<char> rows;
   RowStore::Batch batch;
   auto write = [&]() -> absl::Status {
+    // The rows' addresses, now that the buffer stopped growing.
+    for (size_t i = 0; i < batch.puts.size(); ++i) batch.puts[i].row = rows.data() + i * stride;
     absl::Status s = tier_->Write(batch);
     batch.puts.clear();
     rows.clear();
@@ -78,11 +80,7 @@ absl::Status SparseTable::CloseTier(const std::string& meta) {
       const char* bytes = reinterpret_cast<const char*>(row);
       rows.insert(rows.end(), bytes, bytes + stride);
     });
-    // Rows' addresses once the buffer stopped growing.
-    for (size_t i = 0; i < keys.size(); ++i) {
-      batch.puts.push_back({static_cast<uint32_t>(s), keys[i], nullptr});
-    }
-    for (size_t i = 0; i < batch.puts.size(); ++i) batch.puts[i].row = rows.data() + i * stride;
+    for (uint64_t key : keys) batch.puts.push_back({static_cast<uint32_t>(s), key, nullptr});
     if (batch.puts.size() >= kBatchRows) {
       if (absl::Status st = write(); !st.ok()) return st;
     }
@@ -109,21 +107,10 @@ absl::Status SparseTable::ReadTier(absl::Span<const RowStore::RowRef> refs, std:
 
 absl::Status SparseTable::LoadFromTier(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                                        uint64_t* grown, uint64_t* promoted) {
-  // 1. The keys missing from the cache, each slice under its reader lock.
+  // 1. The keys missing from the cache.
   std::vector<size_t> missing;
   std::vector<RowStore::RowRef> refs;
-  for (const Group& g : plan.groups) {
-    const Slice& slice = *slices_[g.slice];
-    absl::ReaderMutexLock lock(&slice.mu);
-    for (size_t i = g.begin; i < g.end; ++i) {
-      if (slice.rows.Find(keys[i], plan.hashes[i]) == nullptr) {
-        missing.push_back(i);
-        refs.push_back({static_cast<uint32_t>(g.slice), keys[i]});
-      }
-    }
-  }
-  cache_misses_.fetch_add(missing.size(), std::memory_order_relaxed);
-  cache_hits_.fetch_add(keys.size() - missing.size(), std::memory_order_relaxed);
+  SplitByCache(keys, plan, &missing, &refs, [](size_t, const float*) {});
   if (missing.empty()) return absl::OkStatus();
   // 2. One read of them all, no slice locked. The push holds tier_mu_: no
   // row leaves the cache, so a row another push brought in meanwhile is

@@ -87,7 +87,7 @@ uint64_t SparseTable::SweepTier(std::vector<uint64_t>* keys) {
   absl::MutexLock demoting(&demote_mu_);
   uint64_t evicted = 0;
   auto evict = [&](uint64_t s, const std::vector<uint64_t>& victims)
-                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(tier_mu_) {
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(demote_mu_, tier_mu_) {
                      const uint64_t n = EvictTierSlice(s, victims);
                      evicted += n;
                      if (keys != nullptr && n > 0)
@@ -101,8 +101,9 @@ uint64_t SparseTable::SweepTier(std::vector<uint64_t>* keys) {
       if (slices_[s] == nullptr) continue;
       expired.clear();
       {
-        absl::ReaderMutexLock lock(&slices_[s]->mu);
-        slices_[s]->rows.ForEach([&](uint64_t key, const float* row) {
+        const Slice& slice = *slices_[s];
+        absl::ReaderMutexLock lock(&slice.mu);
+        slice.rows.ForEach([&](uint64_t key, const float* row) {
           if (LastTouch(row) < oldest) expired.push_back(key);
         });
       }
@@ -136,17 +137,23 @@ uint64_t SparseTable::SweepTier(std::vector<uint64_t>* keys) {
     }
     absl::MutexLock tier_lock(&tier_mu_);
     std::vector<uint64_t> victims;
+    uint64_t cached = 0;
     {
-      absl::ReaderMutexLock lock(&slices_[s]->mu);
-      const SparseRows& cache = slices_[s]->rows;
+      const Slice& slice = *slices_[s];
+      absl::ReaderMutexLock lock(&slice.mu);
       // The cache's rows are the newer: those keys are not the disk's to evict.
-      disk.erase(std::remove_if(disk.begin(), disk.end(),
-                                [&](const DiskRow& d) { return cache.Find(d.key) != nullptr; }),
-                 disk.end());
+      size_t kept = 0;
+      for (const DiskRow& d : disk) {
+        if (slice.rows.Find(d.key) == nullptr) disk[kept++] = d;
+      }
+      disk.resize(kept);
+      cached = slice.rows.size();
+    }
+    {
       std::sort(disk.begin(), disk.end(), [](const DiskRow& a, const DiskRow& b) {
         return a.expired != b.expired ? a.expired : a.score < b.score;
       });
-      const uint64_t total = cache.size() + disk.size();
+      const uint64_t total = cached + disk.size();
       const uint64_t over = slice_cap_ > 0 && total > slice_cap_ ? total - slice_cap_ : 0;
       for (size_t i = 0; i < disk.size() && (disk[i].expired || i < over); ++i) {
         victims.push_back(disk[i].key);
