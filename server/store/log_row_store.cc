@@ -282,7 +282,7 @@ absl::Status LogRowStore::Write(const Batch& batch) {
     const uint64_t disk = segs_.DiskBytes();
     if (disk + incoming > budget) {
       const std::string which =
-          budget == options_.disk_budget_bytes
+          shared == nullptr || budget == options_.disk_budget_bytes
               ? absl::StrCat("the store's disk budget of ", budget, " bytes")
               : absl::StrCat("the server's disk budget (ps_server --disk_budget_mb) of ",
                              shared->limit(), " bytes for every tiered table, ", shared->used(),

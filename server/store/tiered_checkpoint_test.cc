@@ -145,7 +145,10 @@ void ExpectBitIdentical(const std::vector<float>& got, const std::vector<float>&
   ASSERT_EQ(got.size(), want.size()) << what;
   int differ = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && ++differ <= 3) {
+    uint32_t a, b;  // the bits: equal values of other bits differ too
+    std::memcpy(&a, &got[i], sizeof a);
+    std::memcpy(&b, &want[i], sizeof b);
+    if (a != b && ++differ <= 3) {
       ADD_FAILURE() << what << ": value " << i << " is " << got[i] << ", expected " << want[i];
     }
   }

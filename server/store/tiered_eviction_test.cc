@@ -4,7 +4,7 @@
 // same values; an evicted row does not come back from the disk; a
 // primary's evictions replayed on a copy (EvictKeys) reach its disk; an
 // incremental checkpoint after evictions restores without them.
-#include <cstring>
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -88,7 +88,7 @@ std::set<uint64_t> Held(const SparseTable& t, const std::vector<uint64_t>& keys)
   for (size_t i = 0; i < keys.size(); ++i) {
     std::vector<float> initial(kWidth);
     InitializeValues(t.def(), keys[i], 1, initial.data());
-    if (std::memcmp(&values[i * kWidth], initial.data(), kWidth * sizeof(float)) != 0) {
+    if (!std::equal(initial.begin(), initial.end(), values.begin() + i * kWidth)) {
       held.insert(keys[i]);
     }
   }
