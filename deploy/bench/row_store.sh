@@ -3,19 +3,23 @@
 # project's own log) beside the disk's limits measured in the same run with
 # fio on the same directory: sequential write bandwidth (1 MiB blocks) and
 # random 4 KiB reads per second (direct I/O, one at a time and 16 in
-# flight). Cold reads (after dropping the page cache) need root.
+# flight). Cold reads (after dropping the page cache) need root. With
+# --tier, the tiered table against the table in memory instead
+# (deploy/bench/tier_bench.cc), beside the same fio figures.
 #
-#   deploy/bench/row_store.sh [--dir DIR] [row_store_bench flags...]
+#   deploy/bench/row_store.sh [--dir DIR] [--tier] [row_store_bench or tier_bench flags...]
 #
 # Prints the bench's lines and a summary; the RESULT lines go to
 # $DIR/results.txt.
 set -euo pipefail
 dir=/var/tmp/row_store_bench
+bench=row_store_bench
 if [ "${1:-}" = "--dir" ]; then dir="$2"; shift 2; fi
+if [ "${1:-}" = "--tier" ]; then bench=tier_bench; shift; fi
 cd "$(dirname "$0")/../.."
 command -v fio >/dev/null || { echo "row_store.sh: fio is missing: run deploy/setup.sh --bench" >&2; exit 1; }
-bazel build --ui_event_filters=-info --noshow_progress //deploy/bench:row_store_bench
-bin="$(bazel info bazel-bin 2>/dev/null)/deploy/bench/row_store_bench"
+bazel build --ui_event_filters=-info --noshow_progress "//deploy/bench:$bench"
+bin="$(bazel info bazel-bin 2>/dev/null)/deploy/bench/$bench"
 mkdir -p "$dir"
 fio_json() {  # NAME fio flags... -> the job's JSON on stdout
   local name=$1
