@@ -212,6 +212,11 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   if (absl::Status s = ValidateTableDef(def); !s.ok()) return s;
   absl::StatusOr<uint64_t> bytes = TableBytes(def);
   if (!bytes.ok()) return bytes.status();
+  // Tiered tables one at a time: every worker creates the job's tables, and
+  // a second creator must find the first's table, not open its directory
+  // again (the store locks it; reopening one of an earlier run takes a
+  // while).
+  absl::MutexLockMaybe tiered(def.storage() == proto::STORAGE_TIERED ? &tier_create_mu_ : nullptr);
   {
     // Charge the budget before allocating anything.
     absl::MutexLock lock(&tables_mu_);

@@ -286,6 +286,7 @@ class ShardStore {
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
   uint32_t tables_pending_ ABSL_GUARDED_BY(tables_mu_) = 0;
+  absl::Mutex tier_create_mu_ ABSL_ACQUIRED_BEFORE(tables_mu_);  // CreateTable of tiered tables
   absl::Time last_sweep_ ABSL_GUARDED_BY(tables_mu_) = absl::InfinitePast();
 
   // Checkpoint cut. cut_state_ is shared with the tables.

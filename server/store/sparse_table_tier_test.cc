@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -258,6 +259,35 @@ TEST(SparseTableTierTest, AFailingStoreChangesNothing) {
 
 namespace ps {
 namespace {
+
+// Every worker of a job creates its tables: creators of one tiered table at
+// once, on a directory of an earlier run (reopening it takes a while), all
+// succeed, one of them creating it (the others found it).
+TEST(SparseTableTierTest, ConcurrentCreatorsOfATieredTableAllSucceed) {
+  StoreLimits limits;
+  limits.table_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/creators");
+  std::vector<uint64_t> keys(60000);
+  for (uint64_t k = 0; k < keys.size(); ++k) keys[k] = k * 0x9e3779b97f4a7c15ULL + 9;
+  {
+    ShardStore first(0, Placement(1), limits);
+    ASSERT_TRUE(first.CreateTable(Def(true)).ok());
+    ASSERT_TRUE(
+        first.Push("ctr/emb", KeySpec::List(keys), std::vector<float>(keys.size() * 4, 1.0f)).ok());
+  }
+  ShardStore store(0, Placement(1), limits);
+  std::vector<absl::StatusOr<bool>> results(8, absl::UnknownError("not run"));
+  std::vector<std::thread> creators;
+  for (size_t t = 0; t < results.size(); ++t) {
+    creators.emplace_back([&, t] { results[t] = store.CreateTable(Def(true)); });
+  }
+  for (std::thread& t : creators) t.join();
+  int created = 0;
+  for (const absl::StatusOr<bool>& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    created += *r;
+  }
+  EXPECT_EQ(created, 1);
+}
 
 // --disk_budget_mb is the server's, over all its tiered tables: once one
 // table's files took it, another table's push that must move rows to disk
