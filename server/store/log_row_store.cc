@@ -76,13 +76,10 @@ LogRowStore::LogRowStore(const RowStoreOptions& options, const LogRowStoreOption
           static_cast<uint32_t>(std::min<uint64_t>(log.segment_bytes / unit_, 1u << 24))),
       block_entries_(
           std::min(kBlockEntries, ((units_per_segment_ - 1) * unit_ - kHeaderBytes) / kEntryBytes)),
+      account_(options.shared_disk_budget),
       segs_(unit_, units_per_segment_) {}
 
 LogRowStore::~LogRowStore() {
-  if (options_.shared_disk_budget != nullptr) {
-    absl::MutexLock w(&write_mu_);
-    options_.shared_disk_budget->Release(charged_);
-  }
   if (dir_fd_ >= 0) close(dir_fd_);
   if (lock_fd_ >= 0) close(lock_fd_);
 }
@@ -142,16 +139,8 @@ absl::Status LogRowStore::Init() {
 }
 
 void LogRowStore::SyncSharedLocked() {
-  MemoryBudget* const shared = options_.shared_disk_budget;
-  if (shared == nullptr) return;
-  uint64_t disk;
-  {
-    absl::ReaderMutexLock l(&mu_);
-    disk = segs_.DiskBytes();
-  }
-  if (disk > charged_) shared->Charge(disk - charged_);
-  if (disk < charged_) shared->Release(charged_ - disk);
-  charged_ = disk;
+  absl::ReaderMutexLock l(&mu_);
+  account_.Sync(segs_.DiskBytes());
 }
 
 absl::Status LogRowStore::Replay() {
@@ -254,14 +243,10 @@ absl::Status LogRowStore::Write(const Batch& batch) {
                    batch.erases.size() / block_entries_ + 1;
   units += units / (units_per_segment_ - 1) + 2;
   const uint64_t incoming = units * unit_;
-  // The store's own limit, and what the shared budget leaves it: its files
-  // now and the budget's room.
-  uint64_t budget = options_.disk_budget_bytes;
-  MemoryBudget* const shared = options_.shared_disk_budget;
-  if (shared != nullptr && shared->limit() != ~uint64_t{0}) {
+  uint64_t budget;
+  {
     absl::ReaderMutexLock l(&mu_);
-    const uint64_t room = segs_.DiskBytes() + shared->left();
-    budget = budget == 0 ? room : std::min(budget, room);
+    budget = account_.Limit(options_.disk_budget_bytes, segs_.DiskBytes());
   }
   const LogCompaction policy{log_.target_disk_ratio, std::max(2 * log_.segment_bytes, 4 * incoming),
                              budget};
@@ -281,34 +266,20 @@ absl::Status LogRowStore::Write(const Batch& batch) {
     absl::ReaderMutexLock l(&mu_);
     const uint64_t disk = segs_.DiskBytes();
     if (disk + incoming > budget) {
-      const std::string which =
-          shared == nullptr || budget == options_.disk_budget_bytes
-              ? absl::StrCat("the store's disk budget of ", budget, " bytes")
-              : absl::StrCat("the server's disk budget (ps_server --disk_budget_mb) of ",
-                             shared->limit(), " bytes for every tiered table, ", shared->used(),
-                             " of them used");
-      return absl::ResourceExhaustedError(
-          absl::StrCat(where(), ": a batch of ", batch.puts.size(), " puts and ",
-                       batch.erases.size(), " erases (up to ", incoming,
-                       " bytes) would take the files to ", disk + incoming, " bytes, past ", which,
-                       "; nothing of it was applied (raise the budget or keep fewer rows)"));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          where(), ": a batch of ", batch.puts.size(), " puts and ", batch.erases.size(),
+          " erases (up to ", incoming, " bytes) would take the files to ", disk + incoming,
+          " bytes, past ", account_.Describe(budget, options_.disk_budget_bytes),
+          "; nothing of it was applied (raise the budget or keep fewer rows)"));
     }
   }
   // Reserved while the batch is written (other stores write meanwhile).
-  if (shared != nullptr && !shared->TryCharge(incoming)) {
+  const std::optional<DiskAccount::Reservation> reserved = account_.Reserve(incoming);
+  if (!reserved.has_value()) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(where(), ": a batch of up to ", incoming,
-                     " bytes would pass the server's disk budget (ps_server --disk_budget_mb) of ",
-                     shared->limit(), " bytes for every tiered table, ", shared->used(),
-                     " of them used; nothing of it was applied"));
+        absl::StrCat(where(), ": a batch of up to ", incoming, " bytes would pass ",
+                     account_.DescribeShared(), "; nothing of it was applied"));
   }
-  struct Unreserve {
-    MemoryBudget* shared;
-    uint64_t bytes;
-    ~Unreserve() {
-      if (shared != nullptr) shared->Release(bytes);
-    }
-  } unreserve{shared, incoming};
   Registry registry(this);
   LogAppender app(append_, &registry, HeadLocked(), &next_seq_);
   std::vector<Op> ops;
@@ -600,7 +571,6 @@ absl::Status LogRowStore::Snapshot(const std::string& dir) const {
     return absl::AlreadyExistsError(
         absl::StrCat(where(), ": snapshot directory ", dir, " exists (it must be a new one)"));
   }
-  if (int err = row_log::MakeDirs(dir)) return IoError(err, "creating snapshot directory", dir);
   head_ = LogSegments::kNoSegment;  // sealed: the next batch starts a new segment
   std::vector<std::shared_ptr<const LogSegmentFile>> files;
   {
@@ -609,14 +579,7 @@ absl::Status LogRowStore::Snapshot(const std::string& dir) const {
       if (segs_[id].file != nullptr) files.push_back(segs_[id].file);
     }
   }
-  for (const auto& file : files) {
-    const std::string to = dir + "/" + SegmentName(file->seq);
-    int err = link(file->path.c_str(), to.c_str()) == 0 ? 0 : errno;
-    if (err == EXDEV || err == EPERM || err == EMLINK) err = row_log::CopyFile(file->fd, to);
-    if (err != 0) return IoError(err, absl::StrCat("linking ", file->path, " to"), to);
-  }
-  if (int err = row_log::SyncDir(dir)) return IoError(err, "syncing", dir);
-  return absl::OkStatus();
+  return LinkLogSegments(where(), dir, files);
 }
 
 std::string LogRowStore::meta() const {

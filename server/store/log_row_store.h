@@ -59,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "server/store/disk_account.h"
 #include "server/store/log_appender.h"
 #include "server/store/log_segments.h"
 #include "server/store/row_store.h"
@@ -145,7 +146,7 @@ class LogRowStore final : public RowStore {
   void FinishLocked(const LogAppender& app, absl::Span<const Op> ops, const std::string& meta)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Brings what the store charges the shared disk budget to its files'
-  // bytes now.
+  // bytes now (account_.Sync).
   void SyncSharedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Takes app's batch back; a failure to do so stops writes (broken_).
   void RollbackLocked(LogAppender* app) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -184,8 +185,8 @@ class LogRowStore final : public RowStore {
   mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable uint32_t head_ ABSL_GUARDED_BY(write_mu_) = LogSegments::kNoSegment;
   uint32_t next_seq_ ABSL_GUARDED_BY(write_mu_) = 1;
-  std::string broken_ ABSL_GUARDED_BY(write_mu_);    // why writes are refused
-  uint64_t charged_ ABSL_GUARDED_BY(write_mu_) = 0;  // to options_.shared_disk_budget
+  std::string broken_ ABSL_GUARDED_BY(write_mu_);   // why writes are refused
+  DiskAccount account_ ABSL_GUARDED_BY(write_mu_);  // options_.shared_disk_budget's
 
   // What readers see; changed only by the writer (holding write_mu_ too).
   mutable absl::Mutex mu_;

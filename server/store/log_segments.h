@@ -114,6 +114,12 @@ struct LogPlace {
 // row) in order;
 // stops at fn's first error. Errors: DATA_LOSS naming `who`, the file and
 // the offset of a damaged record; the OS's error of a failed read.
+// Makes the new directory `dir` hold `files` (hard links, copies where the
+// file system refuses links) and syncs it: a snapshot of a log. Errors
+// name `who`, the file and the OS's error.
+absl::Status LinkLogSegments(const std::string& who, const std::string& dir,
+                             const std::vector<std::shared_ptr<const LogSegmentFile>>& files);
+
 absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
                          const std::vector<LogPlace>& places,
                          const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
