@@ -22,9 +22,7 @@ LogAppender::LogAppender(const Log& log, Registry* registry, Head head, uint32_t
 }
 
 absl::Status LogAppender::IoError(int err, const std::string& what, const std::string& path) const {
-  return absl::Status(absl::ErrnoToStatusCode(err),
-                      absl::StrCat(log_.who, ": ", what, " ", path, ": ", std::strerror(err),
-                                   " (errno ", err, ")"));
+  return row_log::OsError(log_.who, err, what, path);
 }
 
 absl::Status LogAppender::Append(uint8_t kind, uint32_t a, uint64_t b, const char* payload,

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 
@@ -126,6 +127,13 @@ int CopyFile(int from, const std::string& to) {
   if (err == 0 && fsync(fd) != 0) err = errno;
   close(fd);
   return err;
+}
+
+absl::Status OsError(absl::string_view who, int err, absl::string_view what,
+                     absl::string_view path) {
+  return absl::Status(
+      absl::ErrnoToStatusCode(err),
+      absl::StrCat(who, ": ", what, " ", path, ": ", std::strerror(err), " (errno ", err, ")"));
 }
 
 }  // namespace ps::row_log

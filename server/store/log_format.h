@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace ps::row_log {
@@ -79,6 +80,10 @@ int MakeDirs(const std::string& path);
 int SyncDir(const std::string& dir);
 // Copies the open file `from` to the new file `to`, synced.
 int CopyFile(int from, const std::string& to);
+// The status of the OS's error `err` while doing `what` to `path`:
+// "<who>: <what> <path>: <strerror> (errno N)".
+absl::Status OsError(absl::string_view who, int err, absl::string_view what,
+                     absl::string_view path);
 
 }  // namespace ps::row_log
 

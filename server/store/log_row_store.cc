@@ -111,9 +111,7 @@ std::string LogRowStore::where() const {
 }
 
 absl::Status LogRowStore::IoError(int err, const std::string& what, const std::string& path) const {
-  return absl::Status(
-      absl::ErrnoToStatusCode(err),
-      absl::StrCat(where(), ": ", what, " ", path, ": ", std::strerror(err), " (errno ", err, ")"));
+  return row_log::OsError(where(), err, what, path);
 }
 
 absl::Status LogRowStore::Init() {

@@ -283,19 +283,16 @@ absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per
 
 absl::Status LinkLogSegments(const std::string& who, const std::string& dir,
                              const std::vector<std::shared_ptr<const LogSegmentFile>>& files) {
-  auto failed = [&](int err, const std::string& what, const std::string& path) {
-    return absl::Status(
-        absl::ErrnoToStatusCode(err),
-        absl::StrCat(who, ": ", what, " ", path, ": ", std::strerror(err), " (errno ", err, ")"));
-  };
-  if (int err = row_log::MakeDirs(dir)) return failed(err, "creating snapshot directory", dir);
+  if (int err = row_log::MakeDirs(dir))
+    return row_log::OsError(who, err, "creating snapshot directory", dir);
   for (const auto& file : files) {
     const std::string to = dir + "/" + row_log::SegmentName(file->seq);
     int err = link(file->path.c_str(), to.c_str()) == 0 ? 0 : errno;
     if (err == EXDEV || err == EPERM || err == EMLINK) err = row_log::CopyFile(file->fd, to);
-    if (err != 0) return failed(err, absl::StrCat("linking ", file->path, " to"), to);
+    if (err != 0)
+      return row_log::OsError(who, err, absl::StrCat("linking ", file->path, " to"), to);
   }
-  if (int err = row_log::SyncDir(dir)) return failed(err, "syncing", dir);
+  if (int err = row_log::SyncDir(dir)) return row_log::OsError(who, err, "syncing", dir);
   return absl::OkStatus();
 }
 
