@@ -8,32 +8,15 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/optimizer/lars.h"
 #include "common/optimizer/lbfgs_vectors.h"
 #include "common/table_def.h"
 #include "server/store/dense_table.h"
-#include "server/store/log_row_store.h"
+#include "server/store/tier_directory.h"
 
 namespace ps {
-
-namespace {
-
-// The meta of a tiered table's store (not a scratch one): whether it was
-// closed cleanly, then its definition.
-constexpr absl::string_view kTierOpen = "open\n", kTierClosed = "closed\n";
-std::string TierMeta(absl::string_view state, const proto::TableDef& def) {
-  return absl::StrCat(state, def.SerializeAsString());
-}
-// The definition with what may change from run to run cleared.
-proto::TableDef TierIdentity(proto::TableDef def) {
-  def.clear_cache_mb();
-  return def;
-}
-
-}  // namespace
 
 // Exactly one of the two is set, at creation, and never changes.
 struct ShardStore::Table {
@@ -45,7 +28,7 @@ struct ShardStore::Table {
     if (sparse != nullptr && sparse->tiered() && scratch_dir.empty()) {
       // The cache to disk, then the mark that the directory may be served
       // again (OpenTier): a crash leaves it marked open.
-      if (absl::Status s = sparse->CloseTier(TierMeta(kTierClosed, sparse->def())); !s.ok()) {
+      if (absl::Status s = sparse->CloseTier(ClosedTierMeta(sparse->def())); !s.ok()) {
         LogEvent("shard store", absl::StrCat(s.message(), "; the directory is left marked open"));
       }
     }
@@ -146,68 +129,6 @@ absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) cons
 
 uint64_t ShardStore::bytes_used() const { return budget_.used(); }
 
-absl::StatusOr<std::unique_ptr<RowStore>> ShardStore::OpenTier(const proto::TableDef& def,
-                                                               size_t row_bytes,
-                                                               std::string* scratch_dir) const {
-  const std::string where =
-      absl::StrCat("table '", def.name(), "' is tiered (storage STORAGE_TIERED)");
-  if (limits_.table_dir.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(where, ": start ps_server with --table_dir, the directory its rows go under"));
-  }
-  std::string name = def.name();
-  std::replace(name.begin(), name.end(), '/', '_');
-  RowStoreOptions options;
-  options.row_bytes = row_bytes;
-  options.shared_disk_budget =
-      limits_.process_disk_budget != nullptr ? limits_.process_disk_budget : &own_disk_budget_;
-  std::error_code ec;
-  if (!limits_.tier_scratch.empty()) {
-    options.dir = absl::StrCat(limits_.table_dir, "/", name, ".shard", server_index_, ".",
-                               limits_.tier_scratch);
-    options.name = absl::StrCat("table ", def.name(), " of shard ", server_index_);
-    std::filesystem::remove_all(options.dir, ec);
-    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
-    if (!store.ok()) return store.status();
-    *scratch_dir = options.dir;
-    return std::unique_ptr<RowStore>(*std::move(store));
-  }
-  options.dir = absl::StrCat(limits_.table_dir, "/", name, ".server", server_index_);
-  options.name = absl::StrCat("table ", def.name(), " on server ", server_index_);
-  const bool earlier =
-      std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec);
-  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
-  if (!store.ok()) return store.status();
-  if (earlier) {
-    // An earlier run's rows are served again when it closed the table
-    // cleanly (its cache written) and the table is the same.
-    const std::string meta = (*store)->meta();
-    proto::TableDef was;
-    const bool closed = absl::StartsWith(meta, kTierClosed);
-    if (!closed) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": ", options.dir,
-          " holds rows of an earlier run that did not stop cleanly (its cache was not written "
-          "to disk, so the rows there are of different ages); restore a checkpoint into an empty "
-          "directory (remove this one), or give another --table_dir"));
-    }
-    if (!was.ParseFromString(meta.substr(kTierClosed.size())) ||
-        !SameTableDef(TierIdentity(was), TierIdentity(def))) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          where, ": ", options.dir, " holds the rows of another definition of the table (",
-          TableDefSummary(was), "; now ", TableDefSummary(def),
-          "); remove the directory, or give another --table_dir"));
-    }
-    LogEvent(options.name, absl::StrCat("serving ", (*store)->stats().rows, " rows from ",
-                                        options.dir, ", written by an earlier run"));
-  }
-  // Marked open until closed cleanly.
-  RowStore::Batch mark;
-  mark.meta = TierMeta(kTierOpen, def);
-  if (absl::Status s = (*store)->Write(mark); !s.ok()) return s;
-  return std::unique_ptr<RowStore>(*std::move(store));
-}
-
 absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   if (absl::Status s = ValidateTableDef(def); !s.ok()) return s;
   absl::StatusOr<uint64_t> bytes = TableBytes(def);
@@ -246,15 +167,19 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   auto table = std::make_shared<Table>();
   std::unique_ptr<RowStore> tier;
   if (def.storage() == proto::STORAGE_TIERED) {
-    absl::StatusOr<std::unique_ptr<RowStore>> opened =
-        OpenTier(def, SparseTable::StoreRowBytes(def, **optimizer), &table->scratch_dir);
+    const TierPlace place{
+        limits_.table_dir, limits_.tier_scratch, server_index_,
+        limits_.process_disk_budget != nullptr ? limits_.process_disk_budget : &own_disk_budget_};
+    absl::StatusOr<OpenedTier> opened =
+        OpenTierStore(place, def, SparseTable::StoreRowBytes(def, **optimizer));
     if (!opened.ok()) {
       absl::MutexLock lock(&tables_mu_);
       --tables_pending_;
       budget_.Release(*bytes);
       return opened.status();
     }
-    tier = *std::move(opened);
+    tier = std::move(opened->store);
+    table->scratch_dir = opened->scratch_dir;
   }
   if (def.kind() == proto::TABLE_SPARSE) {
     table->sparse = std::make_unique<SparseTable>(def, *std::move(optimizer), server_index_,

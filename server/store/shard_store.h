@@ -245,15 +245,6 @@ class ShardStore {
   const Placement& placement() const { return placement_; }
 
  private:
-  // A tiered table's store (rows of `row_bytes`) under limits_.table_dir;
-  // *scratch_dir: its directory when it is a scratch one (tier_scratch).
-  // A directory an earlier run closed cleanly (its meta says so, with the
-  // same definition but for cache_mb) is served again. FAILED_PRECONDITION
-  // without a table_dir, or when the directory holds an earlier run's rows
-  // that were not closed cleanly or are of another definition; the store's
-  // errors.
-  absl::StatusOr<std::unique_ptr<RowStore>> OpenTier(const proto::TableDef& def, size_t row_bytes,
-                                                     std::string* scratch_dir) const;
   // A table here: a DenseTable or a SparseTable (shard_store.cc).
   struct Table;
 
@@ -282,7 +273,7 @@ class ShardStore {
   MemoryBudget budget_;
   // The tiered tables' files, when the process shares none
   // (limits_.process_disk_budget); before the tables, likewise.
-  mutable MemoryBudget own_disk_budget_;  // thread-safe
+  MemoryBudget own_disk_budget_;
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
   uint32_t tables_pending_ ABSL_GUARDED_BY(tables_mu_) = 0;
