@@ -67,26 +67,9 @@ SparseTable::SparseTable(const proto::TableDef& def, std::unique_ptr<Optimizer> 
     // The most rows whose cache fits cache_mb over the slices owned here.
     uint64_t owned = 0;
     for (const auto& slice : slices_) owned += slice != nullptr ? 1 : 0;
-    uint64_t lo = 1, hi = (def_.cache_mb() << 20) + 1;
-    while (lo + 1 < hi) {
-      const uint64_t mid = lo + (hi - lo) / 2;
-      if (CacheBytes(def_, *optimizer_, mid, std::max<uint64_t>(owned, 1)) <=
-          (def_.cache_mb() << 20)) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
-    }
-    cache_rows_ = lo;
+    cache_rows_ = CacheRows(def_, *optimizer_, std::max<uint64_t>(owned, 1));
     StartDemoter();
   }
-}
-
-uint64_t SparseTable::CacheBytes(const proto::TableDef& def, const Optimizer& optimizer,
-                                 uint64_t rows, uint64_t slices) {
-  const size_t floats_per_row = def.width() * (1 + optimizer.state_per_value()) + 2;
-  const uint64_t per_slice = (rows + rows / 4 + slices - 1) / slices;
-  return slices * SparseRows::BytesToInsert(floats_per_row, SparseRows::Shape{}, per_slice);
 }
 
 void SparseTable::PublishShape(uint64_t s, Slice& slice) {

@@ -106,6 +106,9 @@ class SparseTable {
   // bytes are within cache_mb.
   static uint64_t CacheBytes(const proto::TableDef& def, const Optimizer& optimizer, uint64_t rows,
                              uint64_t slices);
+  // The most rows (at least 1) whose CacheBytes over `slices` fit cache_mb.
+  static uint64_t CacheRows(const proto::TableDef& def, const Optimizer& optimizer,
+                            uint64_t slices);
 
   const proto::TableDef& def() const { return def_; }
   uint64_t num_buckets() const { return num_buckets_; }

@@ -11,6 +11,28 @@
 
 namespace ps {
 
+uint64_t SparseTable::CacheBytes(const proto::TableDef& def, const Optimizer& optimizer,
+                                 uint64_t rows, uint64_t slices) {
+  const size_t floats_per_row = def.width() * (1 + optimizer.state_per_value()) + 2;
+  const uint64_t per_slice = (rows + rows / 4 + slices - 1) / slices;
+  return slices * SparseRows::BytesToInsert(floats_per_row, SparseRows::Shape{}, per_slice);
+}
+
+uint64_t SparseTable::CacheRows(const proto::TableDef& def, const Optimizer& optimizer,
+                                uint64_t slices) {
+  const uint64_t cache_bytes = def.cache_mb() << 20;
+  uint64_t lo = 1, hi = cache_bytes + 1;  // CacheBytes(lo) fits; CacheBytes(hi) does not
+  while (lo + 1 < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (CacheBytes(def, optimizer, mid, slices) <= cache_bytes) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 void SparseTable::StartDemoter() {
   demoter_ = std::thread([this] { DemoteLoop(); });
 }
