@@ -27,7 +27,7 @@ struct ShardStore::Table {
   ~Table() {
     if (sparse != nullptr && sparse->tiered() && scratch_dir.empty()) {
       // The cache to disk, then the mark that the directory may be served
-      // again (OpenTier): a crash leaves it marked open.
+      // again (OpenTierStore): a crash leaves it marked open.
       if (absl::Status s = sparse->CloseTier(ClosedTierMeta(sparse->def())); !s.ok()) {
         LogEvent("shard store", absl::StrCat(s.message(), "; the directory is left marked open"));
       }
