@@ -90,7 +90,7 @@ class LogAppender {
   std::vector<std::pair<uint32_t, std::string>> created_;  // segments it started, paths
   std::vector<std::pair<uint32_t, uint64_t>> sizes_;       // segments it ended in, units
   uint32_t records_ = 0;                                   // of the batch
-  uint32_t crc_ = 0;                                       // crc32 of their crcs
+  uint32_t crc_ = 0;                                       // CRC-32C of their crcs
 };
 
 }  // namespace ps

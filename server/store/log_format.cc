@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,12 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/crc32c.h"
 
 namespace ps::row_log {
 
-uint32_t Crc(const char* p, size_t n, uint32_t crc) {
-  return static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(p), static_cast<uInt>(n)));
-}
+uint32_t Crc(const char* p, size_t n, uint32_t crc) { return Crc32c(p, n, crc); }
 
 uint32_t PutRecord(std::string* buf, size_t unit, uint8_t kind, uint32_t units, uint32_t a,
                    uint64_t b, const char* payload, size_t bytes) {

@@ -7,13 +7,15 @@
 // zeros to the end of its last unit. Header.crc covers everything after it,
 // through the padding.
 //   kSegmentHeader  1 unit, first in every file: a = row_bytes, b = kMagic.
+//                   (kMagicV1: format 1, whose checksums were zlib's
+//                   crc32; this build refuses it, saying so.)
 //   kRow            1 unit: a = slice, b = key, payload the row.
 //   kErase          a = number of erased keys, payload kEntryBytes each:
 //                   slice (4), killed seq (4), key (8).
 //   kDrop           1 unit: a = the dropped slice, b = its killed seq.
 //   kCommit         ends a batch: a = meta bytes, payload the meta,
 //                   b = records of the batch in this segment << 32 |
-//                   crc32 of their crcs. (A batch fills a segment and
+//                   the crc of their crcs. (A batch fills a segment and
 //                   syncs it before it goes on in the next, so a torn
 //                   batch is torn in its last segment; and compaction may
 //                   delete the first segments of a batch.)
@@ -32,12 +34,13 @@
 namespace ps::row_log {
 
 enum Kind : uint8_t { kSegmentHeader = 1, kRow = 2, kErase = 3, kDrop = 4, kCommit = 5 };
-constexpr uint64_t kMagic = 0x3153524c474f4c50;  // "PLOGLRS1"
+constexpr uint64_t kMagic = 0x3253524c474f4c50;    // "PLOGLRS2": CRC-32C
+constexpr uint64_t kMagicV1 = 0x3153524c474f4c50;  // "PLOGLRS1": zlib's crc32
 constexpr size_t kHeaderBytes = 20;
 constexpr size_t kEntryBytes = 16;
 
 struct Header {
-  uint32_t crc;         // crc32 of the record's bytes after this field
+  uint32_t crc;         // CRC-32C of the record's bytes after this field
   uint32_t kind_units;  // kind | units << 8
   uint32_t a;
   uint64_t b;
@@ -51,6 +54,7 @@ struct Record {
   uint64_t b = 0;
 };
 
+// CRC-32C (common/crc32c.h), continuing crc.
 uint32_t Crc(const char* p, size_t n, uint32_t crc = 0);
 
 // Appends a record of `units` units to *buf; returns its crc.

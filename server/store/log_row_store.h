@@ -4,7 +4,7 @@
 //
 // On disk (server/store/log_format.h): files seg-%08u.log in `dir`, in log
 // order, each at most segment_bytes of units of 20 + row_bytes bytes: a
-// header (row_bytes), then whole-unit records, each with a crc32: a row
+// header (row_bytes), then whole-unit records, each with a CRC-32C: a row
 // (slice, key, row), a block of erased keys, a dropped slice, and a commit
 // that ends a batch with the store's meta and the count and checksum of
 // the batch's records in its segment. A batch that fills a segment syncs

@@ -183,6 +183,14 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
           absl::StrCat(who, ": ", path(k), " holds rows of ", first.a, " bytes, not ", row_bytes,
                        " (open it with the row_bytes it was written with)"));
     }
+    if (data.size() >= sizeof first && first.kind_units == (row_log::kSegmentHeader | 1 << 8) &&
+        first.b == row_log::kMagicV1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          who, ": ", path(k),
+          " is in format 1 of the log (zlib crc32 checksums), which this build no longer reads "
+          "(format 2: CRC-32C); restore the table from a checkpoint written by the earlier build, "
+          "or remove the directory"));
+    }
     const absl::StatusOr<uint32_t> id = to.add(std::move(file));
     if (!id.ok()) return id.status();
     if (data.empty()) why = "an empty segment", bad_file = k;

@@ -1,0 +1,99 @@
+// The log's format on disk, seen through LogRowStore: records carry the
+// CRC-32C of their bytes, and a store written in format 1 (zlib's crc32)
+// is refused as such, untouched, rather than read as a torn batch and cut.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/store/log_row_store.h"
+#include "tests/test_util/temp_dir.h"
+
+namespace ps {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr size_t kRow = 40;
+constexpr size_t kUnit = LogRowStore::kHeaderBytes + kRow;
+
+absl::StatusOr<std::unique_ptr<LogRowStore>> Open(const std::string& dir) {
+  RowStoreOptions options;
+  options.dir = dir;
+  options.row_bytes = kRow;
+  options.name = "table f/e on server 0";
+  return LogRowStore::Open(options, LogRowStoreOptions{});
+}
+
+std::string Contents(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+fs::path OnlySegment(const std::string& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log") files.push_back(entry.path());
+  }
+  EXPECT_EQ(files.size(), 1u);
+  return files.empty() ? fs::path() : files[0];
+}
+
+// One row written: the segment header and the row's record each start with
+// the CRC-32C of the rest of their unit.
+TEST(LogFormatTest, RecordsCarryTheCrc32cOfTheirBytes) {
+  const std::string dir = TestRoot("log_format_crc");
+  {
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const std::string row(kRow, 'v');
+    RowStore::Batch batch;
+    batch.puts.push_back({3, 77, row.data()});
+    ASSERT_TRUE((*store)->Write(batch).ok());
+  }
+  const std::string bytes = Contents(OnlySegment(dir));
+  ASSERT_GE(bytes.size(), 2 * kUnit);
+  for (size_t unit = 0; unit < 2; ++unit) {
+    const char* p = bytes.data() + unit * kUnit;
+    uint32_t crc;
+    std::memcpy(&crc, p, sizeof crc);
+    EXPECT_EQ(crc, Crc32c(p + 4, kUnit - 4)) << "unit " << unit;
+  }
+  EXPECT_NE(bytes.find(std::string(kRow, 'v')), std::string::npos);
+}
+
+TEST(LogFormatTest, AStoreInFormatOneIsRefusedAndLeftAsItWas) {
+  const std::string dir = TestRoot("log_format_v1");
+  {
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = Open(dir);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const std::string row(kRow, 'w');
+    RowStore::Batch batch;
+    batch.puts.push_back({0, 5, row.data()});
+    ASSERT_TRUE((*store)->Write(batch).ok());
+  }
+  // The segment header's magic (after crc, kind and row_bytes) made format
+  // 1's, as an earlier build wrote it.
+  const fs::path segment = OnlySegment(dir);
+  std::string bytes = Contents(segment);
+  const uint64_t v1 = 0x3153524c474f4c50;  // "PLOGLRS1"
+  std::memcpy(&bytes[12], &v1, sizeof v1);
+  std::ofstream(segment, std::ios::binary | std::ios::trunc) << bytes;
+  const absl::Status open = Open(dir).status();
+  EXPECT_EQ(open.code(), absl::StatusCode::kFailedPrecondition) << open;
+  EXPECT_THAT(std::string(open.message()), HasSubstr(segment.string()));
+  EXPECT_THAT(std::string(open.message()), HasSubstr("format 1"));
+  EXPECT_THAT(std::string(open.message()), HasSubstr("table f/e on server 0"));
+  EXPECT_EQ(Contents(segment), bytes) << "the segment was changed";
+}
+
+}  // namespace
+}  // namespace ps
