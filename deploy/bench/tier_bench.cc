@@ -28,6 +28,7 @@
 #include "common/key_spec.h"
 #include "common/optimizer/optimizer.h"
 #include "common/placement.h"
+#include "common/process_tuning.h"
 #include "server/store/shard_store.h"
 #include "worker/train/libsvm_generator.h"
 
@@ -187,6 +188,7 @@ void Run(double exponent) {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  ps::TuneProcessForDataPath();  // as ps_server does
   for (absl::string_view e : absl::StrSplit(absl::GetFlag(FLAGS_exponents), ',')) {
     double exponent = 0;
     if (!absl::SimpleAtod(e, &exponent) || !(exponent > 0)) {
