@@ -61,7 +61,8 @@ absl::Status LogAppender::Roll(uint32_t units, bool force) {
   const std::string path = log_.dir + "/" + row_log::SegmentName(seq);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(errno, "creating", path);
-  auto file = std::make_shared<const LogSegmentFile>(fd, seq, path);
+  auto file = std::make_shared<const LogSegmentFile>(fd, seq, path,
+                                                     size_t{log_.units_per_segment} * log_.unit);
   absl::StatusOr<uint32_t> id = registry_->Add(file);
   if (!id.ok()) {
     unlink(path.c_str());

@@ -18,8 +18,11 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/hash.h"
+#include "common/prefetch.h"
 
 namespace ps {
 
@@ -34,6 +37,10 @@ class LogRowIndex {
   uint32_t Find(uint64_t key) const {
     const size_t i = Locate(key);
     return i == cap_ ? kNone : slots_[i].loc;
+  }
+  // Starts loading key's home slot (a Find soon after misses less).
+  void Prefetch(uint64_t key) const {
+    PrefetchAt(slots_.get(), Home(key) * sizeof(Slot));  // unconditional: common/prefetch.h
   }
   // Sets key's place (not kNone); returns the one it had, or kNone.
   uint32_t Insert(uint64_t key, uint32_t loc) {
@@ -134,6 +141,64 @@ class LogRowIndex {
   std::unique_ptr<Slot[]> slots_;
   size_t cap_ = 0;
   size_t size_ = 0;
+};
+
+// The indexes of every slice of a LogRowStore, and its row count: a
+// slice's index exists while it has rows. Not thread-safe: the store's
+// lock guards it.
+class LogSliceIndexes {
+ public:
+  static constexpr uint32_t kNone = LogRowIndex::kNone;
+
+  uint64_t rows() const { return rows_; }
+  uint64_t bytes() const {
+    uint64_t bytes = sizeof(*this) + slices_.capacity() * (sizeof(*slices_.begin()) + 1);
+    for (const auto& entry : slices_) bytes += entry.second->bytes();
+    return bytes;
+  }
+  // The slice's index: an empty one when the slice has no rows.
+  const LogRowIndex& Of(uint32_t slice) const {
+    static const LogRowIndex kEmpty;
+    const auto it = slices_.find(slice);
+    return it == slices_.end() ? kEmpty : *it->second;
+  }
+  uint32_t Find(uint32_t slice, uint64_t key) const { return Of(slice).Find(key); }
+  // Unconditional (common/prefetch.h): a slice without rows prefetches
+  // from a null base.
+  void Prefetch(uint32_t slice, uint64_t key) const { Of(slice).Prefetch(key); }
+  // The places of refs (each with .slice and .key; kNone: no row), every
+  // home slot requested before any is probed, so that the probes' misses
+  // overlap instead of following one another.
+  template <typename Ref>
+  void FindMany(const Ref* refs, size_t n, uint32_t* places) const {
+    std::vector<const LogRowIndex*> of(n);
+    for (size_t i = 0; i < n; ++i) {
+      of[i] = i > 0 && refs[i].slice == refs[i - 1].slice ? of[i - 1] : &Of(refs[i].slice);
+      of[i]->Prefetch(refs[i].key);
+    }
+    for (size_t i = 0; i < n; ++i) places[i] = of[i]->Find(refs[i].key);
+  }
+  // Sets key's place; returns the one it had, or kNone.
+  uint32_t Put(uint32_t slice, uint64_t key, uint32_t place) {
+    std::unique_ptr<LogRowIndex>& index = slices_[slice];
+    if (index == nullptr) index = std::make_unique<LogRowIndex>();
+    const uint32_t old = index->Insert(key, place);
+    if (old == kNone) ++rows_;
+    return old;
+  }
+  // Removes key; returns its place, or kNone.
+  uint32_t Erase(uint32_t slice, uint64_t key) {
+    const auto it = slices_.find(slice);
+    if (it == slices_.end()) return kNone;
+    const uint32_t old = it->second->Erase(key);
+    if (old != kNone) --rows_;
+    if (it->second->size() == 0) slices_.erase(it);
+    return old;
+  }
+
+ private:
+  absl::flat_hash_map<uint32_t, std::unique_ptr<LogRowIndex>> slices_;
+  uint64_t rows_ = 0;
 };
 
 }  // namespace ps

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "server/store/log_format.h"
 #include "server/store/log_row_index.h"
@@ -59,8 +60,9 @@ class LogRowStore::Registry : public LogAppender::Registry {
                      " segments, as many as places can address; use a larger segment_bytes"));
   }
   void Remove(uint32_t id) override {
+    std::shared_ptr<const LogSegmentFile> file;
     absl::MutexLock l(&store_->mu_);
-    store_->segs_.Remove(id);
+    file = store_->segs_.Remove(id);  // unmapped after the lock is let go
   }
 
  private:
@@ -170,16 +172,21 @@ absl::Status LogRowStore::Replay() {
     if (n > 0) segs_[static_cast<uint32_t>(n - 1)].units = units;
   };
   return ReplayLog(where(), options_.dir, dir_fd_, unit_, static_cast<uint32_t>(row_bytes()),
-                   LogReplay{add, record, cut}, &next_seq_);
+                   size_t{units_per_segment_} * unit_, LogReplay{add, record, cut}, &next_seq_);
 }
 
 void LogRowStore::ApplyLocked(absl::Span<const Op> ops) {
-  for (const Op& op : ops) {
+  // The index slots of rows a few ops ahead requested (for any op:
+  // harmless): readers wait for this loop, which would otherwise wait for a
+  // miss a row.
+  constexpr size_t kAhead = 8;
+  for (size_t j = 0; j < std::min(kAhead, ops.size()); ++j)
+    index_.Prefetch(ops[j].slice, ops[j].key);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (i + kAhead < ops.size()) index_.Prefetch(ops[i + kAhead].slice, ops[i + kAhead].key);
+    const Op& op = ops[i];
     if (op.kind == kRow) {
-      std::unique_ptr<LogRowIndex>& index = slices_[op.slice];
-      if (index == nullptr) index = std::make_unique<LogRowIndex>();
-      const uint32_t old = index->Insert(op.key, op.arg);
-      if (old == kNone) ++rows_;
+      const uint32_t old = index_.Put(op.slice, op.key, op.arg);
       if (old != kNone) --segs_[segs_.IdOf(old)].live_rows;
       ++segs_[op.segment].live_rows;
       continue;
@@ -187,26 +194,20 @@ void LogRowStore::ApplyLocked(absl::Span<const Op> ops) {
     LogSegments::Segment& seg = segs_[op.segment];
     seg.erase_bytes += op.kind == kErase ? kEntryBytes : unit_;
     seg.max_killed = std::max(seg.max_killed, op.arg);
-    auto it = slices_.find(op.slice);
-    if (it == slices_.end()) continue;
     // An erase or a drop kills rows in segments up to its killed seq only.
     auto killed = [&](uint32_t place) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return segs_[segs_.IdOf(place)].seq <= op.arg;
     };
     std::vector<uint64_t> keys;
     if (op.kind == kErase) {
-      const uint32_t place = it->second->Find(op.key);
+      const uint32_t place = index_.Find(op.slice, op.key);
       if (place != kNone && killed(place)) keys.push_back(op.key);
     } else {
-      std::vector<std::pair<uint64_t, uint32_t>> rows;  // key, place
-      it->second->ForEach([&](uint64_t key, uint32_t place) { rows.emplace_back(key, place); });
-      for (const auto& [key, place] : rows) {
+      index_.Of(op.slice).ForEach([&](uint64_t key, uint32_t place) {
         if (killed(place)) keys.push_back(key);
-      }
+      });
     }
-    for (uint64_t key : keys) --segs_[segs_.IdOf(it->second->Erase(key))].live_rows;
-    rows_ -= keys.size();
-    if (it->second->size() == 0) slices_.erase(it);
+    for (uint64_t key : keys) --segs_[segs_.IdOf(index_.Erase(op.slice, key))].live_rows;
   }
 }
 
@@ -287,7 +288,8 @@ absl::Status LogRowStore::Write(const Batch& batch) {
     return absl::Status(s.code(), absl::StrCat(s.message(), "; nothing of the batch was applied",
                                                broken_.empty() ? "" : ", but " + broken_));
   }
-  FinishLocked(app, ops, meta);
+  constexpr size_t kOpsAtOnce = 256;  // a batch readers may see in parts
+  FinishLocked(app, ops, meta, batch.readers_may_see_parts ? kOpsAtOnce : ops.size());
   SyncSharedLocked();
   return absl::OkStatus();
 }
@@ -303,14 +305,13 @@ absl::Status LogRowStore::AppendBatchLocked(const Batch& batch, const std::strin
     absl::ReaderMutexLock l(&mu_);
     const std::vector<uint32_t>& dropped = batch.dropped_slices;
     for (uint32_t slice : dropped) {
-      auto it = slices_.find(slice);
-      if (it == slices_.end() ||
+      const LogRowIndex& index = index_.Of(slice);
+      if (index.size() == 0 ||
           std::any_of(drops.begin(), drops.end(), [&](auto& d) { return d.first == slice; })) {
         continue;
       }
       std::vector<bool> holds(segs_.ids());  // by id: a segment with a row of the slice
-      it->second->ForEach(
-          [&](uint64_t, uint32_t place) { holds[place / units_per_segment_] = true; });
+      index.ForEach([&](uint64_t, uint32_t place) { holds[place / units_per_segment_] = true; });
       uint32_t seq = 0;
       for (uint32_t id = 0; id < holds.size(); ++id) {
         if (holds[id]) seq = std::max(seq, segs_[id].seq);
@@ -319,10 +320,8 @@ absl::Status LogRowStore::AppendBatchLocked(const Batch& batch, const std::strin
       roll |= seq >= app->seq();  // 0 without a head
     }
     for (const Batch::Erase& e : batch.erases) {
-      auto it = slices_.find(e.slice);
-      const bool gone = it == slices_.end() ||
-                        std::find(dropped.begin(), dropped.end(), e.slice) != dropped.end();
-      const uint32_t place = gone ? kNone : it->second->Find(e.key);
+      const bool dropped_too = std::find(dropped.begin(), dropped.end(), e.slice) != dropped.end();
+      const uint32_t place = dropped_too ? kNone : index_.Find(e.slice, e.key);
       killed.emplace(std::make_pair(e.slice, e.key),
                      place == kNone ? 0 : segs_[segs_.IdOf(place)].seq);
     }
@@ -379,7 +378,11 @@ absl::Status LogRowStore::AppendErases(LogAppender* app, const std::string& entr
 }
 
 void LogRowStore::FinishLocked(const LogAppender& app, absl::Span<const Op> ops,
-                               const std::string& meta) {
+                               const std::string& meta, size_t chunk) {
+  for (; ops.size() > chunk; ops.remove_prefix(chunk)) {
+    absl::MutexLock l(&mu_);
+    ApplyLocked(ops.first(chunk));
+  }
   absl::MutexLock l(&mu_);
   ApplyLocked(ops);
   for (const auto& [id, units] : app.sizes()) segs_[id].units = units;
@@ -414,7 +417,10 @@ absl::Status LogRowStore::CompactLocked(const std::vector<uint32_t>& victims) {
     RollbackLocked(&app);
     return s;
   }
-  if (!ops.empty()) FinishLocked(app, ops, meta);
+  // Its moves change no row: readers may see some applied before others,
+  // and wait for a chunk of them at most.
+  constexpr size_t kMovesAtOnce = 256;
+  if (!ops.empty()) FinishLocked(app, ops, meta, kMovesAtOnce);
   // Delete the victims, oldest first, now that what they held that counts
   // is elsewhere.
   std::vector<std::pair<uint32_t, uint32_t>> order;  // seq, id
@@ -432,8 +438,9 @@ absl::Status LogRowStore::CompactLocked(const std::vector<uint32_t>& victims) {
   for (const auto& [seq, id] : order) {
     const std::string path = options_.dir + "/" + SegmentName(seq);
     if (unlink(path.c_str()) != 0) return IoError(errno, "deleting compacted segment", path);
+    std::shared_ptr<const LogSegmentFile> file;  // unmapped once the lock is let go
     absl::MutexLock l(&mu_);
-    segs_.Remove(id);
+    file = segs_.Remove(id);
   }
   if (fsync(dir_fd_) != 0) return IoError(errno, "syncing directory", options_.dir);
   return absl::OkStatus();
@@ -470,16 +477,13 @@ absl::Status LogRowStore::CopyLiveLocked(uint32_t id, LogAppender* app, std::vec
             where(), ": ", file->path, " offset ", off, ": ", why,
             " (compacting the segment); restore the store from a snapshot or checkpoint"));
       }
-      auto it = slices_.find(r.a);
-      if (r.kind == kRow && it != slices_.end() &&
-          it->second->Find(r.b) == segs_.Place(id, off / unit_)) {
+      if (r.kind == kRow && index_.Find(r.a, r.b) == segs_.Place(id, off / unit_)) {
         live.push_back(off);
       }
       if (r.kind == kDrop && oldest <= r.b) drops->emplace_back(r.a, static_cast<uint32_t>(r.b));
       for (uint32_t i = 0; r.kind == kErase && i < r.a; ++i) {
         const Op e = Op::Entry(rec + kHeaderBytes + i * kEntryBytes, id);
-        auto jt = slices_.find(e.slice);
-        if (oldest <= e.arg && (jt == slices_.end() || jt->second->Find(e.key) == kNone)) {
+        if (oldest <= e.arg && index_.Find(e.slice, e.key) == kNone) {
           row_log::PutEntry(entries, e.slice, e.arg, e.key);
         }
       }
@@ -522,18 +526,14 @@ absl::Status LogRowStore::Read(uint32_t slice, absl::Span<const uint64_t> keys, 
 absl::Status LogRowStore::ReadMany(absl::Span<const RowRef> refs, char* dst, bool* found) const {
   std::vector<LogPlace> places;
   std::vector<std::shared_ptr<const LogSegmentFile>> files;
+  std::vector<uint32_t> at(refs.size());
   {
     absl::ReaderMutexLock l(&mu_);
-    const LogRowIndex* index = nullptr;
+    index_.FindMany(refs.data(), refs.size(), at.data());
     for (size_t i = 0; i < refs.size(); ++i) {
-      if (i == 0 || refs[i].slice != refs[i - 1].slice) {
-        auto it = slices_.find(refs[i].slice);
-        index = it == slices_.end() ? nullptr : it->second.get();
-      }
-      const uint32_t place = index == nullptr ? kNone : index->Find(refs[i].key);
-      found[i] = place != kNone;
+      found[i] = at[i] != kNone;
       if (found[i]) {
-        places.push_back(LogPlace{refs[i].key, place, static_cast<uint32_t>(i), refs[i].slice});
+        places.push_back(LogPlace{refs[i].key, at[i], static_cast<uint32_t>(i), refs[i].slice});
       }
     }
     files = SortPlacesLocked(&places);
@@ -550,10 +550,9 @@ absl::Status LogRowStore::ForEach(uint32_t slice, RowFn fn) const {
   std::vector<std::shared_ptr<const LogSegmentFile>> files;
   {
     absl::ReaderMutexLock l(&mu_);
-    auto it = slices_.find(slice);
-    if (it == slices_.end()) return absl::OkStatus();
-    places.reserve(it->second->size());
-    it->second->ForEach([&](uint64_t key, uint32_t place) {
+    const LogRowIndex& index = index_.Of(slice);
+    places.reserve(index.size());
+    index.ForEach([&](uint64_t key, uint32_t place) {
       places.push_back(LogPlace{key, place, 0, slice});
     });
     files = SortPlacesLocked(&places);
@@ -588,11 +587,9 @@ std::string LogRowStore::meta() const {
 RowStoreStats LogRowStore::stats() const {
   absl::ReaderMutexLock l(&mu_);
   RowStoreStats st;
-  st.rows = rows_;
+  st.rows = index_.rows();
   st.disk_bytes = segs_.DiskBytes();
-  st.memory_bytes = sizeof(*this) + meta_.capacity() + segs_.MemoryBytes() +
-                    slices_.capacity() * (sizeof(*slices_.begin()) + 1);
-  for (const auto& entry : slices_) st.memory_bytes += entry.second->bytes();
+  st.memory_bytes = sizeof(*this) + meta_.capacity() + segs_.MemoryBytes() + index_.bytes();
   return st;
 }
 

@@ -53,7 +53,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,12 +60,11 @@
 #include "absl/types/span.h"
 #include "server/store/disk_account.h"
 #include "server/store/log_appender.h"
+#include "server/store/log_row_index.h"
 #include "server/store/log_segments.h"
 #include "server/store/row_store.h"
 
 namespace ps {
-
-class LogRowIndex;  // server/store/log_row_index.h
 
 // Tuning of the log; the defaults suit production, tests shrink segments.
 struct LogRowStoreOptions {
@@ -142,9 +140,10 @@ class LogRowStore final : public RowStore {
   // Appends erase entries (row_log::kEntryBytes each) in blocks, an op each.
   absl::Status AppendErases(LogAppender* app, const std::string& entries,
                             std::vector<Op>* ops) const;
-  // After app committed: applies ops and the new sizes, head and meta.
-  void FinishLocked(const LogAppender& app, absl::Span<const Op> ops, const std::string& meta)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // After app committed: applies ops and the new sizes, head and meta;
+  // `chunk` ops a hold of mu_ (readers see the ops of a chunk at once).
+  void FinishLocked(const LogAppender& app, absl::Span<const Op> ops, const std::string& meta,
+                    size_t chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Brings what the store charges the shared disk budget to its files'
   // bytes now (account_.Sync).
   void SyncSharedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
@@ -190,9 +189,8 @@ class LogRowStore final : public RowStore {
 
   // What readers see; changed only by the writer (holding write_mu_ too).
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint32_t, std::unique_ptr<LogRowIndex>> slices_ ABSL_GUARDED_BY(mu_);
+  LogSliceIndexes index_ ABSL_GUARDED_BY(mu_);
   LogSegments segs_ ABSL_GUARDED_BY(mu_);
-  uint64_t rows_ ABSL_GUARDED_BY(mu_) = 0;
   std::string meta_ ABSL_GUARDED_BY(mu_);
 };
 

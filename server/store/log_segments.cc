@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/store/log_format.h"
+#include "server/store/mapped_copy.h"
 
 namespace ps {
 namespace {
@@ -20,10 +22,37 @@ constexpr size_t kReadRunBytes = size_t{256} << 10;  // one pread, at most
 
 }  // namespace
 
-LogSegmentFile::LogSegmentFile(int fd, uint32_t seq, std::string path)
-    : fd(fd), seq(seq), path(std::move(path)) {}
+namespace {
 
-LogSegmentFile::~LogSegmentFile() { close(fd); }
+const char* MapFile(int fd, size_t bytes) {
+  if (bytes == 0 || !CatchMappedReadFaults()) return nullptr;
+  void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  return map == MAP_FAILED ? nullptr : static_cast<const char*>(map);
+}
+
+}  // namespace
+
+LogSegmentFile::LogSegmentFile(int fd, uint32_t seq, std::string path, size_t map_bytes)
+    : fd(fd),
+      seq(seq),
+      path(std::move(path)),
+      map(MapFile(fd, map_bytes)),
+      map_bytes(map == nullptr ? 0 : map_bytes) {}
+
+LogSegmentFile::~LogSegmentFile() {
+  if (map != nullptr) munmap(const_cast<char*>(map), map_bytes);
+  close(fd);
+}
+
+int LogSegmentFile::Read(char* p, size_t n, uint64_t off, size_t* got) const {
+  if (off + n <= map_bytes) {
+    // Where the log points, the file has its records (a row's place is set
+    // once its batch is written).
+    *got = n;
+    return CopyFromMapping(p, map + off, n);
+  }
+  return row_log::ReadAll(fd, p, n, off, got);
+}
 
 LogSegments::LogSegments(size_t unit, uint32_t units_per_segment)
     : unit_(unit),
@@ -46,9 +75,11 @@ uint32_t LogSegments::Add(std::shared_ptr<const LogSegmentFile> file) {
   return id;
 }
 
-void LogSegments::Remove(uint32_t id) {
+std::shared_ptr<const LogSegmentFile> LogSegments::Remove(uint32_t id) {
+  std::shared_ptr<const LogSegmentFile> file = std::move(segs_[id].file);
   segs_[id] = Segment{};
   free_.push_back(id);
+  return file;
 }
 
 uint64_t LogSegments::DiskBytes() const {
@@ -142,7 +173,8 @@ std::vector<uint32_t> LogSegments::ChooseVictims(uint32_t head, uint64_t incomin
 }
 
 absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_fd, size_t unit,
-                       uint32_t row_bytes, const LogReplay& to, uint32_t* next_seq) {
+                       uint32_t row_bytes, size_t segment_bytes, const LogReplay& to,
+                       uint32_t* next_seq) {
   auto os_error = [&](int err, const std::string& what) {
     return absl::Status(absl::ErrnoToStatusCode(err),
                         absl::StrCat(who, ": ", what, ": ", std::strerror(err)));
@@ -166,7 +198,7 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
   for (size_t k = 0; k < seqs.size() && why.empty(); ++k) {
     const int fd = open(path(k).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return os_error(errno, "opening " + path(k));
-    auto file = std::make_shared<const LogSegmentFile>(fd, seqs[k], path(k));
+    auto file = std::make_shared<const LogSegmentFile>(fd, seqs[k], path(k), segment_bytes);
     struct stat st;
     if (fstat(fd, &st) != 0) return os_error(errno, "reading the size of " + path(k));
     data.resize(static_cast<size_t>(st.st_size));
@@ -249,8 +281,20 @@ absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per
   const size_t most = std::max<size_t>(1, kReadRunBytes / unit);
   auto id_of = [&](const LogPlace& p) { return p.place / units_per_segment; };
   std::string buf;
+  // Mapped rows requested ahead (the line a record starts in; measured
+  // against two lines a row and 4-16 ahead): their misses overlap.
+  constexpr size_t kAhead = 32;
+  size_t ahead = 0, ahead_file = 0;  // the next place to request, its file
+  const auto request_to = [&](size_t end) {
+    for (; ahead < std::min(end, places.size()); ++ahead) {
+      if (ahead > 0 && id_of(places[ahead]) != id_of(places[ahead - 1])) ++ahead_file;
+      const uint64_t at = places[ahead].place % units_per_segment * uint64_t{unit};
+      files[ahead_file]->Prefetch(at);
+    }
+  };
   size_t f = 0;  // files[f]: the file of places[i]
   for (size_t i = 0, j; i < places.size(); i = j) {
+    request_to(i + kAhead);
     const uint32_t id = id_of(places[i]);
     if (i > 0 && id != id_of(places[i - 1])) ++f;
     // A run of places in one segment, each the same as or next to the last.
@@ -263,7 +307,7 @@ absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per
     const uint64_t off = places[i].place % units_per_segment * uint64_t{unit};
     buf.resize((places[j - 1].place - places[i].place + 1) * unit);
     size_t got;
-    if (int err = row_log::ReadAll(file.fd, buf.data(), buf.size(), off, &got)) {
+    if (int err = file.Read(buf.data(), buf.size(), off, &got)) {
       return absl::Status(absl::ErrnoToStatusCode(err),
                           absl::StrCat(who, ": reading ", file.path, " at offset ", off, ": ",
                                        std::strerror(err), " (errno ", err, ")"));

@@ -18,21 +18,35 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/prefetch.h"
 #include "server/store/log_format.h"
 
 namespace ps {
 
 // An open segment file, closed with the last reference: readers hold one
 // while they read, so a segment compacted and deleted meanwhile stays
-// readable. Immutable; thread-safe.
+// readable. Mapped read-only over its first map_bytes (the most a segment
+// holds) when it can be: reads of rows copy from the mapping, with no
+// system call (server/store/mapped_copy.h), else pread. Immutable;
+// thread-safe.
 struct LogSegmentFile {
-  LogSegmentFile(int fd, uint32_t seq, std::string path);
+  LogSegmentFile(int fd, uint32_t seq, std::string path, size_t map_bytes);
   ~LogSegmentFile();
   LogSegmentFile(const LogSegmentFile&) = delete;
   LogSegmentFile& operator=(const LogSegmentFile&) = delete;
+  // Up to n bytes at off into p (*got: fewer at the end of the file); 0 or
+  // an errno (EIO for a page the mapping could not read).
+  int Read(char* p, size_t n, uint64_t off, size_t* got) const;
+  // Hints that the bytes at off will be read soon (no fault, no call).
+  void Prefetch(uint64_t off) const {
+    // Unconditional (common/prefetch.h): past the mapping, it loads nothing.
+    PrefetchAt(map, off);
+  }
   const int fd;
   const uint32_t seq;  // the file's number: the log's order
   const std::string path;
+  const char* const map;   // null: not mapped
+  const size_t map_bytes;  // 0: not mapped
 };
 
 // When to compact (LogSegments::ChooseVictims).
@@ -69,8 +83,9 @@ class LogSegments {
 
   // Adds a segment; its id, or kNoSegment when every id is taken.
   uint32_t Add(std::shared_ptr<const LogSegmentFile> file);
-  // Forgets segment `id` (its id is reused).
-  void Remove(uint32_t id);
+  // Forgets segment `id` (its id is reused); returns its file, for the
+  // caller to let go of outside its lock (the last reference unmaps it).
+  std::shared_ptr<const LogSegmentFile> Remove(uint32_t id);
   // Keeps the first n ids (Open, cutting a torn batch).
   void Truncate(size_t n) { segs_.resize(n); }
 
@@ -139,7 +154,8 @@ struct LogReplay {
   absl::FunctionRef<void(size_t n, uint64_t units)> cut;
 };
 
-// Replays the segment files of `dir` (rows of row_bytes) in log order,
+// Replays the segment files of `dir` (rows of row_bytes; each file mapped
+// over segment_bytes) in log order,
 // each read whole, and cuts a trailing batch without a valid commit off
 // the files (a torn write: truncates one file, deletes those after it).
 // *next_seq: the number for the next segment. Errors, naming `who` and the
@@ -148,7 +164,8 @@ struct LogReplay {
 // full segment before it starts the next, so that is no torn write); the
 // OS's.
 absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_fd, size_t unit,
-                       uint32_t row_bytes, const LogReplay& to, uint32_t* next_seq);
+                       uint32_t row_bytes, size_t segment_bytes, const LogReplay& to,
+                       uint32_t* next_seq);
 
 }  // namespace ps
 

@@ -70,6 +70,13 @@ class RowStore {
     std::vector<Erase> erases;
     std::vector<uint32_t> dropped_slices;  // every row of these slices erased first
     std::string meta;                      // stored when not empty
+    // Whole or not at all on disk either way; with this set, concurrent
+    // readers may see the puts take effect some before others (each row
+    // whole) until Write returns, so that the store's readers wait less
+    // for a large batch. For rows no reader needs together: the tier's
+    // demotions (readers look for a row on disk only once the cache lacks
+    // it, and either of its values is right until then).
+    bool readers_may_see_parts = false;
   };
   // Errors: RESOURCE_EXHAUSTED naming the store, its directory and the
   // budget when the batch would pass it; the disk's error (naming the store

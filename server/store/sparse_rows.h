@@ -33,6 +33,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "common/hash.h"
+#include "common/prefetch.h"
 
 namespace ps {
 
@@ -66,7 +67,8 @@ class SparseRows {
   float* Insert(uint64_t key, bool* created) { return Insert(key, Hash(key), created); }
   // Starts loading the map slot a key of this hash starts probing at.
   void Prefetch(uint64_t hash) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
+    // Unconditional (common/prefetch.h): an empty map's is of a null base.
+    PrefetchAt(slots_.data(), (hash & (slots_.size() - 1)) * sizeof(Slot));
   }
   // Where the map's slots start and the mask of their count (capacity - 1),
   // for a caller that publishes them to prefetch without the lock (a stale

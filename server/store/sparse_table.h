@@ -68,6 +68,7 @@
 #include "common/clock.h"
 #include "common/optimizer/optimizer.h"
 #include "common/placement.h"
+#include "common/prefetch.h"
 #include "proto/ps.pb.h"
 #include "server/checkpoint/checkpoint_records.h"
 #include "server/store/cut_state.h"
@@ -359,11 +360,7 @@ class SparseTable {
     __builtin_prefetch(slices_[g.slice].get());
     const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
     if (ref == 0) return;
-    const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
-    const char* const base = reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
-    const auto slot = [&](size_t i) {
-      __builtin_prefetch(base + (hashes[i] & mask) * SparseRows::kSlotBytes);
-    };
+    const auto slot = [&](size_t i) { PrefetchSlot(ref, hashes[i]); };
     if (g.begin + kPrefetchAhead <= num_keys) {
       // A fixed count (past the group, into this map's slots uselessly but
       // harmlessly), so that the loop is unrolled: a loop ending with the
@@ -373,6 +370,15 @@ class SparseTable {
       for (size_t i = g.begin; i < g.end; ++i) slot(i);
     }
   }
+  // Starts loading the map slot of the key of `hash` in the slice whose
+  // slot_refs_ entry is ref (not 0).
+  static void PrefetchSlot(uint64_t ref, uint64_t hash) {
+    const uint64_t mask = (uint64_t{1} << (ref >> kRefShift)) - 1;
+    const char* const base = reinterpret_cast<const char*>(ref & ((uint64_t{1} << kRefShift) - 1));
+    PrefetchAt(base, (hash & mask) * SparseRows::kSlotBytes);
+  }
+  // Starts loading the slice of the key of `hash` (its lock) and its slot.
+  void PrefetchKey(uint64_t hash) const;
   // Publishes the shape of slice s's rows, its small-group bound, and its
   // slots' address and capacity in slot_refs_ (under its lock).
   void PublishShape(uint64_t s, Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
@@ -444,27 +450,10 @@ class SparseTable {
   // each key i with a row in memory, and lists the others in *missing
   // (indices) and *refs (slice and key); counts a tiered table's hits and
   // misses.
-  template <typename F>
   void SplitByCache(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                     std::vector<size_t>* missing, std::vector<RowStore::RowRef>* refs,
-                    F cached) const {
-    for (const Group& g : plan.groups) {
-      const Slice& slice = *slices_[g.slice];
-      absl::ReaderMutexLock lock(&slice.mu);
-      for (size_t i = g.begin; i < g.end; ++i) {
-        const float* row = slice.rows.Find(keys[i], plan.hashes[i]);
-        if (row != nullptr) {
-          cached(i, row);
-          continue;
-        }
-        missing->push_back(i);
-        refs->push_back({static_cast<uint32_t>(g.slice), keys[i]});
-      }
-    }
-    if (tier_ == nullptr) return;
-    cache_misses_.fetch_add(missing->size(), std::memory_order_relaxed);
-    cache_hits_.fetch_add(keys.size() - missing->size(), std::memory_order_relaxed);
-  }
+                    absl::FunctionRef<void(size_t, const float*)> cached) const;
+
   // Reads the rows of `refs` from the store into rows (stride_bytes() each)
   // and found, in one call.
   absl::Status ReadTier(absl::Span<const RowStore::RowRef> refs, std::vector<char>* rows,

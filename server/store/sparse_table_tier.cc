@@ -33,6 +33,41 @@ uint64_t SparseTable::CacheRows(const proto::TableDef& def, const Optimizer& opt
   return lo;
 }
 
+void SparseTable::PrefetchKey(uint64_t hash) const {
+  const uint64_t s = Placement::SparseSliceOfHash(hash, num_buckets_);
+  __builtin_prefetch(slices_[s].get());
+  // Unconditional (common/prefetch.h): a slice without slots has ref 0.
+  PrefetchSlot(slot_refs_[s].load(std::memory_order_relaxed), hash);
+}
+
+void SparseTable::SplitByCache(absl::Span<const uint64_t> keys, const KeyPlan& plan,
+                               std::vector<size_t>* missing, std::vector<RowStore::RowRef>* refs,
+                               absl::FunctionRef<void(size_t, const float*)> cached) const {
+  // Each key's slice and map slot requested kPrefetchAhead keys ahead,
+  // whatever its group: a lookup does little else, and groups are often
+  // of one key.
+  const uint64_t* const hashes = plan.hashes.get();
+  const size_t n = keys.size();
+  for (size_t a = 0; a < std::min(n, kPrefetchAhead); ++a) PrefetchKey(hashes[a]);
+  for (const Group& g : plan.groups) {
+    const Slice& slice = *slices_[g.slice];
+    absl::ReaderMutexLock lock(&slice.mu);
+    for (size_t i = g.begin; i < g.end; ++i) {
+      if (i + kPrefetchAhead < n) PrefetchKey(hashes[i + kPrefetchAhead]);
+      const float* row = slice.rows.Find(keys[i], hashes[i]);
+      if (row != nullptr) {
+        cached(i, row);
+        continue;
+      }
+      missing->push_back(i);
+      refs->push_back({static_cast<uint32_t>(g.slice), keys[i]});
+    }
+  }
+  if (tier_ == nullptr) return;
+  cache_misses_.fetch_add(missing->size(), std::memory_order_relaxed);
+  cache_hits_.fetch_add(keys.size() - missing->size(), std::memory_order_relaxed);
+}
+
 void SparseTable::StartDemoter() {
   demoter_ = std::thread([this] { DemoteLoop(); });
 }
@@ -223,6 +258,7 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
   if (victims.empty()) return 0;
   // 3. To disk, in one batch.
   RowStore::Batch batch;
+  batch.readers_may_see_parts = true;  // the rows stay cached until it is written
   batch.puts.reserve(victims.size());
   for (size_t v = 0; v < victims.size(); ++v) {
     batch.puts.push_back({victims[v].slice, victims[v].key, copies.data() + v * stride});
