@@ -39,9 +39,10 @@
 // one batch, and drops them from the cache once it is durable; a thread of
 // the table's own runs it whenever a push takes the cache past cache_mb.
 // A cut (checkpoint, replication snapshot) of a tiered table is the cache's
-// rows as for any table, completed by the disk's rows the cache lacks: no
-// demotion runs from the cut's mark to its end, and a row read from disk
-// into a copied slice goes into the copy too. A record loaded (restore)
+// rows as for any table, completed by the disk's rows the cache lacks; a
+// row read from disk into a copied slice goes into the copy too, and
+// demotion goes on through the cut (it writes a row of a slice not yet
+// copied with the cut's value). A record loaded (restore)
 // goes to the disk. Not yet on tiered tables: eviction (refused by
 // ValidateTableDef).
 //
@@ -574,7 +575,6 @@ class SparseTable {
   mutable absl::Mutex tier_mu_;
   absl::Mutex demote_mu_;                                   // one Demote at a time
   uint64_t demote_cursor_ ABSL_GUARDED_BY(demote_mu_) = 0;  // the slice the next one starts at
-  bool tier_frozen_ ABSL_GUARDED_BY(demote_mu_) = false;    // a cut is marked: no demotion
   absl::Time last_disk_sweep_ ABSL_GUARDED_BY(demote_mu_) = absl::InfinitePast();
   mutable std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};  // counted by Read too
   std::atomic<uint64_t> demoted_{0};

@@ -75,21 +75,11 @@ void SparseTable::DropCopy(Slice& slice) {
 }
 
 void SparseTable::SetCut(uint64_t cut) {
-  // A tiered table's disk must hold, until the cut is written, the rows the
-  // cache lacked at its mark: no demotion meanwhile (after the running one).
-  if (tier_ != nullptr && cut != 0) {
-    absl::MutexLock demoting(&demote_mu_);
-    tier_frozen_ = true;
-  }
   for (const auto& slice : slices_) {
     if (slice == nullptr) continue;
     absl::MutexLock lock(&slice->mu);
     DropCopy(*slice);
     slice->cut = cut;
-  }
-  if (tier_ != nullptr && cut == 0) {
-    absl::MutexLock demoting(&demote_mu_);
-    tier_frozen_ = false;
   }
 }
 
@@ -183,8 +173,11 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
       slice->cut = 0;
     }
     if (tier_ != nullptr) {
-      // The rows on disk that the cache lacked, as of the cut (the demoter
-      // waits for the cut to end).
+      // The rows on disk that the cut's rows lack. Demotion runs meanwhile,
+      // writing rows' current values: a row of a slice not copied has had
+      // only in-cut pushes since the mark (an outside push copies first),
+      // so its value is the cut's; a copied slice's rows the cut takes
+      // from the copy (rows read from disk go into it too).
       absl::StatusOr<std::vector<std::string>> tiered =
           TierCutRecords(s, &tier_cut, max_record_bytes);
       if (!tiered.ok()) return tiered.status();

@@ -212,7 +212,6 @@ absl::Status SparseTable::LoadFromTier(absl::Span<const uint64_t> keys, const Ke
 absl::StatusOr<uint64_t> SparseTable::Demote() {
   if (tier_ == nullptr) return 0;
   absl::MutexLock demoting(&demote_mu_);
-  if (tier_frozen_) return 0;  // until the cut is written
   const uint64_t held = rows_.load(std::memory_order_relaxed);
   if (held <= cache_rows_) return 0;
   const uint64_t need = held - (cache_rows_ - cache_rows_ / 10);

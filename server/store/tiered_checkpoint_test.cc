@@ -165,21 +165,24 @@ TEST(TieredCheckpointTest, FullAndIncrementalCutsRestoreOntoOtherServerCounts) {
     for (uint64_t clock = 0; clock < 3; ++clock) Push(*stores, keys, clock);
   }
   ASSERT_GT(Demoted(*tiered[0]), 0u);
-  // The cut at 5: a push outside it (copies the cache's slices), pushes
-  // inside it to every key (rows on disk come into the cache, and into
-  // the copies), and after it completes.
+  // The cut at 5: pushes inside it to every key before any slice is copied
+  // (rows on disk come into the cache, others go to disk with the cut's
+  // values), a push outside it (copies the cache's slices), pushes inside
+  // it again (rows on disk come into the cache, and into the copies), and
+  // after it completes.
   uint64_t demoted_at_mark = 0;
   for (auto* stores : {&tiered, &memory}) {
     Mark(*stores, 5);
     if (stores == &tiered) demoted_at_mark = Demoted(*tiered[0]) + Demoted(*tiered[1]);
+    Push(*stores, keys, 4);
     Push(*stores, some, 5);
     Push(*stores, keys, 4);
     for (auto& s : *stores) s->CompleteCut();
     Push(*stores, others, 6);
   }
-  // No row went to disk while the cut was marked: the disk holds, as of
-  // the mark, what the cache lacked.
-  EXPECT_EQ(Demoted(*tiered[0]) + Demoted(*tiered[1]), demoted_at_mark);
+  // Rows went to disk while the cut was marked (the cache stays within its
+  // rows through a checkpoint), and the cut below is exact all the same.
+  EXPECT_GT(Demoted(*tiered[0]) + Demoted(*tiered[1]), demoted_at_mark);
   ExpectBitIdentical(Values(tiered, keys), Values(memory, keys), "live, before the write");
   const std::string full_tiered = Cut(tiered, 0), full_memory = Cut(memory, 0);
   EXPECT_EQ(Count(full_tiered).rows, keys.size());
