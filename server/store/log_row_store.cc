@@ -504,18 +504,6 @@ absl::Status LogRowStore::CopyLiveLocked(uint32_t id, LogAppender* app, std::vec
   return absl::OkStatus();
 }
 
-std::vector<std::shared_ptr<const LogSegmentFile>> LogRowStore::SortPlacesLocked(
-    std::vector<LogPlace>* places) const {
-  std::sort(places->begin(), places->end(),
-            [](const LogPlace& x, const LogPlace& y) { return x.place < y.place; });
-  std::vector<std::shared_ptr<const LogSegmentFile>> files;
-  for (size_t i = 0; i < places->size(); ++i) {
-    const uint32_t id = segs_.IdOf((*places)[i].place);
-    if (i == 0 || id != segs_.IdOf((*places)[i - 1].place)) files.push_back(segs_[id].file);
-  }
-  return files;
-}
-
 absl::Status LogRowStore::Read(uint32_t slice, absl::Span<const uint64_t> keys, char* dst,
                                bool* found) const {
   std::vector<RowRef> refs(keys.size());
@@ -536,7 +524,7 @@ absl::Status LogRowStore::ReadMany(absl::Span<const RowRef> refs, char* dst, boo
         places.push_back(LogPlace{refs[i].key, at[i], static_cast<uint32_t>(i), refs[i].slice});
       }
     }
-    files = SortPlacesLocked(&places);
+    files = segs_.SortPlaces(&places);
   }
   return ReadLogRows(where(), unit_, units_per_segment_, places, files,
                      [&](const LogPlace& p, const char* row) {
@@ -546,16 +534,28 @@ absl::Status LogRowStore::ReadMany(absl::Span<const RowRef> refs, char* dst, boo
 }
 
 absl::Status LogRowStore::ForEach(uint32_t slice, RowFn fn) const {
+  return ForEachSince(slice, 0, fn);
+}
+
+uint64_t LogRowStore::Position() const {
+  absl::MutexLock w(&write_mu_);
+  head_ = LogSegments::kNoSegment;  // sealed: the next batch starts segment next_seq_
+  return next_seq_;
+}
+
+absl::Status LogRowStore::ForEachSince(uint32_t slice, uint64_t position, RowFn fn) const {
   std::vector<LogPlace> places;
   std::vector<std::shared_ptr<const LogSegmentFile>> files;
   {
     absl::ReaderMutexLock l(&mu_);
     const LogRowIndex& index = index_.Of(slice);
-    places.reserve(index.size());
-    index.ForEach([&](uint64_t key, uint32_t place) {
-      places.push_back(LogPlace{key, place, 0, slice});
+    places.reserve(position == 0 ? index.size() : 0);
+    index.ForEach([&](uint64_t key, uint32_t place) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      if (position == 0 || segs_[segs_.IdOf(place)].seq >= position) {
+        places.push_back(LogPlace{key, place, 0, slice});
+      }
     });
-    files = SortPlacesLocked(&places);
+    files = segs_.SortPlaces(&places);
   }
   return ReadLogRows(where(), unit_, units_per_segment_, places, files,
                      [&](const LogPlace& p, const char* row) { return fn(p.key, row); });

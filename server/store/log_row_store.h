@@ -112,6 +112,12 @@ class LogRowStore final : public RowStore {
   // Copies the slice's (key, place) pairs (16 bytes a row) under the lock,
   // then reads the rows in file order without it, so fn may call the store.
   absl::Status ForEach(uint32_t slice, RowFn fn) const override;
+  // The number of the next segment, the one being written sealed: every
+  // row written after the call lies in a segment numbered from it on.
+  uint64_t Position() const override;
+  // The rows whose records lie in segments numbered `position` on: those
+  // written since, and rows compaction moved since.
+  absl::Status ForEachSince(uint32_t slice, uint64_t position, RowFn fn) const override;
   // Seals the segment being written (the next batch starts a new one) and
   // hard-links every segment into `dir` (copies where links fail with
   // EXDEV). ALREADY_EXISTS when dir exists.
@@ -161,10 +167,6 @@ class LogRowStore final : public RowStore {
                               std::string* entries,
                               std::vector<std::pair<uint32_t, uint32_t>>* drops)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-
-  // Sorts places; the files of the segments they are in, in that order.
-  std::vector<std::shared_ptr<const LogSegmentFile>> SortPlacesLocked(
-      std::vector<LogPlace>* places) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   uint64_t UnitsFor(uint64_t bytes) const { return (bytes + unit_ - 1) / unit_; }
   // "LogRowStore <name> (<dir>)", to start error messages with.

@@ -82,6 +82,18 @@ std::shared_ptr<const LogSegmentFile> LogSegments::Remove(uint32_t id) {
   return file;
 }
 
+std::vector<std::shared_ptr<const LogSegmentFile>> LogSegments::SortPlaces(
+    std::vector<LogPlace>* places) const {
+  std::sort(places->begin(), places->end(),
+            [](const LogPlace& x, const LogPlace& y) { return x.place < y.place; });
+  std::vector<std::shared_ptr<const LogSegmentFile>> files;
+  for (size_t i = 0; i < places->size(); ++i) {
+    const uint32_t id = IdOf((*places)[i].place);
+    if (i == 0 || id != IdOf((*places)[i - 1].place)) files.push_back(segs_[id].file);
+  }
+  return files;
+}
+
 uint64_t LogSegments::DiskBytes() const {
   uint64_t units = 0;
   for (const Segment& seg : segs_) units += seg.units;

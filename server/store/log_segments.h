@@ -56,6 +56,14 @@ struct LogCompaction {
   uint64_t disk_budget = 0;         // 0: none
 };
 
+// A row to read: its key, place, and where the caller wants it.
+struct LogPlace {
+  uint64_t key;
+  uint32_t place;
+  uint32_t index;
+  uint32_t slice;
+};
+
 // Not thread-safe: the store's lock guards it.
 class LogSegments {
  public:
@@ -89,6 +97,11 @@ class LogSegments {
   // Keeps the first n ids (Open, cutting a torn batch).
   void Truncate(size_t n) { segs_.resize(n); }
 
+  // Sorts places by place; the files of the segments they lie in, in that
+  // order (what ReadLogRows takes).
+  std::vector<std::shared_ptr<const LogSegmentFile>> SortPlaces(
+      std::vector<LogPlace>* places) const;
+
   uint64_t DiskBytes() const;
   uint64_t MemoryBytes() const;
   // The smallest seq of the segments other than `id` (~0 when none): a
@@ -113,14 +126,6 @@ class LogSegments {
   const uint32_t max_segments_;  // ids that keep places below 2^32 - 1
   std::vector<Segment> segs_;
   std::vector<uint32_t> free_;  // ids of removed segments
-};
-
-// A row to read: its key, place, and where the caller wants it.
-struct LogPlace {
-  uint64_t key;
-  uint32_t place;
-  uint32_t index;
-  uint32_t slice;
 };
 
 // Reads the row records at `places` (sorted by place; files[j]: the file

@@ -114,9 +114,21 @@ class RowStore {
   using RowFn = absl::FunctionRef<absl::Status(uint64_t key, const char* row)>;
   virtual absl::Status ForEach(uint32_t slice, RowFn fn) const = 0;
 
+  // Where the store's writes stand: ForEachSince(slice, Position()) lists
+  // every row of the slice written after this call (and perhaps rows
+  // written before). 0 when the store cannot tell.
+  virtual uint64_t Position() const { return 0; }
+  // Calls fn(key, row) for the rows of `slice` written since `position`
+  // (a Position(); 0: all of them) and perhaps others: what an incremental
+  // checkpoint reads instead of every row. This one lists every row.
+  virtual absl::Status ForEachSince(uint32_t slice, uint64_t position, RowFn fn) const {
+    (void)position;
+    return ForEach(slice, fn);
+  }
+
   // A copy of the store as of now in `dir` (which must not exist), made of
-  // hard links to its files where it can: what a checkpoint keeps instead
-  // of copying every row. OpenAt(dir) reads it.
+  // hard links to its files where it can; opening `dir` as a store reads
+  // it.
   virtual absl::Status Snapshot(const std::string& dir) const = 0;
 
   // The meta of the last batch that had one ("" when none).

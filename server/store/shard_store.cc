@@ -472,7 +472,11 @@ absl::Status ShardStore::MarkCut(uint64_t cut) {
     cut_state_.set_complete(false);
     cut_state_.ClearError();
     // Before any slice is marked: from its mark on, a change to it outside
-    // the cut is tagged after the cut.
+    // the cut is tagged after the cut (and reaches a tiered table's disk
+    // after the position noted here).
+    for (const auto& table : tables) {
+      if (table->sparse != nullptr) table->sparse->NoteTierPosition(cut);
+    }
     cut_state_.RaiseLastMarked(cut);
     for (const auto& table : tables) table->SetCut(cut);
     cut_ = cut;

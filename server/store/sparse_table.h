@@ -228,6 +228,11 @@ class SparseTable {
   // Puts every owned slice in the cut at clock `cut` (0: out of any cut,
   // an abandoned or finished one), dropping the previous cut's copies.
   void SetCut(uint64_t cut);
+  // Before the mark of `cut` (before any change is tagged after it): a
+  // tiered table notes its store's position, so that a cut since `cut`
+  // reads only the rows written to disk from then on
+  // (RowStore::ForEachSince) instead of every row on disk.
+  void NoteTierPosition(uint64_t cut);
   // For each owned slice in the cut: its record (SliceHeader and payload,
   // proto/checkpoint.proto) of the copy, or of the slice when it has none,
   // taken under its lock, then passed to sink after the lock is released;
@@ -576,6 +581,9 @@ class SparseTable {
   absl::Mutex demote_mu_;                                   // one Demote at a time
   uint64_t demote_cursor_ ABSL_GUARDED_BY(demote_mu_) = 0;  // the slice the next one starts at
   absl::Time last_disk_sweep_ ABSL_GUARDED_BY(demote_mu_) = absl::InfinitePast();
+  // (cut, the store's position before its mark) of the last few cuts.
+  mutable absl::Mutex tier_marks_mu_;
+  std::vector<std::pair<uint64_t, uint64_t>> tier_marks_ ABSL_GUARDED_BY(tier_marks_mu_);
   mutable std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};  // counted by Read too
   std::atomic<uint64_t> demoted_{0};
   std::atomic<uint64_t> tier_pushed_{0};  // keys pushed: the aging epochs' clock

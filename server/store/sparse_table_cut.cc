@@ -83,6 +83,16 @@ void SparseTable::SetCut(uint64_t cut) {
   }
 }
 
+void SparseTable::NoteTierPosition(uint64_t cut) {
+  if (tier_ == nullptr) return;
+  const uint64_t position = tier_->Position();
+  if (position == 0) return;  // the store cannot tell: cuts read every row
+  absl::MutexLock lock(&tier_marks_mu_);
+  constexpr size_t kKept = 8;  // incremental chains build on recent cuts
+  if (tier_marks_.size() == kKept) tier_marks_.erase(tier_marks_.begin());
+  tier_marks_.emplace_back(cut, position);
+}
+
 std::vector<std::string> SparseTable::RecordsOfRows(uint64_t s, const std::vector<KeyedRow>& rows,
                                                     size_t max_record_bytes, bool delta,
                                                     const std::vector<uint64_t>& gone) const {

@@ -327,8 +327,18 @@ absl::StatusOr<std::vector<std::string>> SparseTable::TierCutRecords(
   std::vector<char> disk;
   std::vector<uint64_t> disk_keys;
   const size_t stride = stride_bytes();
+  // An incremental cut reads the rows written since its base's mark (rows
+  // tagged after the base were in the cache then, and reach the disk
+  // after); without that position, every row.
+  uint64_t position = 0;
+  if (cut->since > 0) {
+    absl::MutexLock lock(&tier_marks_mu_);
+    for (const auto& [marked, at] : tier_marks_) {
+      if (marked == cut->since) position = at;
+    }
+  }
   absl::Status status =
-      tier_->ForEach(static_cast<uint32_t>(s), [&](uint64_t key, const char* row) {
+      tier_->ForEachSince(static_cast<uint32_t>(s), position, [&](uint64_t key, const char* row) {
         cut->erased.erase(key);  // on disk: not gone
         if (cached.contains(key)) return absl::OkStatus();
         uint32_t tag;
