@@ -537,6 +537,11 @@ absl::Status LogRowStore::ForEach(uint32_t slice, RowFn fn) const {
   return ForEachSince(slice, 0, fn);
 }
 
+uint64_t LogRowStore::SliceRows(uint32_t slice) const {
+  absl::ReaderMutexLock l(&mu_);
+  return index_.Of(slice).size();
+}
+
 uint64_t LogRowStore::Position() const {
   absl::MutexLock w(&write_mu_);
   head_ = LogSegments::kNoSegment;  // sealed: the next batch starts segment next_seq_

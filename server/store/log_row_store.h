@@ -115,6 +115,7 @@ class LogRowStore final : public RowStore {
   // The number of the next segment, the one being written sealed: every
   // row written after the call lies in a segment numbered from it on.
   uint64_t Position() const override;
+  uint64_t SliceRows(uint32_t slice) const override;
   // The rows whose records lie in segments numbered `position` on: those
   // written since, and rows compaction moved since.
   absl::Status ForEachSince(uint32_t slice, uint64_t position, RowFn fn) const override;

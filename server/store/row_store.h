@@ -114,6 +114,12 @@ class RowStore {
   using RowFn = absl::FunctionRef<absl::Status(uint64_t key, const char* row)>;
   virtual absl::Status ForEach(uint32_t slice, RowFn fn) const = 0;
 
+  // The rows of `slice` (0 when the store cannot tell cheaply).
+  virtual uint64_t SliceRows(uint32_t slice) const {
+    (void)slice;
+    return 0;
+  }
+
   // Where the store's writes stand: ForEachSince(slice, Position()) lists
   // every row of the slice written after this call (and perhaps rows
   // written before). 0 when the store cannot tell.

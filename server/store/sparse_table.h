@@ -307,6 +307,9 @@ class SparseTable {
     // largest tag of entries dropped by the cap (0: none).
     absl::flat_hash_map<uint64_t, uint64_t> erased ABSL_GUARDED_BY(mu);
     uint64_t erased_lost ABSL_GUARDED_BY(mu) = 0;
+    // A tiered slice's rows on disk as of its last eviction: the cap of
+    // `erased` counts them with the cached rows.
+    uint64_t disk_rows ABSL_GUARDED_BY(mu) = 0;
   };
   // Before a push at `clock` changes the slice: the copy it is also applied
   // to (an in-cut push on a copied slice), or null; copies the slice first

@@ -43,7 +43,7 @@ void SparseTable::NoteErased(Slice& slice, uint64_t key) {
     it->second = std::max(it->second, tag);
     return;
   }
-  if (slice.erased.size() >= std::max<size_t>(kMinErasedCap, slice.rows.size())) {
+  if (slice.erased.size() >= std::max<size_t>(kMinErasedCap, slice.rows.size() + slice.disk_rows)) {
     // Over the cap: forget them all; a write on top of a cut before now
     // writes this slice whole.
     uint64_t lost = tag;

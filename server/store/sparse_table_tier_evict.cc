@@ -29,7 +29,9 @@ uint64_t SparseTable::EvictTierSlice(uint64_t s, const std::vector<uint64_t>& ke
   for (size_t i = 0; i < keys.size(); ++i) {
     if (on_disk[i]) batch.erases.push_back({static_cast<uint32_t>(s), keys[i]});
   }
+  const uint64_t disk_rows = tier_->SliceRows(static_cast<uint32_t>(s));
   absl::MutexLock lock(&slice.mu);
+  slice.disk_rows = disk_rows;
   if (slice.cut != 0) {
     // Outside any cut: the cut's copy keeps what goes, the disk's rows too.
     CopyForCut(slice);

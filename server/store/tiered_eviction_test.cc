@@ -216,5 +216,51 @@ TEST(TieredEvictionTest, AnIncrementalCutAfterEvictionsRestoresWithoutThem) {
   EXPECT_EQ(Read(*restored, all), Read(*tiered, all));
 }
 
+// Evictions of more keys of a bucket than its cache holds, fewer than the
+// bucket's rows: the bucket remembers them (its cap counts the disk's rows
+// too), so the next cut on top of an earlier one is still incremental.
+TEST(TieredEvictionTest, ManyEvictionsOfDiskRowsKeepCutsIncremental) {
+  MemoryBudget budget(~uint64_t{0});
+  FakeClock clock;
+  CutState cuts;
+  auto tiered = Make(Def(true, 100, 0), &budget, &clock, "many");
+  tiered->set_cut_state(&cuts);
+  // 64,000 rows, about 16,000 cached: 30,000 evicted (about 1,900 a
+  // bucket, twice what a bucket's cache holds).
+  const std::vector<uint64_t> old_keys = Keys(0, 30000), kept = Keys(30000, 64000);
+  Push(*tiered, old_keys, 1);
+  Push(*tiered, kept, 1);
+  ASSERT_TRUE(tiered->Demote().ok());
+  uint64_t deltas = 0, records = 0;
+  auto cut = [&](uint64_t at, uint64_t since) {
+    cuts.RaiseLastMarked(at);
+    tiered->SetCut(at);
+    std::string file;
+    EXPECT_TRUE(tiered
+                    ->WriteCut(
+                        [&](std::string r) {
+                          file += r;
+                          return absl::OkStatus();
+                        },
+                        since)
+                    .ok());
+    tiered->SetCut(0);
+    EXPECT_TRUE(ForEachSliceRecord(file, "count", [&](const SliceRecord& r) {
+                  deltas += r.header.delta(), ++records;
+                  return absl::OkStatus();
+                }).ok());
+  };
+  cut(5, 0);
+  clock.Advance(absl::Seconds(60));
+  Push(*tiered, kept, 6);
+  ASSERT_TRUE(tiered->Demote().ok());  // the cache back to its rows
+  clock.Advance(absl::Seconds(50));
+  ASSERT_EQ(tiered->Sweep(), old_keys.size());
+  deltas = records = 0;
+  cut(10, 5);
+  EXPECT_EQ(records, 16u);
+  EXPECT_EQ(deltas, 16u) << "buckets were written whole: their erased keys were forgotten";
+}
+
 }  // namespace
 }  // namespace ps
