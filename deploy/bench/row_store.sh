@@ -5,7 +5,8 @@
 # random 4 KiB reads per second (direct I/O, one at a time and 16 in
 # flight). Cold reads (after dropping the page cache) need root. With
 # --tier, the tiered table against the table in memory instead
-# (deploy/bench/tier_bench.cc), beside the same fio figures.
+# (deploy/bench/tier_bench.cc), at the servers' store and then through
+# gRPC (--rpc), beside the same fio figures.
 #
 #   deploy/bench/row_store.sh [--dir DIR] [--tier] [row_store_bench or tier_bench flags...]
 #
@@ -38,7 +39,14 @@ echo "row_store.sh: disk of $dir: sequential write $((seq_write / 1024)) MiB/s,"
   "random 4 KiB reads $rand_read1/s (one at a time), $rand_read16/s (16 in flight)"
 echo "RESULT disk seq_write_mib_per_second=$((seq_write / 1024)) rand_read_iops_qd1=$rand_read1 rand_read_iops_qd16=$rand_read16" \
   >"$dir/results.txt"
-"$bin" --dir="$dir/stores" "$@" | tee -a "$dir/results.tmp"
+if [ "$bench" = tier_bench ]; then
+  # At the servers' store, then through the PushPull RPC of a worker.
+  "$bin" --dir="$dir/stores" "$@" | tee -a "$dir/results.tmp"
+  "$bin" --dir="$dir/stores" --rpc "$@" 2>"$dir/rpc_server.log" | tee -a "$dir/results.tmp" ||
+    { echo "row_store.sh: tier_bench --rpc failed; see $dir/rpc_server.log" >&2; exit 1; }
+else
+  "$bin" --dir="$dir/stores" "$@" | tee -a "$dir/results.tmp"
+fi
 grep '^RESULT' "$dir/results.tmp" >>"$dir/results.txt"
 rm -f "$dir/results.tmp"
 echo "row_store.sh: RESULT lines in $dir/results.txt"

@@ -9,7 +9,9 @@
 // hit rate, and its bytes on disk and in memory per row. The keys of a
 // request come grouped by slice, as the client's planner sends them. The
 // requests come from one thread; the tiered table's demoter moves rows to
-// disk on its own thread meanwhile, as it does in a server.
+// disk on its own thread meanwhile, as it does in a server. With --rpc,
+// the same through gRPC: both tables on a ps_server started in this
+// process, the requests PushPull RPCs of a PsClient (what a worker sees).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -29,7 +31,9 @@
 #include "common/optimizer/optimizer.h"
 #include "common/placement.h"
 #include "common/process_tuning.h"
+#include "server/ps_server.h"
 #include "server/store/shard_store.h"
+#include "worker/client/ps_client.h"
 #include "worker/train/libsvm_generator.h"
 
 ABSL_FLAG(std::string, dir, "/var/tmp/tier_bench", "the tiered table's directory (emptied)");
@@ -39,6 +43,9 @@ ABSL_FLAG(int64_t, batch, 512, "distinct keys a request");
 ABSL_FLAG(int64_t, requests, 2000, "requests measured on each table for each exponent");
 ABSL_FLAG(int64_t, warmup_requests, 8000, "requests to the tiered table before measuring");
 ABSL_FLAG(std::string, exponents, "1.05,1.2", "Zipf exponents of the keys");
+ABSL_FLAG(bool, rpc, false,
+          "through a ps_server in this process (PushPull RPCs of a PsClient over gRPC) instead "
+          "of calls to the servers' store");
 
 namespace ps {
 namespace {
@@ -46,9 +53,12 @@ namespace {
 constexpr uint32_t kWidth = 16;
 constexpr uint32_t kBuckets = 1024;
 
+// The tables: 0 tiered, 1 in memory.
+constexpr const char* kNames[2] = {"ctr/tiered", "ctr/memory"};
+
 proto::TableDef Def(uint64_t cache_mb) {
   proto::TableDef def;
-  def.set_name("ctr/emb");
+  def.set_name(kNames[cache_mb > 0 ? 0 : 1]);
   def.set_kind(proto::TABLE_SPARSE);
   def.set_width(kWidth);
   def.set_num_buckets(kBuckets);
@@ -81,16 +91,103 @@ void BySlice(std::vector<uint64_t>* keys) {
   });
 }
 
-// One request on `store`: push grads to keys, read the values back.
-void PushPull(ShardStore& store, const std::vector<uint64_t>& keys, const std::vector<float>& grads,
-              std::vector<float>* out) {
-  out->resize(keys.size() * kWidth);
-  absl::StatusOr<ShardStore::PushResult> r = store.PushAndRead(
-      "ctr/emb", KeySpec::List(keys), absl::MakeConstSpan(grads.data(), keys.size() * kWidth), 1,
-      [] { return absl::StatusOr<bool>(true); },
-      [&](size_t) { return reinterpret_cast<char*>(out->data()); });
-  if (!r.ok()) Die(r.status());
-}
+// The two tables and how a request reaches them: index 0 the tiered one,
+// 1 the one in memory.
+class Tables {
+ public:
+  virtual ~Tables() = default;
+  // One request: push grads to keys, read the values back into *out.
+  virtual void PushPull(int t, const std::vector<uint64_t>& keys, const std::vector<float>& grads,
+                        std::vector<float>* out) = 0;
+  // The tiered table's statistics.
+  virtual proto::TableStats Stats() = 0;
+};
+
+// The servers' store, called directly (ShardStore::PushAndRead: the
+// PushPull RPC's work on the server).
+class StoreTables : public Tables {
+ public:
+  StoreTables(const std::string& dir, uint64_t cache_mb)
+      : tiered_(0, Placement(1), Limits(dir)), memory_(0, Placement(1)) {
+    if (auto s = tiered_.CreateTable(Def(cache_mb)); !s.ok()) Die(s.status());
+    if (auto s = memory_.CreateTable(Def(0)); !s.ok()) Die(s.status());
+  }
+  void PushPull(int t, const std::vector<uint64_t>& keys, const std::vector<float>& grads,
+                std::vector<float>* out) override {
+    out->resize(keys.size() * kWidth);
+    absl::StatusOr<ShardStore::PushResult> r =
+        (t == 0 ? tiered_ : memory_)
+            .PushAndRead(
+                kNames[t], KeySpec::List(keys),
+                absl::MakeConstSpan(grads.data(), keys.size() * kWidth), 1,
+                [] { return absl::StatusOr<bool>(true); },
+                [&](size_t) { return reinterpret_cast<char*>(out->data()); });
+    if (!r.ok()) Die(r.status());
+  }
+  proto::TableStats Stats() override {
+    proto::TableStats stats;
+    stats.set_table(kNames[0]);
+    tiered_.FillSparseStats(&stats);
+    return stats;
+  }
+
+ private:
+  static StoreLimits Limits(const std::string& dir) {
+    StoreLimits limits;
+    limits.table_dir = dir;
+    return limits;
+  }
+  ShardStore tiered_, memory_;
+};
+
+// A ps_server in this process holding both tables, and a PsClient.
+class RpcTables : public Tables {
+ public:
+  RpcTables(const std::string& dir, uint64_t cache_mb) {
+    ServerOptions options;
+    options.limits.table_dir = dir;
+    options.limits.memory_budget_bytes = uint64_t{4} << 30;
+    absl::StatusOr<std::unique_ptr<PsServer>> server = PsServer::Start(options);
+    if (!server.ok()) Die(server.status());
+    server_ = *std::move(server);
+    PsClientOptions client;
+    client.servers = {server_->address()};
+    absl::StatusOr<std::unique_ptr<PsClient>> connected = PsClient::Connect(client);
+    if (!connected.ok()) Die(connected.status());
+    client_ = *std::move(connected);
+    if (auto s = client_->CreateTable(Def(cache_mb)); !s.ok()) Die(s);
+    if (auto s = client_->CreateTable(Def(0)); !s.ok()) Die(s);
+  }
+  ~RpcTables() override {
+    client_.reset();
+    server_->Shutdown();
+    server_->Wait();
+  }
+  void PushPull(int t, const std::vector<uint64_t>& keys, const std::vector<float>& grads,
+                std::vector<float>* out) override {
+    out->resize(keys.size() * kWidth);
+    if (auto s = client_->PushPullKeys(kNames[t], keys, kWidth,
+                                       absl::MakeConstSpan(grads.data(), keys.size() * kWidth),
+                                       absl::MakeSpan(*out), ++clock_);
+        !s.ok()) {
+      Die(s);
+    }
+  }
+  proto::TableStats Stats() override {
+    absl::StatusOr<std::vector<ServerStats>> stats = client_->Stats();
+    if (!stats.ok()) Die(stats.status());
+    for (const proto::TableStats& table : (*stats)[0].stats.tables()) {
+      if (table.table() == kNames[0]) return table;
+    }
+    Die(absl::NotFoundError("the server has no table ctr/tiered"));
+    return {};
+  }
+
+ private:
+  std::unique_ptr<PsServer> server_;
+  std::unique_ptr<PsClient> client_;
+  uint64_t clock_ = 0;
+};
 
 void Run(double exponent) {
   const uint64_t n = static_cast<uint64_t>(absl::GetFlag(FLAGS_rows));
@@ -103,11 +200,12 @@ void Run(double exponent) {
   const uint64_t cached_rows = static_cast<uint64_t>(absl::GetFlag(FLAGS_cache_fraction) * n);
   const uint64_t cache_mb =
       (SparseTable::CacheBytes(Def(0), **optimizer, cached_rows, kBuckets) + (1 << 20) - 1) >> 20;
-  StoreLimits limits;
-  limits.table_dir = dir;
-  ShardStore tiered(0, Placement(1), limits), memory(0, Placement(1));
-  if (auto s = tiered.CreateTable(Def(cache_mb)); !s.ok()) Die(s.status());
-  if (auto s = memory.CreateTable(Def(0)); !s.ok()) Die(s.status());
+  std::unique_ptr<Tables> tables;
+  if (absl::GetFlag(FLAGS_rpc)) {
+    tables = std::make_unique<RpcTables>(dir, cache_mb);
+  } else {
+    tables = std::make_unique<StoreTables>(dir, cache_mb);
+  }
   std::vector<float> grads(size_t{4096} * kWidth, 0.01f), out;
   // Every row pushed once.
   const absl::Time fill = absl::Now();
@@ -116,8 +214,8 @@ void Run(double exponent) {
     keys.clear();
     for (uint64_t r = b; r < std::min(n, b + 4096); ++r) keys.push_back(KeyOf(r));
     BySlice(&keys);
-    PushPull(tiered, keys, grads, &out);
-    PushPull(memory, keys, grads, &out);
+    tables->PushPull(0, keys, grads, &out);
+    tables->PushPull(1, keys, grads, &out);
   }
   std::printf(
       "zipf %.2f: %llu rows pushed once to both tables in %.1f s; cache %llu MiB (%llu rows)\n",
@@ -140,29 +238,24 @@ void Run(double exponent) {
   // rows pushed: a few such periods).
   for (int64_t i = 0; i < absl::GetFlag(FLAGS_warmup_requests); ++i) {
     draw();
-    PushPull(tiered, keys, grads, &out);
+    tables->PushPull(0, keys, grads, &out);
   }
-  proto::TableStats before;
-  before.set_table("ctr/emb");
-  tiered.FillSparseStats(&before);
+  const proto::TableStats before = tables->Stats();
   const int64_t requests = absl::GetFlag(FLAGS_requests);
   absl::Duration spent[2];
   for (int64_t done = 0; done < requests; done += 50) {
     for (int t = 0; t < 2; ++t) {
-      ShardStore& store = t == 0 ? tiered : memory;
       SplitMix64 block_rng(static_cast<uint64_t>(done) + 1);  // the same keys on both
       rng = block_rng;
       for (int i = 0; i < 50; ++i) {
         draw();
         const absl::Time start = absl::Now();
-        PushPull(store, keys, grads, &out);
+        tables->PushPull(t, keys, grads, &out);
         spent[t] += absl::Now() - start;
       }
     }
   }
-  proto::TableStats after;
-  after.set_table("ctr/emb");
-  tiered.FillSparseStats(&after);
+  const proto::TableStats after = tables->Stats();
   const double keys_total = static_cast<double>(requests) * static_cast<double>(batch);
   const double rate_tiered = keys_total / absl::ToDoubleSeconds(spent[0]);
   const double rate_memory = keys_total / absl::ToDoubleSeconds(spent[1]);
@@ -176,10 +269,11 @@ void Run(double exponent) {
       static_cast<unsigned long long>(after.rows()),
       static_cast<unsigned long long>(after.disk_rows()), disk_per_row);
   std::printf(
-      "RESULT exponent=%.2f rows=%llu cache_mb=%llu tiered_keys_per_second=%.0f "
+      "RESULT path=%s exponent=%.2f rows=%llu cache_mb=%llu tiered_keys_per_second=%.0f "
       "memory_keys_per_second=%.0f ratio=%.3f hit_rate=%.4f disk_bytes_per_row=%.1f\n",
-      exponent, static_cast<unsigned long long>(n), static_cast<unsigned long long>(cache_mb),
-      rate_tiered, rate_memory, rate_tiered / rate_memory, hits / (hits + misses), disk_per_row);
+      absl::GetFlag(FLAGS_rpc) ? "rpc" : "store", exponent, static_cast<unsigned long long>(n),
+      static_cast<unsigned long long>(cache_mb), rate_tiered, rate_memory,
+      rate_tiered / rate_memory, hits / (hits + misses), disk_per_row);
   std::fflush(stdout);
 }
 
