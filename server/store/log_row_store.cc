@@ -195,16 +195,15 @@ void LogRowStore::ApplyLocked(absl::Span<const Op> ops) {
     seg.erase_bytes += op.kind == kErase ? kEntryBytes : unit_;
     seg.max_killed = std::max(seg.max_killed, op.arg);
     // An erase or a drop kills rows in segments up to its killed seq only.
-    auto killed = [&](uint32_t place) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      return segs_[segs_.IdOf(place)].seq <= op.arg;
-    };
     std::vector<uint64_t> keys;
     if (op.kind == kErase) {
       const uint32_t place = index_.Find(op.slice, op.key);
-      if (place != kNone && killed(place)) keys.push_back(op.key);
+      if (place != kNone && segs_[segs_.IdOf(place)].seq <= op.arg) keys.push_back(op.key);
     } else {
+      std::vector<bool> killed(segs_.ids());  // by segment id
+      for (uint32_t id = 0; id < killed.size(); ++id) killed[id] = segs_[id].seq <= op.arg;
       index_.Of(op.slice).ForEach([&](uint64_t key, uint32_t place) {
-        if (killed(place)) keys.push_back(key);
+        if (killed[place / units_per_segment_]) keys.push_back(key);
       });
     }
     for (uint64_t key : keys) --segs_[segs_.IdOf(index_.Erase(op.slice, key))].live_rows;
@@ -555,10 +554,10 @@ absl::Status LogRowStore::ForEachSince(uint32_t slice, uint64_t position, RowFn 
     absl::ReaderMutexLock l(&mu_);
     const LogRowIndex& index = index_.Of(slice);
     places.reserve(position == 0 ? index.size() : 0);
-    index.ForEach([&](uint64_t key, uint32_t place) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-      if (position == 0 || segs_[segs_.IdOf(place)].seq >= position) {
-        places.push_back(LogPlace{key, place, 0, slice});
-      }
+    std::vector<bool> listed(segs_.ids());  // by segment id
+    for (uint32_t id = 0; id < listed.size(); ++id) listed[id] = segs_[id].seq >= position;
+    index.ForEach([&](uint64_t key, uint32_t place) {
+      if (listed[place / units_per_segment_]) places.push_back(LogPlace{key, place, 0, slice});
     });
     files = segs_.SortPlaces(&places);
   }

@@ -52,7 +52,10 @@ bool CatchMappedReadFaults() {
 __attribute__((noinline)) int CopyFromMapping(char* dst, const char* src, size_t n) {
   sigjmp_buf landing;
   t_landing = &landing;
-  if (sigsetjmp(landing, /*savemask=*/0) != 0) return EIO;  // t_landing cleared
+  if (sigsetjmp(landing, /*savemask=*/0) != 0) {
+    t_landing = nullptr;  // (the handler cleared it already)
+    return EIO;
+  }
   std::memcpy(dst, src, n);
   t_landing = nullptr;
   return 0;
