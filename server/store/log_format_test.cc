@@ -47,18 +47,21 @@ fs::path OnlySegment(const std::string& dir) {
   return files.empty() ? fs::path() : files[0];
 }
 
+// A store in dir holding one row of kRow bytes `fill`.
+void WriteOneRow(const std::string& dir, uint32_t slice, uint64_t key, char fill) {
+  absl::StatusOr<std::unique_ptr<LogRowStore>> store = Open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string row(kRow, fill);
+  RowStore::Batch batch;
+  batch.puts.push_back({slice, key, row.data()});
+  ASSERT_TRUE((*store)->Write(batch).ok());
+}
+
 // One row written: the segment header and the row's record each start with
 // the CRC-32C of the rest of their unit.
 TEST(LogFormatTest, RecordsCarryTheCrc32cOfTheirBytes) {
   const std::string dir = TestRoot("log_format_crc");
-  {
-    absl::StatusOr<std::unique_ptr<LogRowStore>> store = Open(dir);
-    ASSERT_TRUE(store.ok()) << store.status();
-    const std::string row(kRow, 'v');
-    RowStore::Batch batch;
-    batch.puts.push_back({3, 77, row.data()});
-    ASSERT_TRUE((*store)->Write(batch).ok());
-  }
+  WriteOneRow(dir, 3, 77, 'v');
   const std::string bytes = Contents(OnlySegment(dir));
   ASSERT_GE(bytes.size(), 2 * kUnit);
   for (size_t unit = 0; unit < 2; ++unit) {
@@ -72,14 +75,7 @@ TEST(LogFormatTest, RecordsCarryTheCrc32cOfTheirBytes) {
 
 TEST(LogFormatTest, AStoreInFormatOneIsRefusedAndLeftAsItWas) {
   const std::string dir = TestRoot("log_format_v1");
-  {
-    absl::StatusOr<std::unique_ptr<LogRowStore>> store = Open(dir);
-    ASSERT_TRUE(store.ok()) << store.status();
-    const std::string row(kRow, 'w');
-    RowStore::Batch batch;
-    batch.puts.push_back({0, 5, row.data()});
-    ASSERT_TRUE((*store)->Write(batch).ok());
-  }
+  WriteOneRow(dir, 0, 5, 'w');
   // The segment header's magic (after crc, kind and row_bytes) made format
   // 1's, as an earlier build wrote it.
   const fs::path segment = OnlySegment(dir);

@@ -95,6 +95,29 @@ std::set<uint64_t> Held(const SparseTable& t, const std::vector<uint64_t>& keys)
   return held;
 }
 
+// The cut at `cut` (on top of `since`: 0 for a full one) of t: its
+// records; *deltas counts those that are deltas, *records all.
+std::string WriteCut(SparseTable& t, CutState& cuts, uint64_t cut, uint64_t since, uint64_t* deltas,
+                     uint64_t* records = nullptr) {
+  cuts.RaiseLastMarked(cut);
+  t.SetCut(cut);
+  std::string file;
+  absl::Status s = t.WriteCut(
+      [&](std::string record) {
+        file += record;
+        return absl::OkStatus();
+      },
+      since);
+  EXPECT_TRUE(s.ok()) << s;
+  t.SetCut(0);
+  EXPECT_TRUE(ForEachSliceRecord(file, "count", [&](const SliceRecord& r) {
+                *deltas += r.header.delta();
+                if (records != nullptr) ++*records;
+                return absl::OkStatus();
+              }).ok());
+  return file;
+}
+
 // Rows not pushed for 100 s go, from memory and from disk: the tiered
 // table keeps exactly the rows and values the table in memory keeps.
 TEST(TieredEvictionTest, ExpiredRowsGoFromMemoryAndDisk) {
@@ -179,32 +202,14 @@ TEST(TieredEvictionTest, AnIncrementalCutAfterEvictionsRestoresWithoutThem) {
   all.insert(all.end(), kept.begin(), kept.end());
   Push(*tiered, all, 1);
   ASSERT_TRUE(tiered->Demote().ok());
-  auto write = [&](uint64_t cut, uint64_t since, uint64_t* deltas) {
-    cuts.RaiseLastMarked(cut);
-    tiered->SetCut(cut);
-    std::string file;
-    absl::Status s = tiered->WriteCut(
-        [&](std::string record) {
-          file += record;
-          return absl::OkStatus();
-        },
-        since);
-    EXPECT_TRUE(s.ok()) << s;
-    tiered->SetCut(0);
-    EXPECT_TRUE(ForEachSliceRecord(file, "count", [&](const SliceRecord& r) {
-                  *deltas += r.header.delta();
-                  return absl::OkStatus();
-                }).ok());
-    return file;
-  };
   uint64_t deltas = 0;
-  const std::string full = write(5, 0, &deltas);
+  const std::string full = WriteCut(*tiered, cuts, 5, 0, &deltas);
   ASSERT_EQ(deltas, 0u);
   clock.Advance(absl::Seconds(60));
   Push(*tiered, kept, 6);
   clock.Advance(absl::Seconds(50));
   ASSERT_EQ(tiered->Sweep(), old_keys.size());
-  const std::string delta = write(10, 5, &deltas);
+  const std::string delta = WriteCut(*tiered, cuts, 10, 5, &deltas);
   EXPECT_EQ(deltas, 16u) << "every bucket's record of the incremental cut is a delta";
   auto restored = Make(Def(true, 100, 0), &budget, &clock, "restored");
   for (const std::string* file : {&full, &delta}) {
@@ -232,32 +237,14 @@ TEST(TieredEvictionTest, ManyEvictionsOfDiskRowsKeepCutsIncremental) {
   Push(*tiered, kept, 1);
   ASSERT_TRUE(tiered->Demote().ok());
   uint64_t deltas = 0, records = 0;
-  auto cut = [&](uint64_t at, uint64_t since) {
-    cuts.RaiseLastMarked(at);
-    tiered->SetCut(at);
-    std::string file;
-    EXPECT_TRUE(tiered
-                    ->WriteCut(
-                        [&](std::string r) {
-                          file += r;
-                          return absl::OkStatus();
-                        },
-                        since)
-                    .ok());
-    tiered->SetCut(0);
-    EXPECT_TRUE(ForEachSliceRecord(file, "count", [&](const SliceRecord& r) {
-                  deltas += r.header.delta(), ++records;
-                  return absl::OkStatus();
-                }).ok());
-  };
-  cut(5, 0);
+  WriteCut(*tiered, cuts, 5, 0, &deltas);
   clock.Advance(absl::Seconds(60));
   Push(*tiered, kept, 6);
   ASSERT_TRUE(tiered->Demote().ok());  // the cache back to its rows
   clock.Advance(absl::Seconds(50));
   ASSERT_EQ(tiered->Sweep(), old_keys.size());
-  deltas = records = 0;
-  cut(10, 5);
+  deltas = 0;
+  WriteCut(*tiered, cuts, 10, 5, &deltas, &records);
   EXPECT_EQ(records, 16u);
   EXPECT_EQ(deltas, 16u) << "buckets were written whole: their erased keys were forgotten";
 }
