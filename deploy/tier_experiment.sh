@@ -9,7 +9,8 @@
 #     table tiered (ps_worker --tiered_cache_mb: half the budget; its rows
 #     on disk under ps_server --table_dir).
 # Prints RESULT lines (training seconds, AUC, the budget, the table's bytes
-# against it, rows in memory and on disk, peak server RSS) and plots each
+# against it, rows in memory and on disk, peak server RSS, and the RSS at the
+# end as the servers' own memory and the table files they map) and plots each
 # model's AUC against training time.
 #
 #   deploy/tier_experiment.sh [--examples N] [--features F] [--epochs E]
@@ -100,13 +101,22 @@ run() {
     log "$model $mode: epoch $e at $trained s, test AUC $auc"
   done
   status
+  # Peak RSS, and the RSS at the end split into the process's own memory
+  # (anonymous) and file pages it maps (a tiered table's segments, read
+  # through mappings: the page cache, which the kernel can take back).
+  local anon=0 file=0
   for p in "${server_pids[@]}"; do
     kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status")
     [ "$kb" -gt "$peak" ] && peak=$kb
+    kb=$(awk '/^RssAnon:/ { print $2 }' "/proc/$p/status")
+    [ "$kb" -gt "$anon" ] && anon=$kb
+    kb=$(awk '/^RssFile:/ { print $2 }' "/proc/$p/status")
+    [ "$kb" -gt "$file" ] && file=$kb
   done
   shard_mib=$(max_shard_mib)
   local line="RESULT model=$model mode=$mode epochs=$epochs train_seconds=$trained test_auc=$auc"
   line+=" max_server_table_mib=$shard_mib peak_server_rss_mib=$((peak / 1024))"
+  line+=" end_server_rss_anon_mib=$((anon / 1024)) end_server_rss_file_mib=$((file / 1024))"
   if [ "$mode" = tiered ]; then
     line+=" budget_mib=$budget cache_mib=$cache rows_in_memory=$(tier_field 2)"
     line+=" rows_on_disk=$(tier_field 3) disk_mib=$(tier_field 4) hit_rate=$(tier_field 5)"
