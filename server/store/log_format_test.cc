@@ -91,5 +91,45 @@ TEST(LogFormatTest, AStoreInFormatOneIsRefusedAndLeftAsItWas) {
   EXPECT_EQ(Contents(segment), bytes) << "the segment was changed";
 }
 
+// Compaction reads a segment a MiB at a time: a commit whose meta is longer
+// than that, in a segment compacted, is read whole all the same, and the
+// rows after it are kept.
+TEST(LogFormatTest, ARecordLongerThanACompactionReadIsCompacted) {
+  const std::string dir = TestRoot("log_format_long");
+  RowStoreOptions options;
+  options.dir = dir;
+  options.row_bytes = kRow;
+  LogRowStoreOptions log;
+  log.segment_bytes = 8 << 20;
+  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto write = [&](uint64_t from, uint64_t to, char fill, const std::string& meta) {
+    const std::string row(kRow, fill);
+    RowStore::Batch batch;
+    for (uint64_t key = from; key < to; ++key) batch.puts.push_back({0, key, row.data()});
+    batch.meta = meta;
+    ASSERT_TRUE((*store)->Write(batch).ok());
+  };
+  // The first segment: rows, a 1.5 MiB meta, rows kept to the end.
+  write(0, 20000, 'a', std::string(3 << 19, 'm'));
+  write(20000, 20100, 'k', "after");
+  const fs::path first = OnlySegment(dir);
+  // Overwrites of the first rows until the first segment is compacted.
+  for (int round = 0; round < 12 && fs::exists(first); ++round) {
+    write(0, 20000, static_cast<char>('b' + round), "round");
+  }
+  EXPECT_FALSE(fs::exists(first)) << "the first segment was not compacted";
+  std::vector<uint64_t> kept(100);
+  for (uint64_t i = 0; i < kept.size(); ++i) kept[i] = 20000 + i;
+  std::vector<char> dst(kept.size() * kRow);
+  std::unique_ptr<bool[]> found(new bool[kept.size()]);
+  ASSERT_TRUE((*store)->Read(0, kept, dst.data(), found.get()).ok());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    ASSERT_TRUE(found[i]) << "key " << kept[i];
+    EXPECT_EQ(std::string(&dst[i * kRow], kRow), std::string(kRow, 'k')) << "key " << kept[i];
+  }
+  EXPECT_EQ((*store)->meta(), "round");
+}
+
 }  // namespace
 }  // namespace ps

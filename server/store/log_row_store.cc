@@ -459,48 +459,47 @@ absl::Status LogRowStore::CopyLiveLocked(uint32_t id, LogAppender* app, std::vec
       return absl::OkStatus();  // nothing to keep
     }
   }
-  std::string data(bytes, '\0');
-  size_t got;
-  if (int err = row_log::ReadAll(file->fd, data.data(), bytes, 0, &got)) {
-    return IoError(err, "reading", file->path);
-  }
-  std::vector<uint64_t> live;  // offsets of the live rows
-  {
-    absl::ReaderMutexLock l(&mu_);
-    for (uint64_t off = unit_; off < bytes;) {
-      const char* rec = data.data() + off;
-      Record r;
-      const std::string why = row_log::ParseRecord(rec, got - std::min(got, off), unit_, &r);
-      if (!why.empty()) {
-        return absl::DataLossError(absl::StrCat(
-            where(), ": ", file->path, " offset ", off, ": ", why,
-            " (compacting the segment); restore the store from a snapshot or checkpoint"));
-      }
-      if (r.kind == kRow && index_.Find(r.a, r.b) == segs_.Place(id, off / unit_)) {
-        live.push_back(off);
-      }
-      if (r.kind == kDrop && oldest <= r.b) drops->emplace_back(r.a, static_cast<uint32_t>(r.b));
-      for (uint32_t i = 0; r.kind == kErase && i < r.a; ++i) {
-        const Op e = Op::Entry(rec + kHeaderBytes + i * kEntryBytes, id);
-        if (oldest <= e.arg && index_.Find(e.slice, e.key) == kNone) {
-          row_log::PutEntry(entries, e.slice, e.arg, e.key);
+  // A chunk of whole records at a time, not the whole segment: the buffer
+  // is what the process keeps.
+  return ReadRecordChunks(
+      where(), *file, unit_, unit_, bytes, [&](uint64_t start, const char* data, size_t n) {
+        std::vector<uint64_t> live;  // offsets in data of the live rows
+        {
+          absl::ReaderMutexLock l(&mu_);
+          for (uint64_t off = 0; off < n;) {
+            const char* rec = data + off;
+            Record r;
+            const std::string why = row_log::ParseRecord(rec, n - off, unit_, &r);
+            if (!why.empty()) {
+              return absl::DataLossError(absl::StrCat(
+                  where(), ": ", file->path, " offset ", start + off, ": ", why,
+                  " (compacting the segment); restore the store from a snapshot or checkpoint"));
+            }
+            const uint32_t place = segs_.Place(id, (start + off) / unit_);
+            if (r.kind == kRow && index_.Find(r.a, r.b) == place) live.push_back(off);
+            if (r.kind == kDrop && oldest <= r.b) drops->emplace_back(r.a, uint32_t(r.b));
+            for (uint32_t i = 0; r.kind == kErase && i < r.a; ++i) {
+              const Op e = Op::Entry(rec + kHeaderBytes + i * kEntryBytes, id);
+              if (oldest <= e.arg && index_.Find(e.slice, e.key) == kNone) {
+                row_log::PutEntry(entries, e.slice, e.arg, e.key);
+              }
+            }
+            off += r.units * unit_;
+          }
         }
-      }
-      off += r.units * unit_;
-    }
-  }
-  for (uint64_t off : live) {
-    row_log::Header h;
-    std::memcpy(&h, &data[off], sizeof h);
-    uint32_t place;
-    if (absl::Status s =
-            app->Append(kRow, h.a, h.b, &data[off] + kHeaderBytes, row_bytes(), &place);
-        !s.ok()) {
-      return s;
-    }
-    ops->push_back(Op{kRow, h.a, h.b, place, app->segment()});
-  }
-  return absl::OkStatus();
+        for (uint64_t at : live) {
+          row_log::Header h;
+          std::memcpy(&h, data + at, sizeof h);
+          uint32_t place;
+          if (absl::Status s =
+                  app->Append(kRow, h.a, h.b, data + at + kHeaderBytes, row_bytes(), &place);
+              !s.ok()) {
+            return s;
+          }
+          ops->push_back(Op{kRow, h.a, h.b, place, app->segment()});
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status LogRowStore::Read(uint32_t slice, absl::Span<const uint64_t> keys, char* dst,

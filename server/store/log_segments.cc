@@ -345,6 +345,43 @@ absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per
   return absl::OkStatus();
 }
 
+absl::Status ReadRecordChunks(const std::string& who, const LogSegmentFile& file, size_t unit,
+                              uint64_t start, uint64_t end,
+                              absl::FunctionRef<absl::Status(uint64_t, const char*, size_t)> fn) {
+  constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+  std::string data;
+  for (uint64_t want = kChunkBytes; start < end;) {
+    data.resize(std::min<uint64_t>(want, end - start));
+    size_t got;
+    if (int err = file.Read(data.data(), data.size(), start, &got)) {
+      return row_log::OsError(who, err, absl::StrCat("reading at offset ", start, " of"),
+                              file.path);
+    }
+    // The whole records in what was read.
+    uint64_t n = 0;
+    for (row_log::Header h; n + sizeof h <= got;) {
+      std::memcpy(&h, data.data() + n, sizeof h);
+      const uint64_t units = std::max<uint64_t>(h.kind_units >> 8, 1);
+      if (n + units * unit > got) break;
+      n += units * unit;
+    }
+    if (n == 0) {
+      if (data.size() == end - start) {
+        return absl::DataLossError(
+            absl::StrCat(who, ": ", file.path, " offset ", start,
+                         ": a record longer than the file (restore the store from a snapshot or "
+                         "checkpoint)"));
+      }
+      want = 2 * data.size();  // a record longer than the read
+      continue;
+    }
+    if (absl::Status s = fn(start, data.data(), n); !s.ok()) return s;
+    start += n;
+    want = kChunkBytes;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LinkLogSegments(const std::string& who, const std::string& dir,
                              const std::vector<std::shared_ptr<const LogSegmentFile>>& files) {
   if (int err = row_log::MakeDirs(dir))

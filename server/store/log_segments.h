@@ -128,6 +128,16 @@ class LogSegments {
   std::vector<uint32_t> free_;  // ids of removed segments
 };
 
+// Reads the records of `file` from offset `start` to `end` (whole units)
+// about a MiB at a time: fn(at, data, n) gets n bytes of whole records
+// starting at offset `at` (a record longer than that comes whole in a
+// larger read); stops at fn's first error. Only the records' lengths are
+// read here: fn checks them. Errors: the OS's, naming `who` and the file;
+// DATA_LOSS when the file ends inside a record.
+absl::Status ReadRecordChunks(const std::string& who, const LogSegmentFile& file, size_t unit,
+                              uint64_t start, uint64_t end,
+                              absl::FunctionRef<absl::Status(uint64_t, const char*, size_t)> fn);
+
 // Reads the row records at `places` (sorted by place; files[j]: the file
 // of the j-th distinct segment among them), adjacent ones in one pread,
 // checks each (checksum, its place's slice and key) and calls fn(place,
