@@ -153,7 +153,9 @@ TEST_P(RowStoreConformanceTest, ForEachSinceListsTheRowsWrittenSince) {
   }
   // A store that knows its position lists those, and few others (rows
   // compaction moved since, in the log).
-  if (position != 0) EXPECT_LT(listed.size(), before.size() / 2);
+  if (position != 0) {
+    EXPECT_LT(listed.size(), before.size() / 2);
+  }
 }
 
 TEST_P(RowStoreConformanceTest, OverwritesErasesAndDroppedSlices) {

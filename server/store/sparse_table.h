@@ -230,8 +230,7 @@ class SparseTable {
   void SetCut(uint64_t cut);
   // Before the mark of `cut` (before any change is tagged after it): a
   // tiered table notes its store's position, so that a cut since `cut`
-  // reads only the rows written to disk from then on
-  // (RowStore::ForEachSince) instead of every row on disk.
+  // reads only the rows written to disk since (RowStore::ForEachSince).
   void NoteTierPosition(uint64_t cut);
   // For each owned slice in the cut: its record (SliceHeader and payload,
   // proto/checkpoint.proto) of the copy, or of the slice when it has none,
@@ -307,8 +306,7 @@ class SparseTable {
     // largest tag of entries dropped by the cap (0: none).
     absl::flat_hash_map<uint64_t, uint64_t> erased ABSL_GUARDED_BY(mu);
     uint64_t erased_lost ABSL_GUARDED_BY(mu) = 0;
-    // A tiered slice's rows on disk as of its last eviction: the cap of
-    // `erased` counts them with the cached rows.
+    // A tiered slice's rows on disk at its last eviction (erased's cap).
     uint64_t disk_rows ABSL_GUARDED_BY(mu) = 0;
   };
   // Before a push at `clock` changes the slice: the copy it is also applied
@@ -455,10 +453,9 @@ class SparseTable {
   // *promoted). Errors: the store's.
   absl::Status LoadFromTier(absl::Span<const uint64_t> keys, const KeyPlan& plan, uint64_t* grown,
                             uint64_t* promoted);
-  // Each slice of the plan under its reader lock: calls cached(i, row) for
-  // each key i with a row in memory, and lists the others in *missing
-  // (indices) and *refs (slice and key); counts a tiered table's hits and
-  // misses.
+  // Each slice of the plan under its reader lock (Read of every table):
+  // calls cached(i, row) for each key i with a row in memory, lists the
+  // others in *missing (indices) and *refs; counts a tier's hits, misses.
   void SplitByCache(absl::Span<const uint64_t> keys, const KeyPlan& plan,
                     std::vector<size_t>* missing, std::vector<RowStore::RowRef>* refs,
                     absl::FunctionRef<void(size_t, const float*)> cached) const;

@@ -1,5 +1,7 @@
 // SparseTable's disk tier (tiered tables, sparse_table.h): rows read from
-// the store into the cache, and the least pushed rows moved to the store.
+// the store into the cache, and the least pushed rows moved to the store;
+// and the lookup in the cache that reads of every table share
+// (SplitByCache).
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -218,7 +220,7 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
   // 1. How often the cached rows were pushed (aged).
   constexpr uint32_t kBins = 64;
   const uint32_t epoch = TierEpoch();
-  // Counted on every kSample-th slice of a table with many (a different
+  // Counted on every eighth slice of a table of 256 or more (a different
   // eighth each time): a scan of every cached row passes the cache's
   // memory through the processor's caches, which the pushes run from.
   const uint64_t sample = slices_.size() >= 256 ? 8 : 1;

@@ -263,7 +263,13 @@ class Trainer:
                 indices = order[first:first + self.batch_size]
                 epoch_end = done or first + self.batch_size >= n
                 run.step(_select(data, indices), len(indices), epoch, step, epoch_end)
-                self._maybe_checkpoint(step, final=False)
+                # The last step's is the final one, taken once this worker
+                # has left (asked now, its cut could wait for a round this
+                # worker never pushes: the servers' first mark can be
+                # refused by the step's own push still in flight, and the
+                # next is further ahead).
+                if not (done and self.leave_when_done):
+                    self._maybe_checkpoint(step, final=False)
                 if done:
                     break
             if done:
