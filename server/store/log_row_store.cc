@@ -541,9 +541,9 @@ uint64_t LogRowStore::SliceRows(uint32_t slice) const {
 }
 
 uint64_t LogRowStore::Position() const {
-  absl::MutexLock w(&write_mu_);
-  head_ = LogSegments::kNoSegment;  // sealed: the next batch starts segment next_seq_
-  return next_seq_;
+  absl::MutexLock w(&write_mu_);  // no batch is being written
+  absl::ReaderMutexLock l(&mu_);
+  return head_ == LogSegments::kNoSegment ? uint64_t{next_seq_} << 32 : segs_.PositionOf(head_);
 }
 
 absl::Status LogRowStore::ForEachSince(uint32_t slice, uint64_t position, RowFn fn) const {
@@ -553,10 +553,11 @@ absl::Status LogRowStore::ForEachSince(uint32_t slice, uint64_t position, RowFn 
     absl::ReaderMutexLock l(&mu_);
     const LogRowIndex& index = index_.Of(slice);
     places.reserve(position == 0 ? index.size() : 0);
-    std::vector<bool> listed(segs_.ids());  // by segment id
-    for (uint32_t id = 0; id < listed.size(); ++id) listed[id] = segs_[id].seq >= position;
+    const std::vector<uint64_t> from = segs_.FirstUnitsPast(position);
     index.ForEach([&](uint64_t key, uint32_t place) {
-      if (listed[place / units_per_segment_]) places.push_back(LogPlace{key, place, 0, slice});
+      if (place % units_per_segment_ >= from[place / units_per_segment_]) {
+        places.push_back(LogPlace{key, place, 0, slice});
+      }
     });
     files = segs_.SortPlaces(&places);
   }

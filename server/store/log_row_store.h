@@ -112,12 +112,12 @@ class LogRowStore final : public RowStore {
   // Copies the slice's (key, place) pairs (16 bytes a row) under the lock,
   // then reads the rows in file order without it, so fn may call the store.
   absl::Status ForEach(uint32_t slice, RowFn fn) const override;
-  // The number of the next segment, the one being written sealed: every
-  // row written after the call lies in a segment numbered from it on.
+  // The segment being written's number and its length in units (<< 32 |):
+  // every row written after the call lies past them. Nothing is sealed.
   uint64_t Position() const override;
   uint64_t SliceRows(uint32_t slice) const override;
-  // The rows whose records lie in segments numbered `position` on: those
-  // written since, and rows compaction moved since.
+  // The rows whose records lie past `position` in the log: those written
+  // since, and rows compaction moved since.
   absl::Status ForEachSince(uint32_t slice, uint64_t position, RowFn fn) const override;
   // Seals the segment being written (the next batch starts a new one) and
   // hard-links every segment into `dir` (copies where links fail with

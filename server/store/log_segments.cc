@@ -94,6 +94,15 @@ std::vector<std::shared_ptr<const LogSegmentFile>> LogSegments::SortPlaces(
   return files;
 }
 
+std::vector<uint64_t> LogSegments::FirstUnitsPast(uint64_t position) const {
+  const uint32_t seq = static_cast<uint32_t>(position >> 32);
+  std::vector<uint64_t> from(segs_.size());
+  for (uint32_t id = 0; id < from.size(); ++id) {
+    from[id] = segs_[id].seq > seq ? 0 : segs_[id].seq == seq ? position & 0xffffffff : ~0ull;
+  }
+  return from;
+}
+
 uint64_t LogSegments::DiskBytes() const {
   uint64_t units = 0;
   for (const Segment& seg : segs_) units += seg.units;

@@ -102,6 +102,12 @@ class LogSegments {
   std::vector<std::shared_ptr<const LogSegmentFile>> SortPlaces(
       std::vector<LogPlace>* places) const;
 
+  // A place in the log's order: segment `id`'s number and its units so far
+  // (number << 32 | units). And back: by segment id, the first unit that
+  // lies past `position` (0: all of a later segment; ~0: none).
+  uint64_t PositionOf(uint32_t id) const { return uint64_t{segs_[id].seq} << 32 | segs_[id].units; }
+  std::vector<uint64_t> FirstUnitsPast(uint64_t position) const;
+
   uint64_t DiskBytes() const;
   uint64_t MemoryBytes() const;
   // The smallest seq of the segments other than `id` (~0 when none): a
