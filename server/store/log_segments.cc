@@ -20,10 +20,6 @@ namespace {
 
 constexpr size_t kReadRunBytes = size_t{256} << 10;  // one pread, at most
 
-}  // namespace
-
-namespace {
-
 const char* MapFile(int fd, size_t bytes) {
   if (bytes == 0 || !CatchMappedReadFaults()) return nullptr;
   void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
@@ -196,13 +192,9 @@ std::vector<uint32_t> LogSegments::ChooseVictims(uint32_t head, uint64_t incomin
 absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_fd, size_t unit,
                        uint32_t row_bytes, size_t segment_bytes, const LogReplay& to,
                        uint32_t* next_seq) {
-  auto os_error = [&](int err, const std::string& what) {
-    return absl::Status(absl::ErrnoToStatusCode(err),
-                        absl::StrCat(who, ": ", what, ": ", std::strerror(err)));
-  };
   std::vector<uint32_t> seqs;
   DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return os_error(errno, "listing " + dir);
+  if (d == nullptr) return row_log::OsError(who, errno, "listing", dir);
   while (const dirent* e = readdir(d)) {
     uint32_t seq;
     if (row_log::ParseSegmentName(e->d_name, &seq)) seqs.push_back(seq);
@@ -218,14 +210,14 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
   std::string why, data;
   for (size_t k = 0; k < seqs.size() && why.empty(); ++k) {
     const int fd = open(path(k).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return os_error(errno, "opening " + path(k));
+    if (fd < 0) return row_log::OsError(who, errno, "opening", path(k));
     auto file = std::make_shared<const LogSegmentFile>(fd, seqs[k], path(k), segment_bytes);
     struct stat st;
-    if (fstat(fd, &st) != 0) return os_error(errno, "reading the size of " + path(k));
+    if (fstat(fd, &st) != 0) return row_log::OsError(who, errno, "reading the size of", path(k));
     data.resize(static_cast<size_t>(st.st_size));
     size_t got;
     if (int err = row_log::ReadAll(fd, data.data(), data.size(), 0, &got)) {
-      return os_error(err, "reading " + path(k));
+      return row_log::OsError(who, err, "reading", path(k));
     }
     data.resize(got);
     row_log::Header first;  // before its checksum: a wrong row_bytes fails that too
@@ -286,12 +278,12 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
     const bool whole = k > keep_file || keep_bytes == 0;
     if ((whole ? unlink(path(k).c_str())
                : truncate(path(k).c_str(), static_cast<off_t>(keep_bytes))) != 0) {
-      return os_error(
-          errno, (whole ? "deleting the torn batch in " : "cutting the torn batch off ") + path(k));
+      return row_log::OsError(
+          who, errno, whole ? "deleting the torn batch in" : "cutting the torn batch off", path(k));
     }
   }
   to.cut(keep_bytes == 0 ? 0 : keep_file + 1, keep_bytes / unit);
-  if (fsync(dir_fd) != 0) return os_error(errno, "syncing " + dir);
+  if (fsync(dir_fd) != 0) return row_log::OsError(who, errno, "syncing", dir);
   return absl::OkStatus();
 }
 
@@ -329,9 +321,7 @@ absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per
     buf.resize((places[j - 1].place - places[i].place + 1) * unit);
     size_t got;
     if (int err = file.Read(buf.data(), buf.size(), off, &got)) {
-      return absl::Status(absl::ErrnoToStatusCode(err),
-                          absl::StrCat(who, ": reading ", file.path, " at offset ", off, ": ",
-                                       std::strerror(err), " (errno ", err, ")"));
+      return row_log::OsError(who, err, absl::StrCat("reading at offset ", off, " of"), file.path);
     }
     for (size_t k = i; k < j; ++k) {
       const uint64_t at = (places[k].place - places[i].place) * uint64_t{unit};

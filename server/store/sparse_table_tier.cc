@@ -220,9 +220,11 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
   // 1. How often the cached rows were pushed (aged).
   constexpr uint32_t kBins = 64;
   const uint32_t epoch = TierEpoch();
-  // Counted on every eighth slice of a table of 256 or more (a different
-  // eighth each time): a scan of every cached row passes the cache's
-  // memory through the processor's caches, which the pushes run from.
+  // Counted on every eighth slice of a table of 256 or more (from where
+  // the last search for victims stopped; keys spread over slices by hash,
+  // so an eighth is a fair sample): a scan of every cached row passes the
+  // cache's memory through the processor's caches, which the pushes run
+  // from.
   const uint64_t sample = slices_.size() >= 256 ? 8 : 1;
   std::vector<uint64_t> counts(kBins, 0);
   for (uint64_t s = demote_cursor_ % sample; s < slices_.size(); s += sample) {
