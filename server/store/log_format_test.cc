@@ -1,6 +1,8 @@
 // The log's format on disk, seen through LogRowStore: records carry the
 // CRC-32C of their bytes, and a store written in format 1 (zlib's crc32)
-// is refused as such, untouched, rather than read as a torn batch and cut.
+// is refused as such, untouched, rather than read as a torn batch and cut;
+// segments are read in parts (compaction, replay) with records across and
+// longer than a part.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -129,6 +131,72 @@ TEST(LogFormatTest, ARecordLongerThanACompactionReadIsCompacted) {
     EXPECT_EQ(std::string(&dst[i * kRow], kRow), std::string(kRow, 'k')) << "key " << kept[i];
   }
   EXPECT_EQ((*store)->meta(), "round");
+}
+
+// Replay reads a segment about a MiB at a time: rows across the reads, a
+// commit longer than one, and a batch torn past the first MiB are each
+// read as they were written (a record misread at a read's end would be
+// taken for a torn write and cut, with every batch after it).
+TEST(LogFormatTest, ReplayReadsRecordsAcrossAndLongerThanItsReads) {
+  const std::string dir = TestRoot("log_format_replay");
+  RowStoreOptions options;
+  options.dir = dir;
+  options.row_bytes = kRow;
+  LogRowStoreOptions log;
+  log.segment_bytes = 8 << 20;
+  auto write = [&](LogRowStore& store, uint64_t from, uint64_t to, char fill,
+                   const std::string& meta) {
+    const std::string row(kRow, fill);
+    RowStore::Batch batch;
+    for (uint64_t key = from; key < to; ++key) batch.puts.push_back({0, key, row.data()});
+    batch.meta = meta;
+    ASSERT_TRUE(store.Write(batch).ok());
+  };
+  auto expect_rows = [&](LogRowStore& store, uint64_t from, uint64_t to, char fill) {
+    std::vector<uint64_t> keys;
+    for (uint64_t key = from; key < to; ++key) keys.push_back(key);
+    std::vector<char> dst(keys.size() * kRow);
+    std::unique_ptr<bool[]> found(new bool[keys.size()]);
+    ASSERT_TRUE(store.Read(0, keys, dst.data(), found.get()).ok());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_TRUE(found[i]) << "key " << keys[i];
+      ASSERT_EQ(std::string(&dst[i * kRow], kRow), std::string(kRow, fill)) << "key " << keys[i];
+    }
+  };
+  const std::string long_meta(3 << 19, 'm');  // 1.5 MiB
+  uint64_t second_batch_end = 0;
+  {
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+    ASSERT_TRUE(store.ok()) << store.status();
+    write(**store, 0, 30000, 'a', "first");  // ~1.9 MiB of rows
+    write(**store, 30000, 30100, 'b', long_meta);
+    second_batch_end = fs::file_size(OnlySegment(dir));
+    write(**store, 30100, 40000, 'c', "third");
+  }
+  ASSERT_GT(second_batch_end, 3u << 20) << "the batches do not cross a read";
+  {
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+    ASSERT_TRUE(store.ok()) << store.status();
+    expect_rows(**store, 0, 30000, 'a');
+    expect_rows(**store, 30000, 30100, 'b');
+    expect_rows(**store, 30100, 40000, 'c');
+    EXPECT_EQ((*store)->meta(), "third");
+  }
+  // The third batch torn half way: it alone is cut.
+  const fs::path segment = OnlySegment(dir);
+  fs::resize_file(segment, (second_batch_end + fs::file_size(segment)) / 2);
+  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(fs::file_size(segment), second_batch_end);
+  expect_rows(**store, 0, 30000, 'a');
+  expect_rows(**store, 30000, 30100, 'b');
+  EXPECT_EQ((*store)->meta(), long_meta);
+  std::vector<uint64_t> torn = {30100, 39999};
+  std::vector<char> dst(torn.size() * kRow);
+  std::unique_ptr<bool[]> found(new bool[torn.size()]);
+  ASSERT_TRUE((*store)->Read(0, torn, dst.data(), found.get()).ok());
+  EXPECT_FALSE(found[0]);
+  EXPECT_FALSE(found[1]);
 }
 
 }  // namespace

@@ -189,6 +189,9 @@ std::vector<uint32_t> LogSegments::ChooseVictims(uint32_t head, uint64_t incomin
   return victims;
 }
 
+// ReplayLog's reads of a segment (a record longer comes whole).
+constexpr uint64_t kReplayWindowBytes = uint64_t{1} << 20;
+
 absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_fd, size_t unit,
                        uint32_t row_bytes, size_t segment_bytes, const LogReplay& to,
                        uint32_t* next_seq) {
@@ -214,12 +217,19 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
     auto file = std::make_shared<const LogSegmentFile>(fd, seqs[k], path(k), segment_bytes);
     struct stat st;
     if (fstat(fd, &st) != 0) return row_log::OsError(who, errno, "reading the size of", path(k));
-    data.resize(static_cast<size_t>(st.st_size));
-    size_t got;
-    if (int err = row_log::ReadAll(fd, data.data(), data.size(), 0, &got)) {
-      return row_log::OsError(who, err, "reading", path(k));
-    }
-    data.resize(got);
+    // The file is read a window at a time: data holds its bytes from `base`
+    // (about a MiB, or one record longer than that).
+    uint64_t size = static_cast<uint64_t>(st.st_size), base = 0;
+    auto read_from = [&](uint64_t at, uint64_t least) {
+      data.resize(std::min(size - at, std::max(kReplayWindowBytes, least)));
+      size_t got;
+      const int err = row_log::ReadAll(fd, data.data(), data.size(), at, &got);
+      if (got < data.size()) size = at + got;  // the file ends sooner than it did
+      data.resize(got);
+      base = at;
+      return err;
+    };
+    if (int err = read_from(0, 0)) return row_log::OsError(who, err, "reading", path(k));
     row_log::Header first;  // before its checksum: a wrong row_bytes fails that too
     if (data.size() >= sizeof first) std::memcpy(&first, data.data(), sizeof first);
     if (data.size() >= sizeof first && first.kind_units == (row_log::kSegmentHeader | 1 << 8) &&
@@ -238,12 +248,23 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
     }
     const absl::StatusOr<uint32_t> id = to.add(std::move(file));
     if (!id.ok()) return id.status();
-    if (data.empty()) why = "an empty segment", bad_file = k;
+    if (size == 0) why = "an empty segment", bad_file = k;
     records = crc = 0;  // a commit counts its batch's records in its segment
-    for (uint64_t off = 0; off < data.size() && why.empty();) {
-      const char* rec = data.data() + off;
+    for (uint64_t off = 0; off < size && why.empty();) {
+      // The record at off whole in the window, as far as the file holds it
+      // (its length is in its header, which may need a read first).
+      for (uint64_t need = unit;;) {
+        if (off + sizeof(row_log::Header) <= base + data.size()) {
+          row_log::Header h;
+          std::memcpy(&h, data.data() + (off - base), sizeof h);
+          need = std::max<uint64_t>({h.kind_units >> 8, 1, need / unit}) * unit;
+        }
+        if (off + need <= base + data.size() || base + data.size() >= size) break;
+        if (int err = read_from(off, need)) return row_log::OsError(who, err, "reading", path(k));
+      }
+      const char* rec = data.data() + (off - base);
       row_log::Record r;
-      why = row_log::ParseRecord(rec, data.size() - off, unit, &r);
+      why = row_log::ParseRecord(rec, base + data.size() - off, unit, &r);
       const bool header = r.kind == row_log::kSegmentHeader;
       if (why.empty() && ((off == 0) != header || (header && r.b != row_log::kMagic))) {
         why = "a misplaced or bad segment header";

@@ -177,7 +177,7 @@ struct LogReplay {
 
 // Replays the segment files of `dir` (rows of row_bytes; each file mapped
 // over segment_bytes) in log order,
-// each read whole, and cuts a trailing batch without a valid commit off
+// each read about a MiB at a time, and cuts a trailing batch without a valid commit off
 // the files (a torn write: truncates one file, deletes those after it).
 // *next_seq: the number for the next segment. Errors, naming `who` and the
 // file: INVALID_ARGUMENT for segments of another row_bytes; DATA_LOSS for a
