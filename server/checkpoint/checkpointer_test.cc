@@ -185,5 +185,46 @@ TEST(CheckpointerTest, DeadlineNamesTheSlowestWorkerAndEndsTheCut) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// A retried mark lands a round or more past a finishing worker's last
+// push: its leaving ends the cut's wait for it at once (not the deadline),
+// and the checkpoint records the rounds it completed.
+TEST(CheckpointerTest, AWorkerLeavingEndsTheCutsWaitForIt) {
+  const std::string root = TestRoot("leave");
+  auto core = NewCore();
+  Checkpointer checkpointer(core.get(), 0);
+  ASSERT_TRUE(core->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).ok());
+  Register(*core, 1);
+  Register(*core, 2);
+  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 1, t).ok());
+  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 2, t).ok());
+  ASSERT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 5)->marked());
+  proto::CheckpointRequest write;
+  write.set_action(proto::CHECKPOINT_WRITE);
+  write.set_cut(5);
+  write.set_dir(root + "/" + CheckpointDirName(1));
+  write.set_timeout_ms(60000);
+  absl::Notification written;
+  absl::StatusOr<proto::CheckpointResponse> part;
+  checkpointer.Handle(write, [&](absl::StatusOr<proto::CheckpointResponse> r) {
+    part = std::move(r);
+    written.Notify();
+  });
+  ASSERT_TRUE(PushOne(*core, 1, 3).ok());
+  ASSERT_TRUE(PushOne(*core, 1, 4).ok());
+  EXPECT_FALSE(written.HasBeenNotified()) << "worker 2 has not pushed rounds 3 and 4";
+  proto::HeartbeatRequest leave;
+  leave.set_worker_id(2);
+  leave.set_leaving(true);
+  ASSERT_TRUE(core->Heartbeat(leave).ok());
+  ASSERT_TRUE(written.WaitForNotificationWithTimeout(absl::Seconds(30)))
+      << "the cut still waits for worker 2, which left";
+  ASSERT_TRUE(part.ok()) << part.status();
+  ASSERT_EQ(part->clocks_size(), 2);
+  EXPECT_EQ(part->clocks(0).worker_id(), 1u);
+  EXPECT_EQ(part->clocks(0).clock(), 5u);
+  EXPECT_EQ(part->clocks(1).worker_id(), 2u);
+  EXPECT_EQ(part->clocks(1).clock(), 3u);
+}
+
 }  // namespace
 }  // namespace ps
