@@ -12,8 +12,12 @@
 // disk on its own thread meanwhile, as it does in a server. With --rpc,
 // the same through gRPC: both tables on a ps_server started in this
 // process, the requests PushPull RPCs of a PsClient (what a worker sees).
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -43,6 +47,9 @@ ABSL_FLAG(int64_t, batch, 512, "distinct keys a request");
 ABSL_FLAG(int64_t, requests, 2000, "requests measured on each table for each exponent");
 ABSL_FLAG(int64_t, warmup_requests, 8000, "requests to the tiered table before measuring");
 ABSL_FLAG(std::string, exponents, "1.05,1.2", "Zipf exponents of the keys");
+ABSL_FLAG(bool, cold, false,
+          "the tiered table's files out of memory before each block of its requests (the "
+          "process's mappings of them paged out, MADV_PAGEOUT): every miss reads the disk");
 ABSL_FLAG(bool, rpc, false,
           "through a ps_server in this process (PushPull RPCs of a PsClient over gRPC) instead "
           "of calls to the servers' store");
@@ -79,6 +86,32 @@ proto::TableDef Def(uint64_t cache_mb) {
 void Die(const absl::Status& s) {
   std::fprintf(stderr, "tier_bench: %s\n", s.ToString().c_str());
   std::exit(1);
+}
+
+// Pages out this process's mappings of files under `dir` (the tiered
+// table's segments): their pages leave the page cache, as they would
+// under memory pressure. Returns the bytes of the mappings.
+uint64_t PageOutMappingsUnder(const std::string& dir) {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) Die(absl::InternalError("reading /proc/self/maps"));
+  char line[4096];
+  uint64_t bytes = 0;
+  while (std::fgets(line, sizeof line, maps) != nullptr) {
+    const char* path = std::strchr(line, '/');
+    unsigned long long start = 0, end = 0;
+    if (path == nullptr || std::strncmp(path, dir.c_str(), dir.size()) != 0 ||
+        std::sscanf(line, "%llx-%llx", &start, &end) != 2) {
+      continue;
+    }
+    // ENOMEM: unmapped meanwhile (a segment compacted away).
+    if (madvise(reinterpret_cast<void*>(start), end - start, MADV_PAGEOUT) != 0 &&
+        errno != ENOMEM) {
+      Die(absl::InternalError(absl::StrCat("madvise(MADV_PAGEOUT) of ", path, ": errno ", errno)));
+    }
+    bytes += end - start;
+  }
+  std::fclose(maps);
+  return bytes;
 }
 
 // Rank r's key: spread like hashed feature ids.
@@ -243,8 +276,10 @@ void Run(double exponent) {
   const proto::TableStats before = tables->Stats();
   const int64_t requests = absl::GetFlag(FLAGS_requests);
   absl::Duration spent[2];
+  const bool cold = absl::GetFlag(FLAGS_cold);
   for (int64_t done = 0; done < requests; done += 50) {
     for (int t = 0; t < 2; ++t) {
+      if (cold && t == 0) PageOutMappingsUnder(dir);
       SplitMix64 block_rng(static_cast<uint64_t>(done) + 1);  // the same keys on both
       rng = block_rng;
       for (int i = 0; i < 50; ++i) {
@@ -269,11 +304,11 @@ void Run(double exponent) {
       static_cast<unsigned long long>(after.rows()),
       static_cast<unsigned long long>(after.disk_rows()), disk_per_row);
   std::printf(
-      "RESULT path=%s exponent=%.2f rows=%llu cache_mb=%llu tiered_keys_per_second=%.0f "
+      "RESULT path=%s%s exponent=%.2f rows=%llu cache_mb=%llu tiered_keys_per_second=%.0f "
       "memory_keys_per_second=%.0f ratio=%.3f hit_rate=%.4f disk_bytes_per_row=%.1f\n",
-      absl::GetFlag(FLAGS_rpc) ? "rpc" : "store", exponent, static_cast<unsigned long long>(n),
-      static_cast<unsigned long long>(cache_mb), rate_tiered, rate_memory,
-      rate_tiered / rate_memory, hits / (hits + misses), disk_per_row);
+      absl::GetFlag(FLAGS_rpc) ? "rpc" : "store", cold ? "_cold" : "", exponent,
+      static_cast<unsigned long long>(n), static_cast<unsigned long long>(cache_mb), rate_tiered,
+      rate_memory, rate_tiered / rate_memory, hits / (hits + misses), disk_per_row);
   std::fflush(stdout);
 }
 
