@@ -79,7 +79,8 @@ LogRowStore::LogRowStore(const RowStoreOptions& options, const LogRowStoreOption
       block_entries_(
           std::min(kBlockEntries, ((units_per_segment_ - 1) * unit_ - kHeaderBytes) / kEntryBytes)),
       account_(options.shared_disk_budget),
-      segs_(unit_, units_per_segment_) {}
+      segs_(unit_, units_per_segment_),
+      advice_(log.advise_every_read) {}
 
 LogRowStore::~LogRowStore() {
   if (dir_fd_ >= 0) close(dir_fd_);
@@ -420,8 +421,7 @@ absl::Status LogRowStore::CompactLocked(const std::vector<uint32_t>& victims) {
   // and wait for a chunk of them at most.
   constexpr size_t kMovesAtOnce = 256;
   if (!ops.empty()) FinishLocked(app, ops, meta, kMovesAtOnce);
-  // Delete the victims, oldest first, now that what they held that counts
-  // is elsewhere.
+  // The victims deleted, oldest first, now that what counts in them is elsewhere.
   std::vector<std::pair<uint32_t, uint32_t>> order;  // seq, id
   {
     absl::ReaderMutexLock l(&mu_);
@@ -524,7 +524,7 @@ absl::Status LogRowStore::ReadMany(absl::Span<const RowRef> refs, char* dst, boo
     }
     files = segs_.SortPlaces(&places);
   }
-  return ReadLogRows(where(), unit_, units_per_segment_, places, files,
+  return ReadLogRows(where(), unit_, units_per_segment_, places, files, &advice_,
                      [&](const LogPlace& p, const char* row) {
                        std::memcpy(dst + size_t{p.index} * row_bytes(), row, row_bytes());
                        return absl::OkStatus();
@@ -561,7 +561,7 @@ absl::Status LogRowStore::ForEachSince(uint32_t slice, uint64_t position, RowFn 
     });
     files = segs_.SortPlaces(&places);
   }
-  return ReadLogRows(where(), unit_, units_per_segment_, places, files,
+  return ReadLogRows(where(), unit_, units_per_segment_, places, files, nullptr,
                      [&](const LogPlace& p, const char* row) { return fn(p.key, row); });
 }
 

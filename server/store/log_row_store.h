@@ -76,6 +76,9 @@ struct LogRowStoreOptions {
   // (1.15: a tiered table's rows of width 16 with AdaGrad take at most 1.5x
   // their values and state, with records' headers and a row's bookkeeping).
   double target_disk_ratio = 1.15;
+  // Every read asks the kernel for its rows' pages first (tests; else only
+  // reads after one that found its rows on the disk: LogReadAdvice).
+  bool advise_every_read = false;
 };
 
 class LogRowStore final : public RowStore {
@@ -195,6 +198,8 @@ class LogRowStore final : public RowStore {
   LogSliceIndexes index_ ABSL_GUARDED_BY(mu_);
   LogSegments segs_ ABSL_GUARDED_BY(mu_);
   std::string meta_ ABSL_GUARDED_BY(mu_);
+  // Whether ReadMany asks for its rows' pages first.
+  mutable LogReadAdvice advice_;
 };
 
 }  // namespace ps

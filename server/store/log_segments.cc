@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,11 +20,23 @@ namespace ps {
 namespace {
 
 constexpr size_t kReadRunBytes = size_t{256} << 10;  // one pread, at most
+constexpr uint64_t kPageBytes = 4096;  // what a fault of a mapping reads (MADV_RANDOM)
+
+// The calling thread's major page faults so far (pages read from a disk).
+uint64_t MajorFaults() {
+  struct rusage usage;
+  return getrusage(RUSAGE_THREAD, &usage) == 0 ? static_cast<uint64_t>(usage.ru_majflt) : 0;
+}
 
 const char* MapFile(int fd, size_t bytes) {
   if (bytes == 0 || !CatchMappedReadFaults()) return nullptr;
   void* map = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
-  return map == MAP_FAILED ? nullptr : static_cast<const char*>(map);
+  if (map == MAP_FAILED) return nullptr;
+  // Rows are read at random: a fault reads its page, not the kernel's
+  // read-around of it (a read asks for all its rows' pages at once
+  // instead, LogReadAdvice; longer reads are preads, read ahead).
+  (void)madvise(map, bytes, MADV_RANDOM);
+  return static_cast<const char*>(map);
 }
 
 }  // namespace
@@ -41,7 +54,7 @@ LogSegmentFile::~LogSegmentFile() {
 }
 
 int LogSegmentFile::Read(char* p, size_t n, uint64_t off, size_t* got) const {
-  if (off + n <= map_bytes) {
+  if (n <= kPageBytes && off + n <= map_bytes) {
     // Where the log points, the file has its records (a row's place is set
     // once its batch is written).
     *got = n;
@@ -308,12 +321,41 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
   return absl::OkStatus();
 }
 
+bool LogReadAdvice::Take() {
+  if (always_) return true;
+  uint32_t left = reads_.load(std::memory_order_relaxed);
+  if (left == 0) return false;
+  // Concurrent reads may take one count between them: advice, not a quota.
+  reads_.compare_exchange_weak(left, left - 1, std::memory_order_relaxed);
+  return true;
+}
+
+void LogReadAdvice::Saw(uint64_t major_faults) {
+  if (major_faults > 0) reads_.store(kReads, std::memory_order_relaxed);
+}
+
 absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
                          const std::vector<LogPlace>& places,
                          const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
+                         LogReadAdvice* advice,
                          absl::FunctionRef<absl::Status(const LogPlace&, const char*)> fn) {
   const size_t most = std::max<size_t>(1, kReadRunBytes / unit);
   auto id_of = [&](const LogPlace& p) { return p.place / units_per_segment; };
+  const bool advised = advice != nullptr && advice->Take();
+  if (advised) {
+    // One call a page of records, every one before the first copy waits.
+    uint64_t asked = ~uint64_t{0};  // the last page asked for, in file f
+    for (size_t k = 0, f = 0; k < places.size(); ++k) {
+      if (k > 0 && id_of(places[k]) != id_of(places[k - 1])) ++f, asked = ~uint64_t{0};
+      const uint64_t at = places[k].place % units_per_segment * uint64_t{unit};
+      const uint64_t last = (at + unit - 1) / kPageBytes;
+      if (at / kPageBytes == asked && last == asked) continue;
+      asked = last;
+      (void)posix_fadvise(files[f]->fd, static_cast<off_t>(at), static_cast<off_t>(unit),
+                          POSIX_FADV_WILLNEED);
+    }
+  }
+  const uint64_t faults = advice != nullptr ? MajorFaults() : 0;
   std::string buf;
   // Mapped rows requested ahead (the line a record starts in; measured
   // against two lines a row and 4-16 ahead): their misses overlap.
@@ -362,6 +404,7 @@ absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per
       if (absl::Status s = fn(places[k], &buf[at] + row_log::kHeaderBytes); !s.ok()) return s;
     }
   }
+  if (advice != nullptr) advice->Saw(MajorFaults() - faults);
   return absl::OkStatus();
 }
 

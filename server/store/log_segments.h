@@ -9,6 +9,7 @@
 #ifndef PS_SERVER_STORE_LOG_SEGMENTS_H_
 #define PS_SERVER_STORE_LOG_SEGMENTS_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,9 +27,10 @@ namespace ps {
 // An open segment file, closed with the last reference: readers hold one
 // while they read, so a segment compacted and deleted meanwhile stays
 // readable. Mapped read-only over its first map_bytes (the most a segment
-// holds) when it can be: reads of rows copy from the mapping, with no
-// system call (server/store/mapped_copy.h), else pread. Immutable;
-// thread-safe.
+// holds) when it can be, for random reads: reads of a page at most copy
+// from the mapping, with no system call (server/store/mapped_copy.h);
+// longer ones (runs of rows, compaction's chunks) are preads, which the
+// kernel reads ahead. Immutable; thread-safe.
 struct LogSegmentFile {
   LogSegmentFile(int fd, uint32_t seq, std::string path, size_t map_bytes);
   ~LogSegmentFile();
@@ -156,9 +158,38 @@ absl::Status ReadRecordChunks(const std::string& who, const LogSegmentFile& file
 absl::Status LinkLogSegments(const std::string& who, const std::string& dir,
                              const std::vector<std::shared_ptr<const LogSegmentFile>>& files);
 
+// Whether reads of rows first ask the kernel for all their pages at once
+// (posix_fadvise WILLNEED: the disk reads them in parallel, where copying
+// them would fault them in one at a time): for the kReads reads after one
+// that found a row on the disk (a major page fault while copying), so that
+// rows in the page cache cost no system call. A table larger than the page
+// cache keeps it on: an advised read finds rows on the disk when the
+// kernel had not started reading them, and a read after kReads does.
+// Thread-safe.
+class LogReadAdvice {
+ public:
+  static constexpr uint32_t kReads = 1024;
+
+  // always: every read advises (tests).
+  explicit LogReadAdvice(bool always = false) : always_(always) {}
+  // Whether the read about to start advises (counted).
+  bool Take();
+  // A read's copies took `major_faults` major page faults.
+  void Saw(uint64_t major_faults);
+
+ private:
+  const bool always_;
+  std::atomic<uint32_t> reads_{0};  // left to advise
+};
+
+// Reads the rows at `places` (sorted by place; files: their segments, in
+// that order) and calls fn(place, row bytes) for each, after checking its
+// record; with `advice` (may be null), asking for their pages first when
+// it says so, and telling it how long the copies took.
 absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
                          const std::vector<LogPlace>& places,
                          const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
+                         LogReadAdvice* advice,
                          absl::FunctionRef<absl::Status(const LogPlace&, const char*)> fn);
 
 // What ReplayLog reports, in log order.
