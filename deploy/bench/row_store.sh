@@ -6,7 +6,9 @@
 # flight). Cold reads (after dropping the page cache) need root. With
 # --tier, the tiered table against the table in memory instead
 # (deploy/bench/tier_bench.cc), at the servers' store and then through
-# gRPC (--rpc), beside the same fio figures.
+# gRPC (--rpc), with the segment files in the page cache, then with them
+# paged out before each block of requests (--cold: misses read the disk),
+# beside the same fio figures.
 #
 #   deploy/bench/row_store.sh [--dir DIR] [--tier] [row_store_bench or tier_bench flags...]
 #
@@ -44,6 +46,8 @@ if [ "$bench" = tier_bench ]; then
   "$bin" --dir="$dir/stores" "$@" | tee -a "$dir/results.tmp"
   "$bin" --dir="$dir/stores" --rpc "$@" 2>"$dir/rpc_server.log" | tee -a "$dir/results.tmp" ||
     { echo "row_store.sh: tier_bench --rpc failed; see $dir/rpc_server.log" >&2; exit 1; }
+  # Misses from the disk: fewer requests (each waits for ~50-100 reads).
+  "$bin" --dir="$dir/stores" --cold --requests=500 "$@" | tee -a "$dir/results.tmp"
 else
   "$bin" --dir="$dir/stores" "$@" | tee -a "$dir/results.tmp"
 fi
