@@ -501,6 +501,15 @@ class Client:
         """
         self._client.leave()
 
+    def report_progress(self, job: str, seconds: float, epoch: int, step: int, examples: int,
+                        loss: float, examples_per_second: float, staleness: float) -> None:
+        """Sends a progress point of this worker to every server (their web UI
+        and Stats' "workers"), as ps_worker does: `job` names the run; the
+        rest are the point's figures. Raises paramserver.Error when a server
+        refuses it (a negative or non-finite figure)."""
+        self._client.report_progress(job, seconds, epoch, step, examples, loss,
+                                     examples_per_second, staleness)
+
     def stats(self) -> List[Dict[str, Any]]:
         """Every server's statistics (the Stats RPC), one dict per server.
 

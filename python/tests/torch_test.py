@@ -57,6 +57,47 @@ class RecordingClient:
         return self._client.push_keys(table, keys, grads, clock=clock)
 
 
+class CutAheadClient:
+    """A Client whose checkpoint() returns only once the worker has pushed
+    the round `ahead` rounds past its clock when asked, or has left (as a cut
+    marked ahead of the worker waits for its rounds), and fails after 20 s;
+    records the clocks it was asked at. Otherwise it is the client."""
+
+    def __init__(self, client, ahead):
+        self._client = client
+        self._ahead = ahead
+        self._pushed = -1
+        self._left = False
+        self._cond = threading.Condition()
+        self.asked_at = []
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def push_pull_many(self, tables, *, clock=0):
+        info = self._client.push_pull_many(tables, clock=clock)
+        with self._cond:
+            self._pushed = max(self._pushed, clock)
+            self._cond.notify_all()
+        return info
+
+    def leave(self):
+        self._client.leave()
+        with self._cond:
+            self._left = True
+            self._cond.notify_all()
+
+    def checkpoint(self, *, full=False, timeout=60.0):
+        with self._cond:
+            asked = self._pushed + 1
+            self.asked_at.append(asked)
+            if not self._cond.wait_for(lambda: self._left or self._pushed >= asked + self._ahead,
+                                       timeout=20):
+                raise RuntimeError(f"the cut at {asked + self._ahead + 1} waited 20 s for rounds "
+                                   f"the worker did not push (it pushed up to {self._pushed})")
+        return {"path": "ckpt", "cut": asked + self._ahead + 1, "bytes": 0, "seconds": 0.0}
+
+
 # ---- pieces without servers --------------------------------------------------
 
 
@@ -494,6 +535,45 @@ class TrainerTest(ServerTest):
         self.assertRegex(lines[-1], r"^RESULT worker=0 seconds=[0-9.]+ wait_seconds=[0-9.]+ "
                                     r"examples=128 algorithm=downpour pushes=8 pulls=9 ")
         self.assertRegex(bar.getvalue(), r"worker 0/1: 100%.*8/8")
+
+    def test_a_checkpoint_due_while_the_last_is_taken_is_skipped_not_waited_for(self):
+        # Each checkpoint's cut lies 3 rounds past the worker when asked,
+        # one is due every 2 steps: waiting for the last at the next due
+        # step would wait for rounds the waiting worker never pushes.
+        client = ps.Client(servers=SERVERS, worker_id=23)
+        self.addCleanup(client.close)
+        cuts = CutAheadClient(client, ahead=3)
+        model = nn.Linear(2, 1)
+        params = ServerParameters(model.parameters(), cuts, prefix=fresh("trainer_cut_ahead"),
+                                  optimizer="sgd")
+        trainer = Trainer(model, cuts, lambda b: model(b[0]).sum(), params=params,
+                          batch_size=1, max_steps=12, checkpoint_every_steps=2,
+                          progress_seconds=1e9)
+        stats, lines = self.run_trainer(trainer, (torch.ones(12, 2),))
+        self.assertEqual(stats["steps"], 12)
+        skipped = [line for line in lines if "skipped: the one asked at step" in line]
+        self.assertTrue(skipped, lines)
+        self.assertRegex(skipped[0], r"^worker 0/1: checkpoint at step \d+ skipped: the one "
+                                     r"asked at step \d+ is still being taken$")
+        # Steps 2-10 (the last step's is the final one, asked once left).
+        self.assertEqual(len(cuts.asked_at), 5 - len(skipped) + 1, lines)
+
+    def test_progress_points_reach_the_servers(self):
+        client = ps.Client(servers=SERVERS, worker_id=24)
+        self.addCleanup(client.close)
+        model = nn.Linear(2, 1)
+        params = ServerParameters(model.parameters(), client, prefix=fresh("trainer_progress"),
+                                  optimizer="sgd")
+        trainer = Trainer(model, client, lambda b: model(b[0]).sum(), params=params,
+                          batch_size=2, progress_seconds=0)
+        self.run_trainer(trainer, (torch.ones(8, 2),))
+        for server in client.stats():
+            workers = [w for w in server["workers"] if w["worker_id"] == 24]
+            self.assertEqual(len(workers), 1, server["workers"])
+            self.assertEqual(workers[0]["job"], "pytorch")
+            self.assertEqual([p["step"] for p in workers[0]["points"]][-1], 4)
+        with self.assertRaises(ps.Error):
+            client.report_progress("pytorch", 1.0, 1, 1, 10, -1.0, 1.0, 0.0)
 
     def test_resume_without_a_restored_checkpoint_starts_at_zero(self):
         client = ps.Client(servers=SERVERS, worker_id=22)

@@ -18,7 +18,8 @@ bags), writes ps_worker's curve CSV, and draws a tqdm bar on stderr.
 Checkpoints: the servers take them (docs/guide/checkpoints.md). With
 checkpoint_every_steps = N, worker 0 asks for one every N of its steps, from
 a thread of its own (the cut waits for every worker with a lease, this one
-included), and once more when it is done. With resume, the worker reads its
+included, so training goes on meanwhile; one due while the last is still
+being taken is skipped, said in a line), and once more when it is done. With resume, the worker reads its
 clock c in the checkpoint the servers restored (Client.position(): the
 smallest over the model's tables), skips its first c steps drawing the same
 shuffles, and continues at that epoch, step and clock.
@@ -127,6 +128,7 @@ class Trainer:
         self.leave_when_done = leave_when_done
         self.progress = Progress(curve_csv, progress_bar)
         self._checkpoint: Optional[threading.Thread] = None
+        self._checkpoint_step = 0  # the step self._checkpoint was asked at
         self._checkpoint_error: Optional[BaseException] = None
 
     # ---- flags --------------------------------------------------------------
@@ -284,10 +286,11 @@ class Trainer:
             self._checkpoint = None
 
     def _maybe_checkpoint(self, step: int, final: bool) -> None:
-        """Every checkpoint_every_steps steps, a checkpoint asked from a thread
-        (waiting first for the one before, if it still runs: every due
-        checkpoint is taken); final: one now, waited for. Raises the error of
-        a failed one."""
+        """Every checkpoint_every_steps steps, a checkpoint asked from a thread,
+        unless the one before still runs: its cut may wait for this worker's
+        next rounds, which waiting for it would never push (the due one is
+        skipped); final: one now, after the one before, waited for. Raises
+        the error of a failed one."""
         if not self.checkpoint_every_steps:
             return
         if self._checkpoint_error is not None:
@@ -301,10 +304,15 @@ class Trainer:
             return
         if step % self.checkpoint_every_steps:
             return
+        if self._checkpoint is not None and self._checkpoint.is_alive():
+            self.progress.line(f"{self.who}: checkpoint at step {step} skipped: the one asked at "
+                               f"step {self._checkpoint_step} is still being taken")
+            return
         self._wait_for_checkpoint()
         if self._checkpoint_error is not None:
             error, self._checkpoint_error = self._checkpoint_error, None
             raise error
+        self._checkpoint_step = step
         self._checkpoint = threading.Thread(target=self._take_checkpoint, args=(step,),
                                             name="checkpoint", daemon=True)
         self._checkpoint.start()
