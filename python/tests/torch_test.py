@@ -458,6 +458,14 @@ DENSE_LINE = re.compile(
 
 
 class TrainerTest(ServerTest):
+    def linear_trainer(self, client, prefix, **options):
+        """A Trainer of nn.Linear(2, 1) (loss: the sum of its outputs) whose
+        parameters are tables named after `prefix`, pushed through `client`."""
+        model = nn.Linear(2, 1)
+        params = ServerParameters(model.parameters(), client, prefix=fresh(prefix),
+                                  optimizer="sgd")
+        return Trainer(model, client, lambda b: model(b[0]).sum(), params=params, **options)
+
     def run_trainer(self, trainer, data):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -543,12 +551,8 @@ class TrainerTest(ServerTest):
         client = ps.Client(servers=SERVERS, worker_id=23)
         self.addCleanup(client.close)
         cuts = CutAheadClient(client, ahead=3)
-        model = nn.Linear(2, 1)
-        params = ServerParameters(model.parameters(), cuts, prefix=fresh("trainer_cut_ahead"),
-                                  optimizer="sgd")
-        trainer = Trainer(model, cuts, lambda b: model(b[0]).sum(), params=params,
-                          batch_size=1, max_steps=12, checkpoint_every_steps=2,
-                          progress_seconds=1e9)
+        trainer = self.linear_trainer(cuts, "trainer_cut_ahead", batch_size=1, max_steps=12,
+                                      checkpoint_every_steps=2, progress_seconds=1e9)
         stats, lines = self.run_trainer(trainer, (torch.ones(12, 2),))
         self.assertEqual(stats["steps"], 12)
         skipped = [line for line in lines if "skipped: the one asked at step" in line]
@@ -561,11 +565,8 @@ class TrainerTest(ServerTest):
     def test_progress_points_reach_the_servers(self):
         client = ps.Client(servers=SERVERS, worker_id=24)
         self.addCleanup(client.close)
-        model = nn.Linear(2, 1)
-        params = ServerParameters(model.parameters(), client, prefix=fresh("trainer_progress"),
-                                  optimizer="sgd")
-        trainer = Trainer(model, client, lambda b: model(b[0]).sum(), params=params,
-                          batch_size=2, progress_seconds=0)
+        trainer = self.linear_trainer(client, "trainer_progress", batch_size=2,
+                                      progress_seconds=0)
         self.run_trainer(trainer, (torch.ones(8, 2),))
         for server in client.stats():
             workers = [w for w in server["workers"] if w["worker_id"] == 24]
@@ -578,11 +579,8 @@ class TrainerTest(ServerTest):
     def test_resume_without_a_restored_checkpoint_starts_at_zero(self):
         client = ps.Client(servers=SERVERS, worker_id=22)
         self.addCleanup(client.close)
-        model = nn.Linear(2, 1)
-        params = ServerParameters(model.parameters(), client, prefix=fresh("trainer_resume"),
-                                  optimizer="sgd")
-        trainer = Trainer(model, client, lambda b: model(b[0]).sum(), params=params,
-                          batch_size=4, resume=True, progress_seconds=1e9)
+        trainer = self.linear_trainer(client, "trainer_resume", batch_size=4, resume=True,
+                                      progress_seconds=1e9)
         stats, lines = self.run_trainer(trainer, (torch.ones(8, 2),))
         self.assertIn("worker 0/1: --resume: the servers restored no checkpoint; starting from "
                       "the beginning", lines)

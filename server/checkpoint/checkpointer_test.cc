@@ -71,6 +71,24 @@ absl::StatusOr<proto::CheckpointResponse> Call(Checkpointer& c, proto::Checkpoin
   return result;
 }
 
+// A WRITE of the cut into dir (timeout_ms 0: the default), answered later.
+struct PendingWrite {
+  absl::Notification done;
+  absl::StatusOr<proto::CheckpointResponse> part;
+};
+void StartWrite(Checkpointer& c, uint64_t cut, const std::string& dir, uint32_t timeout_ms,
+                PendingWrite* w) {
+  proto::CheckpointRequest req;
+  req.set_action(proto::CHECKPOINT_WRITE);
+  req.set_cut(cut);
+  req.set_dir(dir);
+  req.set_timeout_ms(timeout_ms);
+  c.Handle(req, [w](absl::StatusOr<proto::CheckpointResponse> r) {
+    w->part = std::move(r);
+    w->done.Notify();
+  });
+}
+
 TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   const std::string root = TestRoot("cut");
   auto core = NewCore();
@@ -94,22 +112,15 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   // WRITE waits for worker 2's rounds 3 and 4; worker 1's 5 and 6 are
   // outside the cut.
   const std::string dir = root + "/" + CheckpointDirName(1);
-  proto::CheckpointRequest write;
-  write.set_action(proto::CHECKPOINT_WRITE);
-  write.set_cut(5);
-  write.set_dir(dir);
-  absl::Notification written;
-  absl::StatusOr<proto::CheckpointResponse> part;
-  checkpointer.Handle(write, [&](absl::StatusOr<proto::CheckpointResponse> r) {
-    part = std::move(r);
-    written.Notify();
-  });
+  PendingWrite write;
+  StartWrite(checkpointer, 5, dir, 0, &write);
   ASSERT_TRUE(PushOne(*core, 1, 5).ok());
   ASSERT_TRUE(PushOne(*core, 1, 6).ok());
   ASSERT_TRUE(PushOne(*core, 2, 3).ok());
-  EXPECT_FALSE(written.HasBeenNotified());
+  EXPECT_FALSE(write.done.HasBeenNotified());
   ASSERT_TRUE(PushOne(*core, 2, 4).ok());  // completes the cut
-  written.WaitForNotification();
+  write.done.WaitForNotification();
+  const absl::StatusOr<proto::CheckpointResponse>& part = write.part;
   ASSERT_TRUE(part.ok()) << part.status();
   ASSERT_EQ(part->files_size(), 1);
   ASSERT_EQ(part->clocks_size(), 2);
@@ -162,22 +173,14 @@ TEST(CheckpointerTest, DeadlineNamesTheSlowestWorkerAndEndsTheCut) {
   ASSERT_TRUE(PushOne(*core, 2, 0).ok());
   ASSERT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 2)->marked());
   ASSERT_TRUE(PushOne(*core, 1, 1).ok());
-  proto::CheckpointRequest write;
-  write.set_action(proto::CHECKPOINT_WRITE);
-  write.set_cut(2);
-  write.set_dir(root + "/" + CheckpointDirName(1));
-  write.set_timeout_ms(1);
-  absl::Notification done;
-  absl::StatusOr<proto::CheckpointResponse> part;
-  checkpointer.Handle(write, [&](absl::StatusOr<proto::CheckpointResponse> r) {
-    part = std::move(r);
-    done.Notify();
-  });
+  PendingWrite write;
+  StartWrite(checkpointer, 2, root + "/" + CheckpointDirName(1), 1, &write);
   // Deadlines are enforced by the server's tick.
-  for (int i = 0; i < 10000000 && !done.HasBeenNotified(); ++i) core->Tick();
-  ASSERT_TRUE(done.HasBeenNotified());
-  EXPECT_EQ(part.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_THAT(part.status().message(), HasSubstr("worker 2 has completed clock 1 of table 'c'"));
+  for (int i = 0; i < 10000000 && !write.done.HasBeenNotified(); ++i) core->Tick();
+  ASSERT_TRUE(write.done.HasBeenNotified());
+  EXPECT_EQ(write.part.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(write.part.status().message(),
+              HasSubstr("worker 2 has completed clock 1 of table 'c'"));
   // The cut ended: another can be marked.
   EXPECT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 3)->marked());
   EXPECT_TRUE(Call(checkpointer, proto::CHECKPOINT_ABORT, 3).ok());
@@ -198,26 +201,18 @@ TEST(CheckpointerTest, AWorkerLeavingEndsTheCutsWaitForIt) {
   for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 1, t).ok());
   for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 2, t).ok());
   ASSERT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 5)->marked());
-  proto::CheckpointRequest write;
-  write.set_action(proto::CHECKPOINT_WRITE);
-  write.set_cut(5);
-  write.set_dir(root + "/" + CheckpointDirName(1));
-  write.set_timeout_ms(60000);
-  absl::Notification written;
-  absl::StatusOr<proto::CheckpointResponse> part;
-  checkpointer.Handle(write, [&](absl::StatusOr<proto::CheckpointResponse> r) {
-    part = std::move(r);
-    written.Notify();
-  });
+  PendingWrite write;
+  StartWrite(checkpointer, 5, root + "/" + CheckpointDirName(1), 60000, &write);
   ASSERT_TRUE(PushOne(*core, 1, 3).ok());
   ASSERT_TRUE(PushOne(*core, 1, 4).ok());
-  EXPECT_FALSE(written.HasBeenNotified()) << "worker 2 has not pushed rounds 3 and 4";
+  EXPECT_FALSE(write.done.HasBeenNotified()) << "worker 2 has not pushed rounds 3 and 4";
   proto::HeartbeatRequest leave;
   leave.set_worker_id(2);
   leave.set_leaving(true);
   ASSERT_TRUE(core->Heartbeat(leave).ok());
-  ASSERT_TRUE(written.WaitForNotificationWithTimeout(absl::Seconds(30)))
+  ASSERT_TRUE(write.done.WaitForNotificationWithTimeout(absl::Seconds(30)))
       << "the cut still waits for worker 2, which left";
+  const absl::StatusOr<proto::CheckpointResponse>& part = write.part;
   ASSERT_TRUE(part.ok()) << part.status();
   ASSERT_EQ(part->clocks_size(), 2);
   EXPECT_EQ(part->clocks(0).worker_id(), 1u);

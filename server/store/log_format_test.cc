@@ -59,6 +59,38 @@ void WriteOneRow(const std::string& dir, uint32_t slice, uint64_t key, char fill
   ASSERT_TRUE((*store)->Write(batch).ok());
 }
 
+// A store in dir with segments of 8 MiB (records longer than a read fit).
+absl::StatusOr<std::unique_ptr<LogRowStore>> OpenLarge(const std::string& dir) {
+  RowStoreOptions options;
+  options.dir = dir;
+  options.row_bytes = kRow;
+  LogRowStoreOptions log;
+  log.segment_bytes = 8 << 20;
+  return LogRowStore::Open(options, log);
+}
+
+// One batch: rows of kRow bytes `fill` for keys [from, to) of slice 0, with meta.
+void WriteRows(LogRowStore& store, uint64_t from, uint64_t to, char fill, const std::string& meta) {
+  const std::string row(kRow, fill);
+  RowStore::Batch batch;
+  for (uint64_t key = from; key < to; ++key) batch.puts.push_back({0, key, row.data()});
+  batch.meta = meta;
+  ASSERT_TRUE(store.Write(batch).ok());
+}
+
+// Keys [from, to) of slice 0 read back, each kRow bytes `fill`.
+void ExpectRows(const LogRowStore& store, uint64_t from, uint64_t to, char fill) {
+  std::vector<uint64_t> keys;
+  for (uint64_t key = from; key < to; ++key) keys.push_back(key);
+  std::vector<char> dst(keys.size() * kRow);
+  std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  ASSERT_TRUE(store.Read(0, keys, dst.data(), found.get()).ok());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(found[i]) << "key " << keys[i];
+    ASSERT_EQ(std::string(&dst[i * kRow], kRow), std::string(kRow, fill)) << "key " << keys[i];
+  }
+}
+
 // One row written: the segment header and the row's record each start with
 // the CRC-32C of the rest of their unit.
 TEST(LogFormatTest, RecordsCarryTheCrc32cOfTheirBytes) {
@@ -98,38 +130,18 @@ TEST(LogFormatTest, AStoreInFormatOneIsRefusedAndLeftAsItWas) {
 // rows after it are kept.
 TEST(LogFormatTest, ARecordLongerThanACompactionReadIsCompacted) {
   const std::string dir = TestRoot("log_format_long");
-  RowStoreOptions options;
-  options.dir = dir;
-  options.row_bytes = kRow;
-  LogRowStoreOptions log;
-  log.segment_bytes = 8 << 20;
-  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+  absl::StatusOr<std::unique_ptr<LogRowStore>> store = OpenLarge(dir);
   ASSERT_TRUE(store.ok()) << store.status();
-  auto write = [&](uint64_t from, uint64_t to, char fill, const std::string& meta) {
-    const std::string row(kRow, fill);
-    RowStore::Batch batch;
-    for (uint64_t key = from; key < to; ++key) batch.puts.push_back({0, key, row.data()});
-    batch.meta = meta;
-    ASSERT_TRUE((*store)->Write(batch).ok());
-  };
   // The first segment: rows, a 1.5 MiB meta, rows kept to the end.
-  write(0, 20000, 'a', std::string(3 << 19, 'm'));
-  write(20000, 20100, 'k', "after");
+  WriteRows(**store, 0, 20000, 'a', std::string(3 << 19, 'm'));
+  WriteRows(**store, 20000, 20100, 'k', "after");
   const fs::path first = OnlySegment(dir);
   // Overwrites of the first rows until the first segment is compacted.
   for (int round = 0; round < 12 && fs::exists(first); ++round) {
-    write(0, 20000, static_cast<char>('b' + round), "round");
+    WriteRows(**store, 0, 20000, static_cast<char>('b' + round), "round");
   }
   EXPECT_FALSE(fs::exists(first)) << "the first segment was not compacted";
-  std::vector<uint64_t> kept(100);
-  for (uint64_t i = 0; i < kept.size(); ++i) kept[i] = 20000 + i;
-  std::vector<char> dst(kept.size() * kRow);
-  std::unique_ptr<bool[]> found(new bool[kept.size()]);
-  ASSERT_TRUE((*store)->Read(0, kept, dst.data(), found.get()).ok());
-  for (size_t i = 0; i < kept.size(); ++i) {
-    ASSERT_TRUE(found[i]) << "key " << kept[i];
-    EXPECT_EQ(std::string(&dst[i * kRow], kRow), std::string(kRow, 'k')) << "key " << kept[i];
-  }
+  ExpectRows(**store, 20000, 20100, 'k');
   EXPECT_EQ((*store)->meta(), "round");
 }
 
@@ -139,57 +151,33 @@ TEST(LogFormatTest, ARecordLongerThanACompactionReadIsCompacted) {
 // taken for a torn write and cut, with every batch after it).
 TEST(LogFormatTest, ReplayReadsRecordsAcrossAndLongerThanItsReads) {
   const std::string dir = TestRoot("log_format_replay");
-  RowStoreOptions options;
-  options.dir = dir;
-  options.row_bytes = kRow;
-  LogRowStoreOptions log;
-  log.segment_bytes = 8 << 20;
-  auto write = [&](LogRowStore& store, uint64_t from, uint64_t to, char fill,
-                   const std::string& meta) {
-    const std::string row(kRow, fill);
-    RowStore::Batch batch;
-    for (uint64_t key = from; key < to; ++key) batch.puts.push_back({0, key, row.data()});
-    batch.meta = meta;
-    ASSERT_TRUE(store.Write(batch).ok());
-  };
-  auto expect_rows = [&](LogRowStore& store, uint64_t from, uint64_t to, char fill) {
-    std::vector<uint64_t> keys;
-    for (uint64_t key = from; key < to; ++key) keys.push_back(key);
-    std::vector<char> dst(keys.size() * kRow);
-    std::unique_ptr<bool[]> found(new bool[keys.size()]);
-    ASSERT_TRUE(store.Read(0, keys, dst.data(), found.get()).ok());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      ASSERT_TRUE(found[i]) << "key " << keys[i];
-      ASSERT_EQ(std::string(&dst[i * kRow], kRow), std::string(kRow, fill)) << "key " << keys[i];
-    }
-  };
   const std::string long_meta(3 << 19, 'm');  // 1.5 MiB
   uint64_t second_batch_end = 0;
   {
-    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = OpenLarge(dir);
     ASSERT_TRUE(store.ok()) << store.status();
-    write(**store, 0, 30000, 'a', "first");  // ~1.9 MiB of rows
-    write(**store, 30000, 30100, 'b', long_meta);
+    WriteRows(**store, 0, 30000, 'a', "first");  // ~1.9 MiB of rows
+    WriteRows(**store, 30000, 30100, 'b', long_meta);
     second_batch_end = fs::file_size(OnlySegment(dir));
-    write(**store, 30100, 40000, 'c', "third");
+    WriteRows(**store, 30100, 40000, 'c', "third");
   }
   ASSERT_GT(second_batch_end, 3u << 20) << "the batches do not cross a read";
   {
-    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = OpenLarge(dir);
     ASSERT_TRUE(store.ok()) << store.status();
-    expect_rows(**store, 0, 30000, 'a');
-    expect_rows(**store, 30000, 30100, 'b');
-    expect_rows(**store, 30100, 40000, 'c');
+    ExpectRows(**store, 0, 30000, 'a');
+    ExpectRows(**store, 30000, 30100, 'b');
+    ExpectRows(**store, 30100, 40000, 'c');
     EXPECT_EQ((*store)->meta(), "third");
   }
   // The third batch torn half way: it alone is cut.
   const fs::path segment = OnlySegment(dir);
   fs::resize_file(segment, (second_batch_end + fs::file_size(segment)) / 2);
-  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+  absl::StatusOr<std::unique_ptr<LogRowStore>> store = OpenLarge(dir);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ(fs::file_size(segment), second_batch_end);
-  expect_rows(**store, 0, 30000, 'a');
-  expect_rows(**store, 30000, 30100, 'b');
+  ExpectRows(**store, 0, 30000, 'a');
+  ExpectRows(**store, 30000, 30100, 'b');
   EXPECT_EQ((*store)->meta(), long_meta);
   std::vector<uint64_t> torn = {30100, 39999};
   std::vector<char> dst(torn.size() * kRow);
