@@ -68,9 +68,9 @@ namespace ps {
 
 // Tuning of the log; the defaults suit production, tests shrink segments.
 struct LogRowStoreOptions {
-  // Holds at least 4 records. Compaction reads a segment whole and writes
-  // its live rows in one batch: about twice this, for a moment, in memory
-  // (64 MiB segments took a tiered server's peak RSS from 75 to 233 MiB).
+  // Holds at least 4 records. Compaction and replay read a segment a MiB
+  // at a time, and appends are written a MiB at a time: the size sets how
+  // many files there are and how much one compaction copies, not memory.
   uint64_t segment_bytes = uint64_t{16} << 20;
   // Compaction keeps the files under about this many times the live bytes
   // (1.15: a tiered table's rows of width 16 with AdaGrad take at most 1.5x
