@@ -12,6 +12,8 @@
 // disk on its own thread meanwhile, as it does in a server. With --rpc,
 // the same through gRPC: both tables on a ps_server started in this
 // process, the requests PushPull RPCs of a PsClient (what a worker sees).
+// With --cold, the tiered table's segment files are paged out before each
+// block of its requests, so that its misses read the disk.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -90,12 +92,11 @@ void Die(const absl::Status& s) {
 
 // Pages out this process's mappings of files under `dir` (the tiered
 // table's segments): their pages leave the page cache, as they would
-// under memory pressure. Returns the bytes of the mappings.
-uint64_t PageOutMappingsUnder(const std::string& dir) {
+// under memory pressure.
+void PageOutMappingsUnder(const std::string& dir) {
   std::FILE* maps = std::fopen("/proc/self/maps", "r");
   if (maps == nullptr) Die(absl::InternalError("reading /proc/self/maps"));
   char line[4096];
-  uint64_t bytes = 0;
   while (std::fgets(line, sizeof line, maps) != nullptr) {
     const char* path = std::strchr(line, '/');
     unsigned long long start = 0, end = 0;
@@ -108,10 +109,8 @@ uint64_t PageOutMappingsUnder(const std::string& dir) {
         errno != ENOMEM) {
       Die(absl::InternalError(absl::StrCat("madvise(MADV_PAGEOUT) of ", path, ": errno ", errno)));
     }
-    bytes += end - start;
   }
   std::fclose(maps);
-  return bytes;
 }
 
 // Rank r's key: spread like hashed feature ids.

@@ -185,7 +185,7 @@ class LogReadAdvice {
 // Reads the rows at `places` (sorted by place; files: their segments, in
 // that order) and calls fn(place, row bytes) for each, after checking its
 // record; with `advice` (may be null), asking for their pages first when
-// it says so, and telling it how long the copies took.
+// it says so, and telling it whether the copies read the disk.
 absl::Status ReadLogRows(const std::string& who, size_t unit, uint32_t units_per_segment,
                          const std::vector<LogPlace>& places,
                          const std::vector<std::shared_ptr<const LogSegmentFile>>& files,
