@@ -1,5 +1,6 @@
 #include "python/numpy_args.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <string>
@@ -173,6 +174,37 @@ void CheckSeparate(const char* call, absl::Span<const float> grads, absl::Span<c
                                        ": out shares memory with grads; the pulled values "
                                        "would overwrite gradients still being sent: pass a "
                                        "separate array"));
+  }
+}
+
+void CheckOpCounts(const char* call, std::initializer_list<std::pair<size_t, const char*>> counts) {
+  const size_t n = counts.begin()->first;
+  bool same = true;
+  std::vector<std::string> listed;
+  for (const auto& [count, what] : counts) {
+    same = same && count == n;
+    listed.push_back(absl::StrCat(count, " ", what));
+  }
+  if (same) return;
+  const std::string last = listed.back();
+  listed.pop_back();
+  throw py::value_error(absl::StrCat(call, ": ", absl::StrJoin(listed, ", "), " and ", last,
+                                     ": expected one of each per op"));
+}
+
+void CheckSeparateOps(const char* call, const std::vector<absl::Span<float>>& outs,
+                      const std::vector<absl::Span<const float>>& grads) {
+  for (size_t i = 0; i < outs.size(); ++i) {
+    for (size_t j = 0; j < std::max(outs.size(), grads.size()); ++j) {
+      if (j != i && j < grads.size() && Overlap(outs[i], grads[j])) {
+        throw py::value_error(absl::StrCat(call, ": outs[", i, "] shares memory with grads[", j,
+                                           "]: pass separate arrays"));
+      }
+      if (j < i && Overlap(outs[i], outs[j])) {
+        throw py::value_error(absl::StrCat(call, ": outs[", i, "] shares memory with outs[", j,
+                                           "]: pass separate arrays"));
+      }
+    }
   }
 }
 

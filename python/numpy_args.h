@@ -12,7 +12,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "pybind11/numpy.h"
@@ -63,6 +66,17 @@ uint64_t KeysOf(ArgName arg, const std::string& table, absl::Span<const float> v
 
 // ValueError when `out` shares memory with `grads` (a push-and-pull's).
 void CheckSeparate(const char* call, absl::Span<const float> grads, absl::Span<const float> out);
+
+// A call on several tables, op i on each: ValueError unless every count of
+// `counts` ({count, what}) is the first's, listing them ("push_many: 2
+// tables, 3 grads and 2 begins: expected one of each per op").
+void CheckOpCounts(const char* call, std::initializer_list<std::pair<size_t, const char*>> counts);
+
+// The same: ValueError when op i's output (outs[i], named outs[i] in the
+// message) shares memory with another op's gradients (grads[j], none when
+// empty) or output.
+void CheckSeparateOps(const char* call, const std::vector<absl::Span<float>>& outs,
+                      const std::vector<absl::Span<const float>>& grads);
 
 }  // namespace ps::python
 

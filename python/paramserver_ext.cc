@@ -211,11 +211,10 @@ class Client {
                         uint64_t clock) {
     constexpr const char* kCall = "push_pull_many";
     const size_t n = tables.size();
-    if (py::len(grads) != n || begins.size() != n || py::len(outs) != n) {
-      throw py::value_error(absl::StrCat(kCall, ": ", n, " tables, ", py::len(grads), " grads, ",
-                                         begins.size(), " begins and ", py::len(outs),
-                                         " outs: expected one of each per op"));
-    }
+    CheckOpCounts(kCall, {{n, "tables"},
+                          {py::len(grads), "grads"},
+                          {begins.size(), "begins"},
+                          {py::len(outs), "outs"}});
     std::shared_ptr<Connection> connection = Live();
     // Names such as "grads[2]" for messages, and the arrays, kept alive
     // while the call runs without the GIL.
@@ -242,18 +241,10 @@ class Client {
       pull[i] = step.pull;
     }
     // No op's pulled values may land on another's gradients or values.
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t j = 0; j < n; ++j) {
-        if (j != i && Overlap(pull[i].out, push[j].grads)) {
-          throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " shares memory with ",
-                                             grad_names[j], ": pass separate arrays"));
-        }
-        if (j < i && Overlap(pull[i].out, pull[j].out)) {
-          throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " shares memory with ",
-                                             out_names[j], ": pass separate arrays"));
-        }
-      }
-    }
+    std::vector<absl::Span<float>> out_spans(n);
+    std::vector<absl::Span<const float>> grad_spans(n);
+    for (size_t i = 0; i < n; ++i) out_spans[i] = pull[i].out, grad_spans[i] = push[i].grads;
+    CheckSeparateOps(kCall, out_spans, grad_spans);
     PullInfo info;
     int num_servers = 0;
     ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
@@ -270,10 +261,7 @@ class Client {
                     const py::sequence& outs, uint64_t clock) {
     constexpr const char* kCall = "pull_many";
     const size_t n = tables.size();
-    if (begins.size() != n || py::len(outs) != n) {
-      throw py::value_error(absl::StrCat(kCall, ": ", n, " tables, ", begins.size(), " begins and ",
-                                         py::len(outs), " outs: expected one of each per op"));
-    }
+    CheckOpCounts(kCall, {{n, "tables"}, {begins.size(), "begins"}, {py::len(outs), "outs"}});
     std::shared_ptr<Connection> connection = Live();
     std::vector<std::string> out_names(n);
     std::vector<py::array> arrays;
@@ -293,13 +281,10 @@ class Client {
       const uint64_t num_keys = size / def.width();
       const absl::Span<float> values = OutputValues(out_arg, arrays.back(), num_keys, def.width());
       pull[i] = PullRange{tables[i], begins[i], begins[i] + num_keys, values};
-      for (size_t j = 0; j < i; ++j) {
-        if (Overlap(pull[i].out, pull[j].out)) {
-          throw py::value_error(absl::StrCat(kCall, ": ", out_names[i], " shares memory with ",
-                                             out_names[j], ": pass separate arrays"));
-        }
-      }
     }
+    std::vector<absl::Span<float>> out_spans(n);
+    for (size_t i = 0; i < n; ++i) out_spans[i] = pull[i].out;
+    CheckSeparateOps(kCall, out_spans, {});
     PullInfo info;
     int num_servers = 0;
     ThrowIfError(WithoutGil(std::move(connection), [&](PsClient& c) {
@@ -316,10 +301,7 @@ class Client {
                      const std::vector<uint64_t>& begins, uint64_t clock) {
     constexpr const char* kCall = "push_many";
     const size_t n = tables.size();
-    if (py::len(grads) != n || begins.size() != n) {
-      throw py::value_error(absl::StrCat(kCall, ": ", n, " tables, ", py::len(grads), " grads and ",
-                                         begins.size(), " begins: expected one of each per op"));
-    }
+    CheckOpCounts(kCall, {{n, "tables"}, {py::len(grads), "grads"}, {begins.size(), "begins"}});
     std::shared_ptr<Connection> connection = Live();
     std::vector<std::string> grad_names(n);
     std::vector<py::array> arrays;
