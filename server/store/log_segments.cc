@@ -202,9 +202,6 @@ std::vector<uint32_t> LogSegments::ChooseVictims(uint32_t head, uint64_t incomin
   return victims;
 }
 
-// ReplayLog's reads of a segment (a record longer comes whole).
-constexpr uint64_t kReplayWindowBytes = uint64_t{1} << 20;
-
 absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_fd, size_t unit,
                        uint32_t row_bytes, size_t segment_bytes, const LogReplay& to,
                        uint32_t* next_seq) {
@@ -223,77 +220,76 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
   uint64_t keep_bytes = 0;
   size_t bad_file = seqs.size();  // where a damaged record is, and why
   uint64_t bad_off = 0;
-  std::string why, data;
+  std::string why;
   for (size_t k = 0; k < seqs.size() && why.empty(); ++k) {
     const int fd = open(path(k).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return row_log::OsError(who, errno, "opening", path(k));
     auto file = std::make_shared<const LogSegmentFile>(fd, seqs[k], path(k), segment_bytes);
     struct stat st;
     if (fstat(fd, &st) != 0) return row_log::OsError(who, errno, "reading the size of", path(k));
-    // The file is read a window at a time: data holds its bytes from `base`
-    // (about a MiB, or one record longer than that).
-    uint64_t size = static_cast<uint64_t>(st.st_size), base = 0;
-    auto read_from = [&](uint64_t at, uint64_t least) {
-      data.resize(std::min(size - at, std::max(kReplayWindowBytes, least)));
-      size_t got;
-      const int err = row_log::ReadAll(fd, data.data(), data.size(), at, &got);
-      if (got < data.size()) size = at + got;  // the file ends sooner than it did
-      data.resize(got);
-      base = at;
-      return err;
+    // The segment is added once its first bytes say it is one of this
+    // store's (an empty file too: it is then damage or a torn write).
+    uint32_t id = 0;
+    bool added = false;
+    const auto add = [&](const char* data, size_t n) -> absl::Status {
+      row_log::Header first;  // before its checksum: a wrong row_bytes fails that too
+      const bool header =
+          n >= sizeof first && (std::memcpy(&first, data, sizeof first),
+                                first.kind_units == (row_log::kSegmentHeader | 1 << 8));
+      if (header && first.b == row_log::kMagic && first.a != row_bytes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who, ": ", path(k), " holds rows of ", first.a, " bytes, not ", row_bytes,
+                         " (open it with the row_bytes it was written with)"));
+      }
+      if (header && first.b == row_log::kMagicV1) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            who, ": ", path(k),
+            " is in format 1 of the log (zlib crc32 checksums), which this build no longer reads "
+            "(format 2: CRC-32C); restore the table from a checkpoint written by the earlier "
+            "build, or remove the directory"));
+      }
+      const absl::StatusOr<uint32_t> got = to.add(file);
+      if (!got.ok()) return got.status();
+      id = *got, added = true;
+      return absl::OkStatus();
     };
-    if (int err = read_from(0, 0)) return row_log::OsError(who, err, "reading", path(k));
-    row_log::Header first;  // before its checksum: a wrong row_bytes fails that too
-    if (data.size() >= sizeof first) std::memcpy(&first, data.data(), sizeof first);
-    if (data.size() >= sizeof first && first.kind_units == (row_log::kSegmentHeader | 1 << 8) &&
-        first.b == row_log::kMagic && first.a != row_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(who, ": ", path(k), " holds rows of ", first.a, " bytes, not ", row_bytes,
-                       " (open it with the row_bytes it was written with)"));
-    }
-    if (data.size() >= sizeof first && first.kind_units == (row_log::kSegmentHeader | 1 << 8) &&
-        first.b == row_log::kMagicV1) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          who, ": ", path(k),
-          " is in format 1 of the log (zlib crc32 checksums), which this build no longer reads "
-          "(format 2: CRC-32C); restore the table from a checkpoint written by the earlier build, "
-          "or remove the directory"));
-    }
-    const absl::StatusOr<uint32_t> id = to.add(std::move(file));
-    if (!id.ok()) return id.status();
-    if (size == 0) why = "an empty segment", bad_file = k;
     records = crc = 0;  // a commit counts its batch's records in its segment
-    for (uint64_t off = 0; off < size && why.empty();) {
-      // The record at off whole in the window, as far as the file holds it
-      // (its length is in its header, which may need a read first).
-      for (uint64_t need = unit;;) {
-        if (off + sizeof(row_log::Header) <= base + data.size()) {
-          row_log::Header h;
-          std::memcpy(&h, data.data() + (off - base), sizeof h);
-          need = std::max<uint64_t>({h.kind_units >> 8, 1, need / unit}) * unit;
-        }
-        if (off + need <= base + data.size() || base + data.size() >= size) break;
-        if (int err = read_from(off, need)) return row_log::OsError(who, err, "reading", path(k));
-      }
-      const char* rec = data.data() + (off - base);
-      row_log::Record r;
-      why = row_log::ParseRecord(rec, base + data.size() - off, unit, &r);
-      const bool header = r.kind == row_log::kSegmentHeader;
-      if (why.empty() && ((off == 0) != header || (header && r.b != row_log::kMagic))) {
-        why = "a misplaced or bad segment header";
-      }
-      if (why.empty() && r.kind == row_log::kCommit &&
-          (r.b >> 32 != records || uint32_t(r.b) != crc)) {
-        why = "a commit that does not match its batch";
-      }
-      if (!why.empty()) {
-        bad_file = k, bad_off = off;
-        break;
-      }
-      to.record(*id, off / unit, r, rec);
-      if (!header && r.kind != row_log::kCommit) ++records, crc = row_log::Crc(rec, 4, crc);
-      off += r.units * unit;
-      if (r.kind == row_log::kCommit) records = crc = 0, keep_file = k, keep_bytes = off;
+    // A damaged record ends the reading (its reason in `why`).
+    const absl::Status read = ReadRecordChunks(
+        who, *file, unit, 0, static_cast<uint64_t>(st.st_size),
+        [&](uint64_t start, const char* data, size_t n) -> absl::Status {
+          if (!added) {
+            if (absl::Status s = add(data, n); !s.ok()) return s;
+          }
+          for (uint64_t at = 0; at < n;) {
+            const uint64_t off = start + at;
+            const char* rec = data + at;
+            row_log::Record r;
+            why = row_log::ParseRecord(rec, n - at, unit, &r);
+            const bool header = r.kind == row_log::kSegmentHeader;
+            if (why.empty() && ((off == 0) != header || (header && r.b != row_log::kMagic))) {
+              why = "a misplaced or bad segment header";
+            }
+            if (why.empty() && r.kind == row_log::kCommit &&
+                (r.b >> 32 != records || uint32_t(r.b) != crc)) {
+              why = "a commit that does not match its batch";
+            }
+            if (!why.empty()) {
+              bad_file = k, bad_off = off;
+              return absl::CancelledError(why);
+            }
+            to.record(id, off / unit, r, rec);
+            if (!header && r.kind != row_log::kCommit) ++records, crc = row_log::Crc(rec, 4, crc);
+            at += r.units * unit;
+            if (r.kind == row_log::kCommit)
+              records = crc = 0, keep_file = k, keep_bytes = start + at;
+          }
+          return absl::OkStatus();
+        });
+    if (!read.ok() && why.empty()) return read;
+    if (!added) {
+      if (absl::Status s = add(nullptr, 0); !s.ok()) return s;
+      why = "an empty segment", bad_file = k;
     }
   }
   for (size_t k = bad_file + 1; k < seqs.size(); ++k) {
@@ -420,6 +416,11 @@ absl::Status ReadRecordChunks(const std::string& who, const LogSegmentFile& file
       return row_log::OsError(who, err, absl::StrCat("reading at offset ", start, " of"),
                               file.path);
     }
+    if (got == 0) {
+      return absl::DataLossError(
+          absl::StrCat(who, ": ", file.path, " ends at offset ", start, ", before ", end,
+                       " (restore the store from a snapshot or checkpoint)"));
+    }
     // The whole records in what was read.
     uint64_t n = 0;
     for (row_log::Header h; n + sizeof h <= got;) {
@@ -429,14 +430,11 @@ absl::Status ReadRecordChunks(const std::string& who, const LogSegmentFile& file
       n += units * unit;
     }
     if (n == 0) {
-      if (data.size() == end - start) {
-        return absl::DataLossError(
-            absl::StrCat(who, ": ", file.path, " offset ", start,
-                         ": a record longer than the file (restore the store from a snapshot or "
-                         "checkpoint)"));
+      if (got == data.size() && data.size() < end - start) {
+        want = 2 * data.size();  // a record longer than the read
+        continue;
       }
-      want = 2 * data.size();  // a record longer than the read
-      continue;
+      n = got;  // the file ends inside a record: the rest, for fn to find short
     }
     if (absl::Status s = fn(start, data.data(), n); !s.ok()) return s;
     start += n;

@@ -139,9 +139,10 @@ class LogSegments {
 // Reads the records of `file` from offset `start` to `end` (whole units)
 // about a MiB at a time: fn(at, data, n) gets n bytes of whole records
 // starting at offset `at` (a record longer than that comes whole in a
-// larger read); stops at fn's first error. Only the records' lengths are
-// read here: fn checks them. Errors: the OS's, naming `who` and the file;
-// DATA_LOSS when the file ends inside a record.
+// larger read; one that `end` or the file cuts short comes last, as far as
+// it goes); stops at fn's first error. Only the records' lengths are read
+// here: fn checks them. Errors: the OS's, naming `who` and the file;
+// DATA_LOSS when the file ends before `end`.
 absl::Status ReadRecordChunks(const std::string& who, const LogSegmentFile& file, size_t unit,
                               uint64_t start, uint64_t end,
                               absl::FunctionRef<absl::Status(uint64_t, const char*, size_t)> fn);
@@ -207,8 +208,8 @@ struct LogReplay {
 };
 
 // Replays the segment files of `dir` (rows of row_bytes; each file mapped
-// over segment_bytes) in log order,
-// each read about a MiB at a time, and cuts a trailing batch without a valid commit off
+// over segment_bytes) in log order, each read about a MiB at a time
+// (ReadRecordChunks), and cuts a trailing batch without a valid commit off
 // the files (a torn write: truncates one file, deletes those after it).
 // *next_seq: the number for the next segment. Errors, naming `who` and the
 // file: INVALID_ARGUMENT for segments of another row_bytes; DATA_LOSS for a
