@@ -89,36 +89,44 @@ void StartWrite(Checkpointer& c, uint64_t cut, const std::string& dir, uint32_t 
   });
 }
 
-TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
-  const std::string root = TestRoot("cut");
-  auto core = NewCore();
-  Checkpointer checkpointer(core.get(), 0);
-  ASSERT_TRUE(core->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).ok());
-  Register(*core, 1);
-  Register(*core, 2);
-  for (uint64_t t = 0; t < 5; ++t) ASSERT_TRUE(PushOne(*core, 1, t).ok());
-  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 2, t).ok());
+// A core with table "c" (10 keys, summing) and workers 1 and 2 registered,
+// and its checkpointer.
+class CheckpointerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(core_->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).ok());
+    Register(*core_, 1);
+    Register(*core_, 2);
+  }
+  std::unique_ptr<PsCore> core_ = NewCore();
+  Checkpointer checkpointer_{core_.get(), 0};
+};
 
-  auto query = Call(checkpointer, proto::CHECKPOINT_MARK, 0);
+TEST_F(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
+  const std::string root = TestRoot("cut");
+  for (uint64_t t = 0; t < 5; ++t) ASSERT_TRUE(PushOne(*core_, 1, t).ok());
+  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core_, 2, t).ok());
+
+  auto query = Call(checkpointer_, proto::CHECKPOINT_MARK, 0);
   ASSERT_TRUE(query.ok()) << query.status();
   EXPECT_EQ(query->max_clock(), 4u);
   EXPECT_FALSE(query->marked());
-  auto refused = Call(checkpointer, proto::CHECKPOINT_MARK, 4);
+  auto refused = Call(checkpointer_, proto::CHECKPOINT_MARK, 4);
   ASSERT_TRUE(refused.ok());
   EXPECT_FALSE(refused->marked());
-  auto marked = Call(checkpointer, proto::CHECKPOINT_MARK, 5);
+  auto marked = Call(checkpointer_, proto::CHECKPOINT_MARK, 5);
   ASSERT_TRUE(marked.ok() && marked->marked());
 
   // WRITE waits for worker 2's rounds 3 and 4; worker 1's 5 and 6 are
   // outside the cut.
   const std::string dir = root + "/" + CheckpointDirName(1);
   PendingWrite write;
-  StartWrite(checkpointer, 5, dir, 0, &write);
-  ASSERT_TRUE(PushOne(*core, 1, 5).ok());
-  ASSERT_TRUE(PushOne(*core, 1, 6).ok());
-  ASSERT_TRUE(PushOne(*core, 2, 3).ok());
+  StartWrite(checkpointer_, 5, dir, 0, &write);
+  ASSERT_TRUE(PushOne(*core_, 1, 5).ok());
+  ASSERT_TRUE(PushOne(*core_, 1, 6).ok());
+  ASSERT_TRUE(PushOne(*core_, 2, 3).ok());
   EXPECT_FALSE(write.done.HasBeenNotified());
-  ASSERT_TRUE(PushOne(*core, 2, 4).ok());  // completes the cut
+  ASSERT_TRUE(PushOne(*core_, 2, 4).ok());  // completes the cut
   write.done.WaitForNotification();
   const absl::StatusOr<proto::CheckpointResponse>& part = write.part;
   ASSERT_TRUE(part.ok()) << part.status();
@@ -129,7 +137,7 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
   ASSERT_EQ(part->dedup_size(), 2);
   EXPECT_EQ(part->dedup(0).request_ids_size(), 5);  // worker 1's pushes below the cut
   // 10 in the cut, 2 outside.
-  for (float v : PullAll(PsCoreTestPeer::store(*core), "c", KeySpec::Single(0, 10)))
+  for (float v : PullAll(PsCoreTestPeer::store(*core_), "c", KeySpec::Single(0, 10)))
     EXPECT_EQ(v, 12.0f);
 
   proto::CheckpointManifest m;
@@ -162,54 +170,44 @@ TEST(CheckpointerTest, CutWaitsForSlowerWorkerAndRestoresExactly) {
     EXPECT_EQ(v, 11.0f);
 }
 
-TEST(CheckpointerTest, DeadlineNamesTheSlowestWorkerAndEndsTheCut) {
+TEST_F(CheckpointerTest, DeadlineNamesTheSlowestWorkerAndEndsTheCut) {
   const std::string root = TestRoot("deadline");
-  auto core = NewCore();
-  Checkpointer checkpointer(core.get(), 0);
-  ASSERT_TRUE(core->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).ok());
-  Register(*core, 1);
-  Register(*core, 2);
-  ASSERT_TRUE(PushOne(*core, 1, 0).ok());
-  ASSERT_TRUE(PushOne(*core, 2, 0).ok());
-  ASSERT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 2)->marked());
-  ASSERT_TRUE(PushOne(*core, 1, 1).ok());
+  ASSERT_TRUE(PushOne(*core_, 1, 0).ok());
+  ASSERT_TRUE(PushOne(*core_, 2, 0).ok());
+  ASSERT_TRUE(Call(checkpointer_, proto::CHECKPOINT_MARK, 2)->marked());
+  ASSERT_TRUE(PushOne(*core_, 1, 1).ok());
   PendingWrite write;
-  StartWrite(checkpointer, 2, root + "/" + CheckpointDirName(1), 1, &write);
+  StartWrite(checkpointer_, 2, root + "/" + CheckpointDirName(1), 1, &write);
   // Deadlines are enforced by the server's tick.
-  for (int i = 0; i < 10000000 && !write.done.HasBeenNotified(); ++i) core->Tick();
+  for (int i = 0; i < 10000000 && !write.done.HasBeenNotified(); ++i) core_->Tick();
   ASSERT_TRUE(write.done.HasBeenNotified());
   EXPECT_EQ(write.part.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(write.part.status().message(),
               HasSubstr("worker 2 has completed clock 1 of table 'c'"));
   // The cut ended: another can be marked.
-  EXPECT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 3)->marked());
-  EXPECT_TRUE(Call(checkpointer, proto::CHECKPOINT_ABORT, 3).ok());
-  EXPECT_EQ(Call(checkpointer, proto::CHECKPOINT_ABORT, 3).status().code(),
+  EXPECT_TRUE(Call(checkpointer_, proto::CHECKPOINT_MARK, 3)->marked());
+  EXPECT_TRUE(Call(checkpointer_, proto::CHECKPOINT_ABORT, 3).ok());
+  EXPECT_EQ(Call(checkpointer_, proto::CHECKPOINT_ABORT, 3).status().code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
 // A retried mark lands a round or more past a finishing worker's last
 // push: its leaving ends the cut's wait for it at once (not the deadline),
 // and the checkpoint records the rounds it completed.
-TEST(CheckpointerTest, AWorkerLeavingEndsTheCutsWaitForIt) {
+TEST_F(CheckpointerTest, AWorkerLeavingEndsTheCutsWaitForIt) {
   const std::string root = TestRoot("leave");
-  auto core = NewCore();
-  Checkpointer checkpointer(core.get(), 0);
-  ASSERT_TRUE(core->CreateTable(CreateTableRequestFor(SumTable("c", 10, 1))).ok());
-  Register(*core, 1);
-  Register(*core, 2);
-  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 1, t).ok());
-  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core, 2, t).ok());
-  ASSERT_TRUE(Call(checkpointer, proto::CHECKPOINT_MARK, 5)->marked());
+  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core_, 1, t).ok());
+  for (uint64_t t = 0; t < 3; ++t) ASSERT_TRUE(PushOne(*core_, 2, t).ok());
+  ASSERT_TRUE(Call(checkpointer_, proto::CHECKPOINT_MARK, 5)->marked());
   PendingWrite write;
-  StartWrite(checkpointer, 5, root + "/" + CheckpointDirName(1), 60000, &write);
-  ASSERT_TRUE(PushOne(*core, 1, 3).ok());
-  ASSERT_TRUE(PushOne(*core, 1, 4).ok());
+  StartWrite(checkpointer_, 5, root + "/" + CheckpointDirName(1), 60000, &write);
+  ASSERT_TRUE(PushOne(*core_, 1, 3).ok());
+  ASSERT_TRUE(PushOne(*core_, 1, 4).ok());
   EXPECT_FALSE(write.done.HasBeenNotified()) << "worker 2 has not pushed rounds 3 and 4";
   proto::HeartbeatRequest leave;
   leave.set_worker_id(2);
   leave.set_leaving(true);
-  ASSERT_TRUE(core->Heartbeat(leave).ok());
+  ASSERT_TRUE(core_->Heartbeat(leave).ok());
   ASSERT_TRUE(write.done.WaitForNotificationWithTimeout(absl::Seconds(30)))
       << "the cut still waits for worker 2, which left";
   const absl::StatusOr<proto::CheckpointResponse>& part = write.part;
