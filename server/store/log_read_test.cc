@@ -1,7 +1,8 @@
 // How the log's rows are read: when reads ask the kernel for their rows'
 // pages first (LogReadAdvice: after a read that found rows on the disk),
 // and that advised reads, reads of several rows to a page and reads longer
-// than a page (preads, not the mapping) give the rows written.
+// than a page (preads, not the mapping) give the rows written; and a store
+// opened read-only (a snapshot in a checkpoint) changes none of its files.
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -92,6 +93,54 @@ TEST(LogReadAdviceTest, AdvisedAndLongReadsGiveTheRowsWritten) {
                     .ok());
     EXPECT_EQ(seen, kKeys / 3);
   }
+}
+
+TEST(LogReadOnlyTest, OpeningReadOnlyChangesNothing) {
+  constexpr size_t kRow = 24;
+  RowStoreOptions options;
+  options.dir = TestRoot("log_read_only");
+  options.row_bytes = kRow;
+  LogRowStoreOptions log;
+  log.segment_bytes = 64 * (LogRowStore::kHeaderBytes + kRow);
+  const std::string row(kRow, 'r');
+  {
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (uint64_t from = 0; from < 200; from += 100) {
+      RowStore::Batch batch;
+      for (uint64_t key = from; key < from + 100; ++key) batch.puts.push_back({0, key, row.data()});
+      ASSERT_TRUE((*store)->Write(batch).ok());
+    }
+  }
+  std::filesystem::remove(options.dir + "/LOCK");
+  LogRowStoreOptions read_only = log;
+  read_only.read_only = true;
+  {
+    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, read_only);
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->stats().rows, 200u);
+    RowStore::Batch batch;
+    batch.erases.push_back({0, 1});
+    const absl::Status refused = (*store)->Write(batch);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+    EXPECT_NE(refused.message().find("read-only"), std::string::npos) << refused;
+  }
+  EXPECT_FALSE(std::filesystem::exists(options.dir + "/LOCK"));
+  // The second batch torn (its commit cut off): DATA_LOSS, the file as it
+  // is; opened for writing, the batch is cut off.
+  std::filesystem::path last;
+  for (const auto& entry : std::filesystem::directory_iterator(options.dir)) {
+    if (entry.path().extension() == ".log" && entry.path() > last) last = entry.path();
+  }
+  const uint64_t torn = std::filesystem::file_size(last) - (LogRowStore::kHeaderBytes + kRow);
+  std::filesystem::resize_file(last, torn);
+  const absl::Status status = LogRowStore::Open(options, read_only).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_NE(status.message().find("cut short"), std::string::npos) << status;
+  EXPECT_EQ(std::filesystem::file_size(last), torn);
+  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->stats().rows, 100u);
 }
 
 }  // namespace

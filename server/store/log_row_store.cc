@@ -1,6 +1,5 @@
 #include "server/store/log_row_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -24,7 +23,6 @@ using row_log::kEntryBytes;
 using row_log::kErase;
 using row_log::kRow;
 using row_log::Record;
-using row_log::SegmentName;
 
 namespace {
 
@@ -118,15 +116,15 @@ absl::Status LogRowStore::IoError(int err, const std::string& what, const std::s
 }
 
 absl::Status LogRowStore::Init() {
-  if (int err = row_log::MakeDirs(options_.dir)) {
+  if (int err = log_.read_only ? 0 : row_log::MakeDirs(options_.dir)) {
     return IoError(err, "creating directory", options_.dir);
   }
   dir_fd_ = open(options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd_ < 0) return IoError(errno, "opening directory", options_.dir);
   const std::string lock = options_.dir + "/LOCK";
-  lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return IoError(errno, "opening", lock);
-  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  if (!log_.read_only && (lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+    return IoError(errno, "opening", lock);
+  if (!log_.read_only && flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK) return IoError(errno, "locking", lock);
     return absl::FailedPreconditionError(absl::StrCat(
         where(), ": ", lock, " is locked: another store has the directory open (close it first)"));
@@ -134,6 +132,7 @@ absl::Status LogRowStore::Init() {
   append_ = LogAppender::Log{where(), options_.dir,       dir_fd_,
                              unit_,   units_per_segment_, static_cast<uint32_t>(row_bytes())};
   absl::MutexLock w(&write_mu_);
+  if (log_.read_only) broken_ = "it was opened read-only";
   absl::Status replayed = Replay();
   SyncSharedLocked();
   return replayed;
@@ -173,7 +172,8 @@ absl::Status LogRowStore::Replay() {
     if (n > 0) segs_[static_cast<uint32_t>(n - 1)].units = units;
   };
   return ReplayLog(where(), options_.dir, dir_fd_, unit_, static_cast<uint32_t>(row_bytes()),
-                   size_t{units_per_segment_} * unit_, LogReplay{add, record, cut}, &next_seq_);
+                   size_t{units_per_segment_} * unit_, LogReplay{add, record, cut, !log_.read_only},
+                   &next_seq_);
 }
 
 void LogRowStore::ApplyLocked(absl::Span<const Op> ops) {
@@ -435,7 +435,7 @@ absl::Status LogRowStore::CompactLocked(const std::vector<uint32_t>& victims) {
   }
   std::sort(order.begin(), order.end());
   for (const auto& [seq, id] : order) {
-    const std::string path = options_.dir + "/" + SegmentName(seq);
+    const std::string path = options_.dir + "/" + row_log::SegmentName(seq);
     if (unlink(path.c_str()) != 0) return IoError(errno, "deleting compacted segment", path);
     std::shared_ptr<const LogSegmentFile> file;  // unmapped once the lock is let go
     absl::MutexLock l(&mu_);

@@ -79,6 +79,9 @@ struct LogRowStoreOptions {
   // Every read asks the kernel for its rows' pages first (tests; else only
   // reads after one that found its rows on the disk: LogReadAdvice).
   bool advise_every_read = false;
+  // Opens an existing directory without changing it (no LOCK file, a torn
+  // last batch is DATA_LOSS, Write fails): a snapshot in a checkpoint.
+  bool read_only = false;
 };
 
 class LogRowStore final : public RowStore {

@@ -303,6 +303,11 @@ absl::Status ReplayLog(const std::string& who, const std::string& dir, int dir_f
   }
   *next_seq = seqs.empty() ? 1 : seqs.back() + 1;
   if (why.empty() && records == 0) return absl::OkStatus();
+  if (!to.may_cut) {
+    return absl::DataLossError(absl::StrCat(
+        who, ": the log ends in a batch cut short", why.empty() ? "" : absl::StrCat(" (", why, ")"),
+        " after ", path(keep_file), " offset ", keep_bytes, "; the store is open read-only"));
+  }
   // A torn batch: cut the files where the last complete one ends.
   for (size_t k = seqs.size(); k-- > keep_file;) {
     const bool whole = k > keep_file || keep_bytes == 0;

@@ -205,12 +205,16 @@ struct LogReplay {
   // remain, the last with `units` units; the records since the last
   // commit are void.
   absl::FunctionRef<void(size_t n, uint64_t units)> cut;
+  // False: a torn batch is DATA_LOSS, and the files are left as they are
+  // (a store opened read-only: a snapshot in a checkpoint).
+  bool may_cut = true;
 };
 
 // Replays the segment files of `dir` (rows of row_bytes; each file mapped
 // over segment_bytes) in log order, each read about a MiB at a time
 // (ReadRecordChunks), and cuts a trailing batch without a valid commit off
-// the files (a torn write: truncates one file, deletes those after it).
+// the files (a torn write: truncates one file, deletes those after it;
+// unless !to.may_cut).
 // *next_seq: the number for the next segment. Errors, naming `who` and the
 // file: INVALID_ARGUMENT for segments of another row_bytes; DATA_LOSS for a
 // damaged record with data after it in a later segment (a batch syncs a
