@@ -11,9 +11,10 @@
 #     the disk; every acknowledged push is in the values (the refused round
 #     at most partly), reads keep working, and pushes are taken again once
 #     there is room.
-#  4. A checkpoint (ps_admin checkpoint), a push after it, SIGKILL: restored
-#     onto 3 servers, every value is the checkpoint's; ps_ckpt export writes
-#     the table's 100,000 rows.
+#  4. A checkpoint (ps_admin checkpoint; the rows on disk in a snapshot of
+#     each server's store), a push after it, SIGKILL: restored onto 3
+#     servers, every value is the checkpoint's; ps_ckpt export writes the
+#     table's 100,000 rows.
 set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: needs root (a tmpfs in a private mount namespace)" >&2; exit 1; }
 if [ -z "${TIERED_SERVER_TEST_NS:-}" ]; then
@@ -113,6 +114,10 @@ kill_servers
 "$root/tools/ps_ckpt" export "$path" "$dir/export" >"$dir/export.out" 2>&1 ||
   fail "ps_ckpt export: $(cat "$dir/export.out")"
 grep -q "100000" "$dir/export.out" || fail "the export does not hold 100000 rows: $(cat "$dir/export.out")"
+# The rows on disk are in a snapshot of each server's store (copied: the
+# checkpoint is on another file system), the cache's rows in records.
+snapshots=$("$root/tools/ps_ckpt" inspect "$path" | grep -c "row store snapshot server-") || true
+[ "$snapshots" = 2 ] || fail "the checkpoint holds $snapshots row store snapshots, not 2"
 start_ckpt_servers 3 "$tables/restored" --restore
 grep -q "restored $path" "$dir/server0.log" || fail "3 servers: the checkpoint was not restored"
 check 3

@@ -159,7 +159,16 @@ void Inspect(const ps::CheckpointDir& c) {
     std::printf("  file %s: %llu bytes, %d blocks\n", f.name().c_str(),
                 static_cast<unsigned long long>(f.bytes()), f.block_crc32_size());
   }
-  std::printf("  %d files, %llu bytes\n", m->files_size(), static_cast<unsigned long long>(bytes));
+  for (const ps::proto::RowStoreSnapshot& r : m->row_snapshots()) {
+    uint64_t snapshot_bytes = 0;
+    for (const ps::proto::CheckpointFile& f : r.files()) snapshot_bytes += f.bytes();
+    bytes += snapshot_bytes;
+    std::printf("  row store snapshot %s: table %s, %d buckets, %d segment files, %llu bytes\n",
+                r.dir().c_str(), r.table().c_str(), r.buckets_size(), r.files_size(),
+                static_cast<unsigned long long>(snapshot_bytes));
+  }
+  std::printf("  %d files, %d row store snapshots, %llu bytes\n", m->files_size(),
+              m->row_snapshots_size(), static_cast<unsigned long long>(bytes));
 }
 
 }  // namespace

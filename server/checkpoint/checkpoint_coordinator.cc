@@ -36,6 +36,8 @@ void MergeParts(const std::vector<absl::StatusOr<proto::CheckpointResponse>>& pa
   for (const auto& part : parts) {
     *bytes += part->bytes();
     for (const proto::CheckpointFile& f : part->files()) *manifest->add_files() = f;
+    for (const proto::RowStoreSnapshot& r : part->row_snapshots())
+      *manifest->add_row_snapshots() = r;
     for (const proto::WorkerClock& c : part->clocks()) {
       auto [it, fresh] = clocks.try_emplace({c.table(), c.worker_id()}, c.clock());
       if (!fresh) it->second = std::min(it->second, c.clock());

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "server/checkpoint/row_snapshots.h"
 
 namespace ps {
 namespace {
@@ -129,7 +130,12 @@ absl::Status RemoveTree(const std::string& path) {
   ::closedir(d);
   for (const std::string& name : names) {
     const std::string child = absl::StrCat(path, "/", name);
-    if (::unlink(child.c_str()) != 0) return ErrnoError("cannot remove", child);
+    struct stat st;
+    if (::lstat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {  // a row store snapshot
+      if (absl::Status s = RemoveTree(child); !s.ok()) return s;
+    } else if (::unlink(child.c_str()) != 0) {
+      return ErrnoError("cannot remove", child);
+    }
   }
   if (::rmdir(path.c_str()) != 0) return ErrnoError("cannot remove directory", path);
   return absl::OkStatus();
@@ -305,6 +311,9 @@ absl::Status VerifyCheckpoint(const std::string& dir) {
   if (!manifest.ok()) return manifest.status();
   for (const proto::CheckpointFile& file : manifest->files()) {
     if (absl::Status s = ReadCheckpointFile(dir, file).status(); !s.ok()) return s;
+  }
+  for (const proto::RowStoreSnapshot& snapshot : manifest->row_snapshots()) {
+    if (absl::Status s = OpenRowSnapshot(dir, snapshot).status(); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -1,9 +1,12 @@
 #include "server/checkpoint/checkpoint_records.h"
 
 #include <algorithm>
+#include <limits>
+#include <memory>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "server/checkpoint/row_snapshots.h"
 
 namespace ps {
 
@@ -153,10 +156,63 @@ absl::StatusOr<std::vector<FoundCheckpoint>> FindNewestValidChain(
   return absl::NotFoundError(absl::StrCat("no valid checkpoint under ", root));
 }
 
+absl::Status ForEachRowSnapshotRecord(const std::string& dir,
+                                      const proto::RowStoreSnapshot& snapshot,
+                                      absl::FunctionRef<absl::Status(const SliceRecord&)> fn) {
+  absl::StatusOr<std::unique_ptr<RowStore>> store = OpenRowSnapshot(dir, snapshot);
+  if (!store.ok()) return store.status();
+  const size_t value_bytes = size_t{snapshot.floats_per_row()} * sizeof(float);
+  const std::string name = absl::StrCat(dir, "/", snapshot.dir());
+  std::vector<uint64_t> keys;
+  std::string rows;
+  for (uint64_t bucket : snapshot.buckets()) {
+    if (bucket > std::numeric_limits<uint32_t>::max()) {
+      return absl::DataLossError(absl::StrCat("row store snapshot ", name, ": bucket ", bucket,
+                                              " is past the store's slices"));
+    }
+    // The bucket's rows in records of about kSnapshotRecordBytes: the first
+    // replaces the bucket, the others add to it.
+    bool first = true;
+    const auto flush = [&]() -> absl::Status {
+      proto::SliceHeader header;
+      header.set_table(snapshot.table());
+      header.set_slice(bucket);
+      header.set_sparse(true);
+      header.set_num_rows(keys.size());
+      header.set_floats_per_row(snapshot.floats_per_row());
+      header.set_width(snapshot.width());
+      header.set_delta(!first);
+      first = false;
+      std::string record;
+      AppendSliceHeader(header, &record);
+      record.append(reinterpret_cast<const char*>(keys.data()), keys.size() * 8);
+      record += rows;
+      keys.clear();
+      rows.clear();
+      return ForEachSliceRecord(record, name, fn);
+    };
+    absl::Status status =
+        (*store)->ForEach(static_cast<uint32_t>(bucket), [&](uint64_t key, const char* row) {
+          keys.push_back(key);
+          rows.append(row, value_bytes);  // not the change tag
+          if (rows.size() < kSnapshotRecordBytes) return absl::OkStatus();
+          return flush();
+        });
+    if (status.ok() && (first || !keys.empty())) status = flush();
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ForEachChainRecord(
     const std::vector<FoundCheckpoint>& chain,
     absl::FunctionRef<absl::Status(const FoundCheckpoint&, const SliceRecord&)> fn) {
   for (const FoundCheckpoint& c : chain) {
+    for (const proto::RowStoreSnapshot& snapshot : c.manifest.row_snapshots()) {
+      absl::Status s = ForEachRowSnapshotRecord(c.path, snapshot,
+                                                [&](const SliceRecord& r) { return fn(c, r); });
+      if (!s.ok()) return s;
+    }
     for (const proto::CheckpointFile& entry : c.manifest.files()) {
       absl::StatusOr<std::string> bytes = ReadCheckpointFile(c.path, entry);
       if (!bytes.ok()) return bytes.status();

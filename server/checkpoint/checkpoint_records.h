@@ -79,9 +79,21 @@ absl::StatusOr<std::vector<FoundCheckpoint>> CheckpointChain(const std::string& 
 absl::StatusOr<std::vector<FoundCheckpoint>> FindNewestValidChain(
     const std::string& root, std::vector<std::string>* skipped);
 
-// Calls fn(checkpoint, record) for every record of every data file of the
-// chain, oldest checkpoint first; each file is read and its size and CRCs
-// checked (ReadCheckpointFile) before any of its records is passed on.
+// Calls fn(record) for every bucket of a row store snapshot of the
+// checkpoint at `dir` (server/checkpoint/row_snapshots.h): its rows as
+// records of about kSnapshotRecordBytes of rows each, the first without
+// `delta` (it replaces the bucket, an empty one too), the others with.
+// Errors: OpenRowSnapshot's, the store's, fn's.
+constexpr size_t kSnapshotRecordBytes = size_t{16} << 20;
+absl::Status ForEachRowSnapshotRecord(const std::string& dir,
+                                      const proto::RowStoreSnapshot& snapshot,
+                                      absl::FunctionRef<absl::Status(const SliceRecord&)> fn);
+
+// Calls fn(checkpoint, record) for every record of the chain, oldest
+// checkpoint first: each checkpoint's row store snapshots' records
+// (ForEachRowSnapshotRecord), then every record of its data files; each
+// file is read and its size and CRCs checked (ReadCheckpointFile) before
+// any of its records is passed on.
 absl::Status ForEachChainRecord(
     const std::vector<FoundCheckpoint>& chain,
     absl::FunctionRef<absl::Status(const FoundCheckpoint&, const SliceRecord&)> fn);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/checkpoint/checkpoint_records.h"
+#include "server/checkpoint/row_snapshots.h"
 
 namespace ps {
 
@@ -166,12 +167,25 @@ absl::StatusOr<proto::CheckpointResponse> Checkpointer::WritePart(const std::str
     }
     return it->second->Append(record);
   };
-  if (absl::Status s = store.WriteCut(sink, since); !s.ok()) return s;
+  // A full cut leaves a tiered table's rows on disk in a snapshot of its
+  // store (row_snapshots.h), read by no one until a restore.
+  std::vector<proto::RowStoreSnapshot> snapshots;
+  if (absl::Status s = store.WriteCut(sink, since, 0, &snapshots,
+                                      absl::StrCat(dir, "/server-", server_index_, "-rows-"));
+      !s.ok()) {
+    return s;
+  }
   for (auto& [name, writer] : files) {
     absl::StatusOr<proto::CheckpointFile> entry = writer->Finish();
     if (!entry.ok()) return entry.status();
     reply.set_bytes(reply.bytes() + entry->bytes());
     *reply.add_files() = *std::move(entry);
+  }
+  for (proto::RowStoreSnapshot& snapshot : snapshots) {
+    if (absl::Status s = DescribeRowSnapshot(dir, &snapshot); !s.ok()) return s;
+    for (const proto::CheckpointFile& f : snapshot.files())
+      reply.set_bytes(reply.bytes() + f.bytes());
+    *reply.add_row_snapshots() = std::move(snapshot);
   }
   CoreStateToProto(state, &reply);
   reply.set_cut(cut);

@@ -19,8 +19,9 @@ void CoreStateIo::CompleteCut() { core_->store_.CompleteCut(); }
 
 absl::Status CoreStateIo::WriteCut(
     absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
-    uint64_t since, size_t max_record_bytes) {
-  return core_->store_.WriteCut(sink, since, max_record_bytes);
+    uint64_t since, size_t max_record_bytes, std::vector<proto::RowStoreSnapshot>* snapshots,
+    const std::string& snapshot_prefix) {
+  return core_->store_.WriteCut(sink, since, max_record_bytes, snapshots, snapshot_prefix);
 }
 
 void CoreStateIo::EndCut() { core_->store_.EndCut(); }

@@ -57,7 +57,9 @@ class CoreStateIo {
   void CompleteCut();
   absl::Status WriteCut(
       absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
-      uint64_t since = 0, size_t max_record_bytes = 0);
+      uint64_t since = 0, size_t max_record_bytes = 0,
+      std::vector<proto::RowStoreSnapshot>* snapshots = nullptr,
+      const std::string& snapshot_prefix = "");
   void EndCut();
   // The core's state as of cut `cut` (clocks capped at it, dedup windows
   // as of it; UINT64_MAX: everything applied); with `workers`, the live

@@ -478,7 +478,8 @@ bool ShardStore::CanWriteSince(uint64_t since) {
 
 absl::Status ShardStore::WriteCut(
     absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
-    uint64_t since, size_t max_record_bytes) {
+    uint64_t since, size_t max_record_bytes, std::vector<proto::RowStoreSnapshot>* snapshots,
+    const std::string& snapshot_prefix) {
   std::vector<std::shared_ptr<Table>> tables;
   uint64_t cut = 0;
   // Erased keys tagged <= prune_upto are needed by no write on top of a
@@ -512,7 +513,11 @@ absl::Status ShardStore::WriteCut(
     const proto::TableDef& def = table->def();
     const auto to_sink = [&](std::string record) { return sink(def, std::move(record)); };
     if (table->sparse != nullptr) {
-      status = table->sparse->WriteCut(to_sink, since, prune_upto, max_record_bytes);
+      proto::RowStoreSnapshot snapshot;
+      snapshot.set_dir(absl::StrCat(snapshot_prefix, snapshots ? snapshots->size() : 0));
+      status = table->sparse->WriteCut(to_sink, since, prune_upto, max_record_bytes,
+                                       snapshots != nullptr ? &snapshot : nullptr);
+      if (!snapshot.table().empty()) snapshots->push_back(std::move(snapshot));
     } else {
       status = table->dense->WriteCut(to_sink, since, max_record_bytes);
     }

@@ -211,9 +211,15 @@ class ShardStore {
   // max_record_bytes > 0: no record holds more than that many bytes of
   // rows (at least one row); a larger dense slice is written as records of
   // consecutive key ranges, a sparse bucket as SparseTable::WriteCut says.
+  // With `snapshots` (a full cut): a tiered table's rows on disk go into a
+  // snapshot of its store in snapshot_prefix<n> (n: 0, 1, ... per
+  // snapshot, a new directory) instead of records, and the snapshot is
+  // appended to *snapshots (SparseTable::WriteCut).
   absl::Status WriteCut(
       absl::FunctionRef<absl::Status(const proto::TableDef& def, std::string record)> sink,
-      uint64_t since = 0, size_t max_record_bytes = 0);
+      uint64_t since = 0, size_t max_record_bytes = 0,
+      std::vector<proto::RowStoreSnapshot>* snapshots = nullptr,
+      const std::string& snapshot_prefix = "");
   // Abandons the cut, dropping its copies.
   void EndCut();
   // The largest clock of a push applied (or being applied) here.

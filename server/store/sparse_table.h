@@ -39,12 +39,8 @@
 // one batch, and drops them from the cache once it is durable; a thread of
 // the table's own runs it whenever a push takes the cache past cache_mb.
 // A cut (checkpoint, replication snapshot) of a tiered table is the cache's
-// rows as for any table, completed by the disk's rows the cache lacks; a
-// row read from disk into a copied slice goes into the copy too, and
-// demotion goes on through the cut (it writes a row of a slice not yet
-// copied with the cut's value). A record loaded (restore)
-// goes to the disk. Not yet on tiered tables: eviction (refused by
-// ValidateTableDef).
+// rows as for any table, completed by the disk's rows the cache lacks, or
+// by a snapshot of the store; a record loaded (restore) goes to the disk.
 //
 // Thread-safe. Knows nothing of gRPC, clocks of workers or de-duplication:
 // the store's caller decides whether a push is applied (Admit).
@@ -92,9 +88,8 @@ class SparseTable {
   // Returns the table's bytes to the budget.
   ~SparseTable();
 
-  // Bytes a table of `def` takes here when created (empty: its slices'
-  // locks and maps, and admission counters): what the creator charges
-  // before construction. Rows are charged as pushes create them.
+  // Bytes a table of `def` takes here when created (its slices' locks, maps
+  // and admission counters), charged first; rows are charged as created.
   static uint64_t BytesToCreate(const proto::TableDef& def);
   // Bytes of a row of a tiered table of `def` in its store: its values,
   // optimizer state and push count, and its change tag.
@@ -251,8 +246,13 @@ class SparseTable {
   // written as several, each of at most that many bytes of rows (at least
   // one row): the first replaces the bucket, the others are `delta` records
   // adding their rows (a replication snapshot's records must fit a message).
+  // snapshot (a full cut of a tiered table): the disk's rows are not read
+  // but left in a snapshot of the store in snapshot->dir() (new); the
+  // records are the cache's rows, as `delta` records on top of it. Sets the
+  // rest of *snapshot (table, buckets, row layout) when one was taken.
   absl::Status WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
-                        uint64_t since = 0, uint64_t prune_upto = 0, size_t max_record_bytes = 0);
+                        uint64_t since = 0, uint64_t prune_upto = 0, size_t max_record_bytes = 0,
+                        proto::RowStoreSnapshot* snapshot = nullptr);
   // Restore: loads the rows of a record of this table whose bucket is owned
   // here (none when it is not). A record without `delta` replaces the
   // bucket's rows; with it, adds or replaces rows and erases its erased
@@ -330,10 +330,9 @@ class SparseTable {
   // raising the row's tag to `tag`.
   void ApplyToCopy(SparseRows& copy, uint64_t key, uint64_t hash, const float* grad, uint64_t clock,
                    uint32_t tag);
-  // Records of bucket `s` holding `rows` (floats_per_row_ floats each), in
-  // records of at most max_record_bytes of rows each (0: one record, which
-  // has no rows when `rows` is empty): the first replaces the bucket (or
-  // with `delta` adds to it, erasing `gone`), the others add to it.
+  // Records of bucket `s` holding `rows` (floats_per_row_ floats each), of
+  // at most max_record_bytes of rows each (0: one record, maybe empty): the
+  // first replaces the bucket (`delta`: adds, erasing `gone`), others add.
   using KeyedRow = std::pair<uint64_t, const float*>;
   std::vector<std::string> RecordsOfRows(uint64_t s, const std::vector<KeyedRow>& rows,
                                          size_t max_record_bytes, bool delta,
@@ -360,18 +359,16 @@ class SparseTable {
   void DropCopy(Slice& slice) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
   // How far ahead a push requests map slots, in keys.
   static constexpr size_t kPrefetchAhead = 12;
-  // Starts loading group g's slice (its lock) and the map slots of its
-  // first kPrefetchAhead keys (hashes: the plan's; num_keys of them), from
-  // the slot addresses published in slot_refs_.
+  // Starts loading group g's slice (its lock) and the map slots (slot_refs_)
+  // of its first kPrefetchAhead keys (hashes: the plan's; num_keys of them).
   void PrefetchGroup(const Group& g, const uint64_t* hashes, size_t num_keys) const {
     __builtin_prefetch(slices_[g.slice].get());
     const uint64_t ref = slot_refs_[g.slice].load(std::memory_order_relaxed);
     if (ref == 0) return;
     const auto slot = [&](size_t i) { PrefetchSlot(ref, hashes[i]); };
     if (g.begin + kPrefetchAhead <= num_keys) {
-      // A fixed count (past the group, into this map's slots uselessly but
-      // harmlessly), so that the loop is unrolled: a loop ending with the
-      // group would mispredict its exit once a group.
+      // A fixed count (past the group: useless, harmless), so that the loop
+      // is unrolled: one ending with the group mispredicts its exit.
       for (size_t j = 0; j < kPrefetchAhead; ++j) slot(g.begin + j);
     } else {
       for (size_t i = g.begin; i < g.end; ++i) slot(i);
@@ -394,8 +391,7 @@ class SparseTable {
   static constexpr int kSketchDepth = 4;
   static constexpr int kSketchWidth = 2048;
   static_assert(kSketchBytes == kSketchDepth * kSketchWidth, "one byte per counter");
-  // Bookkeeping per slice besides its rows (mutex, map, pointer).
-  static constexpr uint64_t kSliceOverheadBytes = 128;
+  static constexpr uint64_t kSliceOverheadBytes = 128;  // a slice's mutex, map, pointer
   // Rows sampled for one eviction at the row cap.
   static constexpr int kEvictionSamples = 8;
 
@@ -420,16 +416,14 @@ class SparseTable {
   }
   uint32_t AgedCount(const float* row, uint32_t epoch) const;
   // Evicts sampled rows of the slice until it is under its cap; with
-  // decisions, records them, or (replay) evicts the recorded ones of this
-  // slice instead.
+  // decisions, records them, or (replay) evicts the recorded ones instead.
   void EvictOverCap(uint64_t s, Slice& slice, Decisions* decisions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
-  // Evicts the rows of `keys` (of this slice) there are, outside any cut,
-  // charging what the slice's free list grew.
+  // Evicts the slice's rows of `keys`, outside any cut (free list charged).
   void EvictLocked(Slice& slice, absl::Span<const uint64_t> keys)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(slice.mu);
-  // The oldest last-update time (clock or second, as rows keep it) a row
-  // may have and stay at `now` (evict_after_*), or 0 when none is too old.
+  // The oldest last-update time (clock or second, as rows keep it) a row may
+  // have and stay at `now` (evict_after_*), or 0 when none is too old.
   uint64_t OldestKept(absl::Time now) const;
   // A tiered table's eviction: Sweep's (every sweep the cache's expired
   // rows, from the cache and the disk; every kDiskSweep the rows only on
@@ -477,9 +471,8 @@ class SparseTable {
     return demoter_stop_ || demoter_wake_;
   }
   bool DemoterStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(demoter_mu_) { return demoter_stop_; }
-  // A tiered table's cut of one slice: its cache's rows as of the cut
-  // (copied under the slice lock, changed since `since` only when since >
-  // 0), then completed from the disk by TierCutRecords.
+  // A tiered table's cut of one slice: its cache's rows as of the cut (those
+  // changed since `since` when > 0), completed from disk by TierCutRecords.
   struct TierCut {
     uint64_t since = 0;                    // 0: the whole slice
     absl::flat_hash_set<uint64_t> cached;  // every key the cache held
@@ -489,10 +482,11 @@ class SparseTable {
   };
   TierCut CopyCutRows(const SparseRows& rows, const absl::flat_hash_map<uint64_t, uint64_t>& erased,
                       uint64_t since) const;
-  // The slice's records: `cut`'s rows and the store's rows of keys it does
-  // not hold (tagged after cut->since when since > 0).
+  // The slice's records: `cut`'s rows and the store's rows of keys it lacks
+  // (tagged after cut->since when > 0); on_snapshot: `cut`'s rows, as deltas.
   absl::StatusOr<std::vector<std::string>> TierCutRecords(uint64_t s, TierCut* cut,
-                                                          size_t max_record_bytes) const;
+                                                          size_t max_record_bytes,
+                                                          bool on_snapshot) const;
   // LoadRecord on a tiered table: the record's rows go to the store (in one
   // batch, replacing the bucket's rows unless it is a delta), and the
   // cache's copies of them (of the whole bucket when replaced) go.
@@ -578,6 +572,8 @@ class SparseTable {
   const std::unique_ptr<RowStore> tier_;
   uint64_t cache_rows_ = 0;  // set by the constructor
   mutable absl::Mutex tier_mu_;
+  // Set under tier_mu_ while a cut's snapshot is written (Demote spares it).
+  std::atomic<bool> tier_snapshot_{false};
   absl::Mutex demote_mu_;                                   // one Demote at a time
   uint64_t demote_cursor_ ABSL_GUARDED_BY(demote_mu_) = 0;  // the slice the next one starts at
   absl::Time last_disk_sweep_ ABSL_GUARDED_BY(demote_mu_) = absl::InfinitePast();

@@ -157,8 +157,32 @@ std::string SparseTable::DeltaRecordOf(uint64_t s, const SparseRows& rows,
 }
 
 absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string record)> sink,
-                                   uint64_t since, uint64_t prune_upto, size_t max_record_bytes) {
-  for (uint64_t s = 0; s < slices_.size(); ++s) {
+                                   uint64_t since, uint64_t prune_upto, size_t max_record_bytes,
+                                   proto::RowStoreSnapshot* snapshot) {
+  if (tier_ == nullptr || since != 0) snapshot = nullptr;
+  absl::Status status;
+  if (snapshot != nullptr) {
+    // Every slice is still in the cut: a row of one that the cache lacks is
+    // on disk with the cut's value (cut_state.h). From now until a slice's
+    // cache rows are copied below, Demote leaves them in the cache: a row
+    // written to disk after the snapshot would be in neither.
+    {
+      absl::MutexLock lock(&tier_mu_);
+      tier_snapshot_.store(true, std::memory_order_relaxed);
+    }
+    status = tier_->Snapshot(snapshot->dir());
+    if (status.ok()) {
+      snapshot->set_table(def_.name());
+      snapshot->set_floats_per_row(static_cast<uint32_t>(floats_per_row_));
+      snapshot->set_width(static_cast<uint32_t>(width_));
+      snapshot->set_row_bytes(stride_bytes());
+    } else {
+      status = absl::Status(status.code(),
+                            absl::StrCat("table '", def_.name(),
+                                         "': a snapshot of its rows on disk: ", status.message()));
+    }
+  }
+  for (uint64_t s = 0; status.ok() && s < slices_.size(); ++s) {
     Slice* slice = slices_[s].get();
     if (slice == nullptr) continue;
     std::vector<std::string> records;
@@ -181,24 +205,33 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
       }
       DropCopy(*slice);
       slice->cut = 0;
+      if (snapshot != nullptr) snapshot->add_buckets(s);
     }
     if (tier_ != nullptr) {
-      // The rows on disk that the cut's rows lack. Demotion runs meanwhile,
-      // writing rows' current values: a row of a slice not copied has had
-      // only in-cut pushes since the mark (an outside push copies first),
-      // so its value is the cut's; a copied slice's rows the cut takes
-      // from the copy (rows read from disk go into it too).
+      // The rows on disk that the cut's rows lack (none with a snapshot).
+      // Demotion runs meanwhile, writing rows' current values: a row of a
+      // slice not copied has had only in-cut pushes since the mark (an
+      // outside push copies first), so its value is the cut's; a copied
+      // slice's rows the cut takes from the copy (rows read from disk go
+      // into it too), and its rows the copy lacks stay in the cache.
       absl::StatusOr<std::vector<std::string>> tiered =
-          TierCutRecords(s, &tier_cut, max_record_bytes);
-      if (!tiered.ok()) return tiered.status();
+          TierCutRecords(s, &tier_cut, max_record_bytes, snapshot != nullptr);
+      if (!tiered.ok()) {
+        status = tiered.status();
+        break;
+      }
       records = *std::move(tiered);
     }
     for (std::string& record : records) {
       if (record.empty()) continue;  // nothing changed since `since`
-      if (absl::Status st = sink(std::move(record)); !st.ok()) return st;
+      if (status = sink(std::move(record)); !status.ok()) break;
     }
   }
-  return absl::OkStatus();
+  if (snapshot != nullptr) {
+    absl::MutexLock lock(&tier_mu_);
+    tier_snapshot_.store(false, std::memory_order_relaxed);
+  }
+  return status;
 }
 
 absl::StatusOr<uint64_t> SparseTable::LoadRecord(const SliceRecord& record) {

@@ -256,8 +256,14 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
     if (slices_[s] == nullptr) continue;
     Slice& slice = *slices_[s];
     absl::ReaderMutexLock lock(&slice.mu);
+    // A slice in a cut whose snapshot is being written keeps its rows (as
+    // step 4 checks), and a copied slice in a cut the rows its copy lacks:
+    // created outside the cut, on disk they would be taken as in it.
+    if (slice.cut != 0 && tier_snapshot_.load(std::memory_order_relaxed)) continue;
+    const SparseRows* const copy = slice.cut != 0 ? slice.copy.get() : nullptr;
     slice.rows.ForEach([&](uint64_t key, const float* row) {
-      if (victims.size() < need && AgedCount(row, epoch) <= threshold) {
+      if (victims.size() < need && AgedCount(row, epoch) <= threshold &&
+          (copy == nullptr || copy->Find(key) != nullptr)) {
         victims.push_back({static_cast<uint32_t>(s), key});
         const char* bytes = reinterpret_cast<const char*>(row);
         copies.insert(copies.end(), bytes, bytes + stride);
@@ -284,7 +290,11 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
     const uint32_t s = victims[v].slice;
     Slice& slice = *slices_[s];
     absl::MutexLock lock(&slice.mu);
+    // Written after a cut's snapshot, a row of a slice still in the cut
+    // must stay in the cache for the cut to take it (WriteCut).
+    const bool keep = slice.cut != 0 && tier_snapshot_.load(std::memory_order_relaxed);
     for (; v < victims.size() && victims[v].slice == s; ++v) {
+      if (keep) continue;
       const float* row = slice.rows.Find(victims[v].key);
       if (row != nullptr && std::memcmp(row, copies.data() + v * stride, stride) == 0) {
         slice.rows.Erase(victims[v].key);
@@ -320,12 +330,17 @@ SparseTable::TierCut SparseTable::CopyCutRows(const SparseRows& rows,
   return cut;
 }
 
-absl::StatusOr<std::vector<std::string>> SparseTable::TierCutRecords(
-    uint64_t s, TierCut* cut, size_t max_record_bytes) const {
+absl::StatusOr<std::vector<std::string>> SparseTable::TierCutRecords(uint64_t s, TierCut* cut,
+                                                                     size_t max_record_bytes,
+                                                                     bool on_snapshot) const {
   std::vector<KeyedRow> rows;
   rows.reserve(cut->keys.size());
   for (size_t i = 0; i < cut->keys.size(); ++i) {
     rows.emplace_back(cut->keys[i], &cut->rows[i * floats_per_row_]);
+  }
+  if (on_snapshot) {
+    if (rows.empty()) return std::vector<std::string>();
+    return RecordsOfRows(s, rows, max_record_bytes, /*delta=*/true, {});
   }
   const absl::flat_hash_set<uint64_t>& cached = cut->cached;
   std::vector<char> disk;

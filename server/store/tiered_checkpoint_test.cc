@@ -2,8 +2,12 @@
 // disk): a consistent cut and an incremental one on top of it, taken while
 // rows move between the cache and the disk, restore onto 1 and 3 servers
 // with every value and optimizer state bit for bit those of the same table
-// kept in memory and checkpointed alike.
+// kept in memory and checkpointed alike; the rows on disk of a full cut read
+// into records or left in snapshots of the stores.
+#include <sys/stat.h>
+
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/checkpoint/checkpoint_records.h"
+#include "server/checkpoint/row_snapshots.h"
 #include "server/store/shard_store.h"
 #include "tests/test_util/store_pull.h"
 #include "tests/test_util/table_defs.h"
@@ -91,30 +96,68 @@ std::vector<float> Values(std::vector<std::unique_ptr<ShardStore>>& stores,
   return values;
 }
 
-// Every store's marked cut (incremental on `since` when not 0), into one
-// string of records.
-std::string Cut(std::vector<std::unique_ptr<ShardStore>>& stores, uint64_t since) {
-  std::string file;
-  for (auto& store : stores) {
-    absl::Status s = store->WriteCut(
+// A checkpoint's part as the stores write it: records, and the tiered
+// tables' rows on disk as snapshots of their stores in `dir`.
+struct Written {
+  std::string dir;
+  std::string records;
+  std::vector<proto::RowStoreSnapshot> snapshots;
+};
+
+// Every store's marked cut (incremental on `since` when not 0); with
+// `snapshot_dir`, a full one keeps the rows on disk as store snapshots
+// there. after_record runs after each record is taken (the cut's write
+// goes on after it).
+Written Cut(std::vector<std::unique_ptr<ShardStore>>& stores, uint64_t since,
+            const std::string& snapshot_dir = "",
+            const std::function<void(const SliceRecord&)>& after_record = nullptr) {
+  Written written;
+  written.dir = snapshot_dir;
+  for (size_t i = 0; i < stores.size(); ++i) {
+    std::vector<proto::RowStoreSnapshot> snapshots;
+    absl::Status s = stores[i]->WriteCut(
         [&](const proto::TableDef&, std::string record) {
-          file += record;
-          return absl::OkStatus();
+          written.records += record;
+          if (after_record == nullptr) return absl::OkStatus();
+          return ForEachSliceRecord(record, "cut", [&](const SliceRecord& r) {
+            after_record(r);
+            return absl::OkStatus();
+          });
         },
-        since);
+        since, 0, snapshot_dir.empty() ? nullptr : &snapshots,
+        absl::StrCat(snapshot_dir, "/server-", i, "-rows-"));
     EXPECT_TRUE(s.ok()) << s;
+    for (proto::RowStoreSnapshot& snapshot : snapshots) {
+      s = DescribeRowSnapshot(snapshot_dir, &snapshot);
+      EXPECT_TRUE(s.ok()) << s;
+      written.snapshots.push_back(std::move(snapshot));
+    }
   }
-  return file;
+  return written;
+}
+
+std::string TempDir(const std::string& name) {
+  return absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
 }
 
 void Mark(std::vector<std::unique_ptr<ShardStore>>& stores, uint64_t cut) {
   for (auto& store : stores) ASSERT_TRUE(store->MarkCut(cut).ok());
 }
 
-void Load(std::vector<std::unique_ptr<ShardStore>>& stores, const std::string& file) {
+// Calls fn for each record of `written` as a restore reads them: the
+// snapshots' first.
+absl::Status ForEachRecord(const Written& written,
+                           absl::FunctionRef<absl::Status(const SliceRecord&)> fn) {
+  for (const proto::RowStoreSnapshot& snapshot : written.snapshots) {
+    if (absl::Status s = ForEachRowSnapshotRecord(written.dir, snapshot, fn); !s.ok()) return s;
+  }
+  return ForEachSliceRecord(written.records, "test", fn);
+}
+
+void Load(std::vector<std::unique_ptr<ShardStore>>& stores, const Written& written) {
   for (auto& store : stores) {
-    absl::Status s = ForEachSliceRecord(
-        file, "test", [&](const SliceRecord& r) { return store->LoadRecord(r).status(); });
+    absl::Status s =
+        ForEachRecord(written, [&](const SliceRecord& r) { return store->LoadRecord(r).status(); });
     ASSERT_TRUE(s.ok()) << s;
   }
 }
@@ -122,15 +165,26 @@ void Load(std::vector<std::unique_ptr<ShardStore>>& stores, const std::string& f
 struct Counts {
   uint64_t records = 0, deltas = 0, rows = 0;
 };
-Counts Count(const std::string& file) {
+Counts Count(const std::string& records) {
   Counts c;
-  EXPECT_TRUE(ForEachSliceRecord(file, "count", [&](const SliceRecord& r) {
+  EXPECT_TRUE(ForEachSliceRecord(records, "count", [&](const SliceRecord& r) {
                 ++c.records;
                 c.deltas += r.header.delta();
                 c.rows += r.header.num_rows();
                 return absl::OkStatus();
               }).ok());
   return c;
+}
+
+uint64_t SnapshotRows(const Written& written) {
+  uint64_t rows = 0;
+  for (const proto::RowStoreSnapshot& snapshot : written.snapshots) {
+    EXPECT_TRUE(ForEachRowSnapshotRecord(written.dir, snapshot, [&](const SliceRecord& r) {
+                  rows += r.header.num_rows();
+                  return absl::OkStatus();
+                }).ok());
+  }
+  return rows;
 }
 
 uint64_t Demoted(ShardStore& store) {
@@ -155,11 +209,29 @@ void ExpectBitIdentical(const std::vector<float>& got, const std::vector<float>&
   EXPECT_EQ(differ, 0) << what << ": " << differ << " values differ";
 }
 
-TEST(TieredCheckpointTest, FullAndIncrementalCutsRestoreOntoOtherServerCounts) {
+// Full cuts with the rows on disk read into records, or left in snapshots
+// of the stores (the checkpoints' way).
+class TieredCheckpointTest : public testing::TestWithParam<bool> {
+ protected:
+  std::string SnapshotDir(const std::string& name) {
+    return GetParam() ? TempDir(name) : std::string();
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(RowsOnDisk, TieredCheckpointTest, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& info) {
+                           return info.param ? "InSnapshots" : "InRecords";
+                         });
+
+TEST_P(TieredCheckpointTest, FullAndIncrementalCutsRestoreOntoOtherServerCounts) {
   // 60,000 rows on 2 servers, each with a cache of about 16,000.
   const std::vector<uint64_t> keys = Keys(0, 60000);
   const std::vector<uint64_t> some = Keys(0, 20000), others = Keys(20000, 40000);
-  auto tiered = Stores(2, true, "taken");
+  // Keys created outside the cut, while the slices are copied: in none.
+  const std::vector<uint64_t> fresh = Keys(60000, 70000);
+  std::vector<uint64_t> all = keys;
+  all.insert(all.end(), fresh.begin(), fresh.end());
+  auto tiered = Stores(2, true, absl::StrCat("taken-", GetParam()));
   auto memory = Stores(2, false, "");
   for (auto* stores : {&tiered, &memory}) {
     for (uint64_t clock = 0; clock < 3; ++clock) Push(*stores, keys, clock);
@@ -168,8 +240,9 @@ TEST(TieredCheckpointTest, FullAndIncrementalCutsRestoreOntoOtherServerCounts) {
   // The cut at 5: pushes inside it to every key before any slice is copied
   // (rows on disk come into the cache, others go to disk with the cut's
   // values), a push outside it (copies the cache's slices), pushes inside
-  // it again (rows on disk come into the cache, and into the copies), and
-  // after it completes.
+  // it again (rows on disk come into the cache, and into the copies), new
+  // keys outside it a thousand at a time (past 1.25x the cache's rows, a
+  // push moves rows to disk first), and pushes after it completes.
   uint64_t demoted_at_mark = 0;
   for (auto* stores : {&tiered, &memory}) {
     Mark(*stores, 5);
@@ -177,16 +250,39 @@ TEST(TieredCheckpointTest, FullAndIncrementalCutsRestoreOntoOtherServerCounts) {
     Push(*stores, keys, 4);
     Push(*stores, some, 5);
     Push(*stores, keys, 4);
+    for (size_t i = 0; i < fresh.size(); i += 1000) {
+      Push(*stores, std::vector<uint64_t>(fresh.begin() + i, fresh.begin() + i + 1000), 5);
+    }
     for (auto& s : *stores) s->CompleteCut();
     Push(*stores, others, 6);
   }
   // Rows went to disk while the cut was marked (the cache stays within its
   // rows through a checkpoint), and the cut below is exact all the same.
   EXPECT_GT(Demoted(*tiered[0]) + Demoted(*tiered[1]), demoted_at_mark);
-  ExpectBitIdentical(Values(tiered, keys), Values(memory, keys), "live, before the write");
-  const std::string full_tiered = Cut(tiered, 0), full_memory = Cut(memory, 0);
-  EXPECT_EQ(Count(full_tiered).rows, keys.size());
-  EXPECT_EQ(Count(full_tiered).deltas, 0u);
+  ExpectBitIdentical(Values(tiered, all), Values(memory, all), "live, before the write");
+  const Written full_tiered = Cut(tiered, 0, SnapshotDir("full")), full_memory = Cut(memory, 0);
+  const Counts full = Count(full_tiered.records);
+  if (GetParam()) {
+    // The rows on disk in a snapshot a server, the cut's cached rows (here
+    // every row: pushes inside the cut brought them into the copies) as
+    // deltas on top.
+    EXPECT_EQ(full_tiered.snapshots.size(), 2u);
+    EXPECT_EQ(full.deltas, full.records);
+    EXPECT_GT(SnapshotRows(full_tiered), 0u);
+    // Linked, not copied: the store still has the segment being written.
+    const proto::RowStoreSnapshot& first = full_tiered.snapshots[0];
+    int linked = 0;
+    for (const proto::CheckpointFile& f : first.files()) {
+      struct stat st;
+      const std::string path = absl::StrCat(full_tiered.dir, "/", first.dir(), "/", f.name());
+      linked += stat(path.c_str(), &st) == 0 && st.st_nlink == 2;
+    }
+    EXPECT_GT(linked, 0);
+  } else {
+    EXPECT_EQ(full_tiered.snapshots.size(), 0u);
+    EXPECT_EQ(full.rows, keys.size());
+    EXPECT_EQ(full.deltas, 0u);
+  }
 
   // The incremental cut at 10 on top of 5: pushes to a third of the keys.
   for (auto* stores : {&tiered, &memory}) {
@@ -194,12 +290,13 @@ TEST(TieredCheckpointTest, FullAndIncrementalCutsRestoreOntoOtherServerCounts) {
     Mark(*stores, 10);
     for (auto& s : *stores) s->CompleteCut();
   }
-  const std::string delta_tiered = Cut(tiered, 5);
-  const Counts delta = Count(delta_tiered);
+  const Written delta_tiered = Cut(tiered, 5, SnapshotDir("incremental"));
+  EXPECT_EQ(delta_tiered.snapshots.size(), 0u);  // snapshots are of full cuts only
+  const Counts delta = Count(delta_tiered.records);
   EXPECT_EQ(delta.records, delta.deltas);
-  // The keys pushed after the mark at 5 (some and others), not the rest.
-  EXPECT_EQ(delta.rows, some.size() + others.size());
-  const std::string at_ten_memory = Cut(memory, 0);
+  // The keys pushed after the mark at 5 (some, others and fresh), not the rest.
+  EXPECT_EQ(delta.rows, some.size() + others.size() + fresh.size());
+  const Written at_ten_memory = Cut(memory, 0);
 
   // Restored onto 1 and 3 servers: the full cut alone gives the state at
   // 5, with the incremental one the state at 10; the next step (it reads
@@ -208,21 +305,67 @@ TEST(TieredCheckpointTest, FullAndIncrementalCutsRestoreOntoOtherServerCounts) {
   Load(reference5, full_memory);
   auto reference10 = Stores(1, false, "");
   Load(reference10, at_ten_memory);
-  const std::vector<float> want5 = Values(reference5, keys), want10 = Values(reference10, keys);
+  const std::vector<float> want5 = Values(reference5, all), want10 = Values(reference10, all);
   Push(reference10, keys, 11);
-  const std::vector<float> want_next = Values(reference10, keys);
+  const std::vector<float> want_next = Values(reference10, all);
   for (int n : {1, 3}) {
-    auto at5 = Stores(n, true, absl::StrCat("restored5-", n));
+    const std::string name = absl::StrCat(GetParam(), "-", n);
+    auto at5 = Stores(n, true, absl::StrCat("restored5-", name));
     Load(at5, full_tiered);
-    ExpectBitIdentical(Values(at5, keys), want5, absl::StrCat("cut 5 on ", n, " servers"));
-    auto at10 = Stores(n, true, absl::StrCat("restored10-", n));
+    ExpectBitIdentical(Values(at5, all), want5, absl::StrCat("cut 5 on ", n, " servers"));
+    auto at10 = Stores(n, true, absl::StrCat("restored10-", name));
     Load(at10, full_tiered);
     Load(at10, delta_tiered);
-    ExpectBitIdentical(Values(at10, keys), want10, absl::StrCat("cut 10 on ", n, " servers"));
+    ExpectBitIdentical(Values(at10, all), want10, absl::StrCat("cut 10 on ", n, " servers"));
     Push(at10, keys, 11);
-    ExpectBitIdentical(Values(at10, keys), want_next,
+    ExpectBitIdentical(Values(at10, all), want_next,
                        absl::StrCat("the next step on ", n, " servers"));
   }
+}
+
+// While a full cut's records are written after its snapshot, pushes of new
+// keys to the buckets already written fill the cache past 1.25x its rows,
+// so that pushes move the least pushed rows to disk first: rows of the
+// buckets still to be written stay in the cache (on disk only after the
+// snapshot, they would be in neither), and the cut restores exactly.
+TEST(TieredCheckpointSnapshotTest, RowsMovedToDiskWhileTheCutIsWrittenAreInIt) {
+  const std::vector<uint64_t> keys = Keys(0, 30000);
+  auto tiered = Stores(1, true, "moved");
+  auto memory = Stores(1, false, "");
+  for (auto* stores : {&tiered, &memory}) {
+    for (uint64_t clock = 0; clock < 3; ++clock) Push(*stores, keys, clock);
+    Mark(*stores, 5);
+    Push(*stores, keys, 4);
+    (*stores)[0]->CompleteCut();
+  }
+  const Written want = Cut(memory, 0);
+  // The new keys of each bucket, pushed once the bucket's records are taken.
+  std::vector<std::vector<uint64_t>> fresh(kBuckets);
+  for (uint64_t k : Keys(30000, 60000)) fresh[Placement::SparseSliceOf(k, kBuckets)].push_back(k);
+  const uint64_t demoted_before = Demoted(*tiered[0]);
+  uint64_t last_bucket = kBuckets;
+  const Written got = Cut(tiered, 0, TempDir("moved-cut"), [&](const SliceRecord& r) {
+    if (r.header.slice() == last_bucket) return;
+    last_bucket = r.header.slice();
+    // Each pushed 8 times: pushed more often than the cut's rows, so that
+    // those are the ones moved to disk.
+    std::vector<uint64_t>& mine = fresh[last_bucket];
+    for (size_t i = 0; i < mine.size(); i += 200) {
+      const std::vector<uint64_t> chunk(mine.begin() + i,
+                                        mine.begin() + std::min(i + 200, mine.size()));
+      for (uint64_t clock = 6; clock < 14; ++clock) Push(tiered, chunk, clock);
+    }
+  });
+  ASSERT_EQ(got.snapshots.size(), 1u);
+  // The records hold the cache's rows, the snapshot the rest.
+  EXPECT_LT(Count(got.records).rows, keys.size() / 2);
+  EXPECT_GT(SnapshotRows(got), keys.size() / 2);
+  EXPECT_GT(Demoted(*tiered[0]), demoted_before);
+  auto restored = Stores(1, true, "moved-restored");
+  Load(restored, got);
+  auto reference = Stores(1, false, "");
+  Load(reference, want);
+  ExpectBitIdentical(Values(restored, keys), Values(reference, keys), "the cut at 5");
 }
 
 }  // namespace
