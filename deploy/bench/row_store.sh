@@ -8,7 +8,8 @@
 # (deploy/bench/tier_bench.cc), at the servers' store and then through
 # gRPC (--rpc), with the segment files in the page cache, then with them
 # paged out before each block of requests (--cold: misses read the disk),
-# beside the same fio figures.
+# and full checkpoints of the tiered table both ways (--checkpoints), beside
+# the same fio figures.
 #
 #   deploy/bench/row_store.sh [--dir DIR] [--tier] [row_store_bench or tier_bench flags...]
 #
@@ -48,6 +49,11 @@ if [ "$bench" = tier_bench ]; then
     { echo "row_store.sh: tier_bench --rpc failed; see $dir/rpc_server.log" >&2; exit 1; }
   # Misses from the disk: fewer requests (each waits for ~50-100 reads).
   "$bin" --dir="$dir/stores" --cold --requests=500 "$@" | tee -a "$dir/results.tmp"
+  # Full checkpoints: the rows on disk read into records, or left in a
+  # snapshot of the store (linked), with the store in the page cache or not.
+  "$bin" --dir="$dir/stores" --exponents=1.05 --checkpoints=3 "$@" | tee -a "$dir/results.tmp"
+  "$bin" --dir="$dir/stores" --exponents=1.05 --checkpoints=3 --cold "$@" |
+    tee -a "$dir/results.tmp"
 else
   "$bin" --dir="$dir/stores" "$@" | tee -a "$dir/results.tmp"
 fi

@@ -13,7 +13,9 @@
 // the same through gRPC: both tables on a ps_server started in this
 // process, the requests PushPull RPCs of a PsClient (what a worker sees).
 // With --cold, the tiered table's segment files are paged out before each
-// block of its requests, so that its misses read the disk.
+// block of its requests, so that its misses read the disk. With
+// --checkpoints=N, after the warm-up, N full checkpoints of the tiered
+// table each way instead of requests (deploy/bench/tier_bench_checkpoint.h).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@
 #include "common/optimizer/optimizer.h"
 #include "common/placement.h"
 #include "common/process_tuning.h"
+#include "deploy/bench/tier_bench_checkpoint.h"
 #include "server/ps_server.h"
 #include "server/store/shard_store.h"
 #include "worker/client/ps_client.h"
@@ -52,6 +55,10 @@ ABSL_FLAG(std::string, exponents, "1.05,1.2", "Zipf exponents of the keys");
 ABSL_FLAG(bool, cold, false,
           "the tiered table's files out of memory before each block of its requests (the "
           "process's mappings of them paged out, MADV_PAGEOUT): every miss reads the disk");
+ABSL_FLAG(int32_t, checkpoints, 0,
+          "N > 0: after the warm-up, N full checkpoints of the tiered table with its rows on "
+          "disk read into records and N with them in a snapshot of its store, alternated, "
+          "instead of the requests (not with --rpc)");
 ABSL_FLAG(bool, rpc, false,
           "through a ps_server in this process (PushPull RPCs of a PsClient over gRPC) instead "
           "of calls to the servers' store");
@@ -156,6 +163,7 @@ class StoreTables : public Tables {
                 [&](size_t) { return reinterpret_cast<char*>(out->data()); });
     if (!r.ok()) Die(r.status());
   }
+  ShardStore& tiered() { return tiered_; }
   proto::TableStats Stats() override {
     proto::TableStats stats;
     stats.set_table(kNames[0]);
@@ -272,10 +280,16 @@ void Run(double exponent) {
     draw();
     tables->PushPull(0, keys, grads, &out);
   }
+  const bool cold = absl::GetFlag(FLAGS_cold);
+  if (const int32_t checkpoints = absl::GetFlag(FLAGS_checkpoints); checkpoints > 0) {
+    auto* store = dynamic_cast<StoreTables*>(tables.get());
+    if (store == nullptr) Die(absl::InvalidArgumentError("--checkpoints is not for --rpc"));
+    RunTierCheckpoints(store->tiered(), kNames[0], dir, checkpoints, cold, PageOutMappingsUnder);
+    return;
+  }
   const proto::TableStats before = tables->Stats();
   const int64_t requests = absl::GetFlag(FLAGS_requests);
   absl::Duration spent[2];
-  const bool cold = absl::GetFlag(FLAGS_cold);
   for (int64_t done = 0; done < requests; done += 50) {
     for (int t = 0; t < 2; ++t) {
       if (cold && t == 0) PageOutMappingsUnder(dir);
