@@ -6,8 +6,9 @@
 // capacity (a key's home slot is the high half of HomeHash(key) * capacity:
 // not of Mix64(key), whose high bits chose the key's slice, so that all of
 // a slice's keys would share a few home slots),
-// at most 0.9 full, grown by 1/8 and shrunk when below 0.76 full, so a row
-// costs 13.3-15.8 bytes (12 / load). Deletion shifts the next slots back,
+// at most 0.9 full, grown by 1/8 (by 1/2 while a store replays its log,
+// then fitted) and shrunk when below 0.76 full, so a row costs 13.3-15.8
+// bytes (12 / load). Deletion shifts the next slots back,
 // so there are no tombstones and probes stay short (a few slots on average
 // at 0.9). Not thread-safe: the store's lock guards it.
 #ifndef PS_SERVER_STORE_LOG_ROW_INDEX_H_
@@ -42,15 +43,18 @@ class LogRowIndex {
   void Prefetch(uint64_t key) const {
     PrefetchAt(slots_.get(), Home(key) * sizeof(Slot));  // unconditional: common/prefetch.h
   }
-  // Sets key's place (not kNone); returns the one it had, or kNone.
-  uint32_t Insert(uint64_t key, uint32_t loc) {
+  // Sets key's place (not kNone); returns the one it had, or kNone. Full,
+  // the slots grow by 1/8, or by 1/2 with `bulk` (a replay: fewer moves,
+  // then Fit).
+  uint32_t Insert(uint64_t key, uint32_t loc, bool bulk = false) {
     const size_t i = Locate(key);
     if (i != cap_) {
       const uint32_t old = slots_[i].loc;
       slots_[i].loc = loc;
       return old;
     }
-    if ((size_ + 1) * 10 > cap_ * 9) Rehash(std::max(cap_ + kMinSlots, cap_ + cap_ / 8));
+    if ((size_ + 1) * 10 > cap_ * 9)
+      Rehash(std::max(cap_ + kMinSlots, cap_ + cap_ / (bulk ? 2 : 8)));
     Place(Slot{key, loc});
     ++size_;
     return kNone;
@@ -65,10 +69,15 @@ class LogRowIndex {
       slots_[i] = slots_[j];
     }
     slots_[i].loc = kNone;
-    if (--size_ * 100 < cap_ * 76 && cap_ > kMinSlots) {
+    --size_;
+    Fit();
+    return old;
+  }
+  // Shrinks the slots to about 0.84 full when they are under 0.76 full.
+  void Fit() {
+    if (size_ * 100 < cap_ * 76 && cap_ > kMinSlots) {
       Rehash(std::max(kMinSlots, size_ * 100 / 84 + 1));
     }
-    return old;
   }
   // How far the farthest key lies from its home slot (tests: probes stay
   // short whatever slice the keys come from).
@@ -182,7 +191,7 @@ class LogSliceIndexes {
   uint32_t Put(uint32_t slice, uint64_t key, uint32_t place) {
     std::unique_ptr<LogRowIndex>& index = slices_[slice];
     if (index == nullptr) index = std::make_unique<LogRowIndex>();
-    const uint32_t old = index->Insert(key, place);
+    const uint32_t old = index->Insert(key, place, bulk_);
     if (old == kNone) ++rows_;
     return old;
   }
@@ -196,9 +205,18 @@ class LogSliceIndexes {
     return old;
   }
 
+  // A replay: until EndBulk, full indexes grow by half (LogRowIndex::Insert);
+  // EndBulk fits each to its rows. About half a replay's time on 2M rows.
+  void BeginBulk() { bulk_ = true; }
+  void EndBulk() {
+    bulk_ = false;
+    for (auto& entry : slices_) entry.second->Fit();
+  }
+
  private:
   absl::flat_hash_map<uint32_t, std::unique_ptr<LogRowIndex>> slices_;
   uint64_t rows_ = 0;
+  bool bulk_ = false;
 };
 
 }  // namespace ps

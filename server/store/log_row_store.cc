@@ -171,15 +171,17 @@ absl::Status LogRowStore::Replay() {
     segs_.Truncate(n);
     if (n > 0) segs_[static_cast<uint32_t>(n - 1)].units = units;
   };
-  return ReplayLog(where(), options_.dir, dir_fd_, unit_, static_cast<uint32_t>(row_bytes()),
-                   size_t{units_per_segment_} * unit_, LogReplay{add, record, cut, !log_.read_only},
-                   &next_seq_);
+  index_.BeginBulk();
+  const absl::Status replayed = ReplayLog(
+      where(), options_.dir, dir_fd_, unit_, static_cast<uint32_t>(row_bytes()),
+      size_t{units_per_segment_} * unit_, LogReplay{add, record, cut, !log_.read_only}, &next_seq_);
+  index_.EndBulk();
+  return replayed;
 }
 
 void LogRowStore::ApplyLocked(absl::Span<const Op> ops) {
-  // The index slots of rows a few ops ahead requested (for any op:
-  // harmless): readers wait for this loop, which would otherwise wait for a
-  // miss a row.
+  // Index slots a few ops ahead requested (harmless for any op): readers
+  // wait for this loop, which would otherwise wait for a miss a row.
   constexpr size_t kAhead = 8;
   for (size_t j = 0; j < std::min(kAhead, ops.size()); ++j)
     index_.Prefetch(ops[j].slice, ops[j].key);
@@ -418,9 +420,8 @@ absl::Status LogRowStore::CompactLocked(const std::vector<uint32_t>& victims) {
     return s;
   }
   // Its moves change no row: readers may see some applied before others,
-  // and wait for a chunk of them at most.
-  constexpr size_t kMovesAtOnce = 256;
-  if (!ops.empty()) FinishLocked(app, ops, meta, kMovesAtOnce);
+  // and wait for a chunk of them (256) at most.
+  if (!ops.empty()) FinishLocked(app, ops, meta, /*chunk=*/256);
   // The victims deleted, oldest first, now that what counts in them is elsewhere.
   std::vector<std::pair<uint32_t, uint32_t>> order;  // seq, id
   {
@@ -459,8 +460,7 @@ absl::Status LogRowStore::CopyLiveLocked(uint32_t id, LogAppender* app, std::vec
       return absl::OkStatus();  // nothing to keep
     }
   }
-  // A chunk of whole records at a time, not the whole segment: the buffer
-  // is what the process keeps.
+  // A chunk of whole records at a time, not the whole segment (the buffer).
   return ReadRecordChunks(
       where(), *file, unit_, unit_, bytes, [&](uint64_t start, const char* data, size_t n) {
         std::vector<uint64_t> live;  // offsets in data of the live rows
