@@ -368,5 +368,61 @@ TEST(TieredCheckpointSnapshotTest, RowsMovedToDiskWhileTheCutIsWrittenAreInIt) {
   ExpectBitIdentical(Values(restored, keys), Values(reference, keys), "the cut at 5");
 }
 
+// A restore onto the servers a full cut was taken on takes each server's
+// store snapshot as its table's files (linked, not read), then loads the
+// cut's records of the cache on top: the values are the cut's. Onto 3
+// servers, or into a directory an earlier run left rows in, the snapshot
+// is not taken (its records are loaded instead).
+TEST(TieredCheckpointSnapshotTest, ARestoreOntoTheSameServersTakesTheSnapshotsFiles) {
+  const std::vector<uint64_t> keys = Keys(0, 40000);
+  auto tiered = Stores(2, true, "adopted-taken");
+  auto memory = Stores(2, false, "");
+  for (auto* stores : {&tiered, &memory}) {
+    for (uint64_t clock = 0; clock < 3; ++clock) Push(*stores, keys, clock);
+    Mark(*stores, 5);
+    Push(*stores, keys, 4);
+    for (auto& s : *stores) s->CompleteCut();
+    Push(*stores, keys, 6);  // after the cut
+  }
+  const Written got = Cut(tiered, 0, TempDir("adopted-cut"));
+  ASSERT_EQ(got.snapshots.size(), 2u);
+  auto reference = Stores(1, false, "");
+  Load(reference, Cut(memory, 0));
+  const std::vector<float> want = Values(reference, keys);
+
+  StoreLimits limits;
+  limits.table_dir = TempDir("adopted-restored");
+  std::vector<std::unique_ptr<ShardStore>> restored;
+  for (int i = 0; i < 2; ++i) {
+    restored.push_back(std::make_unique<ShardStore>(i, Servers(2), limits));
+    // Server i's snapshot, and not the other's (their buckets differ).
+    absl::StatusOr<bool> other =
+        restored[i]->AdoptRowSnapshot(Def(true), got.dir, got.snapshots[1 - i]);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_FALSE(*other);
+    absl::StatusOr<bool> took = restored[i]->AdoptRowSnapshot(Def(true), got.dir, got.snapshots[i]);
+    ASSERT_TRUE(took.ok()) << took.status();
+    EXPECT_TRUE(*took);
+    ASSERT_TRUE(restored[i]->CreateTable(Def(true)).ok());
+  }
+  for (auto& store : restored) {
+    ASSERT_TRUE(ForEachSliceRecord(got.records, "cache", [&](const SliceRecord& r) {
+                  return store->LoadRecord(r).status();
+                }).ok());
+  }
+  ExpectBitIdentical(Values(restored, keys), want, "the snapshots' files and the cache's records");
+
+  // Onto 3 servers the buckets differ; into a directory with rows, nothing.
+  ShardStore three(0, Servers(3), limits);
+  absl::StatusOr<bool> took = three.AdoptRowSnapshot(Def(true), got.dir, got.snapshots[0]);
+  ASSERT_TRUE(took.ok()) << took.status();
+  EXPECT_FALSE(*took);
+  restored.clear();  // closed cleanly: their directories hold rows
+  ShardStore again(0, Servers(2), limits);
+  took = again.AdoptRowSnapshot(Def(true), got.dir, got.snapshots[0]);
+  ASSERT_TRUE(took.ok()) << took.status();
+  EXPECT_FALSE(*took);
+}
+
 }  // namespace
 }  // namespace ps
