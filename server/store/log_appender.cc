@@ -90,7 +90,7 @@ absl::Status LogAppender::Flush() {
   return absl::OkStatus();
 }
 
-absl::Status LogAppender::Commit(const std::string& meta) {
+absl::Status LogAppender::Commit(const std::string& meta, bool sync) {
   // The segment the commit goes to first: it counts the records there.
   const uint64_t units = (row_log::kHeaderBytes + meta.size() + log_.unit - 1) / log_.unit;
   if (units >= log_.units_per_segment) {
@@ -101,7 +101,9 @@ absl::Status LogAppender::Commit(const std::string& meta) {
   absl::Status s =
       Append(row_log::kCommit, static_cast<uint32_t>(meta.size()), count, meta.data(), meta.size());
   if (s.ok()) s = Flush();
-  if (s.ok() && fdatasync(head_.file->fd) != 0) s = IoError(errno, "syncing", head_.file->path);
+  if (s.ok() && sync && fdatasync(head_.file->fd) != 0) {
+    s = IoError(errno, "syncing", head_.file->path);
+  }
   if (s.ok()) sizes_.emplace_back(head_.id, head_.units);
   return s;
 }

@@ -61,8 +61,9 @@ class LogAppender {
                       uint32_t* place = nullptr);
   // Starts a new segment even when the head has room.
   absl::Status StartSegment();
-  // Appends the commit record and makes the batch durable.
-  absl::Status Commit(const std::string& meta);
+  // Appends the commit record and, with `sync`, makes the batch durable
+  // (with every unsynced one before it: they are in the head).
+  absl::Status Commit(const std::string& meta, bool sync = true);
   // Takes an uncommitted batch back; empty, or what could not be undone.
   std::string Rollback();
 

@@ -292,6 +292,7 @@ absl::Status LogRowStore::Write(const Batch& batch) {
   }
   constexpr size_t kOpsAtOnce = 256;  // a batch readers may see in parts
   FinishLocked(app, ops, meta, batch.readers_may_see_parts ? kOpsAtOnce : ops.size());
+  head_unsynced_ = !batch.sync;  // a synced commit syncs the head's earlier batches
   SyncSharedLocked();
   return absl::OkStatus();
 }
@@ -354,7 +355,7 @@ absl::Status LogRowStore::AppendBatchLocked(const Batch& batch, const std::strin
     seq = 0;  // one entry per key
   }
   if (absl::Status s = AppendErases(app, entries, ops); !s.ok()) return s;
-  return app->Commit(meta);
+  return app->Commit(meta, batch.sync);
 }
 
 LogAppender::Head LogRowStore::HeadLocked() const {

@@ -193,7 +193,10 @@ class LogRowStore final : public RowStore {
   mutable absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable uint32_t head_ ABSL_GUARDED_BY(write_mu_) = LogSegments::kNoSegment;
   uint32_t next_seq_ ABSL_GUARDED_BY(write_mu_) = 1;
-  std::string broken_ ABSL_GUARDED_BY(write_mu_);   // why writes are refused
+  std::string broken_ ABSL_GUARDED_BY(write_mu_);  // why writes are refused
+  // The head holds batches written without sync (a full segment is synced
+  // before the next starts: only the head can).
+  mutable bool head_unsynced_ ABSL_GUARDED_BY(write_mu_) = false;
   DiskAccount account_ ABSL_GUARDED_BY(write_mu_);  // options_.shared_disk_budget's
 
   // What readers see; changed only by the writer (holding write_mu_ too).

@@ -2,7 +2,9 @@
 // rows, the store's position, snapshots, meta and figures. They find rows
 // under the shared lock and read the files without it.
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -88,14 +90,19 @@ absl::Status LogRowStore::Snapshot(const std::string& dir) const {
     return absl::AlreadyExistsError(
         absl::StrCat(where(), ": snapshot directory ", dir, " exists (it must be a new one)"));
   }
-  head_ = LogSegments::kNoSegment;  // sealed: the next batch starts a new segment
   std::vector<std::shared_ptr<const LogSegmentFile>> files;
   {
     absl::ReaderMutexLock l(&mu_);
+    if (head_unsynced_ && head_ != LogSegments::kNoSegment) {
+      const LogSegmentFile& head = *segs_[head_].file;
+      if (fdatasync(head.fd) != 0) return IoError(errno, "syncing", head.path);
+    }
     for (uint32_t id = 0; id < segs_.ids(); ++id) {
       if (segs_[id].file != nullptr) files.push_back(segs_[id].file);
     }
   }
+  head_unsynced_ = false;
+  head_ = LogSegments::kNoSegment;  // sealed: the next batch starts a new segment
   return LinkLogSegments(where(), dir, files);
 }
 

@@ -145,7 +145,7 @@ absl::Status RocksDbRowStore::Write(const Batch& batch) {
     }
   }
   rocksdb::WriteOptions write_options;
-  write_options.sync = true;
+  write_options.sync = batch.sync;
   rocksdb::Status s = db_->Write(write_options, &wb);
   if (!s.ok()) {
     // A failed write stops RocksDB's writes (a background error) until

@@ -77,6 +77,12 @@ class RowStore {
     // demotions (readers look for a row on disk only once the cache lacks
     // it, and either of its values is right until then).
     bool readers_may_see_parts = false;
+    // False: Write returns before the batch is on the disk (no fdatasync),
+    // readable at once; the next batch written with sync, or a Snapshot,
+    // makes it durable, and a crash before may lose it (with any later
+    // unsynced ones, never an earlier batch). For what a crash repeats
+    // anyway: a restore's or a replication snapshot's rows.
+    bool sync = true;
   };
   // Errors: RESOURCE_EXHAUSTED naming the store, its directory and the
   // budget when the batch would pass it; the disk's error (naming the store

@@ -393,6 +393,7 @@ absl::StatusOr<uint64_t> SparseTable::LoadTierRecord(const SliceRecord& record, 
   const size_t stride = stride_bytes();
   std::vector<char> rows(h.num_rows() * stride);
   RowStore::Batch batch;
+  batch.sync = false;  // a restore or a replication snapshot: a crash repeats it
   if (!h.delta()) batch.dropped_slices.push_back(s);
   batch.puts.reserve(h.num_rows());
   for (uint64_t i = 0; i < h.num_rows(); ++i) {
