@@ -14,8 +14,7 @@
 #  4. A checkpoint (ps_admin checkpoint; the rows on disk in a snapshot of
 #     each server's store), a push after it, SIGKILL: restored onto 3
 #     servers, every value is the checkpoint's; ps_ckpt export writes the
-#     table's 100,000 rows; restored onto 2 servers, each takes its
-#     snapshot's files whole.
+#     table's 100,000 rows.
 set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "FAIL: needs root (a tmpfs in a private mount namespace)" >&2; exit 1; }
 if [ -z "${TIERED_SERVER_TEST_NS:-}" ]; then
@@ -123,15 +122,4 @@ start_ckpt_servers 3 "$tables/restored" --restore
 grep -q "restored $path" "$dir/server0.log" || fail "3 servers: the checkpoint was not restored"
 check 3
 echo "PASS: a checkpoint restored onto 3 servers, every value 3; exported: $(head -c 200 "$dir/export.out")"
-stop_servers
-# Onto 2 servers, as it was taken: each takes its store snapshot's files
-# (copied: the checkpoint is on another file system) instead of its rows.
-rm -rf "${tables:?}/taken" "$tables/restored"
-start_ckpt_servers 2 "$tables/restored2" --restore
-for i in 0 1; do
-  grep -q "restoring [0-9]* rows from $path/server-$i-rows-0 (copied)" "$dir/server$i.log" ||
-    fail "server $i did not take its store snapshot's files: $(grep -i restor "$dir/server$i.log" | head -3)"
-done
-check 3
-echo "PASS: restored onto 2 servers from the store snapshots' files, every value 3"
 stop_servers

@@ -206,12 +206,10 @@ absl::Status ForEachRowSnapshotRecord(const std::string& dir,
 
 absl::Status ForEachChainRecord(
     const std::vector<FoundCheckpoint>& chain,
-    absl::FunctionRef<absl::Status(const FoundCheckpoint&, const SliceRecord&)> fn,
-    const std::function<bool(const FoundCheckpoint&, int)>& skip_snapshot) {
+    absl::FunctionRef<absl::Status(const FoundCheckpoint&, const SliceRecord&)> fn) {
   for (const FoundCheckpoint& c : chain) {
-    for (int k = 0; k < c.manifest.row_snapshots_size(); ++k) {
-      if (skip_snapshot != nullptr && skip_snapshot(c, k)) continue;
-      absl::Status s = ForEachRowSnapshotRecord(c.path, c.manifest.row_snapshots(k),
+    for (const proto::RowStoreSnapshot& snapshot : c.manifest.row_snapshots()) {
+      absl::Status s = ForEachRowSnapshotRecord(c.path, snapshot,
                                                 [&](const SliceRecord& r) { return fn(c, r); });
       if (!s.ok()) return s;
     }

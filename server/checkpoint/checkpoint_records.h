@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -95,12 +94,9 @@ absl::Status ForEachRowSnapshotRecord(const std::string& dir,
 // (ForEachRowSnapshotRecord), then every record of its data files; each
 // file is read and its size and CRCs checked (ReadCheckpointFile) before
 // any of its records is passed on.
-// skip_snapshot(checkpoint, k) true: the checkpoint's k-th row store
-// snapshot is not read (a restore took its files whole).
 absl::Status ForEachChainRecord(
     const std::vector<FoundCheckpoint>& chain,
-    absl::FunctionRef<absl::Status(const FoundCheckpoint&, const SliceRecord&)> fn,
-    const std::function<bool(const FoundCheckpoint&, int)>& skip_snapshot = nullptr);
+    absl::FunctionRef<absl::Status(const FoundCheckpoint&, const SliceRecord&)> fn);
 
 }  // namespace ps
 

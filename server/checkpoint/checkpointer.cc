@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -203,23 +202,6 @@ absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
                                              std::vector<std::string>* skipped) {
   absl::StatusOr<std::vector<FoundCheckpoint>> chain = FindNewestValidChain(root, skipped);
   if (!chain.ok()) return chain.status();
-  // Onto the layout it was taken under (a static server: one core), a
-  // tiered table takes its full checkpoint's store snapshot as its files,
-  // linked, instead of loading its rows (ShardStore::AdoptRowSnapshot).
-  const FoundCheckpoint& base = chain->front();
-  std::set<int> adopted;  // of base's row snapshots
-  for (int k = 0; cores.size() == 1 && k < base.manifest.row_snapshots_size(); ++k) {
-    const proto::RowStoreSnapshot& snapshot = base.manifest.row_snapshots(k);
-    for (const proto::TableDef& def : base.manifest.tables()) {
-      if (def.name() != snapshot.table()) continue;
-      absl::StatusOr<bool> took = CoreStateIo(cores[0]).AdoptRowSnapshot(def, base.path, snapshot);
-      if (!took.ok()) {
-        return absl::Status(took.status().code(),
-                            absl::StrCat("restoring ", base.path, ": ", took.status().message()));
-      }
-      if (*took) adopted.insert(k);
-    }
-  }
   for (PsCore* core : cores) {
     for (const FoundCheckpoint& c : *chain) {
       for (const proto::TableDef& def : c.manifest.tables()) {
@@ -232,15 +214,13 @@ absl::StatusOr<FoundCheckpoint> RestoreCores(const std::string& root,
     }
   }
   // One pass over the files: each store keeps the slices it owns.
-  absl::Status loaded = ForEachChainRecord(
-      *chain,
-      [&](const FoundCheckpoint&, const SliceRecord& r) {
+  absl::Status loaded =
+      ForEachChainRecord(*chain, [&](const FoundCheckpoint&, const SliceRecord& r) {
         for (PsCore* core : cores) {
           if (absl::Status s = CoreStateIo(core).LoadRecord(r); !s.ok()) return s;
         }
         return absl::OkStatus();
-      },
-      [&](const FoundCheckpoint& c, int k) { return &c == &base && adopted.count(k) > 0; });
+      });
   if (!loaded.ok()) return loaded;
   const FoundCheckpoint& found = chain->back();
   const proto::CheckpointManifest& m = found.manifest;

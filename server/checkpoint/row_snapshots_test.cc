@@ -142,33 +142,6 @@ TEST_F(RowSnapshotsTest, ItsBucketsReadBackAsRecordsThatReplaceThem) {
   EXPECT_THAT((*store)->Write(batch).message(), HasSubstr("read-only"));
 }
 
-// A chain's records: a checkpoint's snapshots' first, unless skipped (a
-// restore that took the snapshot's files).
-TEST_F(RowSnapshotsTest, AChainReadsItsSnapshotsFirstUnlessSkipped) {
-  proto::CheckpointManifest manifest;
-  *manifest.add_row_snapshots() = snapshot_;
-  const std::vector<FoundCheckpoint> chain = {FoundCheckpoint{dir_, manifest}};
-  for (bool skip : {false, true}) {
-    uint64_t records = 0, rows = 0;
-    absl::Status s = ForEachChainRecord(
-        chain,
-        [&](const FoundCheckpoint& c, const SliceRecord& r) {
-          EXPECT_EQ(&c, &chain[0]);
-          ++records;
-          rows += r.header.num_rows();
-          return absl::OkStatus();
-        },
-        [&](const FoundCheckpoint& c, int k) {
-          EXPECT_EQ(&c, &chain[0]);
-          EXPECT_EQ(k, 0);
-          return skip;
-        });
-    ASSERT_TRUE(s.ok()) << s;
-    EXPECT_EQ(records, skip ? 0u : 4u) << "skip " << skip;  // a record a bucket
-    EXPECT_EQ(rows, skip ? 0u : 110u) << "skip " << skip;
-  }
-}
-
 TEST_F(RowSnapshotsTest, DamageIsNamed) {
   const auto error = [&](const proto::RowStoreSnapshot& s) {
     const absl::Status status = OpenRowSnapshot(dir_, s).status();

@@ -26,12 +26,6 @@ absl::Status CoreStateIo::WriteCut(
 
 void CoreStateIo::EndCut() { core_->store_.EndCut(); }
 
-absl::StatusOr<bool> CoreStateIo::AdoptRowSnapshot(const proto::TableDef& def,
-                                                   const std::string& checkpoint_dir,
-                                                   const proto::RowStoreSnapshot& snapshot) {
-  return core_->store_.AdoptRowSnapshot(def, checkpoint_dir, snapshot);
-}
-
 CoreState CoreStateIo::Export(uint64_t cut, bool workers) {
   CoreState state;
   state.tables = core_->store_.TableDefs();

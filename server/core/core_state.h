@@ -67,10 +67,6 @@ class CoreStateIo {
   CoreState Export(uint64_t cut = std::numeric_limits<uint64_t>::max(), bool workers = false);
 
   // --- In: a core being filled (a snapshot's or a checkpoint's).
-  // ShardStore::AdoptRowSnapshot, before CreateTable(def).
-  absl::StatusOr<bool> AdoptRowSnapshot(const proto::TableDef& def,
-                                        const std::string& checkpoint_dir,
-                                        const proto::RowStoreSnapshot& snapshot);
   // Creates `def` here (false: it already was, alike).
   absl::StatusOr<bool> CreateTable(const proto::TableDef& def);
   // A slice record of a created table: the part of its keys owned here.

@@ -233,16 +233,6 @@ class ShardStore {
   }
   // The definitions of every table here, by name.
   std::vector<proto::TableDef> TableDefs() const;
-  // Restore onto the layout a full checkpoint (at checkpoint_dir) was taken
-  // under, before CreateTable(def): a tiered table of a static server whose
-  // buckets here are exactly `snapshot`'s takes the snapshot's files as its
-  // store's (AdoptTierSnapshot: linked), and true is returned: the caller
-  // loads the checkpoint without that snapshot's records. False, with
-  // nothing done, otherwise (another layout, a replicated copy, a table
-  // created already, a directory not empty). Errors: the file system's.
-  absl::StatusOr<bool> AdoptRowSnapshot(const proto::TableDef& def,
-                                        const std::string& checkpoint_dir,
-                                        const proto::RowStoreSnapshot& snapshot);
   // Restore: loads a checkpoint record into the table it names (created
   // beforehand from the manifest): the part of its keys owned here, by this
   // store's placement. Returns the keys loaded. Errors: NOT_FOUND (no such

@@ -25,21 +25,6 @@ proto::TableDef TierIdentity(proto::TableDef def) {
   return def;
 }
 
-// The table's name in its directories' names ('/' as '_').
-std::string DirName(const proto::TableDef& def) {
-  std::string name = def.name();
-  std::replace(name.begin(), name.end(), '/', '_');
-  return name;
-}
-
-// A static server's table's directory, and its store's name in messages.
-std::string StaticTierDir(const TierPlace& place, const proto::TableDef& def) {
-  return absl::StrCat(place.table_dir, "/", DirName(def), ".server", place.server_index);
-}
-std::string StaticTierName(const TierPlace& place, const proto::TableDef& def) {
-  return absl::StrCat("table ", def.name(), " on server ", place.server_index);
-}
-
 }  // namespace
 
 std::string ClosedTierMeta(const proto::TableDef& def) {
@@ -54,7 +39,8 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
     return absl::FailedPreconditionError(
         absl::StrCat(where, ": start ps_server with --table_dir, the directory its rows go under"));
   }
-  const std::string name = DirName(def);
+  std::string name = def.name();
+  std::replace(name.begin(), name.end(), '/', '_');
   RowStoreOptions options;
   options.row_bytes = row_bytes;
   options.shared_disk_budget = place.disk_budget;
@@ -68,8 +54,8 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
     if (!store.ok()) return store.status();
     return OpenedTier{*std::move(store), options.dir};
   }
-  options.dir = StaticTierDir(place, def);
-  options.name = StaticTierName(place, def);
+  options.dir = absl::StrCat(place.table_dir, "/", name, ".server", place.server_index);
+  options.name = absl::StrCat("table ", def.name(), " on server ", place.server_index);
   const bool earlier =
       std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec);
   absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
@@ -102,45 +88,6 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
   mark.meta = absl::StrCat(kTierOpen, def.SerializeAsString());
   if (absl::Status s = (*store)->Write(mark); !s.ok()) return s;
   return OpenedTier{*std::move(store), ""};
-}
-
-absl::StatusOr<bool> AdoptTierSnapshot(const TierPlace& place, const proto::TableDef& def,
-                                       size_t row_bytes, const std::string& from,
-                                       const std::vector<std::string>& files) {
-  RowStoreOptions options;
-  options.dir = StaticTierDir(place, def);
-  options.name = StaticTierName(place, def);
-  options.row_bytes = row_bytes;
-  std::error_code ec;
-  if (std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec)) {
-    return false;
-  }
-  std::filesystem::create_directories(options.dir, ec);
-  if (ec) {
-    return absl::InternalError(absl::StrCat("creating ", options.dir, ": ", ec.message()));
-  }
-  bool copied = false;
-  for (const std::string& file : files) {
-    const std::string source = absl::StrCat(from, "/", file), target = options.dir + "/" + file;
-    std::filesystem::create_hard_link(source, target, ec);
-    if (ec) {  // another file system: a copy
-      copied = true;
-      std::filesystem::copy_file(source, target, ec);
-    }
-    if (ec) {
-      return absl::InternalError(absl::StrCat("restoring ", options.name, ": linking or copying ",
-                                              source, " to ", target, ": ", ec.message()));
-    }
-  }
-  // Marked closed cleanly with its definition: OpenTierStore serves it.
-  absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
-  if (!store.ok()) return store.status();
-  RowStore::Batch mark;
-  mark.meta = ClosedTierMeta(def);
-  if (absl::Status s = (*store)->Write(mark); !s.ok()) return s;
-  LogEvent(options.name, absl::StrCat("restoring ", (*store)->stats().rows, " rows from ", from,
-                                      copied ? " (copied)" : " (linked)"));
-  return true;
 }
 
 }  // namespace ps

@@ -19,7 +19,6 @@
 #include <cstddef>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/ps.pb.h"
@@ -50,18 +49,6 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
 // The meta a table's clean close writes last: its directory may be served
 // again.
 std::string ClosedTierMeta(const proto::TableDef& def);
-
-// A restore onto the layout a full checkpoint was taken under: the
-// directory a static server's tiered table `def` opens (OpenTierStore)
-// takes the segment files `files` of a row store snapshot at `from`
-// (linked; copied where links fail), marked closed cleanly, so that the
-// table, once created, serves those rows. False, with nothing done, when
-// the directory holds anything (an earlier run's rows: the checkpoint's
-// records are loaded instead). Errors: the file system's, naming the
-// paths; the store's.
-absl::StatusOr<bool> AdoptTierSnapshot(const TierPlace& place, const proto::TableDef& def,
-                                       size_t row_bytes, const std::string& from,
-                                       const std::vector<std::string>& files);
 
 }  // namespace ps
 
