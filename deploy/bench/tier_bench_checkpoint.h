@@ -13,7 +13,8 @@ namespace ps {
 // one tiered table is `table`) into a directory under `dir` with the rows
 // on disk read into records, then one with them left in a snapshot of the
 // store (the servers' way); each timed from the mark to its files synced,
-// and read back whole as a restore reads it (rows counted, not loaded).
+// read back whole as a restore reads it (rows counted, not loaded), and
+// restored into an empty tiered table of a fresh store.
 // With `cold`, the store's segment files are paged out (page_out(dir))
 // before each. Prints each round, the medians, and a RESULT line.
 void RunTierCheckpoints(ShardStore& store, const std::string& table, const std::string& dir,
