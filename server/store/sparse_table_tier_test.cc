@@ -105,7 +105,9 @@ TEST(SparseTableTierTest, TieredTableHoldsWhatAnInMemoryOneDoes) {
     // What a push reads back is the same, bit for bit.
     ASSERT_EQ(0, std::memcmp(back_memory.data(), back_tiered.data(), grads.size() * 4))
         << "step " << step;
-    if (step % 10 == 9) ASSERT_TRUE(tiered->Demote().ok());
+    if (step % 10 == 9) {
+      ASSERT_TRUE(tiered->Demote().ok());
+    }
   }
   ASSERT_TRUE(tiered->Demote().ok());
   EXPECT_LE(tiered->rows(), cache) << "the cache holds more rows than cache_mb's";
