@@ -313,7 +313,7 @@ absl::Status VerifyCheckpoint(const std::string& dir) {
     if (absl::Status s = ReadCheckpointFile(dir, file).status(); !s.ok()) return s;
   }
   for (const proto::RowStoreSnapshot& snapshot : manifest->row_snapshots()) {
-    if (absl::Status s = OpenRowSnapshot(dir, snapshot).status(); !s.ok()) return s;
+    if (absl::Status s = CheckRowSnapshot(dir, snapshot); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

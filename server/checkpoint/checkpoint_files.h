@@ -87,7 +87,7 @@ absl::StatusOr<std::string> ReadCheckpointFile(const std::string& dir,
                                                const proto::CheckpointFile& entry);
 
 // Checks the manifest and every data file it lists (reading them all), and
-// opens its row store snapshots (server/checkpoint/row_snapshots.h).
+// checks its row store snapshots (server/checkpoint/row_snapshots.h).
 absl::Status VerifyCheckpoint(const std::string& dir);
 
 struct CheckpointDir {

@@ -22,6 +22,11 @@ namespace ps {
 // outside `dir`; the OS's, naming the path.
 absl::Status DescribeRowSnapshot(const std::string& dir, proto::RowStoreSnapshot* snapshot);
 
+// Checks the snapshot of the checkpoint at `dir` as OpenRowSnapshot does,
+// reading its log without opening a store (no index built): a
+// checkpoint's verification. DATA_LOSS as OpenRowSnapshot's.
+absl::Status CheckRowSnapshot(const std::string& dir, const proto::RowStoreSnapshot& snapshot);
+
 // The snapshot of the checkpoint at `dir`, opened read-only, once its
 // files are exactly those listed with their sizes (its replay then checks
 // every record's CRC-32C and every batch). DATA_LOSS naming the snapshot's

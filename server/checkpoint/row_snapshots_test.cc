@@ -143,11 +143,16 @@ TEST_F(RowSnapshotsTest, ItsBucketsReadBackAsRecordsThatReplaceThem) {
 }
 
 TEST_F(RowSnapshotsTest, DamageIsNamed) {
+  // Opening it and checking it (a verification) refuse it alike.
   const auto error = [&](const proto::RowStoreSnapshot& s) {
     const absl::Status status = OpenRowSnapshot(dir_, s).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    const absl::Status checked = CheckRowSnapshot(dir_, s);
+    EXPECT_EQ(checked.code(), absl::StatusCode::kDataLoss) << checked;
+    EXPECT_EQ(checked.message(), status.message());
     return std::string(status.message());
   };
+  EXPECT_TRUE(CheckRowSnapshot(dir_, snapshot_).ok());
   proto::RowStoreSnapshot s = snapshot_;
   s.set_dir("../elsewhere");
   EXPECT_THAT(error(s), HasSubstr("not a plain name"));

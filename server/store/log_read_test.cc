@@ -125,6 +125,7 @@ TEST(LogReadOnlyTest, OpeningReadOnlyChangesNothing) {
     EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
     EXPECT_NE(refused.message().find("read-only"), std::string::npos) << refused;
   }
+  EXPECT_TRUE(LogRowStore::Check(options, log).ok());
   EXPECT_FALSE(std::filesystem::exists(options.dir + "/LOCK"));
   // The second batch torn (its commit cut off): DATA_LOSS, the file as it
   // is; opened for writing, the batch is cut off.
@@ -137,6 +138,7 @@ TEST(LogReadOnlyTest, OpeningReadOnlyChangesNothing) {
   const absl::Status status = LogRowStore::Open(options, read_only).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_NE(status.message().find("cut short"), std::string::npos) << status;
+  EXPECT_EQ(LogRowStore::Check(options, log), status);  // the same reading, no store
   EXPECT_EQ(std::filesystem::file_size(last), torn);
   absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options, log);
   ASSERT_TRUE(store.ok()) << store.status();

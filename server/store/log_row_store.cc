@@ -91,6 +91,14 @@ absl::StatusOr<std::unique_ptr<LogRowStore>> LogRowStore::Open(const RowStoreOpt
 
 absl::StatusOr<std::unique_ptr<LogRowStore>> LogRowStore::Open(const RowStoreOptions& options,
                                                                const LogRowStoreOptions& log) {
+  if (absl::Status s = CheckOptions(options, log); !s.ok()) return s;
+  std::unique_ptr<LogRowStore> store(new LogRowStore(options, log));
+  if (absl::Status s = store->Init(); !s.ok()) return s;
+  return store;
+}
+
+absl::Status LogRowStore::CheckOptions(const RowStoreOptions& options,
+                                       const LogRowStoreOptions& log) {
   const std::string who = absl::StrCat("LogRowStore ", options.name, " (", options.dir, "): ");
   if (options.dir.empty() || options.row_bytes == 0 || options.row_bytes > (1u << 24)) {
     return absl::InvalidArgumentError(
@@ -102,9 +110,24 @@ absl::StatusOr<std::unique_ptr<LogRowStore>> LogRowStore::Open(const RowStoreOpt
                      kHeaderBytes + options.row_bytes, " bytes and target_disk_ratio (",
                      log.target_disk_ratio, ") must be above 1"));
   }
-  std::unique_ptr<LogRowStore> store(new LogRowStore(options, log));
-  if (absl::Status s = store->Init(); !s.ok()) return s;
-  return store;
+  return absl::OkStatus();
+}
+
+absl::Status LogRowStore::Check(const RowStoreOptions& options, const LogRowStoreOptions& log) {
+  if (absl::Status s = CheckOptions(options, log); !s.ok()) return s;
+  // The replay's checks alone: segments numbered, records and cuts ignored.
+  const size_t unit = kHeaderBytes + options.row_bytes;
+  const uint64_t units_per_segment = std::min<uint64_t>(log.segment_bytes / unit, 1u << 24);
+  uint32_t segments = 0, next_seq = 0;
+  auto add = [&](std::shared_ptr<const LogSegmentFile>) -> absl::StatusOr<uint32_t> {
+    return segments++;
+  };
+  auto record = [](uint32_t, uint64_t, const Record&, const char*) {};
+  auto cut = [](size_t, uint64_t) {};
+  return ReplayLog(absl::StrCat("LogRowStore ", options.name, " (", options.dir, ")"), options.dir,
+                   /*dir_fd=*/-1, unit, static_cast<uint32_t>(options.row_bytes),
+                   units_per_segment * unit, LogReplay{add, record, cut, /*may_cut=*/false},
+                   &next_seq);
 }
 
 std::string LogRowStore::where() const {

@@ -98,6 +98,12 @@ class LogRowStore final : public RowStore {
   static absl::StatusOr<std::unique_ptr<LogRowStore>> Open(const RowStoreOptions& options);
   static absl::StatusOr<std::unique_ptr<LogRowStore>> Open(const RowStoreOptions& options,
                                                            const LogRowStoreOptions& log);
+  // Reads the log in options.dir as Open replays it (every record's
+  // CRC-32C, every batch's count and checksum) without opening a store:
+  // nothing written, no index built (a checkpoint's verification). Errors
+  // as Open's, and DATA_LOSS for a torn last batch.
+  static absl::Status Check(const RowStoreOptions& options,
+                            const LogRowStoreOptions& log = LogRowStoreOptions());
   ~LogRowStore() override;
   LogRowStore(const LogRowStore&) = delete;
   LogRowStore& operator=(const LogRowStore&) = delete;
@@ -137,6 +143,8 @@ class LogRowStore final : public RowStore {
   class Registry;  // segs_, as LogAppender sees it
 
   LogRowStore(const RowStoreOptions& options, const LogRowStoreOptions& log);
+  // INVALID_ARGUMENT for options Open and Check refuse.
+  static absl::Status CheckOptions(const RowStoreOptions& options, const LogRowStoreOptions& log);
 
   // Open's work: lock the directory, replay the log, cut a torn batch.
   absl::Status Init();
