@@ -475,13 +475,13 @@ class SparseTable {
   // changed since `since` when > 0), completed from disk by TierCutRecords.
   struct TierCut {
     uint64_t since = 0;                    // 0: the whole slice
-    absl::flat_hash_set<uint64_t> cached;  // every key the cache held
+    absl::flat_hash_set<uint64_t> cached;  // every key the cache held (cached_keys)
     std::vector<uint64_t> keys;            // those written
     std::vector<float> rows;               // floats_per_row_ each
     absl::flat_hash_set<uint64_t> erased;  // since > 0: keys erased after it
   };
   TierCut CopyCutRows(const SparseRows& rows, const absl::flat_hash_map<uint64_t, uint64_t>& erased,
-                      uint64_t since) const;
+                      uint64_t since, bool cached_keys) const;
   // The slice's records: `cut`'s rows and the store's rows of keys it lacks
   // (tagged after cut->since when > 0); on_snapshot: `cut`'s rows, as deltas.
   absl::StatusOr<std::vector<std::string>> TierCutRecords(uint64_t s, TierCut* cut,

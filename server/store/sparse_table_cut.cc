@@ -193,7 +193,9 @@ absl::Status SparseTable::WriteCut(absl::FunctionRef<absl::Status(std::string re
       const SparseRows& rows = slice->copy != nullptr ? *slice->copy : slice->rows;
       const bool whole = since == 0 || since >= kMaxRowTag || since < slice->erased_lost;
       if (tier_ != nullptr) {
-        tier_cut = CopyCutRows(rows, slice->erased, whole ? 0 : since);
+        // A snapshot holds the disk's rows: the cached keys are not needed
+        // to pick them out.
+        tier_cut = CopyCutRows(rows, slice->erased, whole ? 0 : since, snapshot == nullptr);
       } else if (whole) {
         records = RecordsOf(s, rows, max_record_bytes);
       } else {

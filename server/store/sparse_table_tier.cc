@@ -310,7 +310,7 @@ absl::StatusOr<uint64_t> SparseTable::Demote() {
 
 SparseTable::TierCut SparseTable::CopyCutRows(const SparseRows& rows,
                                               const absl::flat_hash_map<uint64_t, uint64_t>& erased,
-                                              uint64_t since) const {
+                                              uint64_t since, bool cached_keys) const {
   TierCut cut;
   cut.since = since;
   if (since > 0) {
@@ -318,11 +318,11 @@ SparseTable::TierCut SparseTable::CopyCutRows(const SparseRows& rows,
       if (tag > since) cut.erased.insert(key);
     }
   }
-  cut.cached.reserve(rows.size());
+  if (cached_keys) cut.cached.reserve(rows.size());
   rows.ForEach([&](uint64_t key, const float* row) {
     // Every cached key, written or not: the disk's older copy of a row the
     // cache holds unchanged must not stand in for it.
-    cut.cached.insert(key);
+    if (cached_keys) cut.cached.insert(key);
     if (since > 0 && rows.tag(row) <= since) return;
     cut.keys.push_back(key);
     cut.rows.insert(cut.rows.end(), row, row + floats_per_row_);
