@@ -15,17 +15,22 @@ namespace {
 
 // Info of every server, in `replies`, and each call's status. Servers may
 // still be starting: they are waited for up to the deadline, in one attempt
-// each; with `retry_unavailable`, one that answers UNAVAILABLE is asked
-// again every kMaxBackoff until the deadline.
-void AskEveryServer(Transport* transport, Clock* clock, absl::Time deadline, bool retry_unavailable,
+// each. With `replicated`, one that answers UNAVAILABLE is asked again every
+// kMaxBackoff until the deadline, and each attempt lasts at most
+// kReplicatedAttempt: a shard's primary may be dead (its lease not expired
+// yet), and the next attempt goes to the primary of the ring then.
+void AskEveryServer(Transport* transport, Clock* clock, absl::Time deadline, bool replicated,
                     std::vector<proto::InfoResponse>* replies, std::vector<absl::Status>* status) {
+  constexpr absl::Duration kReplicatedAttempt = absl::Seconds(2);
   const proto::InfoRequest request;
   std::vector<int> pending(transport->num_servers());
   for (int s = 0; s < transport->num_servers(); ++s) pending[s] = s;
   while (!pending.empty()) {
     absl::BlockingCounter countdown(static_cast<int>(pending.size()));
+    const absl::Time attempt_deadline =
+        replicated ? std::min(deadline, clock->Now() + kReplicatedAttempt) : deadline;
     for (int s : pending) {
-      transport->Info(s, request, deadline, /*wait_for_ready=*/true, &(*replies)[s],
+      transport->Info(s, request, attempt_deadline, /*wait_for_ready=*/true, &(*replies)[s],
                       [&countdown, status, s](absl::Status result) {
                         (*status)[s] = std::move(result);
                         countdown.DecrementCount();
@@ -34,7 +39,8 @@ void AskEveryServer(Transport* transport, Clock* clock, absl::Time deadline, boo
     countdown.Wait();
     std::vector<int> again;
     for (int s : pending) {
-      if (retry_unavailable && absl::IsUnavailable((*status)[s]) &&
+      const absl::Status& got = (*status)[s];
+      if (replicated && (absl::IsUnavailable(got) || absl::IsDeadlineExceeded(got)) &&
           clock->Now() + kMaxBackoff < deadline) {
         again.push_back(s);
       }

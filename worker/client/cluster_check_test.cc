@@ -21,9 +21,15 @@ class ClusterCheckTest : public ::testing::Test {
     expected_.timeout = absl::Seconds(2);
     expected_.max_attempts = 3;
     expected_.retry_backoff = absl::Milliseconds(50);
-    transport_.on_info = [this](int server, const proto::InfoRequest&, absl::Time,
+    transport_.on_info = [this](int server, const proto::InfoRequest&, absl::Time deadline,
                                 proto::InfoResponse* reply, Transport::Done done) {
       ++calls_[server];
+      if (server == 0 && hang_first_ > 0) {
+        // A dead primary: the call waits until its deadline.
+        --hang_first_;
+        deadlines_.push_back(deadline);
+        return done(absl::DeadlineExceededError("Deadline Exceeded"));
+      }
       if (server == 1 && unavailable_first_ > 0) {
         --unavailable_first_;
         return done(absl::UnavailableError("no ring yet"));
@@ -43,6 +49,8 @@ class ClusterCheckTest : public ::testing::Test {
   ClusterExpectation expected_;
   std::atomic<int> calls_[2] = {0, 0};
   int unavailable_first_ = 0;
+  int hang_first_ = 0;
+  std::vector<absl::Time> deadlines_;  // of the calls to server 0 that hung
   uint32_t index_of_1_ = 1;
   uint64_t retention_ms_ = 120'000;
 };
@@ -89,6 +97,26 @@ TEST_F(ClusterCheckTest, AReplicatedClusterIsAskedAgainUntilItHasARing) {
   EXPECT_TRUE(CheckCluster(&transport_, Clock::Real(), expected_).ok());
   EXPECT_EQ(calls_[0], 1);
   EXPECT_EQ(calls_[1], 3);
+}
+
+// A replicated shard whose primary is dead (its lease not expired yet): each
+// attempt is bounded, and the next one reaches the primary of the ring then.
+TEST_F(ClusterCheckTest, AReplicatedClustersDeadPrimaryIsAskedAgainNotWaitedOnForTheDeadline) {
+  hang_first_ = 2;
+  expected_.replicated = true;
+  const absl::Time start = Clock::Real()->Now();
+  EXPECT_TRUE(CheckCluster(&transport_, Clock::Real(), expected_).ok());
+  EXPECT_EQ(calls_[0], 3);
+  ASSERT_EQ(deadlines_.size(), 2u);
+  EXPECT_LE(deadlines_[0] - start, absl::Seconds(3)) << "an attempt waits for the whole deadline";
+  // Without replication the one attempt has the whole connect timeout.
+  hang_first_ = 1;
+  expected_.replicated = false;
+  deadlines_.clear();
+  EXPECT_EQ(CheckCluster(&transport_, &clock_, expected_).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_EQ(deadlines_.size(), 1u);
+  EXPECT_GE(deadlines_[0] - clock_.Now(), absl::Seconds(29));
 }
 
 }  // namespace
