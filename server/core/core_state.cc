@@ -48,6 +48,12 @@ void CoreStateIo::SetRestoredCut(uint64_t cut) {
   core_->store_.SetRestoredCut(cut);
 }
 
+void CoreStateIo::RaiseMaxClock(uint64_t clock) { core_->store_.RaiseMaxClock(clock); }
+
+absl::Status CoreStateIo::KeepTieredTables() { return core_->store_.KeepTieredTables(); }
+
+bool CoreStateIo::AllTablesTiered() const { return core_->store_.AllTablesTiered(); }
+
 absl::Status CoreStateIo::Import(const CoreState& state) {
   for (const proto::TableDef& def : state.tables) {
     if (absl::StatusOr<bool> created = CreateTable(def); !created.ok()) return created.status();

@@ -78,6 +78,12 @@ class CoreStateIo {
   // Errors: those of creating a table (RESOURCE_EXHAUSTED,
   // INVALID_ARGUMENT).
   absl::Status Import(const CoreState& state);
+  // Pushes up to `clock` count as applied (a kept copy's, at its stop).
+  void RaiseMaxClock(uint64_t clock);
+  // A copy kept at a clean stop (ShardStore::KeepTieredTables), and
+  // whether it can be (ShardStore::AllTablesTiered).
+  absl::Status KeepTieredTables();
+  bool AllTablesTiered() const;
 
  private:
   PsCore* core_;

@@ -30,6 +30,7 @@ StoreLimits StoreLimitsOf(const PsCoreOptions& options) {
   limits.disk_budget_bytes = options.limits.disk_budget_bytes;
   limits.process_disk_budget = options.process_disk;
   limits.tier_scratch = options.tier_scratch;
+  limits.tier_reuse = options.tier_reuse;
   return limits;
 }
 

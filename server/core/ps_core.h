@@ -73,6 +73,7 @@ struct PsCoreOptions {
   // A replicated shard's copy: tiered tables in scratch directories named
   // by this (StoreLimits::tier_scratch); "": a static server's.
   std::string tier_scratch;
+  bool tier_reuse = false;  // StoreLimits::tier_reuse
 };
 
 class PsCore {

@@ -24,7 +24,10 @@ ShardHost::ShardHost(ShardHostOptions options)
       process_disk_(options_.core.limits.disk_budget_bytes == 0
                         ? ~uint64_t{0}
                         : options_.core.limits.disk_budget_bytes) {
-  if (replicated()) RemoveOldTierScratch();
+  if (replicated()) {
+    LoadKeptCopies();
+    RemoveOldTierScratch();
+  }
   if (!replicated()) {
     auto slot = std::make_shared<Slot>();
     slot->replica = NewReplica(options_.core.server_index, false);
@@ -95,7 +98,8 @@ void ShardHost::RemoveOldTierScratch() const {
   }
 }
 
-std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool history) const {
+std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool history,
+                                                          std::string scratch, bool reuse) const {
   auto replica = std::make_unique<Replica>();
   PsCoreOptions core = options_.core;
   core.server_index = shard;
@@ -104,7 +108,11 @@ std::unique_ptr<ShardHost::Replica> ShardHost::NewReplica(int shard, bool histor
   core.process_key_lists = &process_key_lists_;
   core.process_disk = &process_disk_;
   if (replicated()) {
-    core.tier_scratch = absl::StrCat(TierScratchPrefix(), copies_made_.fetch_add(1));
+    core.tier_scratch = !scratch.empty()
+                            ? std::move(scratch)
+                            : absl::StrCat(TierScratchPrefix(), copies_made_.fetch_add(1));
+    core.tier_reuse = reuse;
+    replica->tier_scratch = core.tier_scratch;
   }
   replica->core = std::make_shared<PsCore>(core);
   if (replicated()) {
@@ -249,6 +257,7 @@ std::map<int, std::shared_ptr<ShardHost::Replica>> ShardHost::RestoreFor(const S
 void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
   std::map<int, std::shared_ptr<Replica>> restored = RestoreFor(*ring);
   std::vector<std::shared_ptr<Slot>> dropped;
+  std::vector<std::shared_ptr<Replica>> unused_offers;
   {
     absl::MutexLock lock(&mu_);
     if (!replicated() || (ring_ != nullptr && ring->version() <= ring_->version())) return;
@@ -256,6 +265,26 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
     for (int shard = 0; shard < ring->num_shards(); ++shard) {
       auto it = slots_.find(shard);
       const bool holds = ring->Holds(shard, options_.server_id);
+      // A kept copy is offered when a ring naming this process makes it
+      // join the shard's chain (from an existing copy), in place of a slot
+      // made while the ring named the previous process; any other place a
+      // ring naming this process gives it drops the copy.
+      const proto::ShardChain& joined = ring->record().shards(shard);
+      auto offer = offered_.find(shard);
+      const bool take_offer =
+          offer != offered_.end() && NamesMeLocked(*ring) && joined.restored_at() == 0 &&
+          std::find(joined.joining().begin(), joined.joining().end(), options_.server_id) !=
+              joined.joining().end() &&
+          (it == slots_.end() || it->second->unnamed);
+      if (offer != offered_.end() && NamesMeLocked(*ring) && !take_offer) {
+        unused_offers.push_back(std::move(offer->second));
+        offered_.erase(offer);
+      }
+      if (take_offer && it != slots_.end()) {
+        dropped.push_back(it->second);
+        slots_.erase(it);
+        it = slots_.end();
+      }
       if (!holds) {
         if (it != slots_.end()) {
           dropped.push_back(it->second);
@@ -286,9 +315,17 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
         if (chain.restored_at() > 0) {
           slot->complete = from_checkpoint != restored.end() && from_checkpoint->second != nullptr;
         }
-        slot->replica = slot->complete && from_checkpoint != restored.end()
-                            ? std::move(from_checkpoint->second)
-                            : NewReplica(shard, ring->replicas() > 1);
+        if (take_offer) {
+          slot->replica = std::move(offer->second);
+          slot->offered = true;
+          offered_.erase(offer);
+          LogEvent(Who(), absl::StrCat("shard ", shard, ": joining with the kept copy at ",
+                                       slot->replica->link->position().ToString()));
+        } else {
+          slot->replica = slot->complete && from_checkpoint != restored.end()
+                              ? std::move(from_checkpoint->second)
+                              : NewReplica(shard, ring->replicas() > 1);
+        }
         it = slots_.emplace(shard, std::move(slot)).first;
       }
       RetargetLocked(shard, *it->second, *ring);
@@ -297,6 +334,12 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
   for (auto& slot : dropped) {
     slot->replica->Retire(absl::UnavailableError(
         absl::StrCat(Who(), " left the chain of this shard; retry at the new primary")));
+  }
+  for (auto& replica : unused_offers) {
+    LogEvent(Who(), absl::StrCat("shard ", replica->core->server_index(),
+                                 ": the kept copy is dropped (the ring does not make this server "
+                                 "join the shard's chain)"));
+    replica->Retire(absl::UnavailableError("a kept copy the ring did not use"));
   }
   LogEvent(Who(), ring->Describe());
 }

@@ -11,6 +11,10 @@
 // copies: a process that finds its server id in a ring under another
 // incarnation (it restarted before the ring dropped the old one) holds
 // none of those copies, serves none of them and forwards nothing for them.
+// Except the copies its previous process kept on disk at a clean stop
+// (KeepCopies: shards whose tables are all tiered): it offers each when a
+// ring makes it join that shard's chain again, and is caught up from its
+// position instead of being sent a snapshot.
 //
 // Workers reach a shard's core only on its primary (ForWorker), and not at
 // all while the server is fenced (its etcd lease may have expired, so
@@ -27,8 +31,8 @@
 // Thread-safe. Cores are shared_ptrs: a call that holds one finishes on it
 // even if the ring moves the shard away meanwhile.
 //
-// Forward and the receiving side are in shard_host_receive.cc, the rest in
-// shard_host.cc.
+// Forward and the receiving side are in shard_host_receive.cc, kept copies
+// in shard_host_kept.cc, the rest in shard_host.cc.
 #ifndef PS_SERVER_REPLICATION_SHARD_HOST_H_
 #define PS_SERVER_REPLICATION_SHARD_HOST_H_
 
@@ -116,6 +120,20 @@ class ShardHost {
   // Stopping: every link fails what waits for the chain with `status`, and
   // no forward is taken any more (UNAVAILABLE). Idempotent.
   void Close(const absl::Status& status);
+  // A clean stop, after Close and once no call is running (the RPC server
+  // shut down): each complete copy whose tables are all tiered is kept on
+  // disk (its tables' caches written, their directories closed, and its
+  // state and position in <table_dir>/shard<i>.<scratch>.kept), for the
+  // server id's next process to offer; so are kept copies no ring took.
+  // Returns the shards kept; the others' reasons are logged. The host takes
+  // no call after this.
+  std::vector<int> KeepCopies();
+  // The shards KeepCopies would keep now: complete copies whose tables are
+  // all tiered (what a stopping server announces, before it leaves).
+  std::vector<int> KeepableShards() const;
+  // Shards whose kept copy this process offers (loaded at start, not yet
+  // taken by a ring, nor dropped).
+  std::vector<int> OfferedShards() const;
 
   // A new ring version (ignored when not newer than the current one).
   void SetRing(std::shared_ptr<const ShardRing> ring);
@@ -155,14 +173,33 @@ class ShardHost {
     bool synced = false;  // guarded by the host's mu_
     // Made while the ring named this server's previous process (constant).
     bool unnamed = false;
+    // The copy was kept by this server's previous process (KeepCopies):
+    // not complete (it is not in the chain), but a probe is told it holds a
+    // copy at its position, so that the predecessor may send only what it
+    // lacks. Until the copy is caught up or replaced. Guarded by the host's
+    // mu_.
+    bool offered = false;
     absl::Mutex mu;  // serializes the shard's Forward calls
     uint64_t stream ABSL_GUARDED_BY(mu) = 0;
     uint64_t next_seq ABSL_GUARDED_BY(mu) = 1;
     // A snapshot being received: swapped in for `replica` at its last part.
     std::shared_ptr<Replica> incoming ABSL_GUARDED_BY(mu);
   };
-  // `history`: whether the copy keeps recent entries (r > 1).
-  std::unique_ptr<Replica> NewReplica(int shard, bool history) const;
+  // `history`: whether the copy keeps recent entries (r > 1). `scratch`:
+  // its tiered tables' directories' suffix ("": a new one); `reuse`: they
+  // hold a kept copy, served again.
+  std::unique_ptr<Replica> NewReplica(int shard, bool history, std::string scratch = "",
+                                      bool reuse = false) const;
+  // At start: the copies the server id's earlier processes kept, each
+  // loaded into offered_ (its directories renamed to this process's), its
+  // .kept file removed.
+  void LoadKeptCopies();
+  // The kept copy at `path` (its shard in *shard), loaded; null (logged)
+  // when it cannot be served.
+  std::shared_ptr<Replica> LoadKeptCopy(const std::string& path, int* shard);
+  // Keeps one copy (KeepCopies); nothing may apply to it meanwhile (its
+  // slot's mu held, or not in a slot).
+  absl::Status KeepCopy(int shard, Replica& replica);
   // The copies `ring` (if newer) makes this server hold as the primary of a
   // chain marked restored_at, with no copy of its own yet: loaded by
   // options_.restore (null when it failed).
@@ -236,6 +273,10 @@ class ShardHost {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;  // StopTakingWorkerCalls
   std::map<int, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+  // Kept copies loaded at start, by shard, until a ring that names this
+  // process makes it join the shard's chain (the slot takes the copy) or
+  // places it elsewhere (the copy is dropped).
+  std::map<int, std::shared_ptr<Replica>> offered_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ps

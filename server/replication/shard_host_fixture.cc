@@ -69,7 +69,7 @@ absl::StatusOr<proto::ForwardResponse> InMemoryTransport::Forward(
 }
 
 // A ring of one chain per shard; members are the servers named, at "h<id>",
-// incarnation 100 + id unless given.
+// incarnation 100 + id unless given, and those given.
 std::shared_ptr<const ShardRing> Ring(uint64_t version, const std::vector<Chain>& chains,
                                       std::map<uint32_t, uint64_t> incarnations) {
   proto::RingRecord record;
@@ -86,6 +86,7 @@ std::shared_ptr<const ShardRing> Ring(uint64_t version, const std::vector<Chain>
     for (uint32_t s : c.servers) chain->add_servers(s), member(s);
     for (uint32_t s : c.joining) chain->add_joining(s), member(s);
   }
+  for (const auto& [s, incarnation] : incarnations) member(s);  // live, maybe in no chain
   absl::StatusOr<ShardRing> ring = ShardRing::FromRecord(record);
   EXPECT_TRUE(ring.ok()) << ring.status();
   return std::make_shared<const ShardRing>(*std::move(ring));

@@ -64,7 +64,7 @@ struct Chain {
 };
 
 // A ring of one chain per shard; members are the servers named, at "h<id>",
-// incarnation 100 + id unless given.
+// incarnation 100 + id unless given, and the servers given an incarnation.
 std::shared_ptr<const ShardRing> Ring(uint64_t version, const std::vector<Chain>& chains,
                                       std::map<uint32_t, uint64_t> incarnations = {});
 // Dense table "w" of kKeys keys of width kWidth, zeros, SGD at rate 1.
@@ -102,6 +102,7 @@ class ShardHostTest : public ::testing::Test {
       synced_[id].push_back(shard);
     };
     options.stuck_after = stuck_after_;
+    if (history_bytes_ > 0) options.history_bytes = history_bytes_;
     if (!table_dir_.empty()) options.core.limits.table_dir = absl::StrCat(table_dir_, "/h", id);
     options.on_successor_stuck = [this](int shard, uint32_t server, uint64_t incarnation,
                                         const absl::Status&) {
@@ -113,6 +114,17 @@ class ShardHostTest : public ::testing::Test {
     return *hosts_[id];
   }
   ShardHost& host(uint32_t id) { return *hosts_[id]; }
+  // Stops server `id` as a clean shutdown does (no worker call, then no
+  // forward) and returns the shards it kept on disk (ShardHost::KeepCopies);
+  // the host is released, unreachable.
+  std::vector<int> StopCleanly(uint32_t id) {
+    hosts_[id]->StopTakingWorkerCalls();
+    hosts_[id]->Close(absl::UnavailableError("stopping"));
+    std::vector<int> kept = hosts_[id]->KeepCopies();
+    transport_.Add(Address(id), nullptr);
+    hosts_[id].reset();
+    return kept;
+  }
   // Servers 0 -> 1 in ring 1, table "w" created on the primary (server 0),
   // which is returned (null, with a test failure, when it is not serving).
   std::shared_ptr<PsCore> StartChainOfTwo() {
@@ -154,7 +166,8 @@ class ShardHostTest : public ::testing::Test {
   }
 
   absl::Duration stuck_after_ = absl::ZeroDuration();  // for hosts started after it is set
-  std::string table_dir_;  // tiered tables' (a directory per host under it), likewise
+  std::string table_dir_;     // tiered tables' (a directory per host under it), likewise
+  size_t history_bytes_ = 0;  // ShardHostOptions::history_bytes (0: its default), likewise
   absl::Mutex mu_;
   std::array<std::vector<int>, 3> synced_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> stuck_ ABSL_GUARDED_BY(mu_);  // on_successor_stuck's reports

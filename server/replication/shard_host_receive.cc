@@ -27,6 +27,7 @@ absl::Status ShardHost::Install(int shard, Slot& slot, std::shared_ptr<Replica> 
     if (slot.replica != fresh) old = std::exchange(slot.replica, std::move(fresh));
     slot.complete = complete;
     slot.synced = complete;
+    slot.offered = false;
     if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
   }
   if (old != nullptr) old->Retire(absl::UnavailableError("replaced by a snapshot"));
@@ -105,6 +106,7 @@ void ShardHost::Forward(const proto::ForwardRequest& request, ForwardDone done) 
 struct ShardHost::Receiving {
   std::shared_ptr<Replica> replica;  // the slot's copy
   bool complete;
+  bool offered;  // Slot::offered
   bool* became_complete;
 };
 
@@ -112,11 +114,14 @@ absl::Status ShardHost::Receive(int shard, const proto::ForwardRequest& request,
                                 const ShardRing& ring, std::shared_ptr<PsCore>* core,
                                 proto::ForwardResponse* response, bool* became_complete) {
   absl::MutexLock slot_lock(&slot.mu);  // one Forward of the shard at a time
-  Receiving in{nullptr, false, became_complete};
+  Receiving in{nullptr, false, false, became_complete};
   {
     absl::ReaderMutexLock lock(&mu_);
+    // Closed since Forward looked: KeepCopies may hold this copy's state.
+    if (closed_) return absl::UnavailableError(absl::StrCat(Who(), " is stopping"));
     in.replica = slot.replica;
     in.complete = slot.complete;
+    in.offered = slot.offered;
   }
   if (request.probe()) {
     ReceiveProbe(request, slot, in, response);
@@ -161,7 +166,8 @@ void ShardHost::ReceiveProbe(const proto::ForwardRequest& request, Slot& slot, R
     slot.synced = false;
   }
   *response->mutable_position() = in.replica->link->position().ToProto();
-  response->set_has_copy(in.complete);
+  // A kept copy is whole at its position, though not in the chain yet.
+  response->set_has_copy(in.complete || in.offered);
 }
 
 absl::Status ShardHost::ReceiveSnapshotPart(int shard, uint32_t from_server,
@@ -235,6 +241,7 @@ absl::Status ShardHost::ReceiveUpdate(int shard, const proto::ForwardEntry& entr
                                "; this copy is incomplete until a snapshot"));
   absl::MutexLock lock(&mu_);
   slot.complete = false;
+  slot.offered = false;
   if (ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
   return absl::FailedPreconditionError(absl::StrCat(
       "shard ", shard, ": the update at seq ", entry.seq(), " did not apply on server ",
@@ -247,6 +254,7 @@ void ShardHost::CaughtUp(int shard, Slot& slot, Receiving& in) {
     const bool was_complete = slot.complete;
     slot.complete = true;
     slot.synced = true;
+    slot.offered = false;
     if (!was_complete && ring_ != nullptr) RetargetLocked(shard, slot, *ring_);
   }
   *in.became_complete = true;

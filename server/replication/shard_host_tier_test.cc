@@ -150,6 +150,132 @@ TEST_F(ShardHostTest, TieredTablesReplicateCopyBySnapshotAndFailOver) {
   EXPECT_EQ(Read(PsCoreTestPeer::store(*joined), keys), after) << "the new tail";
 }
 
+class KeptCopyTest : public ShardHostTest {
+ protected:
+  // Servers 0 -> 1 (ring 1) with table "emb" (tiered or not) created on the
+  // primary, which is returned (null, with a test failure, when it fails),
+  // and in memory_; two rounds of every key pushed to both.
+  std::shared_ptr<PsCore> StartChainWithEmb(bool tiered) {
+    Start(0);
+    Start(1);
+    SetRing(Ring(1, {{{0, 1}}}), {1, 0});
+    std::shared_ptr<PsCore> primary = Primary(0);
+    if (primary == nullptr) return nullptr;
+    const bool created = primary->CreateTable(CreateTableRequestFor(Emb(tiered))).ok() &&
+                         Replicated(*primary).ok() && memory_.CreateTable(Emb(false)).ok();
+    EXPECT_TRUE(created);
+    if (!created) return nullptr;
+    for (int round = 0; round < 2; ++round) PushRound(*primary, memory_, keys_, &request_id_);
+    return primary;
+  }
+  // Server 1 stops cleanly, keeping its copy; the manager takes it out of
+  // the chain and a round is pushed to `primary`; it starts again (process
+  // 201), offers the copy and joins with it. Whether it synced.
+  bool StopPushAndRejoin(PsCore& primary) {
+    EXPECT_EQ(StopCleanly(1), std::vector<int>{0});
+    SetRing(Ring(2, {{{0}}}), {0});
+    PushRound(primary, memory_, keys_, &request_id_);
+    Start(1, 201);
+    EXPECT_EQ(host(1).OfferedShards(), std::vector<int>{0});
+    SetRing(Ring(3, {{{0}, {1}}}, {{1, 201}}), {1, 0});
+    return WaitSynced(1, 0);
+  }
+
+  ShardStore memory_{0, Placement(1)};
+  const std::vector<uint64_t> keys_ = Keys();
+  uint64_t request_id_ = 0;
+};
+
+// A server stopped cleanly keeps its copy of a shard whose tables are all
+// tiered; its next process offers it when a ring makes it join the chain
+// again, and the predecessor sends only what was pushed meanwhile: no
+// snapshot, and every copy holds the values of the table kept in memory,
+// through a failover to the rejoined copy.
+TEST_F(KeptCopyTest, AServerStoppedCleanlyRejoinsWithItsKeptCopy) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/kept");
+  std::shared_ptr<PsCore> primary = StartChainWithEmb(true);
+  ASSERT_NE(primary, nullptr);
+  EXPECT_GT(Demoted(*OnlyCore(1)), 0u);
+  const uint64_t catch_ups = host(0).LinkStats(0)->catch_ups;
+  ASSERT_TRUE(StopPushAndRejoin(*primary));
+  EXPECT_EQ(transport_.snapshot_parts("h1"), 0) << "the kept copy was replaced by a snapshot";
+  EXPECT_EQ(host(0).LinkStats(0)->catch_ups, catch_ups + 1);
+  EXPECT_TRUE(host(1).OfferedShards().empty());
+  SetRing(Ring(4, {{{0, 1}}}, {{1, 201}}), {1, 0});
+  PushRound(*primary, memory_, keys_, &request_id_);
+  std::string want = Read(memory_, keys_);
+  std::shared_ptr<PsCore> rejoined = OnlyCore(1);
+  ASSERT_NE(rejoined, nullptr);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*rejoined), keys_), want) << "the rejoined copy";
+  // Its directory is the new process's own: one, the earlier one renamed.
+  const std::vector<std::string> dirs = Directories(table_dir_, 1);
+  ASSERT_EQ(dirs.size(), 1u);
+  EXPECT_NE(dirs[0].find(".id1-201-"), std::string::npos) << dirs[0];
+
+  // Server 0 fails: the rejoined copy is the primary and goes on.
+  SetRing(Ring(5, {{{1}}}, {{1, 201}}), {1, 0});
+  primary.reset();
+  std::shared_ptr<PsCore> promoted = Primary(1);
+  ASSERT_NE(promoted, nullptr);
+  PushRound(*promoted, memory_, keys_, &request_id_);
+  want = Read(memory_, keys_);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*promoted), keys_), want) << "the promoted copy";
+}
+
+// A kept copy the predecessor's history no longer reaches back to is
+// replaced by a snapshot (and its directory with it); the values are exact.
+TEST_F(KeptCopyTest, AKeptCopyPastThePredecessorsHistoryIsSentASnapshot) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/kept_behind");
+  history_bytes_ = 64 << 10;  // less than a round of pushes
+  std::shared_ptr<PsCore> primary = StartChainWithEmb(true);
+  ASSERT_NE(primary, nullptr);
+  const uint64_t catch_ups = host(0).LinkStats(0)->catch_ups;
+  ASSERT_TRUE(StopPushAndRejoin(*primary));
+  EXPECT_GE(transport_.snapshot_parts("h1"), 1);
+  EXPECT_EQ(host(0).LinkStats(0)->catch_ups, catch_ups);
+  SetRing(Ring(4, {{{0, 1}}}, {{1, 201}}), {1, 0});
+  std::shared_ptr<PsCore> copy = OnlyCore(1);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*copy), keys_), Read(memory_, keys_));
+  EXPECT_EQ(Directories(table_dir_, 1).size(), 1u) << "the kept copy's directory stays";
+}
+
+// A copy with a table held in memory is not kept: its rows die with the
+// process, and the next one holds nothing of it.
+TEST_F(KeptCopyTest, ACopyWithATableInMemoryIsNotKept) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/kept_not");
+  std::shared_ptr<PsCore> primary = StartChainWithEmb(false);
+  ASSERT_NE(primary, nullptr);
+  proto::TableDef tiered = Emb(true);
+  tiered.set_name("emb2");
+  ASSERT_TRUE(primary->CreateTable(CreateTableRequestFor(tiered)).ok());
+  ASSERT_TRUE(Replicated(*primary).ok());
+  EXPECT_EQ(Directories(table_dir_, 1).size(), 1u);
+  EXPECT_TRUE(StopCleanly(1).empty());
+  Start(1, 201);
+  EXPECT_TRUE(host(1).OfferedShards().empty());
+  EXPECT_TRUE(Directories(table_dir_, 1).empty());
+}
+
+// A kept copy is used only when a ring naming the new process makes it join
+// the shard's chain; a ring that names it and places it elsewhere drops the
+// copy with its directories.
+TEST_F(KeptCopyTest, AKeptCopyTheRingDoesNotUseIsDropped) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/kept_dropped");
+  std::shared_ptr<PsCore> primary = StartChainWithEmb(true);
+  ASSERT_NE(primary, nullptr);
+  EXPECT_EQ(StopCleanly(1), std::vector<int>{0});
+  SetRing(Ring(2, {{{0}}}), {0});
+  Start(1, 201);
+  // A ring still naming the earlier process leaves the offer.
+  SetRing(Ring(2, {{{0}}}, {{1, 101}}), {1});
+  EXPECT_EQ(host(1).OfferedShards(), std::vector<int>{0});
+  EXPECT_EQ(Directories(table_dir_, 1).size(), 1u);
+  SetRing(Ring(3, {{{0}}}, {{1, 201}}), {1, 0});  // names it, holds nothing
+  EXPECT_TRUE(host(1).OfferedShards().empty());
+  EXPECT_TRUE(Directories(table_dir_, 1).empty()) << "a dropped kept copy's directory stays";
+}
+
 // A restarted process (a new incarnation of the server id) removes the
 // directories its earlier process left; other ids' stay.
 TEST_F(ShardHostTest, ARestartedServerRemovesItsEarlierCopiesDirectories) {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "proto/replication.pb.h"
@@ -26,6 +27,7 @@ namespace ps {
 
 struct ShardReplica final : public SnapshotSource {
   std::shared_ptr<PsCore> core;
+  std::string tier_scratch;           // its tiered tables' (PsCoreOptions)
   CoreState state;                    // fixed by Begin
   std::unique_ptr<ReplicaLink> link;  // last: destroyed first
 

@@ -23,9 +23,10 @@ struct ShardStore::Table {
   std::unique_ptr<DenseTable> dense;
   std::unique_ptr<SparseTable> sparse;
   std::string scratch_dir;  // a tiered table's scratch directory, removed with it
+  bool closed = false;      // KeepTieredTables closed it
 
   ~Table() {
-    if (sparse != nullptr && sparse->tiered() && scratch_dir.empty()) {
+    if (sparse != nullptr && sparse->tiered() && scratch_dir.empty() && !closed) {
       // The cache to disk, then the mark that the directory may be served
       // again (OpenTierStore): a crash leaves it marked open.
       if (absl::Status s = sparse->CloseTier(ClosedTierMeta(sparse->def())); !s.ok()) {
@@ -89,6 +90,33 @@ absl::StatusOr<uint64_t> ShardStore::TableBytes(const proto::TableDef& def) cons
 
 uint64_t ShardStore::bytes_used() const { return budget_.used(); }
 
+bool ShardStore::AllTablesTiered() const {
+  absl::MutexLock lock(&tables_mu_);
+  for (const auto& [name, table] : tables_) {
+    if (table->sparse == nullptr || !table->sparse->tiered()) return false;
+  }
+  return !tables_.empty();
+}
+
+absl::Status ShardStore::KeepTieredTables() {
+  absl::MutexLock lock(&tables_mu_);
+  for (const auto& [name, table] : tables_) {
+    if (table->sparse == nullptr || !table->sparse->tiered()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("table '", name, "' of shard ", server_index_,
+                       " is held in memory only: the copy cannot be kept on disk"));
+    }
+  }
+  absl::Status first;
+  for (const auto& [name, table] : tables_) {
+    table->closed = true;
+    table->scratch_dir.clear();  // kept
+    absl::Status s = table->sparse->CloseTier(ClosedTierMeta(table->def()));
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
 absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   if (absl::Status s = ValidateTableDef(def); !s.ok()) return s;
   absl::StatusOr<uint64_t> bytes = TableBytes(def);
@@ -128,7 +156,7 @@ absl::StatusOr<bool> ShardStore::CreateTable(const proto::TableDef& def) {
   std::unique_ptr<RowStore> tier;
   if (def.storage() == proto::STORAGE_TIERED) {
     const TierPlace place{
-        limits_.table_dir, limits_.tier_scratch, server_index_,
+        limits_.table_dir, limits_.tier_scratch, limits_.tier_reuse, server_index_,
         limits_.process_disk_budget != nullptr ? limits_.process_disk_budget : &own_disk_budget_};
     absl::StatusOr<OpenedTier> opened =
         OpenTierStore(place, def, SparseTable::StoreRowBytes(def, **optimizer));

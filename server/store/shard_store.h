@@ -67,6 +67,9 @@ struct StoreLimits {
   // and removed with the table (the chain holds the rows: a copy that
   // comes back is sent a snapshot).
   std::string tier_scratch;
+  // The scratch directories hold a copy kept at a clean stop
+  // (ShardHost::KeepCopies): served again, not emptied (OpenTierStore).
+  bool tier_reuse = false;
 };
 
 // What ShardStore::Push needs of a push besides its keys, values and clock.
@@ -98,6 +101,16 @@ class ShardStore {
   absl::StatusOr<uint64_t> TableBytes(const proto::TableDef& def) const;
   // Bytes charged to the budget so far (tables created or being created).
   uint64_t bytes_used() const;
+  // A replicated copy kept at a clean stop: every table must be a tiered
+  // sparse table (FAILED_PRECONDITION naming one that is not, nothing
+  // changed); each writes its cache to disk and marks its directory closed,
+  // and the directories stay when the tables go (the store takes no call
+  // after this). Errors: the first table whose close failed (its directory
+  // then stays marked open, and is refused when reused).
+  absl::Status KeepTieredTables();
+  // Whether there are tables and every one is a tiered sparse table (what
+  // KeepTieredTables needs).
+  bool AllTablesTiered() const;
 
   struct PushResult {
     bool duplicate = false;  // the request id had been applied before

@@ -27,6 +27,13 @@ proto::TableDef TierIdentity(proto::TableDef def) {
 
 }  // namespace
 
+std::string TierScratchDir(const std::string& table_dir, const std::string& table, int shard,
+                           const std::string& scratch) {
+  std::string name = table;
+  std::replace(name.begin(), name.end(), '/', '_');
+  return absl::StrCat(table_dir, "/", name, ".shard", shard, ".", scratch);
+}
+
 std::string ClosedTierMeta(const proto::TableDef& def) {
   return absl::StrCat(kTierClosed, def.SerializeAsString());
 }
@@ -45,17 +52,16 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
   options.row_bytes = row_bytes;
   options.shared_disk_budget = place.disk_budget;
   std::error_code ec;
+  std::string scratch_dir;
   if (!place.scratch.empty()) {
-    options.dir =
-        absl::StrCat(place.table_dir, "/", name, ".shard", place.server_index, ".", place.scratch);
+    options.dir = TierScratchDir(place.table_dir, def.name(), place.server_index, place.scratch);
     options.name = absl::StrCat("table ", def.name(), " of shard ", place.server_index);
-    std::filesystem::remove_all(options.dir, ec);
-    absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
-    if (!store.ok()) return store.status();
-    return OpenedTier{*std::move(store), options.dir};
+    scratch_dir = options.dir;
+    if (!place.reuse_scratch) std::filesystem::remove_all(options.dir, ec);
+  } else {
+    options.dir = absl::StrCat(place.table_dir, "/", name, ".server", place.server_index);
+    options.name = absl::StrCat("table ", def.name(), " on server ", place.server_index);
   }
-  options.dir = absl::StrCat(place.table_dir, "/", name, ".server", place.server_index);
-  options.name = absl::StrCat("table ", def.name(), " on server ", place.server_index);
   const bool earlier =
       std::filesystem::exists(options.dir, ec) && !std::filesystem::is_empty(options.dir, ec);
   absl::StatusOr<std::unique_ptr<LogRowStore>> store = LogRowStore::Open(options);
@@ -87,7 +93,7 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
   RowStore::Batch mark;
   mark.meta = absl::StrCat(kTierOpen, def.SerializeAsString());
   if (absl::Status s = (*store)->Write(mark); !s.ok()) return s;
-  return OpenedTier{*std::move(store), ""};
+  return OpenedTier{*std::move(store), scratch_dir};
 }
 
 }  // namespace ps

@@ -11,8 +11,10 @@
 //
 // A replicated shard's copy (place.scratch not empty): a scratch directory
 // <name>.shard<i>.<scratch>, emptied when opened, which the caller removes
-// with the table (the chain holds the rows: a copy that comes back is sent
-// a snapshot).
+// with the table (the chain holds the rows). Unless place.reuse_scratch: a
+// copy kept at a clean stop (ShardHost::KeepCopies), whose directory is
+// served again as a static server's is (closed cleanly, same definition),
+// or created when there is none.
 #ifndef PS_SERVER_STORE_TIER_DIRECTORY_H_
 #define PS_SERVER_STORE_TIER_DIRECTORY_H_
 
@@ -28,8 +30,9 @@
 namespace ps {
 
 struct TierPlace {
-  std::string table_dir;  // "": tiered tables are refused
-  std::string scratch;    // StoreLimits::tier_scratch
+  std::string table_dir;       // "": tiered tables are refused
+  std::string scratch;         // StoreLimits::tier_scratch
+  bool reuse_scratch = false;  // StoreLimits::tier_reuse
   int server_index = 0;
   MemoryBudget* disk_budget = nullptr;  // the files' budget (not owned)
 };
@@ -45,6 +48,11 @@ struct OpenedTier {
 // store's errors.
 absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::TableDef& def,
                                          size_t row_bytes);
+
+// The scratch directory of tiered table `table` in a copy of `shard`:
+// <table_dir>/<table>.shard<shard>.<scratch> ('/' in the name as '_').
+std::string TierScratchDir(const std::string& table_dir, const std::string& table, int shard,
+                           const std::string& scratch);
 
 // The meta a table's clean close writes last: its directory may be served
 // again.
