@@ -27,6 +27,9 @@ inline std::string SyncedKey(const std::string& cluster, int shard, uint32_t ser
 inline std::string StuckKey(const std::string& cluster, int shard, uint32_t server) {
   return absl::StrCat(ClusterPrefix(cluster), "stuck/", shard, "/", server);
 }
+inline std::string ReturningKey(const std::string& cluster, uint32_t server) {
+  return absl::StrCat(ClusterPrefix(cluster), "returning/", server);
+}
 // Operator requests (ps_admin): drain a server, or let it take shards.
 inline std::string DrainKey(const std::string& cluster, uint32_t server) {
   return absl::StrCat(ClusterPrefix(cluster), "draining/", server);

@@ -37,6 +37,11 @@ absl::StatusOr<ClusterState> ParseClusterState(const std::string& cluster, const
       if (!absl::SimpleAtoi(parts[1], &shard)) continue;
       if (absl::Status s = FromJson(e.key, e.value, &r); !s.ok()) return s;
       state.inputs.stuck[{shard, id}] = r.incarnation();
+    } else if (parts.size() == 2 && parts[0] == "returning" && absl::SimpleAtoi(parts[1], &id)) {
+      proto::ReturningRecord r;
+      if (absl::Status s = FromJson(e.key, e.value, &r); !s.ok()) return s;
+      for (uint32_t shard : r.shards())
+        state.inputs.returning.insert({static_cast<int>(shard), id});
     } else if (parts.size() == 2 && parts[0] == "draining" && absl::SimpleAtoi(parts[1], &id)) {
       state.inputs.draining.push_back(id);
     } else if (parts.size() == 2 && parts[0] == "adding" && absl::SimpleAtoi(parts[1], &id)) {

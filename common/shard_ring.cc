@@ -298,12 +298,19 @@ class RingPlanner {
   std::optional<uint32_t> Candidate(int shard) {
     const proto::ShardChain& chain = next_.shards(shard);
     std::optional<uint32_t> best;
+    bool best_returns = false;
     for (const auto& [id, member] : inputs_.live) {
       if (draining_.count(id) || Contains(chain.servers(), id) || Contains(chain.joining(), id) ||
           inputs_.stuck.count({shard, id})) {
         continue;
       }
-      if (!best || load_[id] < load_[*best]) best = id;
+      // A server back with its kept copy of the shard goes first.
+      const bool returns = inputs_.returning.count({shard, id}) > 0;
+      if (!best || (returns && !best_returns) ||
+          (returns == best_returns && load_[id] < load_[*best])) {
+        best = id;
+        best_returns = returns;
+      }
     }
     return best;
   }
@@ -322,6 +329,15 @@ class RingPlanner {
       if (chain.servers().empty() || !Alive(chain.servers(0))) continue;
       int have = chain.joining_size();
       for (uint32_t s : chain.servers()) have += draining_.count(s) ? 0 : 1;
+      // A server away that kept its copy of the shard on disk keeps its
+      // place while it may come back (its grace period).
+      for (auto r = inputs_.returning.lower_bound({i, 0});
+           r != inputs_.returning.end() && r->first == i; ++r) {
+        if (!inputs_.live.count(r->second) && !Contains(chain.servers(), r->second) &&
+            !Contains(chain.joining(), r->second)) {
+          ++have;
+        }
+      }
       while (have < want) {
         std::optional<uint32_t> s = Candidate(i);
         if (!s) break;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,10 @@ struct RingInputs {
   std::map<std::pair<int, uint32_t>, uint64_t> stuck;
   std::vector<uint32_t> draining;  // asked to leave (ps_admin drain)
   std::vector<uint32_t> adding;    // asked to take shards (ps_admin add-server)
+  // (shard, server): the server stopped cleanly keeping its copy of the
+  // shard on disk, and may come back with it (proto::ReturningRecord, for
+  // its grace period).
+  std::set<std::pair<int, uint32_t>> returning;
   // The cluster keeps checkpoints: a chain every copy of which was lost is
   // rebuilt from the newest one rather than left LOST.
   bool rebuild_lost = false;
@@ -97,8 +102,10 @@ struct RingInputs {
 //  3. a draining server leaves a chain once the chain has r other servers
 //     (or, with fewer live ones, once all of them are in it);
 //  4. a chain with fewer than r servers (joining included; draining ones
-//     not counted) gets the live, non-draining server holding the fewest
-//     shards as a joining one (lowest id on ties);
+//     not counted; a returning server away counted, so that its place is
+//     kept for it) gets the live, non-draining server holding the fewest
+//     shards as a joining one (lowest id on ties), a live returning server
+//     of the shard first (it offers its kept copy);
 //  5. servers being added (`adding`, live) take over shards: while one holds
 //     fewer shards than the average rounded down, it joins the chain of the
 //     shard of the most loaded server (it becomes that shard's primary once

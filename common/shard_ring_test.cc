@@ -48,6 +48,57 @@ TEST(ShardRingTest, InitialChainsFollowTheRing) {
   EXPECT_EQ(Servers(all->record(), 1), (std::vector<uint32_t>{1, 0}));
 }
 
+// A server stopped cleanly keeping its copies on disk (returning): while it
+// is away its place in those chains is kept (the primary moves on, nobody
+// joins for it); once live again, under a new incarnation, it joins them
+// first, before a less loaded or lower numbered server.
+TEST(ShardRingTest, AReturningServersPlaceIsKeptAndItJoinsFirst) {
+  auto ring = ShardRing::Initial(3, 2, Members({0, 1, 2}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live = Members({0, 2});
+  in.returning = {{0, 1}, {1, 1}};  // server 1 kept shards 0 and 1
+  auto away = NextRing(ring->record(), in);
+  ASSERT_TRUE(away.has_value());
+  EXPECT_EQ(Servers(*away, 0), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Servers(*away, 1), (std::vector<uint32_t>{2}));  // promoted
+  EXPECT_TRUE(Joining(*away, 0).empty());
+  EXPECT_TRUE(Joining(*away, 1).empty());
+  EXPECT_FALSE(away->members().contains(1));
+  // Without the record, the other live servers join at once.
+  RingInputs gone = in;
+  gone.returning.clear();
+  auto replaced = NextRing(ring->record(), gone);
+  ASSERT_TRUE(replaced.has_value());
+  EXPECT_EQ(Joining(*replaced, 0), (std::vector<uint32_t>{2}));
+
+  // Back as a new process: it joins both chains.
+  in.live[1] = Members({1}, 50)[1];
+  auto back = NextRing(*away, in);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(Joining(*back, 0), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(Joining(*back, 1), (std::vector<uint32_t>{1}));
+
+  // 4 servers; 3 returns for shard 0 and is the first to join it, though
+  // server 1 holds no more shards and has the lower id.
+  auto four = ShardRing::Initial(2, 2, Members({0, 1, 2, 3}));
+  ASSERT_TRUE(four.ok());
+  proto::RingRecord record = four->record();
+  record.mutable_shards(0)->clear_servers();
+  record.mutable_shards(0)->add_servers(0);
+  record.mutable_shards(0)->add_servers(3);
+  RingInputs four_in;
+  four_in.live = Members({0, 1, 2});
+  four_in.returning = {{0, 3}};
+  auto kept = NextRing(record, four_in);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_TRUE(Joining(*kept, 0).empty());
+  four_in.live[3] = Members({3}, 70)[3];
+  auto first = NextRing(*kept, four_in);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(Joining(*first, 0), (std::vector<uint32_t>{3}));
+}
+
 TEST(ShardRingTest, RejectsBadRecords) {
   auto ring = ShardRing::Initial(2, 2, Members({0, 1}));
   ASSERT_TRUE(ring.ok());

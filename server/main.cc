@@ -92,6 +92,11 @@ ABSL_FLAG(bool, standby, false,
           "with --etcd: joining a running cluster, take no shard until ps_admin add-server (or "
           "until a chain is short of copies); by default a server that joins or comes back "
           "takes its share");
+ABSL_FLAG(double, rejoin_grace_seconds, 30,
+          "with --etcd and --table_dir: after a clean stop (SIGTERM) the chains of the shards "
+          "whose tables are all tiered wait this long for this server id to come back with the "
+          "copies it kept on disk (then it is sent only what it missed); 0: they go to other "
+          "servers at once");
 ABSL_FLAG(std::string, advertise, "",
           "with --etcd: the host:port others reach this server at (default: the bound address)");
 ABSL_FLAG(std::string, checkpoint_dir, "",
@@ -266,6 +271,12 @@ absl::Status ReplicationFromFlags(const ps::ConnectionFlags& connection, ps::KvS
                                                    " in [1, 600] and --cluster non-empty"));
   }
   r.lease = absl::Seconds(lease_s);
+  const double grace_s = absl::GetFlag(FLAGS_rejoin_grace_seconds);
+  if (!(grace_s >= 0) || grace_s > 86400) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rejoin_grace_seconds=", grace_s, " must be in [0, 86400]"));
+  }
+  r.rejoin_grace = absl::Seconds(grace_s);
   r.advertise_address = absl::GetFlag(FLAGS_advertise);
   r.standby = absl::GetFlag(FLAGS_standby);
   return absl::OkStatus();

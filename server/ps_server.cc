@@ -262,7 +262,12 @@ void PsServer::Shutdown() {
   if (options_.replication.kv != nullptr && server_ != nullptr) DrainReplicated();
   {
     absl::MutexLock lock(&membership_mu_);
-    if (membership_ != nullptr) membership_->Stop(/*leave=*/true);
+    if (membership_ != nullptr) {
+      // The copies it will keep on disk (KeepCopies, below): their chains
+      // wait for its next process for a while.
+      membership_->AnnounceReturn(host_->KeepableShards(), options_.replication.rejoin_grace);
+      membership_->Stop(/*leave=*/true);
+    }
   }
   if (server_ == nullptr) return;  // Start failed before the server ran
   // Parked pulls and pushes end now, and new ones fail at once, so that the
@@ -277,6 +282,9 @@ void PsServer::Shutdown() {
   if (forward_transport_ != nullptr) forward_transport_->CancelAll();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   calls_.Stop();  // after the calls in flight, which its thread finishes
+  // No call runs any more: a replicated server's copies of all-tiered
+  // shards stay on disk for its next process (ShardHost::KeepCopies).
+  if (options_.replication.kv != nullptr) host_->KeepCopies();
   LogEvent(absl::StrCat("ps_server ", options_.server_index, " ", address_), "shut down");
 }
 

@@ -57,6 +57,11 @@ struct ServerReplicationOptions {
   std::string advertise_address;
   // See MembershipOptions::standby.
   bool standby = false;
+  // A clean stop keeps the copies of shards whose tables are all tiered on
+  // disk (ShardHost::KeepCopies), and their chains wait this long for the
+  // server id's next process to bring them back (zero: they go to other
+  // servers at once, and the copies are kept all the same).
+  absl::Duration rejoin_grace = absl::Seconds(30);
 };
 
 struct ServerOptions {

@@ -357,6 +357,26 @@ void MembershipAgent::ReportSynced(int shard) {
                               " complete, but etcd could not be told: ", put.status().ToString()));
 }
 
+void MembershipAgent::AnnounceReturn(const std::vector<int>& shards, absl::Duration grace) {
+  if (shards.empty() || grace <= absl::ZeroDuration()) return;
+  proto::ReturningRecord record;
+  record.set_incarnation(incarnation_);
+  for (int shard : shards) record.add_shards(static_cast<uint32_t>(shard));
+  absl::StatusOr<int64_t> lease = options_.kv->GrantLease(grace);
+  absl::Status put = lease.status();
+  if (lease.ok()) {
+    put =
+        options_.kv->Put(ReturningKey(options_.cluster, options_.server_id), ToJson(record), *lease)
+            .status();
+  }
+  LogEvent(Who(), put.ok()
+                      ? absl::StrCat("keeping its copies of ", shards.size(),
+                                     " shard(s) on disk; their chains wait ",
+                                     absl::FormatDuration(grace), " for its next process")
+                      : absl::StrCat("could not tell etcd it keeps its copies: ", put.ToString(),
+                                     "; their chains go to other servers"));
+}
+
 void MembershipAgent::ReportStuck(int shard, uint32_t server, uint64_t incarnation,
                                   const absl::Status& why) {
   proto::StuckRecord record;

@@ -107,6 +107,12 @@ class MembershipAgent {
 
   // A joining copy of `shard` is complete: recorded in etcd for the manager.
   void ReportSynced(int shard);
+  // Stopping cleanly, before Stop(leave): this process keeps its copies of
+  // `shards` on disk (ShardHost::KeepCopies), so the manager keeps its
+  // place in their chains for `grace` and gives them to the server id's
+  // next process first (proto::ReturningRecord, under a lease of `grace`).
+  // Logged; an etcd error only means the chains are given to others.
+  void AnnounceReturn(const std::vector<int>& shards, absl::Duration grace);
   // This server's successor in `shard`'s chain, `server` (process
   // `incarnation`), acknowledges nothing: recorded in etcd (StuckRecord,
   // under a lease of 5 ttl of its own) for the manager, which takes it out
