@@ -7,6 +7,9 @@
 #   wait_ring CLUSTER WHAT CONDITION
 #                           -> polls the ring into $dir/ring.txt (at most 30 s)
 #                              until the shell command CONDITION holds; fails naming WHAT
+#   chains_of R             -> whether $dir/ring.txt has only chains of R servers
+#                              and none joining
+#   full_chains CLUSTER R   -> waits until the ring shows every chain at R
 : "${root:?source tests/cluster_lib.sh first}" "${dir:?source tests/cluster_lib.sh first}"
 # shellcheck source=deploy/lib/etcd.sh
 source "$root/deploy/lib/etcd.sh"
@@ -31,3 +34,12 @@ wait_ring() {
   cat "$dir/ring.txt" >&2
   fail "the ring never showed $what"
 }
+
+# ShardRing::Describe: "shard 0: 2 -> 0 -> 1; shard 1: ..." (a chain may end
+# in "(+3 joining)" or "[from checkpoint at vN]").
+chains_of() {
+  grep -o 'shard [0-9]*: [^;(\[]*' "$dir/ring.txt" |
+    awk -F' -> ' -v r="$1" '/LOST/ || NF != r { bad = 1 } END { exit bad || NR == 0 }' &&
+    ! grep -q joining "$dir/ring.txt"
+}
+full_chains() { wait_ring "$1" "every chain at r=$2" "chains_of $2"; }

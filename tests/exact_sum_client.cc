@@ -1,5 +1,6 @@
 // exact_sum_client: W workers (threads, each its own client and worker id)
-// each push +1 to every key of a dense table K times through a replicated
+// each push +1 to every key of a dense table (or, with --tiered, a sparse
+// tiered one) K times through a replicated
 // cluster (--etcd), then the sums are read back: every key must be exactly
 // W * K, whatever servers died meanwhile (tests/replication_process_test.sh
 // kills one). Prints the longest push (the time a failover held pushes up)
@@ -50,6 +51,9 @@ ABSL_FLAG(bool, tolerate_unknown, false,
           "on with the next clock (without: fail at once)");
 ABSL_FLAG(uint64_t, keys, 20000, "keys of the table (spread over every shard)");
 ABSL_FLAG(std::string, table, "sum", "table name");
+ABSL_FLAG(bool, tiered, false,
+          "the table is sparse and tiered (keys 0..--keys-1 as a key list, a 1 MiB cache a "
+          "shard: servers need --table_dir) instead of dense in memory");
 ABSL_FLAG(int64_t, base, 0,
           "what every key holds before this run (an earlier run's pushes): the sums must be "
           "that plus this run's");
@@ -157,13 +161,19 @@ class ExactSumRun {
                                                  : 400),
         keys_(absl::GetFlag(FLAGS_keys)),
         table_(absl::GetFlag(FLAGS_table)),
-        logs_(workers_) {}
+        tiered_(absl::GetFlag(FLAGS_tiered)),
+        logs_(workers_) {
+    if (tiered_) {
+      key_list_.resize(static_cast<size_t>(keys_));
+      for (size_t k = 0; k < key_list_.size(); ++k) key_list_[k] = k;
+    }
+  }
 
   int Run() {
     {
       auto admin = ps::PsClient::Connect(Options(workers_));
       if (!admin.ok()) return Fail(std::string(admin.status().message()));
-      if (absl::Status s = (*admin)->CreateTable(ps::SumTable(table_, keys_, 1)); !s.ok()) {
+      if (absl::Status s = (*admin)->CreateTable(Table()); !s.ok()) {
         return Fail(std::string(s.message()));
       }
     }
@@ -193,6 +203,26 @@ class ExactSumRun {
   }
 
  private:
+  // The summed table: dense in memory, or sparse and tiered (--tiered).
+  ps::proto::TableDef Table() const {
+    if (!tiered_) return ps::SumTable(table_, keys_, 1);
+    ps::proto::TableDef def = ps::SparseSumTable(table_, 1, 64);
+    def.set_storage(ps::proto::STORAGE_TIERED);
+    def.set_cache_mb(1);
+    return def;
+  }
+  // +1 to every key (grads of -1), at clock `clock`.
+  absl::Status PushOnce(ps::PsClient& client, const std::vector<float>& grads, uint64_t clock) {
+    if (tiered_) return client.PushKeys(table_, key_list_, 1, grads, clock);
+    ps::PushRange op{table_, 0, keys_, grads};
+    return client.Push({&op, 1}, clock);
+  }
+  absl::Status PullAll(ps::PsClient& client, absl::Span<float> values) {
+    if (tiered_) return client.PullKeys(table_, key_list_, 1, values);
+    ps::PullRange pull{table_, 0, keys_, values};
+    return client.Pull({&pull, 1});
+  }
+
   ps::PsClientOptions Options(int worker) const {
     ps::PsClientOptions o;
     o.directory = directory_;
@@ -245,8 +275,7 @@ class ExactSumRun {
       if (push_seconds_ > 0 && SinceStart() >= push_seconds_) break;
       if (!stop_file.empty() && (k & 15) == 0 && std::filesystem::exists(stop_file)) break;
       const absl::Time t0 = absl::Now();
-      ps::PushRange op{table_, 0, keys_, grads};
-      absl::Status s = (*client)->Push({&op, 1}, static_cast<uint64_t>(k));
+      absl::Status s = PushOnce(**client, grads, static_cast<uint64_t>(k));
       log.longest = std::max(log.longest, absl::Now() - t0);
       log.pushes = k + 1;
       if (!s.ok()) {
@@ -303,8 +332,7 @@ class ExactSumRun {
       if (!reader.ok()) {
         read = reader.status();
       } else {
-        ps::PullRange pull{table_, 0, keys_, absl::MakeSpan(*values)};
-        read = (*reader)->Pull({&pull, 1});
+        read = PullAll(**reader, absl::MakeSpan(*values));
         if (read.ok()) {
           absl::StatusOr<std::vector<ps::ServerStats>> got = (*reader)->Stats();
           read = got.status();
@@ -371,7 +399,7 @@ class ExactSumRun {
         "resent_batches=%llu snapshots=%llu\n",
         static_cast<unsigned long long>(keys_), workers_,
         static_cast<long long>(totals.most_pushes),
-        static_cast<unsigned long long>(lost + duplicated), static_cast<long long>(totals.acked),
+        static_cast<unsigned long long>(lost) + duplicated, static_cast<long long>(totals.acked),
         static_cast<long long>(totals.unknown), static_cast<unsigned long long>(lost),
         static_cast<unsigned long long>(duplicated), seconds, totals.acked / seconds,
         absl::ToDoubleSeconds(totals.slowest), LongestGap(totals.acked_at, seconds),
@@ -387,6 +415,8 @@ class ExactSumRun {
   const int64_t pushes_;
   const uint64_t keys_;
   const std::string table_;
+  const bool tiered_;
+  std::vector<uint64_t> key_list_;  // --tiered: 0 .. keys_ - 1
   absl::Time start_;
   std::vector<WorkerLog> logs_;  // one per worker, written by its thread
   AckTimeline timeline_;

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The eight faults of tests/fault_schedule_test.sh (sourced by it, after its
+# The nine faults of tests/fault_schedule_test.sh (sourced by it, after its
 # helpers: it defines restart, seed_fail, elapsed and the ring helpers these
 # use, and the variables declared below). Each fault sets $detail; the caller
 # logs its kind, start and end.
@@ -156,4 +156,22 @@ drain_restart() {  # I
   restart "$i"
   wait_healed "server $i rejoining after its drain"
   detail="server=$i drain_s=$(awk -v a="$began" -v b="$drained" 'BEGIN { printf "%.2f", b - a }') refused=$refused"
+}
+term_restart() {  # I: SIGTERM, started again at once on its --table_dir
+  local i=$1 from=() k kept offered caught
+  for k in "${!server_pids[@]}"; do from[k]=$(($(wc -l <"$dir/server$k.log") + 1)); done
+  kill -TERM "${server_pids[$i]}"
+  stop_exited "$i"
+  restart "$i"
+  wait_healed "server $i rejoining after SIGTERM"
+  # What it kept (shards whose tables are all tiered) and how it came back.
+  kept=$(tail -n "+${from[$i]}" "$dir/server$i.log" | grep -c "for the next process") || true
+  offered=$(tail -n "+${from[$i]}" "$dir/server$i.log" | grep -c "joining with the kept copy") || true
+  caught=0
+  for k in "${!server_pids[@]}"; do
+    ((k == i)) && continue
+    caught=$((caught + $(tail -n "+${from[$k]}" "$dir/server$k.log" |
+      grep -c "server $i holds a copy at .*(no snapshot)" || true)))
+  done
+  detail="server=$i kept=$kept joined_with_kept=$offered caught_up_without_snapshot=$caught"
 }

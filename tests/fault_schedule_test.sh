@@ -30,6 +30,13 @@
 #                   4096-key slices, so some shards hold none (their copy is
 #                   empty); the script learns which from ps_admin status
 #                   (forwards pending) at the seed's start
+#   term_restart i. SIGTERM a server and start it again at once; on a seed
+#                   whose table is tiered it keeps its copies on its
+#                   --table_dir, the chains wait for it, and it rejoins them
+#                   with those copies (what it kept and how many chains
+#                   caught it up without a snapshot are in the fault's detail)
+# Even seeds sum into a sparse tiered table (exact_sum_client --tiered, the
+# servers with a --table_dir), odd seeds into a dense table in memory.
 # Faults run one at a time, so at most one server is down (<= r-1), except in
 # kill_middle_copy: its second kill comes while the first victim (running
 # again, but with no copy) is still being copied into, so two servers lack a
@@ -77,7 +84,7 @@
 # Parameters (environment): FAULT_SEEDS (default 3: how many seeds),
 # FAULT_FIRST_SEED (1: seeds run from it up, so a long run can be split),
 # FAULT_SECONDS (30, each seed's fault phase), FAULT_REPLICAS ("2 3": each seed runs at each r),
-# FAULT_SERVERS (4), FAULT_KINDS (default all eight: the kinds drawn from,
+# FAULT_SERVERS (4), FAULT_KINDS (default all nine: the kinds drawn from,
 # e.g. "kill_slow stop_server drain"; an r at which none of them is drawn is
 # skipped), FAULT_CHECKPOINT_SECONDS (2: the servers keep checkpoints in
 # the seed's directory and the primary of shard 0 takes one this often,
@@ -104,7 +111,7 @@ pair_gap_limit=10  # seconds: the longest gap a partition_pair may cause
 top=$dir
 outputs=${TEST_UNDECLARED_OUTPUTS_DIR:-$top}
 kinds=(kill_fast kill_slow stop_server stop_etcd drain partition_etcd partition_pair
-  kill_middle_copy)
+  kill_middle_copy term_restart)
 read -r -a chosen_kinds <<<"${FAULT_KINDS:-${kinds[*]}}"
 for kind in "${chosen_kinds[@]}"; do
   [[ " ${kinds[*]} " == *" $kind "* ]] || fail "FAULT_KINDS: unknown kind '$kind' (known: ${kinds[*]})"
@@ -367,12 +374,21 @@ run_seed() {
     mkdir -p "$dir/ckpt"
     checkpoint_flags=(--checkpoint_dir="$dir/ckpt" --checkpoint_every_seconds="$checkpoint_seconds")
   fi
+  # Even seeds sum into a sparse tiered table (rows on disk under each
+  # server's --table_dir; a clean stop keeps the copies there), odd seeds
+  # into a dense one in memory.
+  local table_flags=() client_flags=()
+  if ((seed % 2 == 0)); then
+    mkdir -p "$dir/tables"
+    table_flags=(--table_dir="$dir/tables")
+    client_flags=(--tiered)
+  fi
   start_ns_servers "$num_servers" --etcd="$etcd_endpoint" --cluster="$cluster" --replicas="$r" \
-    --lease_seconds=2 "${checkpoint_flags[@]}"
+    --lease_seconds=2 "${checkpoint_flags[@]}" "${table_flags[@]}"
   starts=()
   for ((i = 0; i < num_servers; i++)); do starts[i]=1; done
   "$client_bin" --etcd="$etcd_endpoint" --cluster="$cluster" --workers=4 --keys=20000 \
-    --seconds=$((fault_seconds + 10)) --tolerate_unknown --start_file="$dir/start" \
+    "${client_flags[@]}" --seconds=$((fault_seconds + 10)) --tolerate_unknown --start_file="$dir/start" \
     --started_file="$dir/started" --progress_file="$dir/progress" \
     --timeline_file="$dir/timeline" >"$dir/client.log" 2>&1 &
   client=$!
@@ -424,6 +440,7 @@ run_seed() {
         partition_pair "$victim" $(((victim + other) % num_servers)) $((3000 + (ms - 200) * 15 / 4))
         ;;
       kill_middle_copy) kill_middle_copy "$victim" ;;
+      term_restart) term_restart "$victim" ;;
     esac
     end=${fault_end:-$(elapsed)}
     current=""

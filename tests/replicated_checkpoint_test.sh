@@ -62,12 +62,6 @@ wait_serving() {  # CLUSTER: until every shard's primary answers (ps_admin statu
   cat "$dir/status_$1.txt" >&2
   fail "cluster $1 does not serve every shard"
 }
-chains_of() {  # R: whether $dir/ring.txt has only chains of R servers
-  grep -o 'shard [0-9]*: [^;(\[]*' "$dir/ring.txt" |
-    awk -F' -> ' -v r="$1" '/LOST/ || NF != r { bad = 1 } END { exit bad || NR == 0 }' &&
-    ! grep -q joining "$dir/ring.txt"
-}
-
 # 1. The scheduler and ps_admin on a replicated cluster.
 mkdir -p "$dir/ckpt_a"
 start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=a --replicas=2 --lease_seconds=2 --shards=6 \

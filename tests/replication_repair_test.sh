@@ -33,14 +33,6 @@ finish_client() {  # CLUSTER: waits for the client; its sums must be exact
   echo "$1: $result"
   grep -q 'wrong=0 ' <<<"$result" || fail "$1: wrong sums"
 }
-# CLUSTER R: waits until the ring shows every chain with R servers and none
-# joining (ShardRing::Describe: "shard 0: 2 -> 0 -> 1; shard 1: ...").
-chains_of() {  # R: whether $dir/ring.txt has only chains of R servers
-  grep -o 'shard [0-9]*: [^;(]*' "$dir/ring.txt" |
-    awk -F' -> ' -v r="$1" '/LOST/ || NF != r { bad = 1 } END { exit bad || NR == 0 }' &&
-    ! grep -q joining "$dir/ring.txt"
-}
-full_chains() { wait_ring "$1" "every chain at r=$2" "chains_of $2"; }
 
 # 1. A restart before the lease expires.
 start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=restart --replicas=2 --lease_seconds=2

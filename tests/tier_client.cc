@@ -1,5 +1,6 @@
 // tier_client: a tiered sparse table (tests/tiered_server_test.sh) on static
-// servers: width 4, SGD at rate 1 from zeros, so that a push of -1 adds 1
+// servers (--servers), or on a replicated cluster (--etcd, --cluster;
+// tests/tiered_replication_test.sh): width 4, SGD at rate 1 from zeros, so that a push of -1 adds 1
 // and every value counts the pushes acknowledged; a 1 MiB cache (about
 // 22,000 rows) and --keys keys, so most rows are on disk.
 //
@@ -21,10 +22,15 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
+#include "common/etcd_kv_store.h"
 #include "worker/client/ps_client.h"
+#include "worker/client/shard_directory.h"
 
 ABSL_FLAG(std::string, servers, "", "host:port of the static servers, comma-separated");
+ABSL_FLAG(std::string, etcd, "", "etcd endpoint of a replicated cluster (instead of --servers)");
+ABSL_FLAG(std::string, cluster, "default", "the replicated cluster's name");
 ABSL_FLAG(std::string, mode, "push", "push or check");
+ABSL_FLAG(int32_t, worker_id, 1, "the worker id (clients running at once each need their own)");
 ABSL_FLAG(int64_t, keys, 100000, "keys of the table");
 ABSL_FLAG(int64_t, rounds, 1, "push: rounds of pushes of every key");
 ABSL_FLAG(bool, until_refused, false, "push: stop at the first refused push and say why");
@@ -59,7 +65,18 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   ps::PsClientOptions options;
   options.servers = absl::StrSplit(absl::GetFlag(FLAGS_servers), ',', absl::SkipEmpty());
-  options.worker_id = 1;
+  options.worker_id = static_cast<uint32_t>(absl::GetFlag(FLAGS_worker_id));
+  std::unique_ptr<ps::EtcdKvStore> etcd;
+  if (!absl::GetFlag(FLAGS_etcd).empty()) {
+    // Calls follow the ring, retried across a failover (40 attempts).
+    etcd = std::make_unique<ps::EtcdKvStore>(ps::EtcdOptions{absl::GetFlag(FLAGS_etcd)});
+    auto directory =
+        ps::EtcdShardDirectory::Start(etcd.get(), absl::GetFlag(FLAGS_cluster), absl::Seconds(30));
+    if (!directory.ok()) return Fail(directory.status().ToString());
+    options.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
+    options.timeout = absl::Seconds(2);
+    options.max_attempts = 40;
+  }
   auto client = ps::PsClient::Connect(options);
   if (!client.ok()) return Fail(client.status().ToString());
   if (absl::Status s = (*client)->CreateTable(Table()); !s.ok()) return Fail(s.ToString());
