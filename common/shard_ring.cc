@@ -148,6 +148,7 @@ std::string ShardRing::Describe() const {
     if (chain.restored_at() > 0) {
       absl::StrAppend(&part, " [from checkpoint at v", chain.restored_at(), "]");
     }
+    if (chain.resumed_from() > 0) absl::StrAppend(&part, " [resumed from a kept copy]");
     parts.push_back(std::move(part));
   }
   return absl::StrCat("ring v", version(), " r=", replicas(), ": ", absl::StrJoin(parts, "; "));
@@ -210,15 +211,38 @@ class RingPlanner {
            it->second == known->second.incarnation();
   }
 
+  // Server s, back under a new incarnation, offers the copy of `shard` kept
+  // by the incarnation the ring names for it (MemberRecord.kept).
+  bool OffersNamedCopy(int shard, uint32_t s) const {
+    auto it = inputs_.live.find(s);
+    auto known = current_.members().find(s);
+    if (it == inputs_.live.end() || known == current_.members().end()) return false;
+    auto kept = it->second.kept().find(static_cast<uint32_t>(shard));
+    return kept != it->second.kept().end() && kept->second == known->second.incarnation();
+  }
+
   // 1. The dead (or restarted) leave every chain; the next in a chain
   // becomes primary. A chain none of whose servers is live keeps those that
-  // may come back (it is unavailable, not lost, until one does).
+  // may come back (it is unavailable, not lost, until one does), unless one
+  // of them is back, restarted, with the copy its previous process kept:
+  // that copy holds every acknowledged update (every server of a chain
+  // does), and the chain resumes from it.
   void DropDead() {
-    for (proto::ShardChain& chain : *next_.mutable_shards()) {
+    for (int i = 0; i < next_.shards_size(); ++i) {
+      proto::ShardChain& chain = *next_.mutable_shards(i);
       std::vector<uint32_t> keep, returnable;
       for (uint32_t s : chain.servers()) {
         if (Alive(s)) keep.push_back(s);
         if (!Restarted(s)) returnable.push_back(s);
+      }
+      if (keep.empty()) {
+        for (uint32_t s : chain.servers()) {
+          if (!OffersNamedCopy(i, s)) continue;
+          keep = {s};
+          chain.set_resumed_from(current_.members().at(s).incarnation());
+          chain.set_restored_at(0);
+          break;
+        }
       }
       if (keep.empty()) keep = returnable;
       chain.mutable_servers()->Assign(keep.begin(), keep.end());
@@ -363,7 +387,10 @@ class RingPlanner {
       }
       ++load_[*s];
     }
-    if (!chain.servers().empty()) chain.set_restored_at(current_.version() + 1);
+    if (!chain.servers().empty()) {
+      chain.set_restored_at(current_.version() + 1);
+      chain.set_resumed_from(0);
+    }
   }
 
   // 5. Added servers take shards from the most loaded servers.
@@ -401,9 +428,10 @@ class RingPlanner {
       for (auto list : {&chain.servers(), &chain.joining()}) {
         for (uint32_t s : *list) {
           auto known = current_.members().find(s);
-          (*next_.mutable_members())[s] = known != current_.members().end() && !Restarted(s)
-                                              ? known->second
-                                              : inputs_.live.at(s);
+          proto::MemberRecord& member = (*next_.mutable_members())[s];
+          member = known != current_.members().end() && !Restarted(s) ? known->second
+                                                                      : inputs_.live.at(s);
+          member.clear_kept();  // for NextRing only
         }
       }
     }

@@ -94,7 +94,11 @@ struct RingInputs {
 //     keeps those not known to have restarted: their lease may have lapsed
 //     in an etcd stall or a pause, with their copies intact, and they
 //     register again under the same incarnation (the chain gets no joining
-//     server meanwhile: nothing to copy from);
+//     server meanwhile: nothing to copy from); or, when one of those is
+//     live again under a new incarnation offering the copy of the shard
+//     that the incarnation the ring names kept (MemberRecord.kept: a clean
+//     stop, ShardHost::KeepCopies), the chain resumes from it: that server
+//     alone, resumed_from set to that incarnation;
 //  1b. a server reported stuck in a chain (under the incarnation the ring
 //     names) leaves that chain, unless it is the chain's only live server;
 //     while the report lasts it is not given that shard again (4, 5);

@@ -99,6 +99,33 @@ TEST(ShardRingTest, AReturningServersPlaceIsKeptAndItJoinsFirst) {
   EXPECT_EQ(Joining(*first, 0), (std::vector<uint32_t>{3}));
 }
 
+// Every server of a chain away (stopped cleanly), one back under a new
+// incarnation with the copy the ring's incarnation of it kept: the chain
+// resumes from that copy (that server alone, resumed_from naming the
+// incarnation), instead of waiting for the others or being lost. A copy
+// kept by another incarnation does not count.
+TEST(ShardRingTest, AChainAllAwayResumesFromAKeptCopyOfTheNamedIncarnation) {
+  auto ring = ShardRing::Initial(2, 2, Members({0, 1}));
+  ASSERT_TRUE(ring.ok());
+  RingInputs in;
+  in.live[1] = Members({1}, 50)[1];
+  (*in.live[1].mutable_kept())[0] = ring->record().members().at(1).incarnation();
+  (*in.live[1].mutable_kept())[1] = 99;  // another process's copy of shard 1
+  auto next = NextRing(ring->record(), in);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(Servers(*next, 0), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(next->shards(0).resumed_from(), ring->record().members().at(1).incarnation());
+  EXPECT_EQ(next->members().at(1).incarnation(), 51u);
+  EXPECT_TRUE(next->members().at(1).kept().empty());
+  // Shard 1 waits for server 0, which may come back with its copy.
+  EXPECT_EQ(Servers(*next, 1), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(next->shards(1).resumed_from(), 0u);
+  auto described = ShardRing::FromRecord(*next);
+  ASSERT_TRUE(described.ok());
+  EXPECT_NE(described->Describe().find("shard 0: 1 [resumed from a kept copy]"), std::string::npos)
+      << described->Describe();
+}
+
 TEST(ShardRingTest, RejectsBadRecords) {
   auto ring = ShardRing::Initial(2, 2, Members({0, 1}));
   ASSERT_TRUE(ring.ok());

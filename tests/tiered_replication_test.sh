@@ -13,6 +13,9 @@
 #     value exact.
 #  2. SIGKILL and a restart: nothing was kept; the server is sent snapshots
 #     and every value stays exact.
+#  3. Every server stopped cleanly, then all started again: each chain
+#     resumes from a copy kept by a server the ring still names in it (no
+#     checkpoint); every value exact, and pushes go on.
 set -euo pipefail
 # shellcheck source=tests/cluster_lib.sh
 source "$(dirname "$0")/cluster_lib.sh"
@@ -111,4 +114,21 @@ if log_since 1 "$from1" | grep -q "offering a copy"; then fail "a killed server 
 check "$total"
 echo "PASS: SIGKILL, restart: nothing offered, $(cat <(log_since 0 "$from0") <(log_since 2 "$from2") |
   grep -c 'sending a snapshot') snapshot(s) sent; every value $total"
+
+# 3. The whole cluster stopped cleanly and started again: each chain
+#    resumes from a kept copy (no checkpoint), the others rejoin theirs.
+stop_servers
+start_servers "$root" "$dir" 3 --etcd="$etcd_endpoint" --cluster=tier --replicas=2 \
+  --lease_seconds=2 --table_dir="$tables" --rejoin_grace_seconds=60
+full_chains tier 2
+check "$total"
+resumed=$(cat "$dir"/server[0-2].log | grep -c "serving the kept copy at") || true
+((resumed == 3)) || fail "$resumed chains resumed from a kept copy, not 3: $(cat "$dir/ring.txt")"
+snapshots=$(cat "$dir"/server[0-2].log | grep -c "sending a snapshot") || true
+tier_client push --rounds=1 >"$dir/push3.out" 2>"$dir/push3.err" ||
+  fail "a round after the cluster's restart: $(cat "$dir/push3.err")"
+total=$((total + 1))
+check "$total"
+echo "PASS: every server SIGTERMed, all started again: 3 chains resumed from kept copies," \
+  "$snapshots snapshot(s) sent; every value $total"
 stop_servers

@@ -77,6 +77,11 @@ absl::Status MembershipAgent::Register() {
   member.set_server_id(options_.server_id);
   member.set_address(options_.address);
   member.set_incarnation(incarnation_);
+  // Copies its earlier processes kept: a chain all of whose servers are
+  // away may resume from one (NextRing).
+  for (const auto& [shard, held_by] : host_->Offers()) {
+    (*member.mutable_kept())[static_cast<uint32_t>(shard)] = held_by;
+  }
   // Copies this server held under an older incarnation are gone from the
   // ring's point of view; so are its synced records. (Registering again,
   // this process keeps its copies and its records.)

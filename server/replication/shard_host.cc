@@ -266,16 +266,22 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
       auto it = slots_.find(shard);
       const bool holds = ring->Holds(shard, options_.server_id);
       // A kept copy is offered when a ring naming this process makes it
-      // join the shard's chain (from an existing copy), in place of a slot
+      // join the shard's chain (from an existing copy), and served when the
+      // ring resumes the chain from it (every server of the chain was away:
+      // resumed_from names the process that held it), in place of a slot
       // made while the ring named the previous process; any other place a
       // ring naming this process gives it drops the copy.
       const proto::ShardChain& joined = ring->record().shards(shard);
       auto offer = offered_.find(shard);
-      const bool take_offer =
-          offer != offered_.end() && NamesMeLocked(*ring) && joined.restored_at() == 0 &&
-          std::find(joined.joining().begin(), joined.joining().end(), options_.server_id) !=
-              joined.joining().end() &&
-          (it == slots_.end() || it->second->unnamed);
+      const bool member = std::find(joined.servers().begin(), joined.servers().end(),
+                                    options_.server_id) != joined.servers().end();
+      const bool joining = std::find(joined.joining().begin(), joined.joining().end(),
+                                     options_.server_id) != joined.joining().end();
+      const bool resumes = member && joined.resumed_from() != 0 && offer != offered_.end() &&
+                           offer->second->kept_by == joined.resumed_from();
+      const bool take_offer = offer != offered_.end() && NamesMeLocked(*ring) &&
+                              joined.restored_at() == 0 && (joining || resumes) &&
+                              (it == slots_.end() || it->second->unnamed);
       if (offer != offered_.end() && NamesMeLocked(*ring) && !take_offer) {
         unused_offers.push_back(std::move(offer->second));
         offered_.erase(offer);
@@ -315,11 +321,18 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
         if (chain.restored_at() > 0) {
           slot->complete = from_checkpoint != restored.end() && from_checkpoint->second != nullptr;
         }
+        // A member of a resumed chain serves the kept copy it names, or
+        // nothing (never an empty copy in its place).
+        if (chain.resumed_from() != 0 && chain.restored_at() == 0) {
+          slot->complete = slot->complete && take_offer;
+        }
         if (take_offer) {
           slot->replica = std::move(offer->second);
-          slot->offered = true;
+          slot->offered = !slot->complete;
           offered_.erase(offer);
-          LogEvent(Who(), absl::StrCat("shard ", shard, ": joining with the kept copy at ",
+          LogEvent(Who(), absl::StrCat("shard ", shard,
+                                       slot->complete ? ": serving the kept copy at "
+                                                      : ": joining with the kept copy at ",
                                        slot->replica->link->position().ToString()));
         } else {
           slot->replica = slot->complete && from_checkpoint != restored.end()

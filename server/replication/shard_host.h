@@ -132,8 +132,10 @@ class ShardHost {
   // all tiered (what a stopping server announces, before it leaves).
   std::vector<int> KeepableShards() const;
   // Shards whose kept copy this process offers (loaded at start, not yet
-  // taken by a ring, nor dropped).
+  // taken by a ring, nor dropped), and with the process that held each
+  // (what it registers with: proto::MemberRecord.kept).
   std::vector<int> OfferedShards() const;
+  std::map<int, uint64_t> Offers() const;
 
   // A new ring version (ignored when not newer than the current one).
   void SetRing(std::shared_ptr<const ShardRing> ring);
@@ -197,9 +199,10 @@ class ShardHost {
   // The kept copy at `path` (its shard in *shard), loaded; null (logged)
   // when it cannot be served.
   std::shared_ptr<Replica> LoadKeptCopy(const std::string& path, int* shard);
-  // Keeps one copy (KeepCopies); nothing may apply to it meanwhile (its
-  // slot's mu held, or not in a slot).
-  absl::Status KeepCopy(int shard, Replica& replica);
+  // Keeps one copy (KeepCopies), held as a member of the chain by process
+  // `held_by`; nothing may apply to it meanwhile (its slot's mu held, or
+  // not in a slot).
+  absl::Status KeepCopy(int shard, Replica& replica, uint64_t held_by);
   // The copies `ring` (if newer) makes this server hold as the primary of a
   // chain marked restored_at, with no copy of its own yet: loaded by
   // options_.restore (null when it failed).

@@ -66,10 +66,11 @@ absl::Status WriteDurably(const std::string& dir, const std::string& path,
 
 }  // namespace
 
-absl::Status ShardHost::KeepCopy(int shard, Replica& replica) {
+absl::Status ShardHost::KeepCopy(int shard, Replica& replica, uint64_t held_by) {
   proto::KeptCopy kept;
   kept.set_shard(static_cast<uint32_t>(shard));
   kept.set_scratch(replica.tier_scratch);
+  kept.set_incarnation(held_by);
   absl::Status closed;
   // No update is being applied: the state, the position and the tables'
   // rows are of one moment.
@@ -104,9 +105,9 @@ std::vector<int> ShardHost::KeepCopies() {
     }
     offered.swap(offered_);  // not taken by a ring yet: kept again as they are
   }
-  auto keep = [&](int shard, Replica& replica) {
+  auto keep = [&](int shard, Replica& replica, uint64_t held_by) {
     const LogPosition at = replica.link->position();
-    if (absl::Status s = KeepCopy(shard, replica); !s.ok()) {
+    if (absl::Status s = KeepCopy(shard, replica, held_by); !s.ok()) {
       LogEvent(Who(), absl::StrCat("shard ", shard, ": the copy is not kept on disk (", s.message(),
                                    "); a restarted process is sent a snapshot"));
       return;
@@ -117,9 +118,9 @@ std::vector<int> ShardHost::KeepCopies() {
   };
   for (auto& [shard, slot] : complete) {
     absl::MutexLock slot_lock(&slot->mu);  // no forward is being applied
-    keep(shard, *slot->replica);
+    keep(shard, *slot->replica, options_.incarnation);
   }
-  for (auto& [shard, replica] : offered) keep(shard, *replica);
+  for (auto& [shard, replica] : offered) keep(shard, *replica, replica->kept_by);
   return kept;
 }
 
@@ -129,8 +130,13 @@ std::shared_ptr<ShardHost::Replica> ShardHost::LoadKeptCopy(const std::string& p
   proto::KeptCopy kept;
   {
     std::ifstream in(path, std::ios::binary);
-    const bool parsed = in.is_open() && kept.ParseFromIstream(&in) &&
-                        kept.state().tables_size() > 0 && !kept.scratch().empty();
+    // The scratch name is a file name of this server id's (a damaged file
+    // must not name a path elsewhere).
+    const bool parsed =
+        in.is_open() && kept.ParseFromIstream(&in) && kept.state().tables_size() > 0 &&
+        kept.incarnation() != 0 &&
+        absl::StartsWith(kept.scratch(), absl::StrCat("id", options_.server_id, "-")) &&
+        kept.scratch().find('/') == std::string::npos;
     std::error_code ec;
     std::filesystem::remove(path, ec);  // used once, whatever follows
     if (!parsed) {
@@ -167,6 +173,7 @@ std::shared_ptr<ShardHost::Replica> ShardHost::LoadKeptCopy(const std::string& p
     return nullptr;  // its tables' directories go with it
   }
   io.RaiseMaxClock(kept.max_clock());
+  replica->kept_by = kept.incarnation();
   const LogPosition at = LogPosition::From(kept.state().position());
   replica->link->ResetPosition(at);
   LogEvent(Who(), absl::StrCat("offering a copy of shard ", shard, " at ", at.ToString(),
@@ -178,15 +185,18 @@ void ShardHost::LoadKeptCopies() {
   const std::string& root = options_.core.limits.table_dir;
   if (root.empty()) return;
   const std::string mine = absl::StrCat(".id", options_.server_id, "-");
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, unfinished;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
-    if (absl::StartsWith(name, "shard") && absl::EndsWith(name, kKeptSuffix) &&
-        name.find(mine) != std::string::npos) {
-      paths.push_back(entry.path().string());
+    if (!absl::StartsWith(name, "shard") || name.find(mine) == std::string::npos) continue;
+    if (absl::EndsWith(name, kKeptSuffix)) paths.push_back(entry.path().string());
+    // A stop that did not finish writing it.
+    if (absl::EndsWith(name, absl::StrCat(kKeptSuffix, ".tmp"))) {
+      unfinished.push_back(entry.path().string());
     }
   }
+  for (const std::string& path : unfinished) std::filesystem::remove(path, ec);
   for (const std::string& path : paths) {
     int shard = -1;
     std::shared_ptr<Replica> replica = LoadKeptCopy(path, &shard);
@@ -209,6 +219,13 @@ std::vector<int> ShardHost::KeepableShards() const {
     }
   }
   return shards;
+}
+
+std::map<int, uint64_t> ShardHost::Offers() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::map<int, uint64_t> offers;
+  for (const auto& [shard, replica] : offered_) offers[shard] = replica->kept_by;
+  return offers;
 }
 
 std::vector<int> ShardHost::OfferedShards() const {

@@ -5,6 +5,8 @@
 // copy's directory is its own and goes with it.
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -240,6 +242,57 @@ TEST_F(KeptCopyTest, AKeptCopyPastThePredecessorsHistoryIsSentASnapshot) {
   EXPECT_EQ(Directories(table_dir_, 1).size(), 1u) << "the kept copy's directory stays";
 }
 
+// Both servers of the chain stopped cleanly: the ring resumes the chain
+// from server 1's kept copy (resumed_from: the process that held it), which
+// serves as primary, exact; server 0 comes back and joins with its own kept
+// copy, caught up without a snapshot. A member of a chain resumed from
+// another process's copy serves nothing (not an empty copy).
+TEST_F(KeptCopyTest, AChainWhoseServersAllStoppedResumesFromAKeptCopy) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/kept_resumed");
+  std::shared_ptr<PsCore> primary = StartChainWithEmb(true);
+  ASSERT_NE(primary, nullptr);
+  primary.reset();
+  EXPECT_EQ(StopCleanly(1), std::vector<int>{0});  // held by process 101
+  EXPECT_EQ(StopCleanly(0), std::vector<int>{0});  // by 100
+  auto resumed = [](uint64_t version, const std::vector<Chain>& chains,
+                    std::map<uint32_t, uint64_t> incarnations, uint64_t from) {
+    proto::RingRecord record = Ring(version, chains, std::move(incarnations))->record();
+    record.mutable_shards(0)->set_resumed_from(from);
+    return std::make_shared<const ShardRing>(*ShardRing::FromRecord(record));
+  };
+  Start(1, 201);
+  EXPECT_EQ(host(1).Offers(), (std::map<int, uint64_t>{{0, 101}}));
+  SetRing(resumed(3, {{{1}}}, {{1, 201}}, 101), {1});
+  std::shared_ptr<PsCore> back = Primary(1);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*back), keys_), Read(memory_, keys_)) << "the resumed copy";
+  PushRound(*back, memory_, keys_, &request_id_);
+
+  Start(0, 200);
+  SetRing(resumed(4, {{{1}, {0}}}, {{1, 201}, {0, 200}}, 101), {0, 1});
+  ASSERT_TRUE(WaitSynced(0, 0));
+  EXPECT_EQ(transport_.snapshot_parts("h0"), 0) << "server 0's kept copy was replaced";
+  SetRing(resumed(5, {{{1, 0}}}, {{1, 201}, {0, 200}}, 101), {0, 1});
+  PushRound(*back, memory_, keys_, &request_id_);
+  const std::string want = Read(memory_, keys_);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*back), keys_), want) << "the primary";
+  std::shared_ptr<PsCore> copy = OnlyCore(0);
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(Read(PsCoreTestPeer::store(*copy), keys_), want) << "the rejoined copy";
+
+  // Both stop again; server 0 comes back to a ring resuming from a process
+  // whose copy it does not hold.
+  back.reset();
+  copy.reset();
+  EXPECT_EQ(StopCleanly(1), std::vector<int>{0});
+  EXPECT_EQ(StopCleanly(0), std::vector<int>{0});
+  Start(0, 300);
+  EXPECT_EQ(host(0).Offers(), (std::map<int, uint64_t>{{0, 200}}));
+  SetRing(resumed(6, {{{0}}}, {{0, 300}}, 999), {0});
+  EXPECT_FALSE(host(0).ForWorker(0).ok()) << "a copy other than the one named was served";
+  EXPECT_TRUE(host(0).OfferedShards().empty());
+}
+
 // A copy with a table held in memory is not kept: its rows die with the
 // process, and the next one holds nothing of it.
 TEST_F(KeptCopyTest, ACopyWithATableInMemoryIsNotKept) {
@@ -274,6 +327,26 @@ TEST_F(KeptCopyTest, AKeptCopyTheRingDoesNotUseIsDropped) {
   SetRing(Ring(3, {{{0}}}, {{1, 201}}), {1, 0});  // names it, holds nothing
   EXPECT_TRUE(host(1).OfferedShards().empty());
   EXPECT_TRUE(Directories(table_dir_, 1).empty()) << "a dropped kept copy's directory stays";
+}
+
+// Kept files that are damaged, name a directory outside this server id's,
+// or were left half written are not used, and are removed.
+TEST_F(ShardHostTest, DamagedOrForeignKeptFilesAreIgnoredAndRemoved) {
+  table_dir_ = absl::StrCat(std::getenv("TEST_TMPDIR"), "/kept_damaged");
+  const std::string root = absl::StrCat(table_dir_, "/h1");
+  std::filesystem::create_directories(root);
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(absl::StrCat(root, "/", name), std::ios::binary) << bytes;
+  };
+  write("shard0.id1-90-0.kept", "not a proto");
+  proto::KeptCopy outside;
+  *outside.mutable_state()->add_tables() = Emb(true);
+  outside.set_scratch("id1-90-0/../../elsewhere");
+  write("shard0.id1-90-1.kept", outside.SerializeAsString());
+  write("shard0.id1-90-2.kept.tmp", "half");
+  Start(1, 91);
+  EXPECT_TRUE(host(1).OfferedShards().empty());
+  EXPECT_TRUE(Directories(table_dir_, 1).empty());
 }
 
 // A restarted process (a new incarnation of the server id) removes the

@@ -28,6 +28,7 @@ namespace ps {
 struct ShardReplica final : public SnapshotSource {
   std::shared_ptr<PsCore> core;
   std::string tier_scratch;           // its tiered tables' (PsCoreOptions)
+  uint64_t kept_by = 0;               // an offered kept copy: the process that held it
   CoreState state;                    // fixed by Begin
   std::unique_ptr<ReplicaLink> link;  // last: destroyed first
 
