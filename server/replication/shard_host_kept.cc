@@ -4,13 +4,7 @@
 // when a ring makes it join the shard's chain (LoadKeptCopies, SetRing), so
 // that the predecessor sends only the entries after it instead of a
 // snapshot of every row.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <system_error>
@@ -18,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/durable_file.h"
 #include "common/log.h"
 #include "server/core/core_state.h"
 #include "server/replication/shard_host.h"
@@ -29,39 +24,9 @@ namespace {
 
 constexpr absl::string_view kKeptSuffix = ".kept";
 
-std::string KeptPath(const std::string& table_dir, int shard, const std::string& scratch) {
-  return absl::StrCat(table_dir, "/shard", shard, ".", scratch, kKeptSuffix);
-}
-
-// `bytes` at `path`, durably: a temporary file synced, renamed over it, and
-// the directory synced.
-absl::Status WriteDurably(const std::string& dir, const std::string& path,
-                          const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat("creating ", tmp, ": ", strerror(errno)));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      close(fd);
-      return absl::InternalError(absl::StrCat("writing ", tmp, ": ", strerror(err)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  const bool synced = fsync(fd) == 0;
-  close(fd);
-  if (!synced || rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("syncing or renaming ", tmp, ": ", strerror(errno)));
-  }
-  const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)fsync(dfd);
-    close(dfd);
-  }
-  return absl::OkStatus();
+// A kept copy's file in the table_dir.
+std::string KeptName(int shard, const std::string& scratch) {
+  return absl::StrCat("shard", shard, ".", scratch, kKeptSuffix);
 }
 
 }  // namespace
@@ -88,8 +53,8 @@ absl::Status ShardHost::KeepCopy(int shard, Replica& replica, uint64_t held_by) 
     closed = io.KeepTieredTables();
   });
   if (!closed.ok()) return closed;
-  const std::string& root = options_.core.limits.table_dir;
-  return WriteDurably(root, KeptPath(root, shard, replica.tier_scratch), kept.SerializeAsString());
+  return WriteFileDurably(options_.core.limits.table_dir, KeptName(shard, replica.tier_scratch),
+                          kept.SerializeAsString());
 }
 
 std::vector<int> ShardHost::KeepCopies() {
@@ -129,11 +94,11 @@ std::shared_ptr<ShardHost::Replica> ShardHost::LoadKeptCopy(const std::string& p
   const std::string& root = options_.core.limits.table_dir;
   proto::KeptCopy kept;
   {
-    std::ifstream in(path, std::ios::binary);
+    absl::StatusOr<std::string> bytes = ReadWholeFile(path);
     // The scratch name is a file name of this server id's (a damaged file
     // must not name a path elsewhere).
     const bool parsed =
-        in.is_open() && kept.ParseFromIstream(&in) && kept.state().tables_size() > 0 &&
+        bytes.ok() && kept.ParseFromString(*bytes) && kept.state().tables_size() > 0 &&
         kept.incarnation() != 0 &&
         absl::StartsWith(kept.scratch(), absl::StrCat("id", options_.server_id, "-")) &&
         kept.scratch().find('/') == std::string::npos;
