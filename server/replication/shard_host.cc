@@ -262,6 +262,7 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
     absl::MutexLock lock(&mu_);
     if (!replicated() || (ring_ != nullptr && ring->version() <= ring_->version())) return;
     ring_ = ring;
+    const bool names_me = NamesMeLocked(*ring);
     for (int shard = 0; shard < ring->num_shards(); ++shard) {
       auto it = slots_.find(shard);
       const bool holds = ring->Holds(shard, options_.server_id);
@@ -271,18 +272,17 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
       // resumed_from names the process that held it), in place of a slot
       // made while the ring named the previous process; any other place a
       // ring naming this process gives it drops the copy.
-      const proto::ShardChain& joined = ring->record().shards(shard);
+      const proto::ShardChain& chain = ring->record().shards(shard);
       auto offer = offered_.find(shard);
-      const bool member = std::find(joined.servers().begin(), joined.servers().end(),
-                                    options_.server_id) != joined.servers().end();
-      const bool joining = std::find(joined.joining().begin(), joined.joining().end(),
-                                     options_.server_id) != joined.joining().end();
-      const bool resumes = member && joined.resumed_from() != 0 && offer != offered_.end() &&
-                           offer->second->kept_by == joined.resumed_from();
-      const bool take_offer = offer != offered_.end() && NamesMeLocked(*ring) &&
-                              joined.restored_at() == 0 && (joining || resumes) &&
-                              (it == slots_.end() || it->second->unnamed);
-      if (offer != offered_.end() && NamesMeLocked(*ring) && !take_offer) {
+      const bool member = std::find(chain.servers().begin(), chain.servers().end(),
+                                    options_.server_id) != chain.servers().end();
+      const bool joining = std::find(chain.joining().begin(), chain.joining().end(),
+                                     options_.server_id) != chain.joining().end();
+      const bool resumes = member && chain.resumed_from() != 0 && offer != offered_.end() &&
+                           offer->second->kept_by == chain.resumed_from();
+      const bool take_offer = offer != offered_.end() && names_me && chain.restored_at() == 0 &&
+                              (joining || resumes) && (it == slots_.end() || it->second->unnamed);
+      if (offer != offered_.end() && names_me && !take_offer) {
         unused_offers.push_back(std::move(offer->second));
         offered_.erase(offer);
       }
@@ -313,11 +313,8 @@ void ShardHost::SetRing(std::shared_ptr<const ShardRing> ring) {
         // copies died with it). A chain marked restored_at starts from the
         // newest checkpoint: its primary loads it (a failed restore leaves
         // the copy incomplete, not empty), the others are copied from it.
-        const proto::ShardChain& chain = ring->record().shards(shard);
-        const auto& servers = chain.servers();
-        slot->unnamed = !NamesMeLocked(*ring);
-        slot->complete = !slot->unnamed && std::find(servers.begin(), servers.end(),
-                                                     options_.server_id) != servers.end();
+        slot->unnamed = !names_me;
+        slot->complete = names_me && member;
         if (chain.restored_at() > 0) {
           slot->complete = from_checkpoint != restored.end() && from_checkpoint->second != nullptr;
         }
