@@ -25,13 +25,17 @@ proto::TableDef TierIdentity(proto::TableDef def) {
   return def;
 }
 
+// A table's name as the start of a directory's ('/' as '_').
+std::string DirName(std::string table) {
+  std::replace(table.begin(), table.end(), '/', '_');
+  return table;
+}
+
 }  // namespace
 
 std::string TierScratchDir(const std::string& table_dir, const std::string& table, int shard,
                            const std::string& scratch) {
-  std::string name = table;
-  std::replace(name.begin(), name.end(), '/', '_');
-  return absl::StrCat(table_dir, "/", name, ".shard", shard, ".", scratch);
+  return absl::StrCat(table_dir, "/", DirName(table), ".shard", shard, ".", scratch);
 }
 
 std::string ClosedTierMeta(const proto::TableDef& def) {
@@ -46,8 +50,6 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
     return absl::FailedPreconditionError(
         absl::StrCat(where, ": start ps_server with --table_dir, the directory its rows go under"));
   }
-  std::string name = def.name();
-  std::replace(name.begin(), name.end(), '/', '_');
   RowStoreOptions options;
   options.row_bytes = row_bytes;
   options.shared_disk_budget = place.disk_budget;
@@ -59,7 +61,8 @@ absl::StatusOr<OpenedTier> OpenTierStore(const TierPlace& place, const proto::Ta
     scratch_dir = options.dir;
     if (!place.reuse_scratch) std::filesystem::remove_all(options.dir, ec);
   } else {
-    options.dir = absl::StrCat(place.table_dir, "/", name, ".server", place.server_index);
+    options.dir =
+        absl::StrCat(place.table_dir, "/", DirName(def.name()), ".server", place.server_index);
     options.name = absl::StrCat("table ", def.name(), " on server ", place.server_index);
   }
   const bool earlier =
