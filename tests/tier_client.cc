@@ -74,8 +74,7 @@ int main(int argc, char** argv) {
         ps::EtcdShardDirectory::Start(etcd.get(), absl::GetFlag(FLAGS_cluster), absl::Seconds(30));
     if (!directory.ok()) return Fail(directory.status().ToString());
     options.directory = std::shared_ptr<const ps::ShardDirectory>(std::move(*directory));
-    options.timeout = absl::Seconds(2);
-    options.max_attempts = 40;
+    ps::SpanFailoverWithRetries(&options);
   }
   auto client = ps::PsClient::Connect(options);
   if (!client.ok()) return Fail(client.status().ToString());
